@@ -1,0 +1,3 @@
+from federation.cli import main
+
+main()
