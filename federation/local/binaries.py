@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -166,7 +167,7 @@ def _fetch_kubernetes_source(work: Path, progress: Progress) -> Path:
     progress(f"unpacking {tarballs[0].name}")
     with tarfile.open(tarballs[0]) as archive:
         archive.extractall(download, filter="tar")
-    trees = [p for p in download.iterdir() if p.is_dir() and (p / "cmd" / "kube-apiserver").is_dir()]
+    trees = [p for p in download.iterdir() if (p / "cmd" / "kube-apiserver").is_dir()]
     if not trees:
         raise BinaryError("the kubernetes source tarball holds no cmd/kube-apiserver")
     return trees[0]
@@ -193,7 +194,8 @@ def _fetch_go(work: Path, progress: Progress) -> Path:
                "downloading Go 1.15", cwd=debs)
     goroot_base = work / "go"
     for deb in sorted(debs.glob("*.deb")):
-        run_logged(["dpkg-deb", "-x", str(deb), str(goroot_base)], progress, f"unpacking {deb.name}")
+        run_logged(["dpkg-deb", "-x", str(deb), str(goroot_base)], progress,
+                   f"unpacking {deb.name}")
     goroot = goroot_base / "usr" / "lib" / "go-1.15"
     if not (goroot / "bin" / "go").exists():
         raise BinaryError(f"Go 1.15 was not found in the downloaded packages ({goroot})")
@@ -232,23 +234,36 @@ def run_logged(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> None:
-    """Run a command, reporting progress every few seconds; on failure show its last lines."""
+    """Run a command, reporting progress every 15 s; on failure show its last lines.
+
+    Compilers stay silent for minutes, so progress comes from a ticker thread,
+    not from the command's output.
+    """
     progress(f"{title} ...")
     started = time.monotonic()
     tail: list[str] = []
-    last_report = started
-    with subprocess.Popen(
-        list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, errors="replace",
-    ) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            tail = [*tail[-19:], line.rstrip()]
-            now = time.monotonic()
-            if now - last_report >= 10:
-                last_report = now
-                progress(f"{title}: {int(now - started)}s, {line.strip()[:100]}")
-        code = proc.wait()
+    finished = threading.Event()
+
+    def tick() -> None:
+        while not finished.wait(15):
+            last = tail[-1].strip()[:80] if tail else ""
+            progress(f"{title}: {int(time.monotonic() - started)}s {last}")
+
+    ticker = threading.Thread(target=tick, name=f"progress of {title}", daemon=True)
+    ticker.start()
+    try:
+        with subprocess.Popen(
+            list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, errors="replace",
+        ) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                tail = [*tail[-19:], line.rstrip()]
+            code = proc.wait()
+    except FileNotFoundError as exc:
+        raise BinaryError(f"{title} failed: {exc}") from None
+    finally:
+        finished.set()
     if code != 0:
         detail = "\n    ".join(tail)
         raise BinaryError(f"{title} failed (exit {code}): {' '.join(cmd)}\n    {detail}")

@@ -1,0 +1,190 @@
+"""``fedctl local``: a fleet of real API servers on this machine, and fault injection."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from federation.local import binaries, fleet, kind
+
+DEFAULT_STATE_DIR = Path(".fleet")
+DEFAULT_KUBECONFIG = Path("kubeconfigs/local.yaml")
+
+F = TypeVar("F", bound=Callable[..., Any])
+err = Console(stderr=True, highlight=False)
+
+
+def progress(message: str) -> None:
+    err.print(f"[dim]•[/dim] {message}")
+
+
+def clear_errors(func: F) -> F:
+    """Turn the fleet's expected failures into one line on stderr and exit status 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (fleet.FleetError, binaries.BinaryError, kind.KindError) as exc:
+            first, *rest = str(exc).splitlines() or ["failed"]
+            click.echo(f"error: {first}", err=True)
+            for line in rest:
+                click.echo(line, err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+state_dir_option = click.option(
+    "--state-dir", type=click.Path(path_type=Path), default=DEFAULT_STATE_DIR, show_default=True,
+    help="Where certificates, etcd data, logs and pid files live.",
+)
+kubeconfig_option = click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), default=DEFAULT_KUBECONFIG,
+    show_default=True, help="Kubeconfig written for the fleet (contexts hub, member1..N).",
+)
+
+
+def _fleet(state_dir: Path, kubeconfig: Path) -> fleet.Fleet:
+    return fleet.Fleet(state_dir, kubeconfig)
+
+
+@click.group()
+def local() -> None:
+    """A local fleet: hub + member clusters, each a real kube-apiserver and etcd on loopback."""
+
+
+@local.command()
+@clear_errors
+def install() -> None:
+    """Produce kube-apiserver and etcd if they are missing (cached after the first build)."""
+    found = binaries.install(progress)
+    click.echo(f"kube-apiserver: {found.kube_apiserver}\netcd: {found.etcd}")
+
+
+@local.command()
+@click.option("--members", default="3", show_default=True, help="Number of member clusters.")
+@click.option("--base-port", type=int, default=None,
+              help="Use fixed ports from here (3 per cluster) instead of free ones.")
+@click.option("--provider", type=click.Choice(["local", "kind"]), default="local",
+              show_default=True, help="kind needs Docker; it is not exercised in CI.")
+@click.option("--no-simulator", is_flag=True, help="Do not start the data-plane simulator.")
+@click.option("--ready-delay", type=float, default=1.0, show_default=True,
+              help="Simulator: seconds before a workload's replicas report ready.")
+@click.option("--node-pods", type=int, default=110, show_default=True,
+              help="Simulator: pods each simulated node can hold.")
+@click.option("--nodes", type=int, default=3, show_default=True,
+              help="Simulator: nodes per member cluster.")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
+       ready_delay: float, node_pods: int, nodes: int, state_dir: Path, kubeconfig: Path) -> None:
+    """Start the fleet (idempotent: only what is missing is created or started)."""
+    count = fleet.parse_members(members)
+    if provider == "kind":
+        kind.up(count, kubeconfig, progress)
+        return
+    binaries.install(progress)
+    settings = fleet.SimulatorSettings(nodes=nodes, node_pods=node_pods,
+                                       ready_delay=ready_delay, enabled=not no_simulator)
+    target = _fleet(state_dir, kubeconfig)
+    target.up(count, base_port, simulator=settings, progress=progress)
+    click.echo(f"fleet ready: kubeconfig {target.kubeconfig} "
+               f"(contexts: {', '.join(c.name for c in target.load().clusters)})")
+
+
+@local.command()
+@click.option("--keep-data", is_flag=True, help="Keep etcd data and certificates for a later up.")
+@click.option("--provider", type=click.Choice(["local", "kind"]), default="local")
+@click.option("--members", default="3", help="kind only: how many members to delete.")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def down(keep_data: bool, provider: str, members: str, state_dir: Path, kubeconfig: Path) -> None:
+    """Stop every process the fleet started (and delete its state unless --keep-data)."""
+    if provider == "kind":
+        kind.down(fleet.parse_members(members), progress)
+        return
+    _fleet(state_dir, kubeconfig).down(keep_data=keep_data, progress=progress)
+
+
+@local.command()
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def status(state_dir: Path, kubeconfig: Path) -> None:
+    """Show each cluster: address, processes, readiness, location labels."""
+    rows = _fleet(state_dir, kubeconfig).status()
+    table = Table(title=f"local fleet ({state_dir})")
+    for column in ("NAME", "ROLE", "SERVER", "ETCD", "APISERVER", "READY", "REGION", "ZONE",
+                   "PROVIDER"):
+        table.add_column(column)
+    for row in rows:
+        apiserver = "frozen" if row.frozen else (str(row.apiserver_pid) if row.apiserver_pid
+                                                 else "stopped")
+        table.add_row(row.name, row.role, row.server,
+                      str(row.etcd_pid) if row.etcd_pid else "stopped", apiserver,
+                      "yes" if row.ready else "[red]no[/red]", row.region, row.zone, row.provider)
+    Console().print(table)
+
+
+@local.command()
+@click.argument("name")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def stop(name: str, state_dir: Path, kubeconfig: Path) -> None:
+    """Stop one cluster (its API server and etcd), keeping its data."""
+    _fleet(state_dir, kubeconfig).stop(name, progress)
+
+
+@local.command()
+@click.argument("name")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def start(name: str, state_dir: Path, kubeconfig: Path) -> None:
+    """Start a stopped (or thaw a frozen) cluster and wait until it is ready."""
+    _fleet(state_dir, kubeconfig).start(name, progress)
+
+
+@local.command()
+@click.argument("name")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def freeze(name: str, state_dir: Path, kubeconfig: Path) -> None:
+    """SIGSTOP a cluster's API server: requests hang until they time out."""
+    _fleet(state_dir, kubeconfig).freeze(name)
+
+
+@local.command()
+@click.argument("name")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def thaw(name: str, state_dir: Path, kubeconfig: Path) -> None:
+    """SIGCONT a frozen API server."""
+    _fleet(state_dir, kubeconfig).thaw(name)
+
+
+@local.command()
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def simulate(state_dir: Path, kubeconfig: Path) -> None:
+    """Play the members' node agents in the foreground (``up`` starts this in the background)."""
+    from federation.local import simulator
+
+    target = _fleet(state_dir, kubeconfig)
+    config = target.load()
+    simulator.run(target.kubeconfig, [(c.name, c.labels) for c in config.members],
+                  config.simulator)

@@ -1,0 +1,528 @@
+"""A local fleet: one hub and N member clusters of real kube-apiserver + etcd.
+
+Each cluster is one ``etcd`` and one ``kube-apiserver`` process on 127.0.0.1
+with ports recorded in ``fleet.json`` in the state directory, so a cluster that
+is stopped and started again comes back at the same address with the same data
+and the kubeconfig written at ``up`` stays valid. Clusters share nothing:
+separate data directories, certificate authorities and processes, so stopping
+one (fault injection) leaves the others untouched.
+
+``up`` is idempotent: it creates what is missing, starts what is not running
+and leaves the rest alone. ``down`` stops only processes whose pid files prove
+we started them (see :mod:`federation.local.processes`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from federation.local import binaries, pki, processes
+
+Progress = Callable[[str], None]
+Role = Literal["hub", "member"]
+
+READY_TIMEOUT = 120.0
+"""Seconds to wait for /readyz. A lone apiserver is ready in 5 to 8 s here; four
+starting at once on two cores take about four times that, and CI machines are slower."""
+
+MAX_MEMBERS = 50
+"""Each member costs about 350 MB of memory; 50 is already beyond a laptop."""
+
+LOCATIONS: tuple[tuple[str, str, str], ...] = (
+    ("us-east-1", "us-east-1a", "aws"),
+    ("eu-west-1", "eu-west-1b", "gcp"),
+    ("ap-south-1", "ap-south-1c", "azure"),
+    ("us-west-2", "us-west-2b", "aws"),
+    ("eu-central-1", "eu-central-1a", "gcp"),
+)
+"""Region, zone and provider of member i (cycling), so placements can select on all three."""
+
+
+class FleetError(Exception):
+    """A fleet operation cannot proceed; the message is meant for the user as is."""
+
+
+@dataclasses.dataclass
+class SimulatorSettings:
+    """How the data-plane simulator plays the members' node agents."""
+
+    nodes: int = 3
+    """Three nodes per member: enough to exercise first-fit packing across nodes."""
+    node_cpu: str = "4"
+    node_memory: str = "16Gi"
+    node_pods: int = 110
+    """110 is the kubelet's default max-pods; 3 x 110 pods per member by default."""
+    ready_delay: float = 1.0
+    """Seconds between a workload's new generation and its replicas reporting ready:
+    long enough to observe the not-ready phase, short enough for fast tests."""
+    enabled: bool = True
+
+
+@dataclasses.dataclass
+class ClusterSpec:
+    name: str
+    role: Role
+    apiserver_port: int
+    etcd_client_port: int
+    etcd_peer_port: int
+    region: str = ""
+    zone: str = ""
+    provider: str = ""
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def etcd_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.etcd_client_port}"
+
+
+@dataclasses.dataclass
+class FleetConfig:
+    clusters: list[ClusterSpec]
+    simulator: SimulatorSettings = dataclasses.field(default_factory=SimulatorSettings)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> FleetConfig:
+        data = json.loads(text)
+        return cls(
+            clusters=[ClusterSpec(**c) for c in data["clusters"]],
+            simulator=SimulatorSettings(**data.get("simulator", {})),
+        )
+
+    @property
+    def members(self) -> list[ClusterSpec]:
+        return [c for c in self.clusters if c.role == "member"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    role: Role
+    server: str
+    etcd_pid: int | None
+    apiserver_pid: int | None
+    frozen: bool
+    ready: bool
+    region: str
+    zone: str
+    provider: str
+
+
+def member_spec(index: int, ports: tuple[int, int, int]) -> ClusterSpec:
+    region, zone, provider = LOCATIONS[(index - 1) % len(LOCATIONS)]
+    name = f"member{index}"
+    return ClusterSpec(
+        name=name, role="member",
+        apiserver_port=ports[0], etcd_client_port=ports[1], etcd_peer_port=ports[2],
+        region=region, zone=zone, provider=provider,
+        labels={
+            "topology.kubernetes.io/region": region,
+            "topology.kubernetes.io/zone": zone,
+            "federation.io/provider": provider,
+            "federation.io/cluster-name": name,
+        },
+    )
+
+
+def parse_members(value: str | int) -> int:
+    """Validate a member count given on the command line."""
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise FleetError(f"--members must be a whole number, got {value!r}") from None
+    if not 1 <= count <= MAX_MEMBERS:
+        raise FleetError(f"--members must be between 1 and {MAX_MEMBERS}, got {count}")
+    return count
+
+
+def _free_port(taken: set[int]) -> int:
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
+def port_in_use(port: int) -> bool:
+    """True when something listens on 127.0.0.1:port (TIME_WAIT leftovers do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+class Fleet:
+    """The local fleet rooted at ``state_dir``, publishing its kubeconfig at ``kubeconfig``."""
+
+    def __init__(self, state_dir: Path, kubeconfig: Path) -> None:
+        self.state_dir = state_dir.resolve()
+        self.kubeconfig = kubeconfig.resolve()
+
+    # -- configuration -----------------------------------------------------------------
+
+    @property
+    def config_file(self) -> Path:
+        return self.state_dir / "fleet.json"
+
+    @property
+    def clusters_file(self) -> Path:
+        """The members in ``fedctl plan --clusters`` format, next to the kubeconfig."""
+        return self.kubeconfig.with_name(self.kubeconfig.stem + "-clusters.yaml")
+
+    def exists(self) -> bool:
+        return self.config_file.exists()
+
+    def load(self) -> FleetConfig:
+        if not self.exists():
+            raise FleetError(f"no local fleet in {self.state_dir}; run `fedctl local up` first")
+        try:
+            return FleetConfig.from_json(self.config_file.read_text())
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FleetError(f"{self.config_file} is damaged ({exc}); run `fedctl local down`"
+                             ) from None
+
+    def _save(self, config: FleetConfig) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.config_file.with_suffix(".tmp")
+        tmp.write_text(config.to_json())
+        tmp.rename(self.config_file)
+
+    def _plan(self, members: int, base_port: int | None,
+              simulator: SimulatorSettings | None) -> FleetConfig:
+        config = self.load() if self.exists() else FleetConfig(clusters=[])
+        if simulator is not None and not config.clusters:
+            config.simulator = simulator
+        have = len(config.members)
+        if members < have:
+            raise FleetError(
+                f"the fleet in {self.state_dir} has {have} members; `up` never removes "
+                f"clusters (run `fedctl local down` first to start over with {members})"
+            )
+        taken = {p for c in config.clusters
+                 for p in (c.apiserver_port, c.etcd_client_port, c.etcd_peer_port)}
+
+        def ports(index: int) -> tuple[int, int, int]:
+            if base_port is None:
+                return _free_port(taken), _free_port(taken), _free_port(taken)
+            start = base_port + 3 * index
+            if start + 2 > 65535:
+                raise FleetError(f"--base-port {base_port} leaves no room for {members} members")
+            return start, start + 1, start + 2
+
+        if not config.clusters:
+            hub = ports(0)
+            config.clusters.append(ClusterSpec("hub", "hub", hub[0], hub[1], hub[2],
+                                               labels={"federation.io/cluster-name": "hub"}))
+        for index in range(have + 1, members + 1):
+            config.clusters.append(member_spec(index, ports(index)))
+        return config
+
+    def spec(self, name: str) -> ClusterSpec:
+        config = self.load()
+        for cluster in config.clusters:
+            if cluster.name == name:
+                return cluster
+        names = ", ".join(c.name for c in config.clusters)
+        raise FleetError(f"no cluster named {name!r} in the local fleet (have: {names})")
+
+    # -- paths -------------------------------------------------------------------------
+
+    def cluster_dir(self, name: str) -> Path:
+        return self.state_dir / "clusters" / name
+
+    def pki(self, name: str) -> pki.ClusterPKI:
+        return pki.ClusterPKI(self.cluster_dir(name) / "pki")
+
+    def _pid_file(self, name: str, component: str) -> Path:
+        return self.cluster_dir(name) / f"{component}.pid"
+
+    def _log_file(self, name: str, component: str) -> Path:
+        return self.cluster_dir(name) / f"{component}.log"
+
+    @property
+    def simulator_pid_file(self) -> Path:
+        return self.state_dir / "simulator.pid"
+
+    @property
+    def simulator_log_file(self) -> Path:
+        return self.state_dir / "simulator.log"
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def up(self, members: int = 3, base_port: int | None = None, *,
+           simulator: SimulatorSettings | None = None,
+           progress: Progress = lambda _: None) -> FleetConfig:
+        kube = binaries.find_binaries()
+        config = self._plan(members, base_port, simulator)
+        self._save(config)
+        for cluster in config.clusters:
+            pki.ensure(self.pki(cluster.name).directory, cluster.name)
+        started = [c for c in config.clusters if self._start_cluster(c, kube, progress)]
+        self.write_kubeconfig(config)
+        self.wait_ready(config.clusters, progress)
+        if config.simulator.enabled:
+            self.start_simulator(progress)
+        if started:
+            progress(f"started {', '.join(c.name for c in started)}")
+        else:
+            progress("fleet already running")
+        return config
+
+    def start(self, name: str, progress: Progress = lambda _: None) -> None:
+        """Start one stopped cluster again (fault injection: recovery)."""
+        cluster = self.spec(name)
+        self.thaw(name)
+        self._start_cluster(cluster, binaries.find_binaries(), progress)
+        self.wait_ready([cluster], progress)
+
+    def stop(self, name: str, progress: Progress = lambda _: None) -> None:
+        """Stop one cluster's processes, keeping its data (fault injection: outage)."""
+        self.spec(name)
+        for component in ("kube-apiserver", "etcd"):
+            if processes.terminate(self._pid_file(name, component)):
+                progress(f"stopped {name} {component}")
+
+    def freeze(self, name: str) -> None:
+        """SIGSTOP the API server: connections hang instead of being refused."""
+        self.spec(name)
+        if not processes.send(self._pid_file(name, "kube-apiserver"), signal.SIGSTOP):
+            raise FleetError(f"{name} is not running")
+
+    def thaw(self, name: str) -> None:
+        processes.send(self._pid_file(name, "kube-apiserver"), signal.SIGCONT)
+
+    def down(self, keep_data: bool = False, progress: Progress = lambda _: None) -> None:
+        if not self.state_dir.exists():
+            progress("no local fleet to stop")
+            return
+        if processes.terminate(self.simulator_pid_file):
+            progress("stopped simulator")
+        with contextlib.suppress(FleetError):
+            for cluster in self.load().clusters:
+                self.stop(cluster.name, progress)
+        # Pid files of clusters missing from a damaged fleet.json still count.
+        for pid_file in self.state_dir.glob("clusters/*/*.pid"):
+            if processes.terminate(pid_file):
+                progress(f"stopped {pid_file.parent.name} {pid_file.stem}")
+        if not keep_data:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            for path in (self.kubeconfig, self.clusters_file):
+                path.unlink(missing_ok=True)
+            progress(f"removed {self.state_dir}")
+
+    # -- processes ---------------------------------------------------------------------
+
+    def _start_cluster(self, cluster: ClusterSpec, kube: binaries.KubeBinaries,
+                       progress: Progress) -> bool:
+        started = False
+        etcd_pid = self._pid_file(cluster.name, "etcd")
+        if processes.owned_pid(etcd_pid) is None:
+            self._check_ports(cluster, (cluster.etcd_client_port, "etcd client"),
+                              (cluster.etcd_peer_port, "etcd peer"))
+            processes.spawn(self._etcd_argv(cluster, kube.etcd), etcd_pid,
+                            self._log_file(cluster.name, "etcd"))
+            progress(f"{cluster.name}: etcd started on :{cluster.etcd_client_port}")
+            started = True
+        apiserver_pid = self._pid_file(cluster.name, "kube-apiserver")
+        if processes.owned_pid(apiserver_pid) is None:
+            self._check_ports(cluster, (cluster.apiserver_port, "kube-apiserver"))
+            processes.spawn(self._apiserver_argv(cluster, kube.kube_apiserver), apiserver_pid,
+                            self._log_file(cluster.name, "kube-apiserver"))
+            progress(f"{cluster.name}: kube-apiserver started on :{cluster.apiserver_port}")
+            started = True
+        return started
+
+    @staticmethod
+    def _check_ports(cluster: ClusterSpec, *ports: tuple[int, str]) -> None:
+        for port, what in ports:
+            if port_in_use(port):
+                raise FleetError(
+                    f"port {port} ({cluster.name} {what}) is in use by another process; "
+                    "free it or start over with `fedctl local down` and another --base-port"
+                )
+
+    def _etcd_argv(self, cluster: ClusterSpec, etcd: Path) -> list[str]:
+        peer = f"http://127.0.0.1:{cluster.etcd_peer_port}"
+        return [
+            str(etcd),
+            f"--name={cluster.name}",
+            f"--data-dir={self.cluster_dir(cluster.name) / 'etcd-data'}",
+            f"--listen-client-urls={cluster.etcd_endpoint}",
+            f"--advertise-client-urls={cluster.etcd_endpoint}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster={cluster.name}={peer}",
+            "--initial-cluster-state=new",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_argv(self, cluster: ClusterSpec, apiserver: Path) -> list[str]:
+        keys = self.pki(cluster.name)
+        return [
+            str(apiserver),
+            f"--etcd-servers={cluster.etcd_endpoint}",
+            f"--secure-port={cluster.apiserver_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--cert-dir={self.cluster_dir(cluster.name) / 'pki'}",
+            f"--tls-cert-file={keys.server_cert}",
+            f"--tls-private-key-file={keys.server_key}",
+            f"--client-ca-file={keys.ca_cert}",
+            f"--token-auth-file={keys.token_file}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={keys.service_account_pub}",
+            f"--service-account-signing-key-file={keys.service_account_key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            "--profiling=false",
+            "--v=0",
+        ]
+
+    # -- readiness ---------------------------------------------------------------------
+
+    def ssl_context(self, name: str) -> ssl.SSLContext:
+        keys = self.pki(name)
+        context = ssl.create_default_context(cafile=str(keys.ca_cert))
+        context.load_cert_chain(str(keys.admin_cert), str(keys.admin_key))
+        return context
+
+    def probe(self, cluster: ClusterSpec, path: str = "/readyz", timeout: float = 2.0) -> bool:
+        """One verified-TLS request to the cluster; True on HTTP 200."""
+        request = urllib.request.Request(cluster.server + path)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout,
+                                        context=self.ssl_context(cluster.name)) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.URLError, ssl.SSLError):
+            return False
+
+    def wait_ready(self, clusters: Iterable[ClusterSpec], progress: Progress,
+                   timeout: float = READY_TIMEOUT) -> None:
+        pending = {c.name: c for c in clusters}
+        started = time.monotonic()
+        last_report = 0.0
+        while pending:
+            for name, cluster in list(pending.items()):
+                self._check_alive(cluster)
+                if self.probe(cluster):
+                    del pending[name]
+                    progress(f"{name}: ready ({time.monotonic() - started:.1f}s)")
+            elapsed = time.monotonic() - started
+            if not pending:
+                break
+            if elapsed > timeout:
+                raise FleetError(f"{', '.join(pending)} not ready after {timeout:.0f}s; "
+                                 f"see {self.cluster_dir(next(iter(pending)))}/*.log")
+            if elapsed - last_report >= 2:
+                last_report = elapsed
+                progress(f"waiting for /readyz of {', '.join(sorted(pending))} ({elapsed:.0f}s)")
+            time.sleep(0.25)
+
+    def _check_alive(self, cluster: ClusterSpec) -> None:
+        for component in ("etcd", "kube-apiserver"):
+            if processes.owned_pid(self._pid_file(cluster.name, component)) is None:
+                log = self._log_file(cluster.name, component)
+                last = _last_line(log)
+                raise FleetError(f"{cluster.name} {component} exited: {last} (log: {log})")
+
+    # -- outputs -----------------------------------------------------------------------
+
+    def write_kubeconfig(self, config: FleetConfig) -> None:
+        clusters, users, contexts = [], [], []
+        for cluster in config.clusters:
+            keys = self.pki(cluster.name)
+            clusters.append({"name": cluster.name, "cluster": {
+                "server": cluster.server,
+                "certificate-authority-data": _b64(keys.ca_cert),
+            }})
+            users.append({"name": f"{cluster.name}-admin", "user": {
+                "client-certificate-data": _b64(keys.admin_cert),
+                "client-key-data": _b64(keys.admin_key),
+            }})
+            contexts.append({"name": cluster.name, "context": {
+                "cluster": cluster.name, "user": f"{cluster.name}-admin",
+            }})
+        document = {"apiVersion": "v1", "kind": "Config", "preferences": {},
+                    "current-context": "hub", "clusters": clusters, "users": users,
+                    "contexts": contexts}
+        _write_private_yaml(self.kubeconfig, document)
+        members = [{"name": c.name, "labels": c.labels, "region": c.region, "zone": c.zone,
+                    "provider": c.provider, "taints": []} for c in config.members]
+        _write_private_yaml(self.clusters_file, {"clusters": members})
+
+    def status(self) -> list[ClusterStatus]:
+        result = []
+        for cluster in self.load().clusters:
+            apiserver_pid = processes.owned_pid(self._pid_file(cluster.name, "kube-apiserver"))
+            frozen = processes.is_frozen(self._pid_file(cluster.name, "kube-apiserver"))
+            result.append(ClusterStatus(
+                name=cluster.name, role=cluster.role, server=cluster.server,
+                etcd_pid=processes.owned_pid(self._pid_file(cluster.name, "etcd")),
+                apiserver_pid=apiserver_pid, frozen=frozen,
+                ready=bool(apiserver_pid) and not frozen and self.probe(cluster, timeout=1.0),
+                region=cluster.region, zone=cluster.zone, provider=cluster.provider,
+            ))
+        return result
+
+    # -- simulator ---------------------------------------------------------------------
+
+    def start_simulator(self, progress: Progress) -> None:
+        if processes.owned_pid(self.simulator_pid_file) is not None:
+            return
+        argv = [sys.executable, "-m", "federation", "local", "simulate",
+                "--state-dir", str(self.state_dir), "--kubeconfig", str(self.kubeconfig)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        processes.spawn(argv, self.simulator_pid_file, self.simulator_log_file, env=env)
+        progress(f"simulator started (log: {self.simulator_log_file})")
+
+    def stop_simulator(self) -> bool:
+        return processes.terminate(self.simulator_pid_file)
+
+
+def _b64(path: Path) -> str:
+    return base64.b64encode(path.read_bytes()).decode()
+
+
+def _write_private_yaml(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.touch(mode=0o600, exist_ok=True)
+    tmp.write_text(yaml.safe_dump(document, sort_keys=False))
+    tmp.rename(path)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "no output"

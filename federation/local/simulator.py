@@ -1,0 +1,346 @@
+"""The data-plane simulator: node agents for member clusters that have no nodes.
+
+The fleet's members are real API servers without kubelets or controllers, so
+no workload would ever report ready. The simulator plays the node agents: it
+registers Node objects with allocatable cpu/memory/pods and, for every
+Deployment, StatefulSet and ReplicaSet, writes the status a healthy cluster
+would write, through the status subresource, after ``ready_delay`` seconds.
+
+Capacity is honoured. Each member's workloads are packed first-fit onto its
+nodes in creation order (older workloads keep their places, like running pods
+do), one replica at a time, using each pod template's resource requests. A
+replica that fits nowhere stays unready, so a full member reports fewer ready
+replicas than asked, and a workload deleted or scaled down frees room for
+the others at the next pass.
+
+It is level-triggered: every change marks the member dirty and a pass
+recomputes all statuses from the watched objects, writing only those that
+differ. Nodes are watched too, so shrinking a node's allocatable (tests do)
+takes effect at once. A member that goes away is retried with backoff and
+relisted when it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import logging
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from federation.contexts import client as kube
+from federation.contexts import kubeconfig
+from federation.local.fleet import SimulatorSettings
+
+log = logging.getLogger("federation.simulator")
+
+SIMULATED_LABEL = "federation.io/simulated"
+WORKLOADS = (kube.DEPLOYMENTS, kube.STATEFULSETS, kube.REPLICASETS)
+JSON = dict[str, Any]
+Key = tuple[str, str, str]  # (plural, namespace, name)
+
+
+def parse_quantity(value: Any) -> float:
+    """A Kubernetes quantity as a float (cpu in cores, memory in bytes)."""
+    text = str(value).strip()
+    suffixes = {
+        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+        "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+        "P": 1e15, "E": 1e18,
+    }
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * suffixes[suffix]
+    return float(text)
+
+
+@dataclasses.dataclass
+class NodeRoom:
+    name: str
+    cpu: float
+    memory: float
+    pods: float
+
+    def take(self, cpu: float, memory: float) -> bool:
+        if self.pods < 1 or self.cpu < cpu or self.memory < memory:
+            return False
+        self.pods -= 1
+        self.cpu -= cpu
+        self.memory -= memory
+        return True
+
+
+def node_room(node: JSON) -> NodeRoom | None:
+    status = node.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or [])
+    if not ready or (node.get("spec") or {}).get("unschedulable"):
+        return None
+    alloc = status.get("allocatable") or {}
+    return NodeRoom(
+        name=node["metadata"]["name"],
+        cpu=parse_quantity(alloc.get("cpu", 0)),
+        memory=parse_quantity(alloc.get("memory", 0)),
+        pods=parse_quantity(alloc.get("pods", 0)),
+    )
+
+
+def pod_requests(workload: JSON) -> tuple[float, float]:
+    """Summed cpu and memory requests of a workload's pod template."""
+    spec = (((workload.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    cpu = memory = 0.0
+    for container in spec.get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        cpu += parse_quantity(requests.get("cpu", 0))
+        memory += parse_quantity(requests.get("memory", 0))
+    return cpu, memory
+
+
+def desired_replicas(workload: JSON) -> int:
+    value = (workload.get("spec") or {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def _order(workload: JSON) -> tuple[str, str, str]:
+    meta = workload["metadata"]
+    return (meta.get("creationTimestamp", ""), meta.get("namespace", ""), meta["name"])
+
+
+def pack(workloads: Sequence[JSON], nodes: Sequence[JSON]) -> dict[str, int]:
+    """How many replicas of each workload (by uid) fit on the nodes, oldest workloads first."""
+    rooms = [room for node in nodes if (room := node_room(node)) is not None]
+    fitted: dict[str, int] = {}
+    for workload in sorted(workloads, key=_order):
+        cpu, memory = pod_requests(workload)
+        placed = 0
+        for _ in range(desired_replicas(workload)):
+            if not any(room.take(cpu, memory) for room in rooms):
+                break
+            placed += 1
+        fitted[workload["metadata"]["uid"]] = placed
+    return fitted
+
+
+def workload_status(kind: str, workload: JSON, ready: int) -> JSON:
+    """The status a real cluster reports for ``workload`` with ``ready`` replicas ready."""
+    replicas = desired_replicas(workload)
+    generation = workload["metadata"].get("generation", 1)
+    status: JSON = {"observedGeneration": generation, "replicas": replicas,
+                    "readyReplicas": ready}
+    if kind == "Deployment":
+        complete = ready >= replicas
+        status.update(updatedReplicas=replicas, availableReplicas=ready,
+                      unavailableReplicas=replicas - ready, conditions=[
+                          _condition("Available", complete,
+                                     "MinimumReplicasAvailable" if complete
+                                     else "MinimumReplicasUnavailable"),
+                          _condition("Progressing", True,
+                                     "NewReplicaSetAvailable" if complete
+                                     else "ReplicaSetUpdated"),
+                      ])
+    elif kind == "StatefulSet":
+        revision = f"{workload['metadata']['name']}-{generation}"
+        status.update(currentReplicas=replicas, updatedReplicas=replicas,
+                      currentRevision=revision, updateRevision=revision)
+    else:
+        status.update(fullyLabeledReplicas=replicas, availableReplicas=ready)
+    return status
+
+
+def _condition(kind: str, ok: bool, reason: str) -> JSON:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"type": kind, "status": "True" if ok else "False", "reason": reason,
+            "message": f"simulated: {reason}", "lastUpdateTime": now, "lastTransitionTime": now}
+
+
+def status_differs(current: JSON | None, wanted: JSON) -> bool:
+    current = current or {}
+    for key, value in wanted.items():
+        if key == "conditions":
+            have = {(c.get("type"), c.get("status"), c.get("reason"))
+                    for c in current.get("conditions") or []}
+            if have != {(c["type"], c["status"], c["reason"]) for c in value}:
+                return True
+        elif current.get(key, 0 if isinstance(value, int) else None) != value:
+            return True
+    return False
+
+
+def simulated_node(name: str, settings: SimulatorSettings, labels: dict[str, str]) -> JSON:
+    capacity = {"cpu": settings.node_cpu, "memory": settings.node_memory,
+                "pods": str(settings.node_pods)}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {SIMULATED_LABEL: "true",
+                                              "kubernetes.io/hostname": name, **labels}},
+        "spec": {},
+        "status": {
+            "capacity": capacity, "allocatable": capacity,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "simulated kubelet is posting ready status"}],
+            "nodeInfo": {"kubeletVersion": "v1.20.2-simulated", "architecture": "amd64",
+                         "operatingSystem": "linux", "containerRuntimeVersion": "simulated",
+                         "kernelVersion": "", "osImage": "simulated", "kubeProxyVersion": "",
+                         "machineID": "", "systemUUID": "", "bootID": ""},
+        },
+    }
+
+
+class MemberSimulator:
+    """Plays the node agents of one member cluster."""
+
+    def __init__(self, client: kube.ClusterClient, settings: SimulatorSettings,
+                 node_labels: dict[str, str]) -> None:
+        self.client = client
+        self.settings = settings
+        self.node_labels = node_labels
+        self.objects: dict[str, dict[tuple[str, str], JSON]] = {}
+        self.generation_seen: dict[str, tuple[int, int, float]] = {}
+        self.dirty = asyncio.Event()
+
+    async def run(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                await self._session()
+            except kube.ClientError as exc:
+                log.warning("%s: %s; retrying in %.1fs", self.client.name, exc, delay)
+                await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+                delay = min(delay * 2, 5.0)
+            else:
+                delay = 0.5
+
+    async def _session(self) -> None:
+        await self._ensure_nodes()
+        async with asyncio.TaskGroup() as group:
+            for resource in (kube.NODES, *WORKLOADS):
+                group.create_task(self._watch(resource), name=f"watch {resource.plural}")
+            group.create_task(self._reconcile_loop(), name="status writer")
+
+    async def _ensure_nodes(self) -> None:
+        existing = await self.client.list(kube.NODES, labelSelector=f"{SIMULATED_LABEL}=true")
+        if existing.get("items"):
+            return
+        for index in range(1, self.settings.nodes + 1):
+            name = f"{self.client.name}-node-{index}"
+            try:
+                await self.client.create(kube.NODES,
+                                         simulated_node(name, self.settings, self.node_labels))
+            except kube.ApiError as exc:
+                if exc.status != 409:
+                    raise
+        log.info("%s: registered %d simulated nodes", self.client.name, self.settings.nodes)
+
+    async def _watch(self, resource: kube.Resource) -> None:
+        while True:
+            listing = await self.client.list(resource)
+            self.objects[resource.plural] = {
+                (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+                for o in listing.get("items", [])
+            }
+            self.dirty.set()
+            version = listing["metadata"].get("resourceVersion")
+            try:
+                async for event in self.client.watch(resource, resource_version=version):
+                    version = self._apply_event(resource, event) or version
+            except kube.ApiError as exc:
+                if exc.status != 410:
+                    raise
+            except _Expired:
+                pass  # relist
+
+    def _apply_event(self, resource: kube.Resource, event: JSON) -> str | None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise _Expired()
+            raise kube.ApiError(self.client.name, int(obj.get("code", 500)),
+                                str(obj.get("reason", "")), str(obj.get("message", "")))
+        meta = obj.get("metadata") or {}
+        if kind != "BOOKMARK":
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            bucket = self.objects.setdefault(resource.plural, {})
+            if kind == "DELETED":
+                bucket.pop(key, None)
+            else:
+                bucket[key] = obj
+            self.dirty.set()
+        version = meta.get("resourceVersion")
+        return str(version) if version else None
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.dirty.wait(), timeout=self._next_deadline())
+            self.dirty.clear()
+            await self._write_statuses()
+
+    def _next_deadline(self) -> float | None:
+        now = time.monotonic()
+        pending = [seen + self.settings.ready_delay - now
+                   for (_, _, seen) in self.generation_seen.values()
+                   if seen + self.settings.ready_delay > now]
+        return max(min(pending), 0.01) if pending else None
+
+    async def _write_statuses(self) -> None:
+        workloads = [(r, o) for r in WORKLOADS for o in self.objects.get(r.plural, {}).values()
+                     if not o["metadata"].get("deletionTimestamp")]
+        fitted = pack([o for _, o in workloads], list(self.objects.get("nodes", {}).values()))
+        now = time.monotonic()
+        for resource, workload in workloads:
+            ready = self._ready_now(workload, fitted.get(workload["metadata"]["uid"], 0), now)
+            wanted = workload_status(resource.kind, workload, ready)
+            if status_differs(workload.get("status"), wanted):
+                meta = workload["metadata"]
+                try:
+                    await self.client.patch(resource, meta["name"], {"status": wanted},
+                                            namespace=meta.get("namespace"),
+                                            subresource="status")
+                except kube.ApiError as exc:
+                    if exc.status != 404:
+                        log.warning("%s: status of %s/%s: %s", self.client.name,
+                                    meta.get("namespace"), meta["name"], exc)
+
+    def _ready_now(self, workload: JSON, fit: int, now: float) -> int:
+        """Replicas ready now: new replicas become ready ``ready_delay`` after they appear."""
+        uid = workload["metadata"]["uid"]
+        generation = int(workload["metadata"].get("generation", 1))
+        replicas = desired_replicas(workload)
+        previous_ready = int((workload.get("status") or {}).get("readyReplicas") or 0)
+        seen = self.generation_seen.get(uid)
+        if seen is None or seen[:2] != (generation, replicas):
+            self.generation_seen[uid] = seen = (generation, replicas, now)
+        if now >= seen[2] + self.settings.ready_delay:
+            return fit
+        return min(previous_ready, fit, replicas)
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): relist."""
+
+
+async def simulate(kubeconfig_path: Path, members: Sequence[tuple[str, dict[str, str]]],
+                   settings: SimulatorSettings) -> None:
+    config = kubeconfig.load(kubeconfig_path)
+    clients = [kube.ClusterClient(config.context(name)) for name, _ in members]
+    try:
+        async with asyncio.TaskGroup() as group:
+            for client, (_, labels) in zip(clients, members, strict=True):
+                group.create_task(MemberSimulator(client, settings, labels).run(),
+                                  name=f"simulated node agents of {client.name}")
+    finally:
+        for client in clients:
+            await client.close()
+
+
+def run(kubeconfig_path: Path, members: Sequence[tuple[str, dict[str, str]]],
+        settings: SimulatorSettings) -> None:
+    logging.basicConfig(level=logging.INFO, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.info("simulating node agents for %s", ", ".join(name for name, _ in members))
+    asyncio.run(simulate(kubeconfig_path, members, settings))
