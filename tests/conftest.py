@@ -1,0 +1,98 @@
+"""Shared fixtures. The ``fleet`` fixture is the only way e2e tests reach clusters.
+
+The fleet under test lives in its own state directory (``.fleet-test``) and
+kubeconfig (``kubeconfigs/test.local.yaml``), apart from the fleet that
+``make run`` starts, because e2e tests stop, freeze and restart members. A
+fleet already running there is reused and left running; one this session
+started is torn down at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from federation.local import binaries, fleet
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("FEDERATION_TEST_STATE_DIR", ROOT / ".fleet-test"))
+KUBECONFIG = Path(os.environ.get("FEDERATION_TEST_KUBECONFIG",
+                                 ROOT / "kubeconfigs" / "test.local.yaml"))
+MEMBERS = 3
+
+
+class TestFleet(fleet.Fleet):
+    """The fleet plus conveniences for tests."""
+
+    __test__ = False
+
+    def kubectl(self, context: str, *args: str, check: bool = True,
+                timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return run_kubectl(self.kubeconfig, context, *args, check=check, timeout=timeout)
+
+    @property
+    def member_names(self) -> list[str]:
+        return [c.name for c in self.load().members]
+
+
+def kubectl_binary() -> str:
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.fail("kubectl not found: install Debian's kubernetes-client (.ci/run does)")
+    return found
+
+
+def run_kubectl(kubeconfig: Path, context: str, *args: str, check: bool = True,
+                timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [kubectl_binary(), "--kubeconfig", str(kubeconfig), "--context", context, *args],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+    return result
+
+
+def _all_ready(target: TestFleet) -> bool:
+    try:
+        return all(s.ready for s in target.status())
+    except fleet.FleetError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def fleet_binaries() -> binaries.KubeBinaries:
+    try:
+        return binaries.find_binaries()
+    except binaries.BinaryError as exc:
+        pytest.fail(f"{exc} (README's test command runs the install first)")
+
+
+@pytest.fixture(scope="session")
+def fleet_session(fleet_binaries: binaries.KubeBinaries) -> Iterator[TestFleet]:
+    target = TestFleet(STATE_DIR, KUBECONFIG)
+    reused = target.exists() and _all_ready(target)
+    if not reused:
+        target.down()
+        target.up(MEMBERS, progress=print)
+    try:
+        yield target
+    finally:
+        if not reused:
+            target.down()
+
+
+@pytest.fixture
+def fleet(fleet_session: TestFleet) -> Iterator[TestFleet]:
+    """The shared fleet; every cluster a test stopped or froze is brought back afterwards."""
+    yield fleet_session
+    for status in fleet_session.status():
+        if status.frozen:
+            fleet_session.thaw(status.name)
+        if not status.apiserver_pid or not status.etcd_pid:
+            fleet_session.start(status.name)
