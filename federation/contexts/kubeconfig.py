@@ -61,6 +61,16 @@ class KubeConfig:
     def context_names(self) -> list[str]:
         return list(self.contexts)
 
+    def view(self) -> dict[str, Any]:
+        """The merged config shaped like ``kubectl config view --merge --raw -o json``."""
+
+        def named(kind: str, entries: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+            return [{"name": name, kind: dict(entries[name])} for name in sorted(entries)]
+
+        return {"clusters": named("cluster", self.clusters), "users": named("user", self.users),
+                "contexts": named("context", self.contexts),
+                "current-context": self.current_context or ""}
+
     def context(self, name: str | None = None) -> Context:
         """Resolve a context into a :class:`Context`, or raise naming what is missing."""
         name = name or self.current_context
@@ -105,9 +115,10 @@ class KubeConfig:
 
 
 def _path(value: Any, base: Path | None) -> Path | None:
+    # As kubectl: a relative path is relative to the file that named it; "~" is not expanded.
     if not value:
         return None
-    path = Path(os.path.expanduser(str(value)))
+    path = Path(str(value))
     if not path.is_absolute() and base is not None:
         path = base.parent / path
     return path
@@ -136,7 +147,8 @@ def default_paths(explicit: str | Path | None = None,
             if part and Path(part) not in seen:
                 seen.append(Path(part))
         return seen
-    return [Path.home() / ".kube" / "config"]
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return [home / ".kube" / "config"]
 
 
 def load(explicit: str | Path | None = None, env: Mapping[str, str] | None = None) -> KubeConfig:
@@ -166,6 +178,19 @@ def read_document(path: Path) -> dict[str, Any]:
     return document
 
 
+def _entries(path: Path, document: Mapping[str, Any], kind: str) -> dict[str, Mapping[str, Any]]:
+    """One file's named entries of a kind; a name twice in one file is an error, as in kubectl."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    for item in document.get(f"{kind}s") or []:
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not name:
+            raise KubeconfigError(f"kubeconfig {path}: a {kind} entry has no name")
+        if name in entries:
+            raise KubeconfigError(f"kubeconfig {path}: duplicate {kind} name {name!r}")
+        entries[name] = item.get(kind) or {}
+    return entries
+
+
 def merge(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> KubeConfig:
     """Merge documents in order: the first to define a name (or current-context) wins."""
     sections: dict[str, dict[str, Mapping[str, Any]]] = {"cluster": {}, "user": {}, "context": {}}
@@ -175,12 +200,10 @@ def merge(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> KubeConfig:
         if not current and document.get("current-context"):
             current = str(document["current-context"])
         for kind, merged in sections.items():
-            for item in document.get(f"{kind}s") or []:
-                name = item.get("name")
-                if not isinstance(name, str) or name in merged:
-                    continue
-                merged[name] = item.get(kind) or {}
-                origins[f"{kind}/{name}"] = path
+            for name, entry in _entries(path, document, kind).items():
+                if name not in merged:
+                    merged[name] = entry
+                    origins[f"{kind}/{name}"] = path
     return KubeConfig(clusters=sections["cluster"], users=sections["user"],
                       contexts=sections["context"], current_context=current, origins=origins,
                       sources=tuple(path for path, _ in documents))
