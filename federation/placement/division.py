@@ -1,0 +1,378 @@
+"""Replica division: Webster seats with bounds, and the four scheduling modes.
+
+Everything divided goes through one primitive, :func:`webster`: the
+Webster/Sainte-Laguë divisor method, seat by seat. Each party (cluster) starts
+at its floor (``minReplicas``, 0 by default); the next seat goes to the party
+with the highest ``weight / (2 * seats + 1)`` among those below their cap; ties
+go to the party with fewer seats, then to the name that sorts first. Because
+seats are handed out one at a time in order of decreasing priority, the result
+for ``n + 1`` seats is the result for ``n`` plus one seat (house monotone), the
+sum is exactly ``n``, and floors and caps hold whenever ``sum(floors) <= n <=
+sum(caps)``; otherwise :func:`webster` refuses with :class:`Infeasible`.
+
+Priorities are compared exactly. When ``max weight * (2n + 1) < 2**52`` two
+different fractions always round to different floats, so floats are used;
+beyond that, :class:`fractions.Fraction`. For many seats over few parties, a
+jump start hands out at once every seat whose priority is above a threshold
+chosen so that no more than the remaining seats qualify; those seats are the
+first ones the seat-by-seat process would hand out anyway, so the result is
+identical.
+
+The modes (Karmada's semantics; bounds are ours):
+
+- :func:`duplicate`: every cluster gets the total, clamped to its bounds.
+- :func:`divide_static`: weights from the policy, recomputed from scratch.
+- :func:`divide_dynamic`: weights = available replicas; sticky. With
+  ``aggregated`` it uses the fewest clusters that can hold the replicas,
+  clusters that already hold replicas first.
+
+A :class:`Slot` is a candidate cluster as the divider sees it: current
+replicas (``held``), room for more (``room``; None is unlimited), bounds and
+static weight. Its ``cap`` is ``min(maxReplicas, held + room)``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from federation.placement import decision as decision_
+
+_EXACT_FLOAT_LIMIT = 2**52
+#: Threshold raises tried by the jump start before it leaves all seats to the heap.
+_JUMP_ATTEMPTS = 40
+#: Ties listed in an explanation; the rest are counted.
+TIES_SHOWN = 5
+
+
+class Infeasible(ValueError):
+    """The floors, caps and total of an apportionment cannot all hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class Party:
+    """A participant in :func:`webster`."""
+
+    name: str
+    weight: int
+    floor: int = 0
+    cap: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tie:
+    """Seat ``seat`` had equal priority for ``winner`` and ``runner_up``."""
+
+    seat: int
+    winner: str
+    runner_up: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Apportionment:
+    seats: dict[str, int]
+    ties: tuple[Tie, ...] = ()
+    tie_count: int = 0
+
+
+def total_cap(caps: Iterable[int | None]) -> int | None:
+    """Sum of caps; None (unlimited) if any cap is None."""
+    total = 0
+    for cap in caps:
+        if cap is None:
+            return None
+        total += cap
+    return total
+
+
+def webster(total: int, parties: Sequence[Party]) -> Apportionment:
+    """Give ``total`` seats to ``parties`` by Webster's method within floors and caps."""
+    _check_feasible(total, parties)
+    seats = {p.name: p.floor for p in parties}
+    remaining = total - sum(seats.values())
+    if remaining > 2 * len(parties):
+        remaining -= _jump_start(seats, parties, remaining)
+    return _seat_by_seat(seats, parties, remaining, total)
+
+
+def _check_feasible(total: int, parties: Sequence[Party]) -> None:
+    floors = sum(p.floor for p in parties)
+    caps = total_cap(p.cap for p in parties)
+    if any(p.cap is not None and p.floor > p.cap for p in parties):
+        raise Infeasible("a floor is above its cap")
+    if floors > total:
+        raise Infeasible(f"floors add up to {floors}, more than {total}")
+    if caps is not None and caps < total:
+        raise Infeasible(f"caps add up to {caps}, less than {total}")
+
+
+def _priority_key(total: int, parties: Sequence[Party]) -> Callable[[int, int], float | Fraction]:
+    heaviest = max((p.weight for p in parties), default=0)
+    if heaviest * (2 * total + 1) < _EXACT_FLOAT_LIMIT:
+        return lambda weight, seats: -weight / (2 * seats + 1)
+    return lambda weight, seats: -Fraction(weight, 2 * seats + 1)
+
+
+def _seat_by_seat(
+    seats: dict[str, int], parties: Sequence[Party], remaining: int, total: int
+) -> Apportionment:
+    key = _priority_key(total, parties)
+    heap = [
+        (key(p.weight, seats[p.name]), seats[p.name], p.name, p.weight, p.cap)
+        for p in parties
+        if p.cap is None or seats[p.name] < p.cap
+    ]
+    heapq.heapify(heap)
+    ties: list[Tie] = []
+    tie_count = 0
+    for seat in range(total - remaining + 1, total + 1):
+        priority, held, name, weight, cap = heapq.heappop(heap)
+        if heap and heap[0][0] == priority:
+            tie_count += 1
+            if len(ties) < TIES_SHOWN:
+                rule = "fewer replicas" if heap[0][1] != held else "name"
+                ties.append(Tie(seat, name, heap[0][2], rule))
+        seats[name] = held + 1
+        if cap is None or held + 1 < cap:
+            heapq.heappush(heap, (key(weight, held + 1), held + 1, name, weight, cap))
+    return Apportionment(seats, tuple(ties), tie_count)
+
+
+def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int) -> int:
+    """Hand out at once every seat above a safe threshold; returns how many that was.
+
+    The threshold starts at half of Webster's natural divisor (total weight over
+    seats) and rises by 1/16 until no more than ``remaining`` seats lie above it.
+    """
+    top, bottom = sum(p.weight for p in parties), 2 * remaining
+    for _ in range(_JUMP_ATTEMPTS if top else 0):
+        grown = {p.name: _seats_above(p, seats[p.name], top, bottom) for p in parties}
+        given = sum(grown.values()) - sum(seats.values())
+        if given <= remaining:
+            seats.update(grown)
+            return given
+        top, bottom = top * 17, bottom * 16
+    return 0
+
+
+def _seats_above(party: Party, held: int, top: int, bottom: int) -> int:
+    """Seats of ``party`` whose priority is strictly above ``top / bottom``, within bounds."""
+    odd_max = (party.weight * bottom - 1) // top  # largest m with m * top < weight * bottom
+    count = (odd_max + 1) // 2 if odd_max >= 1 else 0
+    if party.cap is not None:
+        count = min(count, party.cap)
+    return max(held, count)
+
+
+def ties_text(apportionment: Apportionment) -> list[str]:
+    """Explanation lines for the ties an apportionment broke."""
+    lines = [
+        f"tie for replica {t.seat}: {t.winner} over {t.runner_up} ({t.rule})"
+        for t in apportionment.ties
+    ]
+    if apportionment.tie_count > len(apportionment.ties):
+        lines.append(f"... and {apportionment.tie_count - len(apportionment.ties)} more ties")
+    return lines
+
+
+# -- the modes ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A candidate cluster as the divider sees it."""
+
+    name: str
+    held: int = 0
+    room: int | None = None
+    low: int = 0
+    high: int | None = None
+    weight: int = 1
+
+    @property
+    def cap(self) -> int | None:
+        """Most replicas this cluster may hold: min(maxReplicas, held + room)."""
+        capacity = None if self.room is None else self.held + self.room
+        return least(capacity, self.high)
+
+
+class DivisionError(Exception):
+    """Nothing may be applied; ``unschedulable`` is the shortfall when room ran out."""
+
+    def __init__(self, message: str, unschedulable: int = 0) -> None:
+        super().__init__(message)
+        self.unschedulable = unschedulable
+
+
+@dataclass
+class Division:
+    replicas: dict[str, int]
+    pending: int = 0
+    notes: list[str] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    """(cluster, detail) left out for lack of room (Duplicated only)."""
+
+
+def least(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def check_bounds(total: int, slots: Sequence[Slot]) -> None:
+    """Raise :class:`DivisionError` when the minReplicas bounds cannot hold."""
+    for s in slots:
+        if s.cap is not None and s.low > s.cap:
+            raise DivisionError(
+                f"bounds: {s.name} needs minReplicas {s.low} but can hold only {s.cap}"
+            )
+    lows = {s.name: s.low for s in slots if s.low}
+    if sum(lows.values()) > total:
+        raise DivisionError(
+            f"bounds: minReplicas add up to {sum(lows.values())} "
+            f"({decision_.counts_text(lows)}) but there are only {total} replicas"
+        )
+
+
+def _fit(wanted: int, capacity: int | None, partial: bool, what: str) -> tuple[int, int]:
+    """(replicas to place, pending) for ``wanted`` replicas against ``capacity``."""
+    if capacity is None or wanted <= capacity:
+        return wanted, 0
+    shortfall = wanted - capacity
+    if not partial:
+        raise DivisionError(
+            f"unschedulable: {wanted} {what} to place but the candidate clusters have room "
+            f"for {capacity} (shortfall {shortfall})",
+            unschedulable=shortfall,
+        )
+    return capacity, shortfall
+
+
+def duplicate(total: int, slots: Sequence[Slot], partial: bool) -> Division:
+    """Every cluster gets ``total``, clamped to its bounds; clusters without room drop out."""
+    result = Division(replicas={})
+    for s in slots:
+        wanted = max(s.low, total if s.high is None else min(total, s.high))
+        if wanted != total:
+            result.notes.append(f"bounds: {s.name} gets {wanted} instead of {total}")
+        capacity = None if s.room is None else s.held + s.room
+        if capacity is not None and capacity < wanted and not partial:
+            result.dropped.append((s.name, f"room for {capacity} of {wanted}"))
+            continue
+        placed = wanted if capacity is None else min(wanted, capacity)
+        result.replicas[s.name] = placed
+        result.pending += wanted - placed
+    if not result.replicas and slots:
+        raise DivisionError(
+            f"unschedulable: no candidate cluster has room for {total} replicas",
+            unschedulable=total,
+        )
+    if result.pending:
+        result.notes.append(f"partial: {result.pending} replicas wait for room")
+    return result
+
+
+def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
+    """Static weights, Webster, from scratch; caps from bounds and room."""
+    check_bounds(total, slots)
+    room = total_cap(s.cap for s in slots)
+    placing, pending = _fit(total, room, partial, "replicas")
+    parties = [Party(s.name, s.weight, s.low, s.cap) for s in slots]
+    share = webster(placing, parties)
+    notes = [f"divided {placing} replicas by Webster: {decision_.counts_text(share.seats)}"]
+    return Division(_nonzero(share.seats), pending, notes + ties_text(share))
+
+
+def divide_dynamic(total: int, slots: Sequence[Slot], partial: bool, aggregated: bool) -> Division:
+    """Dynamic weights (available replicas) or Aggregated; sticky against ``held``."""
+    check_bounds(total, slots)
+    kept = {s.name: s.held if s.high is None else min(s.held, s.high) for s in slots}
+    notes = [
+        f"bounds: {s.name} trimmed from {s.held} to maxReplicas {s.high}"
+        for s in slots
+        if kept[s.name] < s.held
+    ]
+    assigned = sum(kept.values())
+    deficit = sum(max(0, s.low - kept[s.name]) for s in slots)
+    if assigned < total and deficit <= total - assigned:
+        return _scale_up(total, slots, kept, partial, aggregated, notes)
+    if assigned == total and deficit == 0:
+        notes.append(f"kept the current placement ({assigned} replicas; nothing to change)")
+        return Division(_nonzero(kept), notes=notes)
+    return _shrink(total, slots, kept, aggregated, notes)
+
+
+def _scale_up(
+    total: int,
+    slots: Sequence[Slot],
+    kept: dict[str, int],
+    partial: bool,
+    aggregated: bool,
+    notes: list[str],
+) -> Division:
+    assigned = sum(kept.values())
+    delta = total - assigned
+    if assigned:
+        notes.append(f"scaling up: {assigned} replicas stay where they are, {delta} to add")
+    parties = [_growth(s, kept[s.name], delta) for s in slots]
+    placing, pending = _fit(delta, total_cap(p.cap for p in parties), partial, "more replicas")
+    if aggregated:
+        parties = _fewest(parties, placing, lambda p: _holders_first(p, kept))
+        notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
+    weights = {p.name: p.weight for p in parties}
+    notes.append(
+        f"weights = available replicas (unlimited counts as {delta}): "
+        f"{decision_.counts_text(weights)}"
+    )
+    share = webster(placing, parties)
+    notes.append(f"divided {placing} replicas by Webster: {decision_.counts_text(share.seats)}")
+    merged = {n: kept.get(n, 0) + share.seats.get(n, 0) for n in kept.keys() | share.seats.keys()}
+    if pending:
+        notes.append(f"partial: {pending} replicas wait for room")
+    return Division(_nonzero(merged), pending, notes + ties_text(share))
+
+
+def _growth(s: Slot, kept: int, delta: int) -> Party:
+    """The party for a cluster's share of new replicas: room as weight, bounds shifted."""
+    cap = s.cap
+    weight = delta if s.room is None else s.room
+    return Party(s.name, weight, max(0, s.low - kept), None if cap is None else max(0, cap - kept))
+
+
+def _holders_first(p: Party, kept: dict[str, int]) -> tuple[int, int, int, str]:
+    """Aggregated order: clusters already holding replicas, then the most room, then name."""
+    unlimited = p.cap is None
+    return (0 if kept[p.name] else 1, 0 if unlimited else 1, -(p.cap or 0), p.name)
+
+
+def _shrink(
+    total: int, slots: Sequence[Slot], kept: dict[str, int], aggregated: bool, notes: list[str]
+) -> Division:
+    notes.append(f"scaling from {sum(kept.values())} to {total}: current replicas are the weights")
+    parties = [Party(s.name, kept[s.name], s.low, max(kept[s.name], s.low)) for s in slots]
+    if aggregated:
+        parties = _fewest(parties, total, lambda p: (-p.weight, 0, 0, p.name))
+        notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
+    share = webster(total, parties)
+    notes.append(f"divided {total} replicas by Webster: {decision_.counts_text(share.seats)}")
+    return Division(_nonzero(share.seats), notes=notes + ties_text(share))
+
+
+def _fewest(
+    parties: list[Party], need: int, order: Callable[[Party], tuple[int, int, int, str]]
+) -> list[Party]:
+    """Parties with a floor, then the first in ``order`` until their caps hold ``need``."""
+    chosen = [p for p in parties if p.floor > 0]
+    for p in sorted((p for p in parties if p.floor == 0), key=order):
+        room = total_cap(c.cap for c in chosen)
+        if room is None or room >= need:
+            break
+        chosen.append(p)
+    return sorted(chosen, key=lambda p: p.name)
+
+
+def _nonzero(seats: dict[str, int]) -> dict[str, int]:
+    return {name: n for name, n in sorted(seats.items()) if n}

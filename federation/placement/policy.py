@@ -1,0 +1,333 @@
+"""The placement policy schema: Karmada's PropagationPolicy, field for field.
+
+A Karmada user's policy loads unchanged except for ``apiVersion``; files with
+``policy.karmada.io/v1alpha1`` load too. Models use Karmada's camelCase names as
+aliases over snake_case attributes and forbid unknown fields, so a typo such as
+``clusterAfinity`` is an error naming its path rather than a silently ignored
+key. Karmada fields that do not affect placement (``failover``,
+``conflictResolution``, ...) are accepted and ignored.
+
+Our extensions live under ``placement.replicaScheduling`` and are documented in
+docs/placement.md: ``replicaBounds`` (per-cluster minReplicas/maxReplicas, for
+every division mode) and ``allowPartial`` (place what fits, report the rest as
+pending, instead of failing as unschedulable).
+
+Pydantic checks types and single-field ranges. Rules that relate several fields
+(Karmada's webhook rules plus ours) are in :func:`problems`, which returns every
+violation with the field path it belongs to, so the loader can report
+``file: spec.placement.spreadConstraints[1].maxGroups: ...``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP_VERSION = "policy.federation.io/v1alpha1"
+KARMADA_GROUP_VERSION = "policy.karmada.io/v1alpha1"
+API_VERSIONS = (GROUP_VERSION, KARMADA_GROUP_VERSION)
+KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
+SPREAD_FIELDS = ("cluster", "region", "zone", "provider")
+
+Problem = tuple[str, str]
+"""A validation problem: (field path such as ``spec.placement.x[0].y``, what is wrong)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class LabelSelectorRequirement(_Model):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(_Model):
+    """A Kubernetes label selector: matchLabels AND every matchExpression."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list)
+
+
+class FieldSelectorRequirement(_Model):
+    key: Literal["provider", "region", "zone"]
+    operator: Literal["In", "NotIn"]
+    values: list[str] = Field(default_factory=list)
+
+
+class FieldSelector(_Model):
+    match_expressions: list[FieldSelectorRequirement] = Field(default_factory=list)
+
+
+class ClusterAffinity(_Model):
+    """Which clusters may be used; every part that is set must match."""
+
+    label_selector: LabelSelector | None = None
+    field_selector: FieldSelector | None = None
+    cluster_names: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+
+class ClusterAffinityTerm(ClusterAffinity):
+    """One entry of ``clusterAffinities``: a named fallback affinity."""
+
+    affinity_name: str = Field(min_length=1)
+
+
+class Toleration(_Model):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+    toleration_seconds: int | None = None
+
+
+class SpreadConstraint(_Model):
+    """Spread over groups of clusters; 0 for maxGroups means no limit."""
+
+    spread_by_field: Literal["cluster", "region", "zone", "provider"] | None = None
+    spread_by_label: str | None = None
+    max_groups: int = Field(default=0, ge=0)
+    min_groups: int = Field(default=0, ge=0)
+
+    @property
+    def key(self) -> str:
+        """``cluster``/``region``/... or ``label:<name>``; cluster when neither is set."""
+        if self.spread_by_label:
+            return f"label:{self.spread_by_label}"
+        return self.spread_by_field or "cluster"
+
+    @property
+    def floor(self) -> int:
+        """minGroups with Karmada's default of 1."""
+        return max(self.min_groups, 1)
+
+
+class StaticClusterWeight(_Model):
+    target_cluster: ClusterAffinity
+    weight: int = Field(ge=1)
+
+
+class ClusterPreferences(_Model):
+    static_weight_list: list[StaticClusterWeight] = Field(default_factory=list)
+    dynamic_weight: Literal["AvailableReplicas"] | None = None
+
+
+class ReplicaBound(_Model):
+    """Our extension: replicas a matching cluster must get at least / may get at most."""
+
+    target_cluster: ClusterAffinity = Field(default_factory=ClusterAffinity)
+    min_replicas: int = Field(default=0, ge=0)
+    max_replicas: int | None = Field(default=None, ge=0)
+
+
+class ReplicaSchedulingStrategy(_Model):
+    replica_scheduling_type: Literal["Duplicated", "Divided"] = "Divided"
+    replica_division_preference: Literal["Aggregated", "Weighted"] | None = None
+    weight_preference: ClusterPreferences | None = None
+    replica_bounds: list[ReplicaBound] = Field(default_factory=list)
+    allow_partial: bool = False
+
+
+class Placement(_Model):
+    cluster_affinity: ClusterAffinity | None = None
+    cluster_affinities: list[ClusterAffinityTerm] = Field(default_factory=list)
+    cluster_tolerations: list[Toleration] = Field(default_factory=list)
+    spread_constraints: list[SpreadConstraint] = Field(default_factory=list)
+    replica_scheduling: ReplicaSchedulingStrategy | None = None
+
+
+class ResourceSelector(_Model):
+    api_version: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    namespace: str | None = None
+    name: str | None = None
+    label_selector: LabelSelector | None = None
+
+
+class PropagationSpec(_Model):
+    resource_selectors: list[ResourceSelector]
+    placement: Placement = Field(default_factory=Placement)
+    priority: int = 0
+    # Karmada fields accepted so Karmada policies load unchanged; placement ignores them.
+    propagate_deps: Any = None
+    preemption: Any = None
+    dependent_overrides: Any = None
+    scheduler_name: Any = None
+    failover: Any = None
+    conflict_resolution: Any = None
+    activation_preference: Any = None
+    suspension: Any = None
+    preserve_resources_on_deletion: Any = None
+    association: Any = None
+    schedule_priority: Any = None
+
+
+class ObjectMeta(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str = Field(min_length=1)
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Policy(_Model):
+    """A PropagationPolicy (namespaced) or ClusterPropagationPolicy."""
+
+    api_version: Literal["policy.federation.io/v1alpha1", "policy.karmada.io/v1alpha1"]
+    kind: Literal["PropagationPolicy", "ClusterPropagationPolicy"]
+    metadata: ObjectMeta
+    spec: PropagationSpec
+
+    @property
+    def namespaced(self) -> bool:
+        return self.kind == "PropagationPolicy"
+
+    @property
+    def namespace(self) -> str | None:
+        """The policy's namespace (``default`` when a namespaced file omits it)."""
+        return (self.metadata.namespace or "default") if self.namespaced else None
+
+    @property
+    def ref(self) -> str:
+        """``NAMESPACE/NAME`` for namespaced policies, ``NAME`` for cluster-scoped ones."""
+        return f"{self.namespace}/{self.metadata.name}" if self.namespaced else self.metadata.name
+
+
+class Mode(enum.Enum):
+    """The effective replica scheduling mode after Karmada's defaulting."""
+
+    DUPLICATED = "Duplicated"
+    STATIC = "Divided/Weighted (static weights)"
+    DYNAMIC = "Divided/Weighted (dynamic weight: AvailableReplicas)"
+    AGGREGATED = "Divided/Aggregated"
+
+
+def mode(placement: Placement) -> Mode:
+    """Karmada's defaults: no replicaScheduling is Duplicated; Divided defaults to Weighted."""
+    strategy = placement.replica_scheduling
+    if strategy is None or strategy.replica_scheduling_type == "Duplicated":
+        return Mode.DUPLICATED
+    if strategy.replica_division_preference == "Aggregated":
+        return Mode.AGGREGATED
+    weights = strategy.weight_preference
+    return Mode.DYNAMIC if weights is not None and weights.dynamic_weight else Mode.STATIC
+
+
+def affinity_terms(placement: Placement) -> list[tuple[str | None, ClusterAffinity | None]]:
+    """The affinity terms to try in order: clusterAffinities, else the single clusterAffinity."""
+    if placement.cluster_affinities:
+        return [(term.affinity_name, term) for term in placement.cluster_affinities]
+    return [(None, placement.cluster_affinity)]
+
+
+# -- cross-field rules -------------------------------------------------------------------
+
+
+def problems(policy: Policy) -> list[Problem]:
+    """Every rule violation that pydantic's per-field checks cannot see."""
+    found: list[Problem] = []
+    if policy.kind == "ClusterPropagationPolicy" and policy.metadata.namespace:
+        found.append(("metadata.namespace", "a ClusterPropagationPolicy is cluster-scoped"))
+    spec = policy.spec
+    if not spec.resource_selectors:
+        found.append(("spec.resourceSelectors", "at least one resource selector is required"))
+    for i, selector in enumerate(spec.resource_selectors):
+        if selector.label_selector is not None:
+            path = f"spec.resourceSelectors[{i}].labelSelector"
+            found += _label_selector_problems(path, selector.label_selector)
+    found += _placement_problems("spec.placement", spec.placement)
+    return found
+
+
+def _placement_problems(path: str, placement: Placement) -> list[Problem]:
+    found: list[Problem] = []
+    if placement.cluster_affinity is not None and placement.cluster_affinities:
+        found.append((f"{path}.clusterAffinities", "cannot be set together with clusterAffinity"))
+    if placement.cluster_affinity is not None:
+        found += _affinity_problems(f"{path}.clusterAffinity", placement.cluster_affinity)
+    names: set[str] = set()
+    for i, term in enumerate(placement.cluster_affinities):
+        term_path = f"{path}.clusterAffinities[{i}]"
+        if term.affinity_name in names:
+            found.append((f"{term_path}.affinityName", f"duplicate name {term.affinity_name!r}"))
+        names.add(term.affinity_name)
+        found += _affinity_problems(term_path, term)
+    for i, toleration in enumerate(placement.cluster_tolerations):
+        found += _toleration_problems(f"{path}.clusterTolerations[{i}]", toleration)
+    found += _spread_problems(f"{path}.spreadConstraints", placement.spread_constraints)
+    if placement.replica_scheduling is not None:
+        found += _strategy_problems(f"{path}.replicaScheduling", placement.replica_scheduling)
+    return found
+
+
+def _label_selector_problems(path: str, selector: LabelSelector) -> list[Problem]:
+    found: list[Problem] = []
+    for i, req in enumerate(selector.match_expressions):
+        needs_values = req.operator in ("In", "NotIn")
+        if needs_values and not req.values:
+            found.append((f"{path}.matchExpressions[{i}].values", f"required for {req.operator}"))
+        if not needs_values and req.values:
+            found.append(
+                (f"{path}.matchExpressions[{i}].values", f"must be empty for {req.operator}")
+            )
+    return found
+
+
+def _affinity_problems(path: str, affinity: ClusterAffinity) -> list[Problem]:
+    found: list[Problem] = []
+    if affinity.label_selector is not None:
+        found += _label_selector_problems(f"{path}.labelSelector", affinity.label_selector)
+    if affinity.field_selector is not None:
+        for i, req in enumerate(affinity.field_selector.match_expressions):
+            if not req.values:
+                where = f"{path}.fieldSelector.matchExpressions[{i}].values"
+                found.append((where, f"required for {req.operator}"))
+    return found
+
+
+def _toleration_problems(path: str, toleration: Toleration) -> list[Problem]:
+    if toleration.operator == "Exists" and toleration.value:
+        return [(f"{path}.value", "must be empty when operator is Exists")]
+    if not toleration.key and toleration.operator != "Exists":
+        return [(f"{path}.operator", "must be Exists when key is empty")]
+    return []
+
+
+def _spread_problems(path: str, constraints: list[SpreadConstraint]) -> list[Problem]:
+    found: list[Problem] = []
+    seen: set[str] = set()
+    for i, constraint in enumerate(constraints):
+        item = f"{path}[{i}]"
+        if constraint.spread_by_field and constraint.spread_by_label:
+            found.append((f"{item}.spreadByLabel", "cannot be set together with spreadByField"))
+        if constraint.max_groups and constraint.max_groups < constraint.min_groups:
+            found.append((f"{item}.maxGroups", "must not be lower than minGroups"))
+        if constraint.key in seen:
+            found.append((item, f"a second constraint spreading by {constraint.key}"))
+        seen.add(constraint.key)
+    return found
+
+
+def _strategy_problems(path: str, strategy: ReplicaSchedulingStrategy) -> list[Problem]:
+    found: list[Problem] = []
+    for i, bound in enumerate(strategy.replica_bounds):
+        too_low = bound.max_replicas is not None and bound.max_replicas < bound.min_replicas
+        if too_low:
+            found.append(
+                (f"{path}.replicaBounds[{i}].maxReplicas", "must not be lower than minReplicas")
+            )
+        found += _affinity_problems(
+            f"{path}.replicaBounds[{i}].targetCluster", bound.target_cluster
+        )
+    if strategy.weight_preference is not None:
+        for i, rule in enumerate(strategy.weight_preference.static_weight_list):
+            where = f"{path}.weightPreference.staticWeightList[{i}].targetCluster"
+            found += _affinity_problems(where, rule.target_cluster)
+    return found
