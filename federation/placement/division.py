@@ -33,6 +33,7 @@ static weight. Its ``cap`` is ``min(maxReplicas, held + room)``.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -212,8 +213,6 @@ class Division:
     replicas: dict[str, int]
     pending: int = 0
     notes: list[str] = field(default_factory=list)
-    dropped: list[tuple[str, str]] = field(default_factory=list)
-    """(cluster, detail) left out for lack of room (Duplicated only)."""
 
 
 def least(a: int | None, b: int | None) -> int | None:
@@ -225,9 +224,13 @@ def least(a: int | None, b: int | None) -> int | None:
 def check_bounds(total: int, slots: Sequence[Slot]) -> None:
     """Raise :class:`DivisionError` when the minReplicas bounds cannot hold."""
     for s in slots:
+        if s.high is not None and s.low > s.high:
+            raise DivisionError(
+                f"bounds: {s.name} has minReplicas {s.low} above maxReplicas {s.high}"
+            )
         if s.cap is not None and s.low > s.cap:
             raise DivisionError(
-                f"bounds: {s.name} needs minReplicas {s.low} but can hold only {s.cap}"
+                f"bounds: {s.name} needs minReplicas {s.low} but has room for {s.cap}"
             )
     lows = {s.name: s.low for s in slots if s.low}
     if sum(lows.values()) > total:
@@ -237,52 +240,42 @@ def check_bounds(total: int, slots: Sequence[Slot]) -> None:
         )
 
 
-def _fit(wanted: int, capacity: int | None, partial: bool, what: str) -> tuple[int, int]:
+def _fit(
+    wanted: int, capacity: int | None, partial: bool, what: str, limit: str
+) -> tuple[int, int]:
     """(replicas to place, pending) for ``wanted`` replicas against ``capacity``."""
     if capacity is None or wanted <= capacity:
         return wanted, 0
     shortfall = wanted - capacity
     if not partial:
         raise DivisionError(
-            f"unschedulable: {wanted} {what} to place but the candidate clusters have room "
-            f"for {capacity} (shortfall {shortfall})",
+            f"unschedulable: {wanted} {what} to place but the candidate clusters can take "
+            f"{capacity} ({limit}); shortfall {shortfall}",
             unschedulable=shortfall,
         )
     return capacity, shortfall
 
 
-def duplicate(total: int, slots: Sequence[Slot], partial: bool) -> Division:
-    """Every cluster gets ``total``, clamped to its bounds; clusters without room drop out."""
+def duplicate(total: int, slots: Sequence[Slot]) -> Division:
+    """Every cluster gets ``total``, clamped to its bounds (room is not considered)."""
     result = Division(replicas={})
     for s in slots:
         wanted = max(s.low, total if s.high is None else min(total, s.high))
         if wanted != total:
             result.notes.append(f"bounds: {s.name} gets {wanted} instead of {total}")
-        capacity = None if s.room is None else s.held + s.room
-        if capacity is not None and capacity < wanted and not partial:
-            result.dropped.append((s.name, f"room for {capacity} of {wanted}"))
-            continue
-        placed = wanted if capacity is None else min(wanted, capacity)
-        result.replicas[s.name] = placed
-        result.pending += wanted - placed
-    if not result.replicas and slots:
-        raise DivisionError(
-            f"unschedulable: no candidate cluster has room for {total} replicas",
-            unschedulable=total,
-        )
-    if result.pending:
-        result.notes.append(f"partial: {result.pending} replicas wait for room")
+        result.replicas[s.name] = wanted
     return result
 
 
 def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
-    """Static weights, Webster, from scratch; caps from bounds and room."""
-    check_bounds(total, slots)
-    room = total_cap(s.cap for s in slots)
-    placing, pending = _fit(total, room, partial, "replicas")
-    parties = [Party(s.name, s.weight, s.low, s.cap) for s in slots]
-    share = webster(placing, parties)
+    """Static weights, Webster, from scratch, within bounds (room is not considered)."""
+    check_bounds(total, [dataclasses.replace(s, room=None) for s in slots])
+    highs = total_cap(s.high for s in slots)
+    placing, pending = _fit(total, highs, partial, "replicas", "maxReplicas bounds")
+    share = webster(placing, [Party(s.name, s.weight, s.low, s.high) for s in slots])
     notes = [f"divided {placing} replicas by Webster: {decision_.counts_text(share.seats)}"]
+    if pending:
+        notes.append(f"partial: {pending} replicas wait for room")
     return Division(_nonzero(share.seats), pending, notes + ties_text(share))
 
 
@@ -318,10 +311,14 @@ def _scale_up(
     if assigned:
         notes.append(f"scaling up: {assigned} replicas stay where they are, {delta} to add")
     parties = [_growth(s, kept[s.name], delta) for s in slots]
-    placing, pending = _fit(delta, total_cap(p.cap for p in parties), partial, "more replicas")
+    caps = total_cap(p.cap for p in parties)
+    placing, pending = _fit(delta, caps, partial, "more replicas", "availableReplicas and bounds")
     if aggregated:
         parties = _fewest(parties, placing, lambda p: _holders_first(p, kept))
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
+    full = [p.name for p in parties if p.cap == 0]
+    if full:
+        notes.append(f"no room for more replicas: {decision_.names_text(full)}")
     weights = {p.name: p.weight for p in parties}
     notes.append(
         f"weights = available replicas (unlimited counts as {delta}): "

@@ -38,8 +38,9 @@ from federation.placement import division, matching, selection
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 
-CAPACITY = "capacity"
 WEIGHT = "weight"
+#: Modes that divide without looking at availableReplicas, as Karmada does.
+_ROOMLESS = (policy_.Mode.DUPLICATED, policy_.Mode.STATIC)
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,16 @@ def place(
     tried: list[str] = []
     for index, (name, affinity) in enumerate(terms):
         outcome = _place_term(resource, placement, fleet, held, affinity)
-        heading = [f"affinity term {name!r} ({index + 1} of {len(terms)})"] if name else []
-        if outcome.ok or index == len(terms) - 1:
-            lines = tried + heading + list(outcome.explanation)
-            return dataclasses.replace(outcome, explanation=tuple(lines))
-        tried.append(f"affinity term {name!r} skipped: {outcome.error}")
-    raise AssertionError("a placement has at least one affinity term")
+        if name is None:
+            return outcome
+        label = f"affinity term {name!r} ({index + 1} of {len(terms)})"
+        if outcome.ok:
+            lines = (*tried, f"{label} is used", *outcome.explanation)
+            return dataclasses.replace(outcome, explanation=lines)
+        tried += [f"{label}: {line}" for line in outcome.explanation]
+        tried.append(f"{label} cannot place the resource: {outcome.error}")
+    error = f"none of the {len(terms)} affinity terms can place the resource"
+    return dataclasses.replace(outcome, explanation=tuple(tried), error=error)
 
 
 def plan(
@@ -186,7 +191,7 @@ def _spread_and_divide(
             return _failed(resource, lines, chosen.error)
         candidates = chosen.kept
     if not candidates:
-        return _failed(resource, lines, "no feasible cluster")
+        return _failed(resource, lines, "no feasible cluster: every cluster was filtered out")
     lines.append(f"candidates: {decision_.names_text([c.name for c in candidates])}")
     if resource.replicas == 0:
         lines.append("no replicas to divide: every candidate gets the resource with 0 replicas")
@@ -214,6 +219,8 @@ def _divide(
     mode = policy_.mode(placement)
     strategy = placement.replica_scheduling or policy_.ReplicaSchedulingStrategy()
     lines.append(f"mode: {mode.value}")
+    if mode in _ROOMLESS and any(c.available_replicas is not None for c in candidates):
+        lines.append("availableReplicas is not considered in this mode (as in Karmada)")
     bounds = _bounds(fleet, strategy)
     slots = [
         division.Slot(c.name, held.get(c.name, 0), room[c.name], *bounds.get(c.name, (0, None)))
@@ -226,9 +233,6 @@ def _divide(
         result = _run(mode, resource.replicas, slots, strategy.allow_partial)
     except division.DivisionError as error:
         return _failed(resource, lines, str(error), error.unschedulable)
-    lines += _rejection_lines(
-        (fleet.by_name[name], CAPACITY, detail) for name, detail in result.dropped
-    )
     lines += result.notes
     return decision_.Decision(
         resource.replicas, result.replicas, pending=result.pending, explanation=tuple(lines)
@@ -239,7 +243,7 @@ def _run(
     mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool
 ) -> division.Division:
     if mode is policy_.Mode.DUPLICATED:
-        return division.duplicate(total, slots, partial)
+        return division.duplicate(total, slots)
     if mode is policy_.Mode.STATIC:
         return division.divide_static(total, slots, partial)
     return division.divide_dynamic(total, slots, partial, mode is policy_.Mode.AGGREGATED)

@@ -1,0 +1,212 @@
+"""``fedctl plan``: compute placements offline from policy, workload and cluster files.
+
+The command is a thin shell over :mod:`federation.placement`: it reads the
+files, hands their text to the loader, runs :func:`engine.plan` and prints the
+decisions as a rich table or as the JSON document other tools (and a later
+``--previous``) consume. It needs no cluster and writes nothing.
+
+Exit status: 0 when every resource was placed, 1 when the command could not
+run (bad option, unreadable file, malformed or invalid input; nothing is
+planned), 2 when the plan was printed but at least one placement has an error.
+Keeping "bad input" apart from "a placement failed" lets scripts tell a typo
+from an unschedulable workload.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from federation.placement import clusters as clusters_
+from federation.placement import engine, loader
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_PLACEMENT_ERROR = 2
+
+
+class _BadUsage(click.UsageError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class _PlanCommand(click.Command):
+    """Usage errors exit 1 like other bad input (2 means a placement failed)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as error:
+            raise _BadUsage(error.format_message(), error.ctx) from None
+
+
+HELP = """Compute placements offline: which clusters get each workload, and how many replicas.
+
+\b
+Every -f file may hold several YAML documents: PropagationPolicy and
+ClusterPropagationPolicy objects (apiVersion policy.federation.io/v1alpha1 or
+policy.karmada.io/v1alpha1) and the resources to place (Deployments, ...).
+
+\b
+CLUSTERS.yaml:
+  clusters:
+  - name: eu-1
+    labels: {tier: gold}
+    region: eu
+    zone: eu-1a
+    provider: aws
+    taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+    availableReplicas: 10   # room for more replicas; absent = unlimited
+    ready: true             # default true
+
+\b
+--previous takes a former `-o json` output; the sticky modes (dynamic weights,
+Aggregated) then move as few replicas as possible. --fail NAME marks a cluster
+as not ready to see where its replicas would go.
+
+\b
+Exit status:
+  0  every resource was placed
+  1  bad option or input (unreadable file, malformed YAML/JSON, invalid field);
+     one line on stderr names the file and field; nothing is planned
+  2  the plan was printed but at least one placement has an error
+"""
+
+
+@click.command("plan", cls=_PlanCommand, help=HELP)
+@click.option(
+    "-f",
+    "--filename",
+    "files",
+    multiple=True,
+    required=True,
+    metavar="FILE",
+    help="Policy and workload YAML (repeatable).",
+)
+@click.option("--clusters", "clusters_file", required=True, metavar="FILE", help="Clusters YAML.")
+@click.option("--previous", "previous_file", metavar="FILE", help="A previous -o json output.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--explain", is_flag=True, help="Show each decision's explanation (table output).")
+@click.option(
+    "--fail",
+    "failed",
+    multiple=True,
+    metavar="NAME",
+    help="Treat this cluster as failed / not ready (repeatable).",
+)
+@click.pass_context
+def plan(
+    ctx: click.Context,
+    files: Sequence[str],
+    clusters_file: str,
+    previous_file: str | None,
+    output: str,
+    explain: bool,
+    failed: Sequence[str],
+) -> None:
+    try:
+        planned = _run(files, clusters_file, previous_file, failed)
+    except loader.LoadError as error:
+        click.echo(f"error: {error}", err=True)
+        ctx.exit(EXIT_BAD_INPUT)
+    if output == "json":
+        click.echo(json.dumps(as_json(planned), indent=2))
+    else:
+        click.echo(as_table(planned, explain), nl=False)
+    failures = any(p.decision.error is not None for p in planned)
+    ctx.exit(EXIT_PLACEMENT_ERROR if failures else EXIT_OK)
+
+
+def _read(path: str) -> loader.Source:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return path, handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else str(error)
+        raise loader.LoadError(path, "", f"cannot read: {reason}") from None
+
+
+def _run(
+    files: Sequence[str], clusters_file: str, previous_file: str | None, failed: Sequence[str]
+) -> list[engine.Planned]:
+    manifests = loader.parse_manifests([_read(f) for f in files])
+    if not manifests.resources:
+        raise loader.LoadError(", ".join(files), "", "no resources to place in these files")
+    clusters = loader.parse_clusters(_read(clusters_file))
+    unknown = sorted(set(failed) - {c.name for c in clusters})
+    if unknown:
+        raise loader.LoadError(
+            "--fail", "", f"no cluster named {', '.join(unknown)} in {clusters_file}"
+        )
+    previous = loader.parse_previous(_read(previous_file)) if previous_file else {}
+    fleet = clusters_.Fleet(clusters_.mark_failed(clusters, failed))
+    return engine.plan(manifests.resources, manifests.policies, fleet, previous)
+
+
+def as_json(planned: Sequence[engine.Planned]) -> dict[str, Any]:
+    """The ``-o json`` document (also what ``--previous`` reads)."""
+    return {"placements": [_placement_json(p) for p in planned]}
+
+
+def _placement_json(planned: engine.Planned) -> dict[str, Any]:
+    resource, decision = planned.resource, planned.decision
+    return {
+        "resource": {
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            "namespace": resource.namespace,
+            "name": resource.name,
+        },
+        "policy": planned.policy.ref if planned.policy else None,
+        "replicas": resource.replicas,
+        "clusters": [{"name": n, "replicas": r} for n, r in sorted(decision.nonzero().items())],
+        "explanation": list(decision.explanation),
+        "error": decision.error,
+    }
+
+
+def as_table(planned: Sequence[engine.Planned], explain: bool) -> str:
+    """The ``-o table`` rendering, with explanations below the table when asked."""
+    width = shutil.get_terminal_size((120, 24)).columns
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, highlight=False)
+    table = Table(box=None, pad_edge=False)
+    for column in ("RESOURCE", "POLICY", "REPLICAS", "CLUSTERS", "STATUS"):
+        table.add_column(column, justify="right" if column == "REPLICAS" else "left")
+    for p in planned:
+        cells = (p.resource.ref, p.policy.ref if p.policy else "-", str(p.resource.replicas))
+        table.add_row(*(Text(cell) for cell in (*cells, _clusters_cell(p), _status(p))))
+    console.print(table)
+    if explain:
+        for p in planned:
+            console.print(f"\n{p.resource.ref}:")
+            for line in p.decision.explanation:
+                console.print(f"  - {line}", markup=False)
+    return buffer.getvalue()
+
+
+def _clusters_cell(planned: engine.Planned) -> str:
+    decision = planned.decision
+    shown = decision.nonzero() if planned.resource.replicas else dict(decision.clusters)
+    return " ".join(f"{name}={n}" for name, n in shown.items()) or "-"
+
+
+def _status(planned: engine.Planned) -> str:
+    decision = planned.decision
+    if decision.error is not None:
+        return f"error: {decision.error}"
+    return f"pending {decision.pending}" if decision.pending else "ok"
