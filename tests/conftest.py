@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from federation.local import binaries, fleet
+from federation.local import binaries
+from federation.local import fleet as fleet_lib
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("FEDERATION_TEST_STATE_DIR", ROOT / ".fleet-test"))
@@ -26,7 +27,7 @@ KUBECONFIG = Path(os.environ.get("FEDERATION_TEST_KUBECONFIG",
 MEMBERS = 3
 
 
-class TestFleet(fleet.Fleet):
+class TestFleet(fleet_lib.Fleet):
     """The fleet plus conveniences for tests."""
 
     __test__ = False
@@ -61,7 +62,7 @@ def run_kubectl(kubeconfig: Path, context: str, *args: str, check: bool = True,
 def _all_ready(target: TestFleet) -> bool:
     try:
         return all(s.ready for s in target.status())
-    except fleet.FleetError:
+    except fleet_lib.FleetError:
         return False
 
 

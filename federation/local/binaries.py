@@ -85,6 +85,12 @@ def find_binaries() -> KubeBinaries:
 def install(progress: Progress) -> KubeBinaries:
     """Produce whichever binaries are missing, then return both."""
     if find_binary("etcd") is None:
+        if shutil.which("apt-get") is None:
+            raise BinaryError(
+                f"etcd not found in $KUBEBUILDER_ASSETS, $FEDERATION_KUBE_BIN, PATH or "
+                f"{cache_dir()}, and it cannot be installed here (no apt-get); put an etcd "
+                "binary in $FEDERATION_KUBE_BIN"
+            )
         progress("installing etcd from Debian's etcd-server package")
         _apt_install(["etcd-server"], progress)
     if find_binary("kube-apiserver") is None:

@@ -285,6 +285,7 @@ class Fleet:
         self._save(config)
         for cluster in config.clusters:
             pki.ensure(self.pki(cluster.name).directory, cluster.name)
+        self._check_ports(config.clusters)
         started = [c for c in config.clusters if self._start_cluster(c, kube, progress)]
         self.write_kubeconfig(config)
         self.wait_ready(config.clusters, progress)
@@ -300,6 +301,7 @@ class Fleet:
         """Start one stopped cluster again (fault injection: recovery)."""
         cluster = self.spec(name)
         self.thaw(name)
+        self._check_ports([cluster])
         self._start_cluster(cluster, binaries.find_binaries(), progress)
         self.wait_ready([cluster], progress)
 
@@ -340,34 +342,39 @@ class Fleet:
 
     # -- processes ---------------------------------------------------------------------
 
+    def _not_running(self, cluster: ClusterSpec) -> list[str]:
+        return [component for component in ("etcd", "kube-apiserver")
+                if processes.owned_pid(self._pid_file(cluster.name, component)) is None]
+
+    def _check_ports(self, clusters: Iterable[ClusterSpec]) -> None:
+        """Refuse to start anything when a port we need is taken: nothing half-started."""
+        for cluster in clusters:
+            ports = {"etcd": [(cluster.etcd_client_port, "etcd client"),
+                              (cluster.etcd_peer_port, "etcd peer")],
+                     "kube-apiserver": [(cluster.apiserver_port, "kube-apiserver")]}
+            for component in self._not_running(cluster):
+                for port, what in ports[component]:
+                    if port_in_use(port):
+                        raise FleetError(
+                            f"port {port} ({cluster.name} {what}) is in use by another "
+                            "process; free it or start over with `fedctl local down` and "
+                            "another --base-port"
+                        )
+
     def _start_cluster(self, cluster: ClusterSpec, kube: binaries.KubeBinaries,
                        progress: Progress) -> bool:
-        started = False
-        etcd_pid = self._pid_file(cluster.name, "etcd")
-        if processes.owned_pid(etcd_pid) is None:
-            self._check_ports(cluster, (cluster.etcd_client_port, "etcd client"),
-                              (cluster.etcd_peer_port, "etcd peer"))
-            processes.spawn(self._etcd_argv(cluster, kube.etcd), etcd_pid,
+        missing = self._not_running(cluster)
+        if "etcd" in missing:
+            processes.spawn(self._etcd_argv(cluster, kube.etcd),
+                            self._pid_file(cluster.name, "etcd"),
                             self._log_file(cluster.name, "etcd"))
             progress(f"{cluster.name}: etcd started on :{cluster.etcd_client_port}")
-            started = True
-        apiserver_pid = self._pid_file(cluster.name, "kube-apiserver")
-        if processes.owned_pid(apiserver_pid) is None:
-            self._check_ports(cluster, (cluster.apiserver_port, "kube-apiserver"))
-            processes.spawn(self._apiserver_argv(cluster, kube.kube_apiserver), apiserver_pid,
+        if "kube-apiserver" in missing:
+            processes.spawn(self._apiserver_argv(cluster, kube.kube_apiserver),
+                            self._pid_file(cluster.name, "kube-apiserver"),
                             self._log_file(cluster.name, "kube-apiserver"))
             progress(f"{cluster.name}: kube-apiserver started on :{cluster.apiserver_port}")
-            started = True
-        return started
-
-    @staticmethod
-    def _check_ports(cluster: ClusterSpec, *ports: tuple[int, str]) -> None:
-        for port, what in ports:
-            if port_in_use(port):
-                raise FleetError(
-                    f"port {port} ({cluster.name} {what}) is in use by another process; "
-                    "free it or start over with `fedctl local down` and another --base-port"
-                )
+        return bool(missing)
 
     def _etcd_argv(self, cluster: ClusterSpec, etcd: Path) -> list[str]:
         peer = f"http://127.0.0.1:{cluster.etcd_peer_port}"

@@ -80,7 +80,7 @@ def owned_pid(pid_file: Path) -> int | None:
         executable = os.readlink(f"/proc/{record.pid}/exe")
     except OSError:
         return None
-    if Path(executable).name != Path(record.executable).name:
+    if executable != record.executable:
         return None
     return record.pid
 
@@ -99,13 +99,19 @@ def spawn(argv: Sequence[str], pid_file: Path, log_file: Path,
             list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True, env=env,
         )
+    # Popen returns after exec, so /proc/PID/exe is already the program we asked for,
+    # with symlinks (a virtualenv's python3) resolved as the kernel sees it.
     start_time = _start_time(proc.pid)
+    try:
+        executable = os.readlink(f"/proc/{proc.pid}/exe")
+    except OSError:
+        start_time = None
     if start_time is None:
         proc.wait()
         raise RuntimeError(f"{argv[0]} exited immediately; see {log_file}")
     tmp = pid_file.with_suffix(".tmp")
     tmp.write_text(json.dumps({"pid": proc.pid, "start_time": start_time,
-                               "executable": str(argv[0])}))
+                               "executable": executable}))
     tmp.rename(pid_file)
     return proc.pid
 

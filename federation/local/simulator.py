@@ -208,8 +208,13 @@ class MemberSimulator:
         while True:
             try:
                 await self._session()
-            except kube.ClientError as exc:
-                log.warning("%s: %s; retrying in %.1fs", self.client.name, exc, delay)
+            except Exception as exc:  # one member's trouble must not stop the others
+                cause = _first_cause(exc)
+                if isinstance(cause, kube.ClientError):
+                    log.warning("%s; retrying in %.1fs", cause, delay)
+                else:
+                    log.error("%s: unexpected %r; retrying in %.1fs", self.client.name, cause,
+                              delay, exc_info=cause)
                 await asyncio.sleep(delay * random.uniform(0.8, 1.2))
                 delay = min(delay * 2, 5.0)
             else:
@@ -318,6 +323,12 @@ class MemberSimulator:
         if now >= seen[2] + self.settings.ready_delay:
             return fit
         return min(previous_ready, fit, replicas)
+
+
+def _first_cause(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 class _Expired(Exception):
