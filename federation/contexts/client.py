@@ -3,8 +3,12 @@
 Objects stay the JSON the API server sent: no model classes on the hot path
 (the official client's model deserialisation costs several times the parse).
 One :class:`ClusterClient` owns one aiohttp session with a TLS context built
-from a :class:`~federation.contexts.kubeconfig.Context`; every call has a
-timeout, and failures are sorted into two kinds a caller can act on:
+from a :class:`~federation.contexts.kubeconfig.Context`. Every call has a
+timeout and waits for a token of the cluster's own bucket (qps/burst), so one
+busy cluster never slows the calls to another. A 429 (or a 5xx carrying
+Retry-After) is retried after the delay the server asks for, up to a bound; a
+401 renews refreshable credentials (token file, exec plugin) and retries once.
+Failures are sorted into two kinds a caller can act on:
 
 - :class:`ApiError`: the server answered with an error status (404, 409, 422...).
 - :class:`ClusterUnavailable`: no answer (refused, reset, timed out, TLS
@@ -18,15 +22,19 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
 
-from federation.contexts import kubeconfig
+from federation.contexts import credentials, kubeconfig, ratelimit
+
+log = logging.getLogger("federation.client")
 
 JSON = dict[str, Any]
 
@@ -86,6 +94,10 @@ class ClusterUnavailable(ClientError):
     retryable = True
 
 
+class CredentialsUnavailable(ClusterUnavailable):
+    """No usable credential (an exec plugin failed, a token file is gone). Retryable."""
+
+
 class ApiError(ClientError):
     """The API server answered with an error status."""
 
@@ -112,9 +124,28 @@ class ClientSettings:
     so 3 s only ever fires on a dead or frozen peer."""
     pool_size: int = 32
     """Connections per cluster: watches hold one each; writes share the rest."""
+    qps: float = 50.0
+    """Sustained requests per second to one cluster. client-go's 5 qps starves a
+    controller that fans out to many objects; controller-runtime users routinely
+    raise it to 20-50. 50 keeps one busy controller from flooding a member's
+    apiserver (its default max-requests-inflight is 400)."""
+    burst: int = 100
+    """Requests allowed at once above ``qps``: a resync or a relist of a few kinds
+    issues tens of calls together, and they should not queue behind each other."""
+    max_retries: int = 5
+    """Retries of a call the server throttled (429, or 5xx with Retry-After).
+    client-go retries 10 times; 5 bounds the worst case near a minute with the cap below."""
+    max_retry_after: float = 10.0
+    """Longest Retry-After we honour, in seconds: the apiserver asks for 1 s; a
+    larger value from a proxy should not stall a worker for minutes."""
 
 
-def ssl_context(context: kubeconfig.Context) -> ssl.SSLContext:
+Observer = Callable[[str, str, str, float], None]
+"""Called after each call with (cluster, verb, status code or "error", seconds)."""
+
+
+def ssl_context(context: kubeconfig.Context, cert: bytes | None = None,
+                key: bytes | None = None) -> ssl.SSLContext:
     """Verified TLS for the context: its CA (or the system's) and its client certificate."""
     if context.ca_data:
         tls = ssl.create_default_context(cadata=context.ca_data.decode())
@@ -123,8 +154,10 @@ def ssl_context(context: kubeconfig.Context) -> ssl.SSLContext:
     if context.insecure_skip_tls_verify:
         tls.check_hostname = False
         tls.verify_mode = ssl.CERT_NONE
-    if context.client_cert_data and context.client_key_data:
-        _load_client_certificate(tls, context.client_cert_data, context.client_key_data)
+    cert = cert or context.client_cert_data
+    key = key or context.client_key_data
+    if cert and key:
+        _load_client_certificate(tls, cert, key)
     return tls
 
 
@@ -140,29 +173,40 @@ def _load_client_certificate(tls: ssl.SSLContext, cert: bytes, key: bytes) -> No
         tls.load_cert_chain(cert_path, key_path)
 
 
+def retry_after(headers: Mapping[str, str], cap: float) -> float:
+    """Seconds a throttled call should wait: the Retry-After header (seconds), else 1, capped."""
+    try:
+        value = float(headers.get("Retry-After", "1"))
+    except ValueError:
+        value = 1.0
+    return min(max(value, 0.0), cap)
+
+
 class ClusterClient:
     """Calls to one cluster's API server."""
 
-    def __init__(self, context: kubeconfig.Context,
-                 settings: ClientSettings | None = None) -> None:
+    def __init__(self, context: kubeconfig.Context, settings: ClientSettings | None = None,
+                 *, observer: Observer | None = None) -> None:
         self.context = context
         self.name = context.name
         self.settings = settings or ClientSettings()
+        self.observer = observer
+        self.bucket = ratelimit.TokenBucket(self.settings.qps, self.settings.burst)
         try:
-            self._tls = ssl_context(context)
+            self.credentials = credentials.for_context(context)
+        except credentials.CredentialsError as exc:
+            raise kubeconfig.KubeconfigError(str(exc)) from None
+        self._tls = self._make_tls(None, None)
+        self._tls_identity: tuple[bytes | None, bytes | None] = (None, None)
+        self._session: aiohttp.ClientSession | None = None
+        self._retired: list[aiohttp.ClientSession] = []
+
+    def _make_tls(self, cert: bytes | None, key: bytes | None) -> ssl.SSLContext:
+        try:
+            return ssl_context(self.context, cert, key)
         except (ssl.SSLError, ValueError) as exc:
             raise kubeconfig.KubeconfigError(
-                f"context {context.name!r}: bad certificate or key ({exc})") from None
-        self._session: aiohttp.ClientSession | None = None
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json"}
-        token = self.context.token
-        if not token and self.context.token_file:
-            token = self.context.token_file.read_text().strip()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return headers
+                f"context {self.context.name!r}: bad certificate or key ({exc})") from None
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -177,31 +221,110 @@ class ClusterClient:
         return self._session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in [*self._retired, self._session]:
+            if session is not None:
+                await session.close()
+        self._retired.clear()
+
+    async def _headers(self) -> dict[str, str]:
+        """Headers carrying the current credential; a new client certificate renews the TLS."""
+        try:
+            credential = await self.credentials.get()
+        except credentials.CredentialsError as exc:
+            raise CredentialsUnavailable(self.name, str(exc)) from None
+        identity = (credential.client_cert, credential.client_key)
+        if credential.client_cert and identity != self._tls_identity:
+            try:
+                self._tls = self._make_tls(*identity)
+            except kubeconfig.KubeconfigError as exc:
+                raise CredentialsUnavailable(self.name, str(exc)) from None
+            self._tls_identity = identity
+            if self._session is not None:
+                self._retired.append(self._session)  # in-flight watches keep it until close
+                self._session = None
+        headers = {"Accept": "application/json"}
+        if credential.token:
+            headers["Authorization"] = f"Bearer {credential.token}"
+        return headers
+
+    @contextlib.asynccontextmanager
+    async def _send(self, method: str, path: str, *, params: Mapping[str, Any] | None,
+                    data: Any, content_type: str | None,
+                    timeout: aiohttp.ClientTimeout) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Open one call, after the rate limit; renews credentials on 401 and waits out 429.
+
+        The observer sees the time to the response headers, so a watch counts
+        as quickly as any other call rather than for the life of its stream.
+        """
+        reauthenticated = False
+        retries = 0
+        while True:
+            await self.bucket.acquire()
+            headers = await self._headers()
+            if content_type:
+                headers["Content-Type"] = content_type
+            started = time.monotonic()
+            try:
+                async with self.session.request(
+                    method, self.context.server + path, params=_params(params), data=data,
+                    headers=headers, timeout=timeout,
+                ) as response:
+                    self._observe(method, str(response.status), started)
+                    if (response.status == 401 and self.credentials.refreshable
+                            and not reauthenticated):
+                        reauthenticated = True
+                        self.credentials.invalidate()
+                        continue
+                    if _throttled(response) and retries < self.settings.max_retries:
+                        retries += 1
+                        delay = retry_after(response.headers, self.settings.max_retry_after)
+                        log.info("%s: %s %s throttled (%s); retry %d in %.1fs", self.name,
+                                 method, path, response.status, retries, delay)
+                        await asyncio.sleep(delay)
+                        continue
+                    yield response
+                    return
+            except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as exc:
+                self._observe(method, "error", started)
+                raise ClusterUnavailable(self.name, f"{method} {path}: {_describe(exc)}"
+                                         ) from None
+
+    def _observe(self, method: str, code: str, started: float) -> None:
+        if self.observer is not None:
+            self.observer(self.name, method, code, time.monotonic() - started)
 
     async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
                       timeout: float | None = None) -> JSON:
         """One call; the decoded JSON answer, or :class:`ApiError`/:class:`ClusterUnavailable`."""
-        headers = self._headers()
         data = None
         if body is not None:
-            headers["Content-Type"] = content_type
             data = body if isinstance(body, (str, bytes)) else json.dumps(body)
         client_timeout = aiohttp.ClientTimeout(
             total=timeout or self.settings.request_timeout,
             sock_connect=self.settings.connect_timeout,
         )
-        try:
-            async with self.session.request(
-                method, self.context.server + path, params=_params(params), data=data,
-                headers=headers, timeout=client_timeout,
-            ) as response:
+        async with self._send(method, path, params=params, data=data,
+                              content_type=content_type if body is not None else None,
+                              timeout=client_timeout) as response:
+            try:
                 raw = await response.read()
-                return self._decode(response.status, raw)
-        except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as exc:
-            raise ClusterUnavailable(self.name, f"{method} {path}: {_describe(exc)}") from None
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise ClusterUnavailable(self.name, f"{method} {path}: {_describe(exc)}"
+                                         ) from None
+            return self._decode(response.status, raw)
+
+    async def request_raw(self, path: str, *, params: Mapping[str, Any] | None = None,
+                          timeout: float | None = None) -> bytes:
+        """GET the undecoded body of a successful answer (benchmarks, probes)."""
+        client_timeout = aiohttp.ClientTimeout(total=timeout or self.settings.request_timeout,
+                                               sock_connect=self.settings.connect_timeout)
+        async with self._send("GET", path, params=params, data=None, content_type=None,
+                              timeout=client_timeout) as response:
+            raw = await response.read()
+            if response.status >= 400:
+                self._decode(response.status, raw)
+            return raw
 
     def _decode(self, status: int, raw: bytes) -> JSON:
         try:
@@ -209,6 +332,8 @@ class ClusterClient:
         except ValueError:
             payload = {"message": raw[:200].decode(errors="replace")}
         if status >= 400:
+            if not isinstance(payload, dict):
+                payload = {}
             raise ApiError(self.name, status, str(payload.get("reason", "")),
                            str(payload.get("message", "")), payload)
         return payload if isinstance(payload, dict) else {"items": payload}
@@ -253,26 +378,38 @@ class ClusterClient:
 
     async def watch(self, resource: Resource, *, namespace: str | None = None,
                     resource_version: str | None = None, timeout_seconds: int = 290,
+                    inactivity_timeout: float | None = None,
                     **params: Any) -> AsyncIterator[JSON]:
-        """Watch events as dicts (``{"type", "object"}``); ends when the server closes."""
+        """Watch events as dicts (``{"type", "object"}``); ends when the server closes.
+
+        ``inactivity_timeout`` bounds the silence between two chunks: a stream that
+        says nothing for that long (a frozen server, a dead NAT entry) raises
+        :class:`ClusterUnavailable` instead of hanging.
+        """
         query = {"watch": "1", "allowWatchBookmarks": "true",
                  "timeoutSeconds": str(timeout_seconds), **params}
         if resource_version:
             query["resourceVersion"] = resource_version
+        silence = inactivity_timeout if inactivity_timeout is not None else timeout_seconds + 30
         client_timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self.settings.connect_timeout, sock_read=timeout_seconds + 30
+            total=None, sock_connect=self.settings.connect_timeout, sock_read=silence,
         )
         path = resource.path(namespace)
-        try:
-            async with self.session.get(self.context.server + path, params=_params(query),
-                                        headers=self._headers(),
-                                        timeout=client_timeout) as response:
-                if response.status >= 400:
-                    self._decode(response.status, await response.read())
+        async with self._send("GET", path, params=query, data=None, content_type=None,
+                              timeout=client_timeout) as response:
+            if response.status >= 400:
+                self._decode(response.status, await response.read())
+            try:
                 async for line in _lines(response.content):
                     yield json.loads(line)
-        except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as exc:
-            raise ClusterUnavailable(self.name, f"watch {path}: {_describe(exc)}") from None
+            except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as exc:
+                raise ClusterUnavailable(self.name, f"watch {path}: {_describe(exc)}"
+                                         ) from None
+
+
+def _throttled(response: aiohttp.ClientResponse) -> bool:
+    return response.status == 429 or (response.status >= 500
+                                       and "Retry-After" in response.headers)
 
 
 async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:

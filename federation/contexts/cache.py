@@ -1,0 +1,431 @@
+"""Informers: per (cluster, resource) caches kept current by list + watch.
+
+An :class:`Informer` lists its resource (in pages), replaces its :class:`Store`
+with the result, then watches from the list's resourceVersion with bookmarks,
+so the store follows the server and the resourceVersion it resumes from stays
+fresh even when nothing changes. How it reacts to what goes wrong:
+
+- **410 Gone** (the resourceVersion was compacted away, at watch start or as an
+  ``ERROR`` event): relist at once. A relist diffs against the store, so
+  handlers see exactly the objects that appeared, changed or vanished while
+  the watch was away.
+- **No answer** (refused, reset, TLS, timeout) or a server error: wait with
+  jittered exponential backoff (``backoff_initial`` doubling to ``backoff_max``)
+  and watch again from the last resourceVersion; if that is too old by then,
+  the server says 410 and we relist.
+- **Silence**: a stream that sends nothing for ``inactivity_timeout`` is taken
+  for dead (a frozen server keeps the TCP connection open forever). The server
+  closes every watch after ``timeoutSeconds`` (randomised around
+  ``watch_timeout``), so a healthy but quiet stream never goes that long.
+- **The server closes the stream** (its timeout): watch again at once.
+
+Objects are stored as the server's JSON with ``metadata.managedFields``
+removed (often half of an object's size, and nothing a controller reads).
+Stored dicts are shared: callers must not mutate them (the multi-cluster
+client hands out copies). Indexes: ``namespace``, ``owner`` (owner UIDs) and
+``label`` (``key=value``), plus any added with :meth:`Store.add_index`.
+
+Event handlers are plain functions called synchronously in the informer's
+task with an :class:`Event`; they must be quick (put a key on a work queue).
+A handler that raises is logged and does not stop the informer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from federation.contexts import selectors
+from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
+
+log = logging.getLogger("federation.cache")
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+WatchState = Literal["pending", "listing", "watching", "backoff", "stopped"]
+WATCH_STATES: tuple[WatchState, ...] = ("pending", "listing", "watching", "backoff", "stopped")
+IndexFunc = Callable[[JSON], Iterable[str]]
+Key = tuple[str, str]  # (namespace or "", name)
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheSettings:
+    """How informers list, watch and recover."""
+
+    page_size: int = 500
+    """Objects per list page: the apiserver's own paginating clients use 500; it
+    bounds one response to a few MB and keeps etcd range reads short."""
+    watch_timeout: float = 55.0
+    """``timeoutSeconds`` asked of the server (plus up to 10% jitter so many
+    informers do not reconnect in lockstep). kube-apiserver 1.20 sends its bookmark
+    just before a watch times out, so a short timeout keeps the resourceVersion
+    fresh (fewer 410s after compaction) at the cost of one request a minute."""
+    inactivity_timeout: float = 70.0
+    """Seconds of silence after which a stream is dead. The server closes (with a
+    bookmark) within ``watch_timeout`` * 1.1 = 60.5 s, so 70 s is never a healthy stream."""
+    backoff_initial: float = 0.8
+    """First reconnect delay: client-go's reflector starts at 800 ms."""
+    backoff_max: float = 30.0
+    """Longest reconnect delay: client-go's reflector caps at 30 s; a member that
+    comes back is caught up within half a minute at worst."""
+    backoff_jitter: float = 0.2
+    """Each delay is scaled by a random factor in [1 - j, 1 + j] so informers of
+    many kinds on one cluster do not hammer it together when it returns."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One change seen by an informer."""
+
+    type: EventType
+    cluster: str
+    resource: Resource
+    obj: JSON
+    old: JSON | None = None
+
+
+Handler = Callable[[Event], None]
+
+
+def object_key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def strip(obj: JSON) -> JSON:
+    """The object as cached: without managedFields."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def _namespace_index(obj: JSON) -> Iterable[str]:
+    return [object_key(obj)[0]]
+
+
+def _owner_index(obj: JSON) -> Iterable[str]:
+    return [str(ref.get("uid")) for ref in (obj.get("metadata") or {}).get("ownerReferences")
+            or [] if ref.get("uid")]
+
+
+def _label_index(obj: JSON) -> Iterable[str]:
+    return [f"{k}={v}" for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()]
+
+
+DEFAULT_INDEXES: dict[str, IndexFunc] = {
+    "namespace": _namespace_index, "owner": _owner_index, "label": _label_index,
+}
+
+
+class Store:
+    """Objects by (namespace, name), with secondary indexes."""
+
+    def __init__(self, indexes: Mapping[str, IndexFunc] | None = None) -> None:
+        self.objects: dict[Key, JSON] = {}
+        self._index_funcs: dict[str, IndexFunc] = dict(DEFAULT_INDEXES if indexes is None
+                                                       else indexes)
+        self._indexes: dict[str, dict[str, set[Key]]] = {n: {} for n in self._index_funcs}
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def add_index(self, name: str, func: IndexFunc) -> None:
+        self._index_funcs[name] = func
+        self._indexes[name] = {}
+        for key, obj in self.objects.items():
+            self._index(name, key, obj, add=True)
+
+    def _index(self, name: str, key: Key, obj: JSON, *, add: bool) -> None:
+        buckets = self._indexes[name]
+        for value in self._index_funcs[name](obj):
+            if add:
+                buckets.setdefault(value, set()).add(key)
+            elif value in buckets:
+                buckets[value].discard(key)
+                if not buckets[value]:
+                    del buckets[value]
+
+    def put(self, obj: JSON) -> JSON | None:
+        """Store ``obj``; the object it replaced, if any."""
+        key = object_key(obj)
+        old = self.objects.get(key)
+        if old is not None:
+            for name in self._index_funcs:
+                self._index(name, key, old, add=False)
+        self.objects[key] = obj
+        for name in self._index_funcs:
+            self._index(name, key, obj, add=True)
+        return old
+
+    def remove(self, key: Key) -> JSON | None:
+        old = self.objects.pop(key, None)
+        if old is not None:
+            for name in self._index_funcs:
+                self._index(name, key, old, add=False)
+        return old
+
+    def get(self, namespace: str | None, name: str) -> JSON | None:
+        return self.objects.get((namespace or "", name))
+
+    def by_index(self, index: str, value: str) -> list[JSON]:
+        return [self.objects[k] for k in self._indexes[index].get(value, ())]
+
+    def list(self, namespace: str | None = None,
+             selector: selectors.Selector | None = None) -> list[JSON]:
+        items = self.by_index("namespace", namespace) if namespace else self.objects.values()
+        if selector is None or selector.empty:
+            return list(items)
+        return [o for o in items if selector.matches((o.get("metadata") or {}).get("labels"))]
+
+
+class _Gone(Exception):
+    """The resourceVersion we hold is too old (410): relist."""
+
+
+class Informer:
+    """Keeps a :class:`Store` of one resource of one cluster current."""
+
+    def __init__(self, client: ClusterClient, resource: Resource, *,
+                 namespace: str | None = None, label_selector: str | None = None,
+                 settings: CacheSettings | None = None, cluster: str | None = None) -> None:
+        self.client = client
+        self.cluster = cluster or client.name
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.settings = settings or CacheSettings()
+        self.store = Store()
+        self.handlers: list[Handler] = []
+        self.synced = asyncio.Event()
+        self.state: WatchState = "pending"
+        self.last_error: str | None = None
+        self.resource_version: str | None = None
+        self.lists = 0
+        """Full lists done; every one after the first is a relist."""
+        self.restarts = 0
+        """Watches reopened after a failure."""
+        self.events = 0
+        self._progress = False
+
+    @property
+    def name(self) -> str:
+        return f"informer {self.cluster}/{self.resource.plural}"
+
+    @property
+    def relists(self) -> int:
+        return max(self.lists - 1, 0)
+
+    def add_handler(self, handler: Handler) -> None:
+        """Register ``handler``; it is called at once with ADDED for every object already cached."""
+        self.handlers.append(handler)
+        for obj in list(self.store.objects.values()):
+            self._call(handler, Event("ADDED", self.cluster, self.resource, obj))
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        """True once the first list is stored; False if ``timeout`` passed first."""
+        try:
+            await asyncio.wait_for(self.synced.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    # -- the loop ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        failures = 0
+        try:
+            while True:
+                try:
+                    if self.resource_version is None:
+                        self.state = "listing"
+                        await self._list()
+                    self.state = "watching"
+                    self._progress = False
+                    await self._watch()
+                    failures = 0  # the server ended the stream: a normal cycle
+                except _Gone:
+                    log.info("%s: resourceVersion %s expired; relisting", self.name,
+                             self.resource_version)
+                    self.resource_version = None
+                except ClientError as exc:
+                    if self._progress:  # it worked for a while before it broke
+                        failures = 0
+                        self._progress = False
+                    self.state = "backoff"
+                    self.last_error = str(exc)
+                    delay = self.backoff(failures)
+                    failures += 1
+                    self.restarts += 1
+                    log.warning("%s: %s; retrying in %.1fs", self.name, exc, delay)
+                    await asyncio.sleep(delay)
+        finally:
+            self.state = "stopped"
+
+    def backoff(self, failures: int) -> float:
+        s = self.settings
+        delay = min(s.backoff_initial * 2.0 ** min(failures, 30), s.backoff_max)
+        return delay * random.uniform(1 - s.backoff_jitter, 1 + s.backoff_jitter)
+
+    def _query(self) -> dict[str, Any]:
+        return {"labelSelector": self.label_selector} if self.label_selector else {}
+
+    async def _list(self) -> None:
+        items: list[JSON] = []
+        token: str | None = None
+        while True:
+            try:
+                page = await self.client.list(self.resource, self.namespace,
+                                              limit=self.settings.page_size,
+                                              **{"continue": token}, **self._query())
+            except ApiError as exc:
+                if exc.status == 410:  # the continue token expired: start over
+                    items, token = [], None
+                    continue
+                raise
+            kind = self.resource.kind
+            for item in page.get("items") or []:
+                item.setdefault("kind", kind)
+                item.setdefault("apiVersion", self.resource.api_version)
+                items.append(strip(item))
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if token is None:
+                self._replace(items)
+                self.resource_version = str(meta.get("resourceVersion") or "") or None
+                self.lists += 1
+                self.last_error = None
+                self.synced.set()
+                return
+
+    def _replace(self, items: list[JSON]) -> None:
+        seen: set[Key] = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            old = self.store.put(obj)
+            if old is None:
+                self._emit(Event("ADDED", self.cluster, self.resource, obj))
+            elif _version(old) != _version(obj):
+                self._emit(Event("MODIFIED", self.cluster, self.resource, obj, old))
+        for key in [k for k in self.store.objects if k not in seen]:
+            old = self.store.remove(key)
+            if old is not None:
+                self._emit(Event("DELETED", self.cluster, self.resource, old, old))
+
+    async def _watch(self) -> None:
+        """Watch until the server ends the stream."""
+        timeout = int(self.settings.watch_timeout * random.uniform(1.0, 1.1))
+        try:
+            async for event in self.client.watch(
+                self.resource, namespace=self.namespace,
+                resource_version=self.resource_version, timeout_seconds=timeout,
+                inactivity_timeout=self.settings.inactivity_timeout, **self._query(),
+            ):
+                self._apply(event)
+                self._progress = True
+        except ApiError as exc:
+            if exc.status == 410:
+                raise _Gone() from None
+            raise
+        self.last_error = None
+
+    def _apply(self, event: JSON) -> None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            code = int(obj.get("code") or 500)
+            if code == 410:
+                raise _Gone()
+            raise ApiError(self.cluster, code, str(obj.get("reason", "")),
+                           str(obj.get("message", "")), obj)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            self.resource_version = str(version) if version else self.resource_version
+            return
+        self.events += 1
+        obj = strip(obj)
+        if kind == "DELETED":
+            old = self.store.remove(object_key(obj))
+            self._emit(Event("DELETED", self.cluster, self.resource, obj, old))
+        elif kind in ("ADDED", "MODIFIED"):
+            old = self.store.put(obj)
+            self._emit(Event("ADDED" if old is None else "MODIFIED", self.cluster,
+                             self.resource, obj, old))
+        if version:
+            self.resource_version = str(version)
+
+    def _emit(self, event: Event) -> None:
+        for handler in self.handlers:
+            self._call(handler, event)
+
+    def _call(self, handler: Handler, event: Event) -> None:
+        try:
+            handler(event)
+        except Exception:
+            log.exception("%s: event handler %r failed", self.name, handler)
+
+
+def _version(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class ClusterCache:
+    """The informers of one cluster, started on demand, each in its own named task."""
+
+    def __init__(self, client: ClusterClient, settings: CacheSettings | None = None,
+                 cluster: str | None = None) -> None:
+        self.client = client
+        self.cluster = cluster or client.name
+        self.settings = settings or CacheSettings()
+        self.informers: dict[Resource, Informer] = {}
+        self._tasks: dict[Resource, asyncio.Task[None]] = {}
+        self._running = False
+
+    def informer(self, resource: Resource) -> Informer:
+        """The informer of ``resource``, created (and started, if the cache runs) on first use."""
+        informer = self.informers.get(resource)
+        if informer is None:
+            informer = Informer(self.client, resource, settings=self.settings,
+                                cluster=self.cluster)
+            self.informers[resource] = informer
+            if self._running:
+                self._start(informer)
+        return informer
+
+    def _start(self, informer: Informer) -> None:
+        self._tasks[informer.resource] = asyncio.create_task(informer.run(),
+                                                             name=informer.name)
+
+    def start(self) -> None:
+        self._running = True
+        for resource, informer in self.informers.items():
+            if resource not in self._tasks:
+                self._start(informer)
+
+    async def stop(self) -> None:
+        self._running = False
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    @property
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    async def wait_synced(self, timeout: float) -> bool:
+        """True when every informer listed within ``timeout`` seconds (shared, not each)."""
+        deadline = time.monotonic() + timeout
+        for informer in list(self.informers.values()):
+            if not await informer.wait_synced(max(deadline - time.monotonic(), 0.0)):
+                return False
+        return True

@@ -1,0 +1,266 @@
+"""The set of clusters one control plane engages, built from kubeconfig contexts.
+
+A :class:`ClusterSet` is the hub plus the members, chosen the way the flags of
+``fedctl run`` say: ``--hub-context`` names the hub (default: the current
+context), ``--contexts`` lists the members (default: every other context),
+``--disabled-contexts`` keeps members known but switched off.
+
+Each :class:`Cluster` is engaged on its own: its own client (connection pool,
+credentials, rate limit), its own informers, its own health probe. A context
+that cannot be used (missing, unreadable certificate, broken exec config) is
+recorded on its cluster as one clear error naming the context and logged once;
+the other clusters are engaged as usual. Only a broken hub stops the start.
+
+A member context whose server is the hub's own API server reuses the hub's
+client rather than opening a second pool to the same server; it keeps its own
+name and informers, so events and requests stay keyed by the member's name.
+
+Availability comes from a probe of ``/readyz`` every ``probe_interval``;
+``failure_threshold`` failures in a row mark a cluster unavailable, one
+success marks it available again. Writes to an unavailable, disabled or
+misconfigured cluster fail at once with a retryable error (see
+:meth:`Cluster.check_writable`) instead of tying a worker up in timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from federation.contexts import cache, discovery, kubeconfig
+from federation.contexts.client import (
+    ClientError,
+    ClientSettings,
+    ClusterClient,
+    ClusterUnavailable,
+    Observer,
+)
+
+log = logging.getLogger("federation.clusters")
+
+State = Literal["unknown", "available", "unavailable", "disabled", "misconfigured"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSettings:
+    """How clusters are reached and watched."""
+
+    client: ClientSettings = dataclasses.field(default_factory=ClientSettings)
+    cache: cache.CacheSettings = dataclasses.field(default_factory=cache.CacheSettings)
+    probe_interval: float = 3.0
+    """Seconds between /readyz probes: a member that dies is marked unavailable
+    within two probes (about 6 s), at the cost of one tiny call per 3 s per cluster."""
+    probe_timeout: float = 2.0
+    """A loopback or LAN /readyz answers in milliseconds; 2 s without an answer
+    is a frozen or overloaded server."""
+    failure_threshold: int = 2
+    """Failed probes in a row before a cluster is unavailable: one slow answer on
+    a loaded machine should not flip it; two in a row are not chance."""
+
+
+class ClusterDisabled(ClusterUnavailable):
+    """The cluster is disabled (--disabled-contexts). Retryable: it may be enabled again."""
+
+
+class ClusterNotEngaged(ClusterUnavailable):
+    """The cluster's context is unusable (its error says why). Retryable after a fix."""
+
+
+class UnknownCluster(ClientError):
+    """No cluster of that name in this control plane."""
+
+    retryable = False
+
+
+class Cluster:
+    """One engaged (or deliberately not engaged) cluster."""
+
+    def __init__(self, name: str, *, is_hub: bool = False, is_member: bool = True,
+                 context: kubeconfig.Context | None = None, client: ClusterClient | None = None,
+                 disabled: bool = False, error: str | None = None,
+                 settings: ClusterSettings | None = None, shares_client_of: str | None = None
+                 ) -> None:
+        self.name = name
+        self.is_hub = is_hub
+        self.is_member = is_member
+        self.context = context
+        self.client = client
+        self.disabled = disabled
+        self.error = error
+        self.settings = settings or ClusterSettings()
+        self.shares_client_of = shares_client_of
+        self.cache = cache.ClusterCache(client, self.settings.cache, cluster=name) if client \
+            else None
+        self.discovery = discovery.Discovery(client) if client else None
+        self.available: bool | None = None
+        self.last_probe_error: str | None = None
+        self.changed_at = time.monotonic()
+        self._failures = 0
+
+    def __repr__(self) -> str:
+        return f"<Cluster {self.name} {self.state}>"
+
+    @property
+    def engaged(self) -> bool:
+        return self.client is not None and not self.disabled
+
+    @property
+    def state(self) -> State:
+        if self.error:
+            return "misconfigured"
+        if self.disabled:
+            return "disabled"
+        if self.available is None:
+            return "unknown"
+        return "available" if self.available else "unavailable"
+
+    @property
+    def detail(self) -> str:
+        """One line on the cluster's state, for /readyz and logs (never a secret)."""
+        if self.error:
+            return self.error
+        if self.disabled:
+            return "disabled by --disabled-contexts"
+        if self.available is False:
+            return f"unavailable: {self.last_probe_error}"
+        if self.cache and not self.cache.synced:
+            return "caches not synced"
+        return "ok"
+
+    def check_writable(self) -> ClusterClient:
+        """The client to write with, or a retryable error saying why there is none."""
+        if self.error or self.client is None:
+            raise ClusterNotEngaged(self.name, f"not engaged: {self.error or 'no client'}")
+        if self.disabled:
+            raise ClusterDisabled(self.name, "disabled by --disabled-contexts; write not done")
+        if self.available is False:
+            raise ClusterUnavailable(self.name, f"unavailable ({self.last_probe_error}); "
+                                                "write not done")
+        return self.client
+
+    def _set_available(self, value: bool, error: str | None) -> None:
+        if value != self.available:
+            self.changed_at = time.monotonic()
+            if value:
+                log.info("cluster %s is available", self.name)
+            else:
+                log.warning("cluster %s is unavailable: %s", self.name, error)
+        self.available = value
+        self.last_probe_error = error
+
+    async def probe(self) -> bool:
+        """One /readyz call; updates :attr:`available` (after ``failure_threshold`` misses)."""
+        if self.client is None:
+            return False
+        try:
+            await self.client.request_raw("/readyz", timeout=self.settings.probe_timeout)
+        except ClientError as exc:
+            self._failures += 1
+            if self._failures >= self.settings.failure_threshold or self.available is None:
+                self._set_available(False, str(exc).removeprefix(f"{self.client.name}: "))
+            return False
+        self._failures = 0
+        self._set_available(True, None)
+        return True
+
+    async def run_probes(self) -> None:
+        """Probe until cancelled."""
+        while True:
+            await self.probe()
+            await asyncio.sleep(self.settings.probe_interval)
+
+
+class ClusterSet:
+    """The hub and the members, by name."""
+
+    def __init__(self, clusters: Sequence[Cluster]) -> None:
+        self.clusters = {c.name: c for c in clusters}
+        hubs = [c for c in clusters if c.is_hub]
+        if len(hubs) != 1:
+            raise ValueError("a cluster set needs exactly one hub")
+        self.hub = hubs[0]
+
+    @property
+    def members(self) -> list[Cluster]:
+        return [c for c in self.clusters.values() if c.is_member]
+
+    @property
+    def engaged(self) -> list[Cluster]:
+        return [c for c in self.clusters.values() if c.engaged]
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return {c.name: c.error for c in self.clusters.values() if c.error}
+
+    def get(self, name: str) -> Cluster:
+        try:
+            return self.clusters[name]
+        except KeyError:
+            raise UnknownCluster(name, f"no such cluster (have: "
+                                       f"{', '.join(sorted(self.clusters))})") from None
+
+    def __iter__(self) -> Iterable[Cluster]:
+        return iter(self.clusters.values())
+
+    async def close(self) -> None:
+        seen: set[int] = set()
+        for cluster in self.clusters.values():
+            if cluster.cache is not None:
+                await cluster.cache.stop()
+            if cluster.client is not None and id(cluster.client) not in seen:
+                seen.add(id(cluster.client))
+                await cluster.client.close()
+
+    @classmethod
+    def from_kubeconfig(cls, config: kubeconfig.KubeConfig, *, hub_context: str | None = None,
+                        contexts: Sequence[str] | None = None, disabled: Iterable[str] = (),
+                        settings: ClusterSettings | None = None,
+                        observer: Observer | None = None) -> ClusterSet:
+        """Engage the hub and the selected members; raises only when the hub is unusable."""
+        settings = settings or ClusterSettings()
+        hub_name = hub_context or config.current_context
+        if not hub_name:
+            raise kubeconfig.KubeconfigError("no --hub-context given and the kubeconfig has "
+                                             "no current-context")
+        disabled = set(disabled)
+        if hub_name in disabled:
+            raise kubeconfig.KubeconfigError(f"the hub context {hub_name!r} cannot be disabled")
+        hub_ctx = config.context(hub_name)
+        hub_client = ClusterClient(hub_ctx, settings.client, observer=observer)
+        names = list(contexts) if contexts is not None else [
+            n for n in config.context_names if n != hub_name]
+        for name in sorted(disabled - set(names)):
+            log.warning("--disabled-contexts names %r, which is not a selected member", name)
+        hub = Cluster(hub_name, is_hub=True, is_member=hub_name in names, context=hub_ctx,
+                      client=hub_client, settings=settings)
+        clusters = [hub]
+        for name in names:
+            if name != hub_name:
+                clusters.append(_member(config, name, name in disabled, hub, settings,
+                                        observer))
+        return cls(clusters)
+
+
+def _member(config: kubeconfig.KubeConfig, name: str, disabled: bool, hub: Cluster,
+            settings: ClusterSettings, observer: Observer | None) -> Cluster:
+    try:
+        context = config.context(name)
+    except kubeconfig.KubeconfigError as exc:
+        log.error("%s; cluster %s is not engaged", exc, name)
+        return Cluster(name, disabled=disabled, error=str(exc), settings=settings)
+    if disabled:
+        return Cluster(name, context=context, disabled=True, settings=settings)
+    if hub.context is not None and context.server == hub.context.server:
+        log.info("context %s points at the hub's API server; reusing the hub's client", name)
+        return Cluster(name, context=context, client=hub.client, settings=settings,
+                       shares_client_of=hub.name)
+    try:
+        client = ClusterClient(context, settings.client, observer=observer)
+    except kubeconfig.KubeconfigError as exc:
+        log.error("%s; cluster %s is not engaged", exc, name)
+        return Cluster(name, context=context, error=str(exc), settings=settings)
+    return Cluster(name, context=context, client=client, settings=settings)

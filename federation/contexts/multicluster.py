@@ -1,0 +1,339 @@
+"""The multi-cluster client: reads from caches, writes routed by context.
+
+Controllers hold one :class:`MultiClusterClient` and never a bare
+:class:`ClusterClient`. As in controller-runtime, reads and writes differ:
+
+- **Reads** (:meth:`~MultiClusterClient.get`, :meth:`~MultiClusterClient.list`)
+  come from the informer of (cluster, resource), started on first use, and
+  return deep copies so a reconcile may edit what it read. A cluster whose
+  cache is not current (not synced, watch broken, probe failing) answers
+  with a retryable :class:`~federation.contexts.client.ClusterUnavailable`, or,
+  for a list across clusters, with an entry in :attr:`ListResult.errors`; its
+  stale items are returned only when asked for (``allow_stale=True``).
+- **Writes** go to API servers. :meth:`MultiClusterClient.cluster` gives a
+  :class:`ClusterWriter` bound to one explicit context; the routed verbs
+  (:meth:`~MultiClusterClient.create`, ``update``, ``patch``, ``apply``,
+  ``delete``) send the object to every context listed in its placement
+  annotation, :data:`PLACEMENT_ANNOTATION` (a JSON list of context names), or
+  to ``cluster=`` when given. A write to a disabled, unavailable or
+  misconfigured cluster raises a retryable error: it is never reported as done.
+  A routed write that fails on some targets raises :class:`WriteFailed`,
+  carrying what succeeded and what did not, so the caller can retry.
+
+Optimistic concurrency is the server's: ``update`` sends the object's
+``metadata.resourceVersion`` (a stale one is a 409 Conflict), ``patch`` and
+``apply`` take an optional ``resource_version`` to do the same, and ``delete``
+sends it (and the UID) as preconditions.
+
+The kind of a written object is resolved through the target cluster's
+discovery from its ``apiVersion`` and ``kind``, so CRDs and kinds the hub does
+not serve work as well as built-ins; pass ``resource=`` to skip discovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from federation.contexts import cache, selectors
+from federation.contexts.client import (
+    JSON,
+    MERGE_PATCH,
+    ClientError,
+    ClusterClient,
+    ClusterUnavailable,
+    Resource,
+)
+from federation.contexts.clusters import Cluster, ClusterSet
+
+PLACEMENT_ANNOTATION = "federation.io/placement"
+"""Annotation listing the contexts an object belongs in, as a JSON list of names
+(``["member1", "member3"]``). The propagation controller writes it on hub objects."""
+
+READ_SYNC_TIMEOUT = 10.0
+"""Seconds a read waits for an informer started by that read to list: a first
+list of a few thousand objects takes well under a second; a member that needs
+longer is treated as unavailable for that read."""
+
+
+class PlacementError(ClientError):
+    """An object's placement annotation is missing or not a JSON list of names."""
+
+    retryable = False
+
+
+class WriteFailed(ClientError):
+    """A routed write failed on some targets; ``done`` has the others' results."""
+
+    def __init__(self, done: Mapping[str, JSON], errors: Mapping[str, Exception]) -> None:
+        detail = "; ".join(f"{name}: {_message(err)}" for name, err in sorted(errors.items()))
+        super().__init__(",".join(sorted(errors)), f"write failed: {detail}")
+        self.done = dict(done)
+        self.errors = dict(errors)
+
+    @property
+    def retryable(self) -> bool:
+        return all(getattr(e, "retryable", False) for e in self.errors.values())
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, ClientError):
+        return str(error).removeprefix(f"{error.cluster}: ")
+    return f"{type(error).__name__}: {error}"
+
+
+def placement_of(obj: Mapping[str, Any]) -> list[str]:
+    """The contexts named by ``obj``'s placement annotation."""
+    meta = obj.get("metadata") or {}
+    raw = (meta.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
+    where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+    if raw is None:
+        raise PlacementError(where, f"no {PLACEMENT_ANNOTATION} annotation and no cluster given")
+    try:
+        names = json.loads(raw)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise PlacementError(where, f"{PLACEMENT_ANNOTATION} must be a JSON list of context "
+                                    f"names, got {raw!r}")
+    return list(dict.fromkeys(names))
+
+
+def with_placement(obj: JSON, clusters: Iterable[str]) -> JSON:
+    """``obj`` with its placement annotation set to ``clusters`` (sorted), in place."""
+    meta = obj.setdefault("metadata", {})
+    meta.setdefault("annotations", {})[PLACEMENT_ANNOTATION] = json.dumps(sorted(clusters))
+    return obj
+
+
+@dataclasses.dataclass
+class ListResult:
+    """Items per cluster, and per cluster the error that kept it from answering."""
+
+    items: dict[str, list[JSON]] = dataclasses.field(default_factory=dict)
+    errors: dict[str, Exception] = dataclasses.field(default_factory=dict)
+
+    def all(self) -> list[tuple[str, JSON]]:
+        """Every item with its cluster's name, clusters in name order."""
+        return [(name, obj) for name in sorted(self.items) for obj in self.items[name]]
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.items.values())
+
+
+class ClusterWriter:
+    """Writes to one cluster, each checked against the cluster's state first."""
+
+    def __init__(self, cluster: Cluster, field_manager: str) -> None:
+        self.cluster = cluster
+        self.field_manager = field_manager
+
+    @property
+    def client(self) -> ClusterClient:
+        return self.cluster.check_writable()
+
+    async def resource(self, obj: Mapping[str, Any]) -> Resource:
+        """The resource of ``obj`` (by apiVersion and kind) on this cluster."""
+        self.cluster.check_writable()
+        assert self.cluster.discovery is not None
+        return await self.cluster.discovery.resolve(str(obj.get("apiVersion") or ""),
+                                                    str(obj.get("kind") or ""))
+
+    async def _resource(self, obj: Mapping[str, Any], resource: Resource | None) -> Resource:
+        return resource if resource is not None else await self.resource(obj)
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        """A live read from the server (use the multi-cluster client's cached reads first)."""
+        return cache.strip(await self.client.get(resource, name, namespace))
+
+    async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
+        resource = await self._resource(obj, resource)
+        return await self.client.create(resource, obj)
+
+    async def update(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
+        """PUT; the object's ``metadata.resourceVersion`` makes it fail (409) if stale."""
+        resource = await self._resource(obj, resource)
+        return await self.client.replace(resource, obj)
+
+    async def update_status(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
+        resource = await self._resource(obj, resource)
+        return await self.client.replace(resource, obj, subresource="status")
+
+    async def patch(self, resource: Resource, name: str, patch: JSON, *,
+                    namespace: str | None = None, resource_version: str | None = None,
+                    content_type: str = MERGE_PATCH, subresource: str | None = None) -> JSON:
+        """A merge patch (by default); ``resource_version`` makes it conditional."""
+        if resource_version is not None:
+            patch = {**patch, "metadata": {**(patch.get("metadata") or {}),
+                                           "resourceVersion": resource_version}}
+        return await self.client.patch(resource, name, patch, namespace=namespace,
+                                       subresource=subresource, content_type=content_type)
+
+    async def patch_status(self, resource: Resource, name: str, patch: JSON, *,
+                           namespace: str | None = None,
+                           resource_version: str | None = None) -> JSON:
+        return await self.patch(resource, name, patch, namespace=namespace,
+                                resource_version=resource_version, subresource="status")
+
+    async def apply(self, obj: JSON, *, resource: Resource | None = None, force: bool = True,
+                    resource_version: str | None = None, subresource: str | None = None
+                    ) -> JSON:
+        """Server-side apply as this client's field manager (forcing ownership by default:
+        the control plane is the source of truth for what it propagates)."""
+        resource = await self._resource(obj, resource)
+        body = obj
+        if resource_version is not None:
+            body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": resource_version}}
+        return await self.client.apply(resource, body, self.field_manager, force=force,
+                                       subresource=subresource)
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     resource_version: str | None = None, uid: str | None = None,
+                     propagation_policy: str | None = "Background") -> JSON:
+        """Delete, with resourceVersion/UID preconditions when given."""
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        preconditions = {k: v for k, v in (("resourceVersion", resource_version),
+                                           ("uid", uid)) if v}
+        if preconditions:
+            body["preconditions"] = preconditions
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        return await self.client.delete(resource, name, namespace, **body)
+
+
+class MultiClusterClient:
+    """Cached reads across clusters; writes routed to the clusters they belong in."""
+
+    def __init__(self, clusters: ClusterSet, field_manager: str = "federation") -> None:
+        self.clusters = clusters
+        self.field_manager = field_manager
+
+    def cluster(self, name: str) -> ClusterWriter:
+        """Writes to the cluster of context ``name`` (unknown names raise at once)."""
+        return ClusterWriter(self.clusters.get(name), self.field_manager)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    async def _informer(self, cluster: Cluster, resource: Resource,
+                        allow_stale: bool) -> cache.Informer:
+        if cluster.cache is None or not cluster.engaged:
+            cluster.check_writable()  # raises the reason
+            raise ClusterUnavailable(cluster.name, "not engaged")
+        informer = cluster.cache.informer(resource)
+        if not informer.synced.is_set() and not await informer.wait_synced(READ_SYNC_TIMEOUT):
+            raise ClusterUnavailable(cluster.name, f"cache of {resource.plural} not synced"
+                                     f"{_because(informer)}")
+        if not allow_stale and (cluster.available is False or informer.state == "backoff"):
+            reason = cluster.last_probe_error if cluster.available is False \
+                else informer.last_error
+            raise ClusterUnavailable(cluster.name, f"cache of {resource.plural} is stale "
+                                                   f"({reason})")
+        return informer
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False) -> JSON | None:
+        """A copy of the cached object, or None when the cache has no such object."""
+        informer = await self._informer(self.clusters.get(cluster), resource, allow_stale)
+        found = informer.store.get(namespace, name)
+        return copy.deepcopy(found) if found is not None else None
+
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None,
+                   label_selector: str | Mapping[str, str] | None = None,
+                   allow_stale: bool = False) -> ListResult:
+        """Copies of the cached objects in each cluster (default: every member)."""
+        names = list(clusters) if clusters is not None else [
+            c.name for c in self.clusters.members]
+        selector = selectors.parse(label_selector)
+        result = ListResult()
+
+        async def one(name: str) -> None:
+            try:
+                informer = await self._informer(self.clusters.get(name), resource, allow_stale)
+            except ClientError as exc:
+                result.errors[name] = exc
+                if not (allow_stale and isinstance(exc, ClusterUnavailable)):
+                    return
+                cluster = self.clusters.get(name)
+                if cluster.cache is None or resource not in cluster.cache.informers:
+                    return
+                informer = cluster.cache.informers[resource]
+            result.items[name] = copy.deepcopy(informer.store.list(namespace, selector))
+
+        await asyncio.gather(*(one(n) for n in names))
+        return result
+
+    # -- routed writes -------------------------------------------------------------------
+
+    def targets(self, obj: Mapping[str, Any], cluster: str | None) -> Sequence[str]:
+        return [cluster] if cluster is not None else placement_of(obj)
+
+    async def _each(self, names: Sequence[str],
+                    call: Callable[[ClusterWriter], Awaitable[JSON]]) -> dict[str, JSON]:
+        done: dict[str, JSON] = {}
+        errors: dict[str, Exception] = {}
+
+        async def one(name: str) -> None:
+            try:
+                done[name] = await call(self.cluster(name))
+            except ClientError as exc:
+                errors[name] = exc
+
+        await asyncio.gather(*(one(n) for n in names))
+        if errors:
+            if len(names) == 1:
+                raise errors[names[0]]
+            raise WriteFailed(done, errors)
+        return done
+
+    async def create(self, obj: JSON, *, cluster: str | None = None,
+                     resource: Resource | None = None) -> dict[str, JSON]:
+        """Create ``obj`` in each target cluster; results by cluster."""
+        return await self._each(self.targets(obj, cluster),
+                                lambda w: w.create(copy.deepcopy(obj), resource=resource))
+
+    async def update(self, obj: JSON, *, cluster: str | None = None,
+                     resource: Resource | None = None) -> dict[str, JSON]:
+        return await self._each(self.targets(obj, cluster),
+                                lambda w: w.update(copy.deepcopy(obj), resource=resource))
+
+    async def apply(self, obj: JSON, *, cluster: str | None = None,
+                    resource: Resource | None = None, force: bool = True) -> dict[str, JSON]:
+        return await self._each(self.targets(obj, cluster),
+                                lambda w: w.apply(copy.deepcopy(obj), resource=resource,
+                                                  force=force))
+
+    async def patch(self, obj: JSON, patch: JSON, *, cluster: str | None = None,
+                    resource: Resource | None = None, content_type: str = MERGE_PATCH,
+                    resource_version: str | None = None) -> dict[str, JSON]:
+        """Patch the object named by ``obj`` (routed by ``obj``'s placement)."""
+        meta = obj["metadata"]
+
+        async def call(writer: ClusterWriter) -> JSON:
+            target = resource if resource is not None else await writer.resource(obj)
+            return await writer.patch(target, meta["name"], patch,
+                                      namespace=meta.get("namespace"),
+                                      resource_version=resource_version,
+                                      content_type=content_type)
+
+        return await self._each(self.targets(obj, cluster), call)
+
+    async def delete(self, obj: JSON, *, cluster: str | None = None,
+                     resource: Resource | None = None) -> dict[str, JSON]:
+        """Delete the object named by ``obj`` from each target (no preconditions: the
+        copies in different clusters have different versions and UIDs)."""
+        meta = obj["metadata"]
+
+        async def call(writer: ClusterWriter) -> JSON:
+            target = resource if resource is not None else await writer.resource(obj)
+            return await writer.delete(target, meta["name"], meta.get("namespace"))
+
+        return await self._each(self.targets(obj, cluster), call)
+
+
+def _because(informer: cache.Informer) -> str:
+    return f" ({informer.last_error})" if informer.last_error else ""
