@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages the tests and the local fleet use, installed only when missing:
+#   kubectl  (kubernetes-client) - e2e tests check the fleet the way users do
+#   etcdctl  (etcd-client)       - e2e tests compact a member's etcd to force 410 Gone
+#   make, rsync                  - building kube-apiserver from source
+# kube-apiserver and etcd themselves come from `fedctl local install`.
+set -euo pipefail
+need=()
+command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+command -v make >/dev/null 2>&1 || need+=(make)
+command -v rsync >/dev/null 2>&1 || need+=(rsync)
+[ ${#need[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+echo "installing Debian packages: ${need[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"

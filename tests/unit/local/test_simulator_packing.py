@@ -1,0 +1,76 @@
+"""The simulator's capacity model: first-fit packing, oldest workloads first."""
+
+from typing import Any
+
+import pytest
+
+from federation.local import simulator
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110,
+         ready: bool = True) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": str(pods)},
+                       "conditions": [{"type": "Ready", "status": str(ready)}]}}
+
+
+def workload(uid: str, replicas: int, created: str, cpu: str | None = None,
+             memory: str | None = None) -> dict[str, Any]:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
+    return {"metadata": {"uid": uid, "name": uid, "namespace": "ns",
+                         "creationTimestamp": created, "generation": 3},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": requests}}]}}}}
+
+
+@pytest.mark.parametrize(("text", "value"), [("250m", 0.25), ("2", 2.0), ("1Gi", 2.0**30),
+                                             ("500M", 5e8), ("1.5", 1.5)])
+def test_quantities_parse(text: str, value: float) -> None:
+    """Kubernetes quantities with binary and decimal suffixes."""
+    assert simulator.parse_quantity(text) == pytest.approx(value)
+
+
+def test_pod_slots_cap_ready_replicas() -> None:
+    """A member with room for 5 pods fits 5 of 8 replicas."""
+    fitted = simulator.pack([workload("a", 8, "t1")], [node("n1", pods=3), node("n2", pods=2)])
+    assert fitted == {"a": 5}
+
+
+def test_older_workloads_keep_their_places() -> None:
+    """The workload created first is packed first; the newer one gets what is left."""
+    nodes = [node("n1", cpu="4")]
+    fitted = simulator.pack([workload("new", 3, "t2", cpu="1"), workload("old", 3, "t1", cpu="1")],
+                            nodes)
+    assert fitted == {"old": 3, "new": 1}
+
+
+def test_memory_requests_count_and_pack_across_nodes() -> None:
+    """Replicas are placed first-fit over nodes by memory as well as cpu."""
+    nodes = [node("n1", memory="3Gi"), node("n2", memory="2Gi")]
+    assert simulator.pack([workload("m", 10, "t", memory="1Gi")], nodes) == {"m": 5}
+
+
+def test_not_ready_and_cordoned_nodes_hold_nothing() -> None:
+    """Only Ready, schedulable nodes count."""
+    cordoned = node("c")
+    cordoned["spec"]["unschedulable"] = True
+    fitted = simulator.pack([workload("a", 4, "t")], [node("down", ready=False), cordoned])
+    assert fitted == {"a": 0}
+
+
+def test_deployment_status_is_complete_and_consistent() -> None:
+    """Deployment status carries every field a real controller writes."""
+    status = simulator.workload_status("Deployment", workload("d", 4, "t"), ready=3)
+    assert status["observedGeneration"] == 3
+    assert (status["replicas"], status["updatedReplicas"], status["readyReplicas"],
+            status["availableReplicas"], status["unavailableReplicas"]) == (4, 4, 3, 3, 1)
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Available": "False", "Progressing": "True"}
+
+
+def test_unchanged_status_is_not_rewritten() -> None:
+    """The same computed status compares equal even with fresh condition timestamps."""
+    first = simulator.workload_status("Deployment", workload("d", 2, "t"), ready=2)
+    second = simulator.workload_status("Deployment", workload("d", 2, "t"), ready=2)
+    assert not simulator.status_differs(first, second)
+    assert simulator.status_differs(first, {**second, "readyReplicas": 1})
