@@ -1,0 +1,138 @@
+"""``fedctl run``: the control plane process (manager, caches, controllers).
+
+Controllers are registered in :data:`CONTROLLERS`, one ``"module:function"``
+line each, imported when ``run`` starts; each function receives the
+:class:`~federation.runtime.manager.Manager` and adds its controllers (see
+docs/runtime.md). Until the first controller lands, ``run`` caches Namespaces
+in every engaged cluster and reports cluster state as it changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from federation.contexts import client as kube
+from federation.contexts import clusters, kubeconfig
+from federation.runtime import leader, manager
+
+log = logging.getLogger("federation.run")
+
+CONTROLLERS: list[str] = []
+"""Setup functions, ``"module:function"``, each called with the manager to add controllers."""
+
+REPORT_INTERVAL = 60.0
+"""Seconds between full state reports; changes are reported as they happen."""
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def load_setups(names: list[str]) -> list[Callable[[manager.Manager], None]]:
+    setups = []
+    for name in names:
+        module_name, _, attr = name.partition(":")
+        setups.append(getattr(importlib.import_module(module_name), attr))
+    return setups
+
+
+def state_table(mgr: manager.Manager) -> str:
+    lines = [f"{'CLUSTER':<16} {'ROLE':<7} {'STATE':<14} {'SYNCED':<7} {'OBJECTS':>7}  DETAIL"]
+    for name, entry in mgr.cluster_report().items():
+        objects = sum(i["objects"] for i in entry["informers"].values())
+        lines.append(f"{name:<16} {entry['role']:<7} {entry['state']:<14} "
+                     f"{'yes' if entry['synced'] else 'no':<7} {objects:>7}  {entry['detail']}")
+    return "\n".join(lines)
+
+
+async def report_state(mgr: manager.Manager) -> None:
+    """Print the cluster table when caches start, then a line per change, and a table hourly."""
+    await mgr.started.wait()
+    click.echo(state_table(mgr))
+    seen = {c.name: c.detail for c in mgr.clusters.clusters.values()}
+    last_full = time.monotonic()
+    while True:
+        await asyncio.sleep(1.0)
+        for cluster in mgr.clusters.clusters.values():
+            if seen.get(cluster.name) != cluster.detail:
+                click.echo(f"cluster {cluster.name}: {cluster.state}: {cluster.detail}")
+                seen[cluster.name] = cluster.detail
+        if time.monotonic() - last_full > REPORT_INTERVAL:
+            click.echo(state_table(mgr))
+            last_full = time.monotonic()
+
+
+async def serve(mgr: manager.Manager) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, mgr.stop)
+    reporter = asyncio.create_task(report_state(mgr), name="cluster state reporter")
+    try:
+        await mgr.run()
+    finally:
+        reporter.cancel()
+
+
+@click.command()
+@click.option("--kubeconfig", "kubeconfig_path", type=click.Path(path_type=Path), default=None,
+              help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")
+@click.option("--hub-context", default=None,
+              help="Context of the hub cluster (default: the current context).")
+@click.option("--contexts", default=None,
+              help="Member contexts, comma-separated (default: every context but the hub).")
+@click.option("--disabled-contexts", default="",
+              help="Member contexts to keep known but disabled: writes to them fail.")
+@click.option("--metrics-bind-address", default=":8080", show_default=True,
+              help='Prometheus /metrics address; "0" disables.')
+@click.option("--health-probe-bind-address", default=":8081", show_default=True,
+              help='/healthz and /readyz address; "0" disables.')
+@click.option("--leader-elect", is_flag=True,
+              help="Elect a leader with a Lease on the hub (for more than one replica).")
+@click.option("--leader-election-namespace", default="kube-system", show_default=True)
+@click.option("--leader-election-id", default="federation-controller-manager",
+              show_default=True, help="Name of the Lease.")
+@click.option("--cache-sync-timeout", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for each cluster's caches before starting controllers.")
+def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
+        disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
+        leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
+        cache_sync_timeout: float) -> None:
+    """Run the federation control plane against the hub and member contexts."""
+    if logging.getLogger().level > logging.INFO:
+        logging.getLogger().setLevel(logging.INFO)
+    settings = manager.ManagerSettings(
+        metrics_bind_address=metrics_bind_address,
+        health_probe_bind_address=health_probe_bind_address, leader_elect=leader_elect,
+        leader=leader.LeaderSettings(namespace=leader_election_namespace,
+                                     name=leader_election_id),
+        cache_sync_timeout=cache_sync_timeout)
+    try:
+        manager.parse_bind_address(metrics_bind_address)
+        manager.parse_bind_address(health_probe_bind_address)
+        config = kubeconfig.load(kubeconfig_path)
+        cluster_set = clusters.ClusterSet.from_kubeconfig(
+            config, hub_context=hub_context, contexts=_split(contexts),
+            disabled=_split(disabled_contexts) or [])
+    except (kubeconfig.KubeconfigError, ValueError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    mgr = manager.Manager(cluster_set, settings)
+    mgr.cache(kube.NAMESPACES, "all")
+    for setup in load_setups(CONTROLLERS):
+        setup(mgr)
+    try:
+        asyncio.run(serve(mgr))
+    except manager.LeadershipLost as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)

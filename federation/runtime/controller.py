@@ -1,0 +1,144 @@
+"""A controller: watches feeding one work queue, drained by N workers calling a reconciler.
+
+Wiring is declarative, as with controller-runtime's builder::
+
+    ctl = controller.Controller("propagation", reconciler, workers=4)
+    ctl.watch(FEDERATED_DEPLOYMENTS, clusters="hub")
+    ctl.watch(kube.DEPLOYMENTS, clusters="members", map=owner_on_hub)
+    manager.add(ctl)
+
+Each :class:`Watch` names a resource, which clusters to watch it in (``"hub"``,
+``"members"``, ``"all"`` or a tuple of names) and optionally a ``map`` from an
+event to the requests it should trigger (default: the object itself, in the
+cluster it was seen in) and a ``predicate`` to drop events. The manager
+attaches the watches to the informers of the engaged clusters.
+
+Workers never die of a reconcile: an exception is logged with the request,
+counted, and the key is retried with backoff; ``Result(requeue_after=s)``
+schedules the key again; anything else forgets the key's failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+from federation.contexts.cache import Event
+from federation.contexts.client import Resource
+from federation.runtime import metrics, queue, reconcile
+
+log = logging.getLogger("federation.controller")
+
+ClusterScope = Literal["hub", "members", "all"] | tuple[str, ...]
+Mapper = Callable[[Event], Iterable[reconcile.Request]]
+Predicate = Callable[[Event], bool]
+
+
+def request_for(event: Event) -> reconcile.Request:
+    """The request for the object an event is about, in the cluster it was seen in."""
+    meta = event.obj.get("metadata") or {}
+    return reconcile.Request(event.cluster, reconcile.group_kind(event.resource),
+                             str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    resource: Resource
+    clusters: ClusterScope = "members"
+    map: Mapper | None = None
+    predicate: Predicate | None = None
+
+    def applies_to(self, cluster: str, is_hub: bool, is_member: bool) -> bool:
+        if self.clusters == "all":
+            return True
+        if self.clusters == "hub":
+            return is_hub
+        if self.clusters == "members":
+            return is_member
+        return cluster in self.clusters
+
+    def requests(self, event: Event) -> Iterable[reconcile.Request]:
+        if self.predicate is not None and not self.predicate(event):
+            return ()
+        return self.map(event) if self.map is not None else (request_for(event),)
+
+
+class Controller:
+    """Watches, a queue, and workers running a reconciler."""
+
+    def __init__(self, name: str,
+                 reconciler: reconcile.Reconciler | reconcile.ReconcileFunc, *,
+                 workers: int = 2, queue_settings: queue.QueueSettings | None = None) -> None:
+        self.name = name
+        self.reconcile_func: reconcile.ReconcileFunc = (
+            reconciler.reconcile if hasattr(reconciler, "reconcile") else reconciler)
+        self.workers = workers
+        self.queue: queue.WorkQueue[reconcile.Request] = queue.WorkQueue(name, queue_settings)
+        self.watches: list[Watch] = []
+        self.metrics: metrics.Metrics | None = None
+        self.reconciles = 0
+        self.errors = 0
+
+    def watch(self, resource: Resource, *, clusters: ClusterScope = "members",
+              map: Mapper | None = None, predicate: Predicate | None = None) -> Controller:
+        """Reconcile on events of ``resource`` in ``clusters`` (chainable)."""
+        self.watches.append(Watch(resource, clusters, map, predicate))
+        return self
+
+    def handler(self, watch: Watch) -> Callable[[Event], None]:
+        """The informer event handler for ``watch``: map the event and queue the requests."""
+
+        def enqueue(event: Event) -> None:
+            for request in watch.requests(event):
+                self.queue.add(request)
+
+        return enqueue
+
+    async def run(self) -> None:
+        """Run the workers until the queue shuts down or the task is cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for index in range(self.workers):
+                group.create_task(self._worker(), name=f"{self.name} worker {index}")
+
+    async def _worker(self) -> None:
+        with contextlib.suppress(queue.ShutDown):
+            while True:
+                request = await self.queue.get()
+                try:
+                    await self._process(request)
+                finally:
+                    self.queue.done(request)
+
+    async def _process(self, request: reconcile.Request) -> None:
+        started = time.monotonic()
+        outcome = "success"
+        try:
+            result = await self.reconcile_func(request)
+        except Exception as exc:
+            outcome = "error"
+            self.errors += 1
+            failures = self.queue.failures(request)
+            log.error("%s: reconcile %s failed (attempt %d): %s", self.name, request,
+                      failures + 1, exc, exc_info=not getattr(exc, "retryable", False))
+            self.queue.add_rate_limited(request)
+        else:
+            self.queue.forget(request)
+            if result is not None and result.requeue_after is not None:
+                outcome = "requeue_after"
+                self.queue.add_after(request, result.requeue_after)
+        finally:
+            self.reconciles += 1
+            if self.metrics is not None:
+                seconds = time.monotonic() - started
+                self.metrics.reconcile_duration.labels(self.name).observe(seconds)
+                self.metrics.reconcile_total.labels(self.name, request.cluster, outcome).inc()
+                if outcome == "error":
+                    self.metrics.reconcile_errors.labels(self.name, request.cluster).inc()
+
+    def shutdown(self) -> None:
+        self.queue.shutdown()

@@ -1,0 +1,167 @@
+"""Leader election with a coordination.k8s.io/v1 Lease on the hub.
+
+The algorithm is client-go's leaderelection, reduced to what we use:
+
+- A candidate tries every ``retry_period`` to acquire the Lease: create it if
+  missing, or take it over when it is free (no holder: released) or expired.
+- Expiry is judged by the **local clock**: a candidate notes when it last saw
+  the Lease change (holder, renew time or transitions); if it has not changed
+  for ``lease_duration``, the holder is gone. Comparing our clock to the
+  holder's ``renewTime`` would make clock skew between hosts decide leadership.
+- The leader renews every ``retry_period``. If it cannot renew for
+  ``renew_deadline`` it stops leading (its controllers must stop) before the
+  others may take over at ``lease_duration``, so two leaders never overlap as
+  long as clocks run at the same rate.
+- Every write carries the resourceVersion that was read, so two candidates
+  racing for a free Lease cannot both win: one gets a 409.
+- On clean shutdown the leader releases: it clears ``holderIdentity`` (and sets
+  a 1 s duration), so a standby takes over at its next retry instead of after
+  the full lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import logging
+import os
+import socket
+import time
+import uuid
+from typing import Any
+
+from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
+
+log = logging.getLogger("federation.leader")
+
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaderSettings:
+    """Timing of leader election (controller-runtime's defaults)."""
+
+    namespace: str = "kube-system"
+    """Where the Lease lives: kube-system exists on every cluster, and only
+    administrators may write there."""
+    name: str = "federation-controller-manager"
+    lease_duration: float = 15.0
+    """Seconds a standby waits without seeing the Lease change before taking over:
+    the longest a crashed leader leaves the federation without a controller."""
+    renew_deadline: float = 10.0
+    """Seconds the leader keeps trying to renew before it gives up leading. Shorter
+    than ``lease_duration`` so it stops before anyone else may start."""
+    retry_period: float = 2.0
+    """Seconds between attempts to acquire or renew: five tries per deadline."""
+
+
+def identity() -> str:
+    """A unique identity: host name, pid and a random suffix (pids repeat in containers)."""
+    return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    """Acquires and holds the Lease; :attr:`is_leader` says whether we hold it now."""
+
+    def __init__(self, client: ClusterClient, settings: LeaderSettings | None = None,
+                 identity_: str | None = None) -> None:
+        self.client = client
+        self.settings = settings or LeaderSettings()
+        self.identity = identity_ or identity()
+        self.is_leader = False
+        self.elected = asyncio.Event()
+        self.lost = asyncio.Event()
+        self._observed: tuple[Any, ...] | None = None
+        self._observed_at = 0.0
+        self._lease: JSON | None = None
+
+    async def run(self) -> None:
+        """Acquire, then renew until renewal fails for ``renew_deadline`` (sets :attr:`lost`)."""
+        s = self.settings
+        while True:
+            if await self._try():
+                break
+            await asyncio.sleep(s.retry_period)
+        self.is_leader = True
+        self.elected.set()
+        log.info("%s: became leader (lease %s/%s)", self.identity, s.namespace, s.name)
+        last_renewal = time.monotonic()
+        while True:
+            await asyncio.sleep(s.retry_period)
+            if await self._try():
+                last_renewal = time.monotonic()
+            elif time.monotonic() - last_renewal > s.renew_deadline:
+                self.is_leader = False
+                self.lost.set()
+                log.error("%s: could not renew the lease for %.0fs; leadership lost",
+                          self.identity, s.renew_deadline)
+                return
+
+    async def _try(self) -> bool:
+        """One attempt to acquire or renew; True when we hold the Lease afterwards."""
+        s = self.settings
+        try:
+            lease = await self.client.get(LEASES, s.name, s.namespace)
+        except ApiError as exc:
+            if exc.status != 404:
+                log.warning("%s: reading the lease: %s", self.identity, exc)
+                return False
+            return await self._write(None)
+        except ClientError as exc:
+            log.warning("%s: reading the lease: %s", self.identity, exc)
+            return False
+        spec = lease.get("spec") or {}
+        record = (spec.get("holderIdentity"), spec.get("renewTime"),
+                  spec.get("leaseTransitions"))
+        if record != self._observed:
+            self._observed, self._observed_at = record, time.monotonic()
+        holder = spec.get("holderIdentity") or ""
+        duration = float(spec.get("leaseDurationSeconds") or s.lease_duration)
+        expired = time.monotonic() - self._observed_at > duration
+        if holder and holder != self.identity and not expired:
+            return False
+        return await self._write(lease)
+
+    async def _write(self, lease: JSON | None) -> bool:
+        s = self.settings
+        now = _now()
+        spec: dict[str, Any] = {"holderIdentity": self.identity,
+                                "leaseDurationSeconds": int(s.lease_duration),
+                                "renewTime": now}
+        try:
+            if lease is None:
+                spec.update(acquireTime=now, leaseTransitions=0)
+                self._lease = await self.client.create(LEASES, {
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": s.name, "namespace": s.namespace}, "spec": spec})
+            else:
+                old = lease.get("spec") or {}
+                if old.get("holderIdentity") != self.identity:
+                    spec["acquireTime"] = now
+                    spec["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
+                else:
+                    spec["acquireTime"] = old.get("acquireTime") or now
+                    spec["leaseTransitions"] = int(old.get("leaseTransitions") or 0)
+                self._lease = await self.client.replace(LEASES, {**lease, "spec": spec})
+        except ClientError as exc:
+            log.info("%s: could not write the lease: %s", self.identity, exc)
+            return False
+        return True
+
+    async def release(self) -> None:
+        """Give the Lease up (clean shutdown) so a standby takes over at once."""
+        if not self.is_leader or self._lease is None:
+            return
+        self.is_leader = False
+        spec = {**(self._lease.get("spec") or {}), "holderIdentity": "",
+                "leaseDurationSeconds": 1, "renewTime": _now()}
+        try:
+            await self.client.replace(LEASES, {**self._lease, "spec": spec})
+            log.info("%s: released the lease", self.identity)
+        except ClientError as exc:
+            log.warning("%s: could not release the lease: %s", self.identity, exc)

@@ -1,0 +1,144 @@
+"""Prometheus metrics of one manager, in a registry of its own.
+
+Counters and histograms are updated where things happen (a reconcile ends, a
+client call returns). Gauges that describe state (queue depth, cluster and
+watch state, cached objects, watch restarts) are read from the live objects at
+scrape time by :class:`StateCollector`, so they can never drift from the truth.
+Names follow Prometheus conventions under the ``federation_`` prefix; the full
+list, with labels, is in docs/runtime.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from federation.contexts import cache, clusters
+
+if TYPE_CHECKING:
+    from federation.runtime.controller import Controller
+
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CLUSTER_STATES: tuple[clusters.State, ...] = (
+    "unknown", "available", "unavailable", "disabled", "misconfigured")
+
+
+class Metrics:
+    """The manager's metrics; one instance per manager (tests run several per process)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.reconcile_total = Counter(
+            "federation_reconcile", "Reconciles by controller, cluster and result "
+            "(success, requeue_after, error).", ["controller", "cluster", "result"],
+            registry=self.registry)
+        self.reconcile_errors = Counter(
+            "federation_reconcile_errors", "Reconciles that raised, by controller and cluster.",
+            ["controller", "cluster"], registry=self.registry)
+        self.reconcile_duration = Histogram(
+            "federation_reconcile_duration_seconds", "Time spent in reconcile, by controller.",
+            ["controller"], buckets=RECONCILE_BUCKETS, registry=self.registry)
+        self.request_duration = Histogram(
+            "federation_client_request_duration_seconds",
+            "API calls to each cluster: time to response headers, by verb and status code "
+            "(code \"error\" when there was no answer).", ["cluster", "verb", "code"],
+            buckets=REQUEST_BUCKETS, registry=self.registry)
+        self.leader = Counter(
+            "federation_leader_transitions", "Times this process became leader.",
+            registry=self.registry)
+
+    def observe_request(self, cluster: str, verb: str, code: str, seconds: float) -> None:
+        """A :data:`federation.contexts.client.Observer`."""
+        self.request_duration.labels(cluster, verb, code).observe(seconds)
+
+
+class StateCollector(Collector):
+    """Gauges read from clusters, informers and queues at scrape time."""
+
+    def __init__(self, cluster_set: clusters.ClusterSet,
+                 controllers: Callable[[], list[Controller]],
+                 is_leader: Callable[[], bool]) -> None:
+        self.cluster_set = cluster_set
+        self.controllers = controllers
+        self.is_leader = is_leader
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._clusters()
+        yield from self._watches()
+        yield from self._queues()
+        leader = GaugeMetricFamily("federation_leader", "1 while this process leads.")
+        leader.add_metric([], 1.0 if self.is_leader() else 0.0)
+        yield leader
+
+    def _clusters(self) -> Iterator[Metric]:
+        available = GaugeMetricFamily(
+            "federation_cluster_available", "1 when the cluster's /readyz probe passes.",
+            labels=["cluster"])
+        state = GaugeMetricFamily(
+            "federation_cluster_state", "1 for the cluster's current state.",
+            labels=["cluster", "state"])
+        for cluster in self.cluster_set.clusters.values():
+            available.add_metric([cluster.name], 1.0 if cluster.available else 0.0)
+            for name in CLUSTER_STATES:
+                state.add_metric([cluster.name, name], 1.0 if cluster.state == name else 0.0)
+        yield available
+        yield state
+
+    def _watches(self) -> Iterator[Metric]:
+        labels = ["cluster", "resource"]
+        state = GaugeMetricFamily("federation_watch_state",
+                                  "1 for each informer's current state.",
+                                  labels=[*labels, "state"])
+        objects = GaugeMetricFamily("federation_cache_objects", "Objects in each informer.",
+                                    labels=labels)
+        relists = CounterMetricFamily("federation_watch_relists",
+                                      "Full relists after the first list (410 Gone).",
+                                      labels=labels)
+        restarts = CounterMetricFamily("federation_watch_restarts",
+                                       "Watches reopened after a failure.", labels=labels)
+        events = CounterMetricFamily("federation_watch_events",
+                                     "Watch events applied to the cache.", labels=labels)
+        for cluster in self.cluster_set.clusters.values():
+            if cluster.cache is None:
+                continue
+            for informer in list(cluster.cache.informers.values()):
+                key = [cluster.name, _resource_label(informer)]
+                for name in cache.WATCH_STATES:
+                    state.add_metric([*key, name], 1.0 if informer.state == name else 0.0)
+                objects.add_metric(key, float(len(informer.store)))
+                relists.add_metric(key, float(informer.relists))
+                restarts.add_metric(key, float(informer.restarts))
+                events.add_metric(key, float(informer.events))
+        yield from (state, objects, relists, restarts, events)
+
+    def _queues(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily("federation_workqueue_depth",
+                                  "Keys waiting for a worker.", labels=["controller"])
+        waiting = GaugeMetricFamily("federation_workqueue_waiting",
+                                    "Keys scheduled for later (requeue-after, backoff).",
+                                    labels=["controller"])
+        busy = GaugeMetricFamily("federation_workqueue_processing",
+                                 "Keys held by workers.", labels=["controller"])
+        adds = CounterMetricFamily("federation_workqueue_adds", "Keys added.",
+                                   labels=["controller"])
+        retries = CounterMetricFamily("federation_workqueue_retries",
+                                      "Keys re-added after a failed reconcile.",
+                                      labels=["controller"])
+        for controller in self.controllers():
+            queue = controller.queue
+            depth.add_metric([controller.name], float(len(queue)))
+            waiting.add_metric([controller.name], float(queue.waiting))
+            busy.add_metric([controller.name], float(queue.processing))
+            adds.add_metric([controller.name], float(queue.adds))
+            retries.add_metric([controller.name], float(queue.retries))
+        yield from (depth, waiting, busy, adds, retries)
+
+
+def _resource_label(informer: cache.Informer) -> str:
+    group = informer.resource.group
+    return f"{informer.resource.plural}.{group}" if group else informer.resource.plural
