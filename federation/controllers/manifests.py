@@ -1,0 +1,207 @@
+"""Member copies of hub templates: rendering, ownership and change detection.
+
+A member copy is the hub template minus what belongs to the hub (identity,
+status, server bookkeeping, our hub-side annotations), with its replicas set
+for that cluster, overrides applied, and our ownership marks added:
+
+- label ``federation.io/managed-by: federation``: the copy is ours. An object
+  without it is someone else's, and we never overwrite it unless the policy
+  says ``conflictResolution: Overwrite``.
+- annotation ``federation.io/template-uid``: which hub object it copies.
+- annotation ``federation.io/applied-hash``: a digest of what we last wrote.
+
+Writes are full replacements (PUT) carrying the member's resourceVersion, so a
+concurrent change is a 409 and a retry, never a lost update, and drift (a
+field someone edited in the member) is reverted exactly. Fields the member's
+API server allocated and will not let us change (a Service's clusterIP, a
+Job's selector) are carried over from the live object first; see :func:`retain`.
+
+A copy needs a write when its applied-hash differs from the digest of the
+desired manifest (the template or decision changed, including removed fields)
+or when the live object no longer contains the desired fields (drift).
+Server-side defaults added to the live object are not drift.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+JSON = dict[str, Any]
+
+DOMAIN = "federation.io"
+MANAGED_BY_LABEL = f"{DOMAIN}/managed-by"
+MANAGER = "federation"
+TEMPLATE_UID_ANNOTATION = f"{DOMAIN}/template-uid"
+APPLIED_HASH_ANNOTATION = f"{DOMAIN}/applied-hash"
+
+_DROPPED_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp",
+                     "managedFields", "selfLink", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "ownerReferences", "finalizers")
+_DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",
+                        "deployment.kubernetes.io/revision")
+_REPLICA_FIELD = {"Job": "parallelism"}
+
+
+def is_ours(obj: Mapping[str, Any]) -> bool:
+    labels = obj.get("metadata", {}).get("labels") or {}
+    return bool(labels.get(MANAGED_BY_LABEL) == MANAGER)
+
+
+def replica_field(template: Mapping[str, Any]) -> str | None:
+    """The spec field that carries replicas for this kind, when it has one."""
+    kind = str(template.get("kind"))
+    if kind in _REPLICA_FIELD:
+        return _REPLICA_FIELD[kind]
+    spec = template.get("spec")
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return "replicas"
+    if isinstance(spec, dict) and isinstance(spec.get("replicas"), int):
+        return "replicas"
+    return None
+
+
+def render(template: Mapping[str, Any], replicas: int | None, divided: bool) -> JSON:
+    """The copy of ``template`` for one cluster, before overrides and ownership marks."""
+    manifest = copy.deepcopy(dict(template))
+    manifest.pop("status", None)
+    meta = manifest.setdefault("metadata", {})
+    for key in _DROPPED_METADATA:
+        meta.pop(key, None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if not k.startswith(f"{DOMAIN}/") and k not in _DROPPED_ANNOTATIONS}
+    labels = {k: v for k, v in (meta.get("labels") or {}).items()
+              if not k.startswith(f"{DOMAIN}/")}
+    _set_or_drop(meta, "annotations", annotations)
+    _set_or_drop(meta, "labels", labels)
+    _drop_allocated(manifest)
+    field = replica_field(manifest)
+    if divided and field and replicas is not None:
+        manifest.setdefault("spec", {})[field] = replicas
+    return manifest
+
+
+def mark(manifest: JSON, template_uid: str) -> JSON:
+    """Add ownership marks and the digest of the content being written."""
+    meta = manifest.setdefault("metadata", {})
+    meta.setdefault("labels", {})[MANAGED_BY_LABEL] = MANAGER
+    annotations = meta.setdefault("annotations", {})
+    annotations[TEMPLATE_UID_ANNOTATION] = template_uid
+    annotations.pop(APPLIED_HASH_ANNOTATION, None)
+    annotations[APPLIED_HASH_ANNOTATION] = digest(manifest)
+    return manifest
+
+
+def digest(manifest: Mapping[str, Any]) -> str:
+    content = copy.deepcopy(dict(manifest))
+    (content.get("metadata", {}).get("annotations") or {}).pop(APPLIED_HASH_ANNOTATION, None)
+    encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def needs_write(desired: Mapping[str, Any], live: Mapping[str, Any]) -> str | None:
+    """Why ``live`` must be rewritten to match ``desired``; None when it already does."""
+    wanted = desired.get("metadata", {}).get("annotations", {}).get(APPLIED_HASH_ANNOTATION)
+    have = (live.get("metadata", {}).get("annotations") or {}).get(APPLIED_HASH_ANNOTATION)
+    if wanted != have:
+        return "content changed"
+    difference = first_difference(desired, live)
+    if difference is not None:
+        return f"drift at {difference}"
+    return None
+
+
+def first_difference(desired: Any, live: Any, path: str = "") -> str | None:
+    """The first path where ``live`` lacks or differs from a field of ``desired``."""
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return path or "/"
+        for key, value in desired.items():
+            found = first_difference(value, live.get(key), f"{path}/{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(live) != len(desired):
+            return path or "/"
+        for index, (want, have) in enumerate(zip(desired, live, strict=True)):
+            found = first_difference(want, have, f"{path}/{index}")
+            if found is not None:
+                return found
+        return None
+    return None if desired == live else (path or "/")
+
+
+def retain(desired: JSON, live: Mapping[str, Any]) -> JSON:
+    """``desired`` ready for a PUT over ``live``: version, finalizers, allocated fields kept."""
+    result = copy.deepcopy(desired)
+    live_meta = live.get("metadata", {})
+    meta = result.setdefault("metadata", {})
+    meta["resourceVersion"] = live_meta.get("resourceVersion")
+    for key in ("finalizers", "ownerReferences"):
+        if live_meta.get(key):
+            meta[key] = live_meta[key]
+    kind = result.get("kind")
+    spec, live_spec = result.get("spec"), live.get("spec") or {}
+    if kind == "Service" and isinstance(spec, dict):
+        _retain_service(spec, live_spec)
+    elif kind == "Job" and isinstance(spec, dict):
+        for key in ("selector",):
+            if key in live_spec:
+                spec[key] = live_spec[key]
+        live_labels = (live_spec.get("template", {}).get("metadata", {}).get("labels") or {})
+        labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault(
+            "labels", {})
+        labels.update({k: v for k, v in live_labels.items()
+                       if k in ("controller-uid", "job-name")})
+    elif kind == "PersistentVolumeClaim" and isinstance(spec, dict):
+        if live_spec.get("volumeName"):
+            spec["volumeName"] = live_spec["volumeName"]
+    elif kind == "ServiceAccount" and live.get("secrets"):
+        result["secrets"] = live["secrets"]
+    return result
+
+
+def _retain_service(spec: JSON, live_spec: Mapping[str, Any]) -> None:
+    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
+        if key in live_spec and key not in spec:
+            spec[key] = live_spec[key]
+    live_ports = {(p.get("port"), p.get("protocol", "TCP")): p
+                  for p in live_spec.get("ports") or []}
+    for port in spec.get("ports") or []:
+        match = live_ports.get((port.get("port"), port.get("protocol", "TCP")))
+        if match and match.get("nodePort") and "nodePort" not in port:
+            port["nodePort"] = match["nodePort"]
+
+
+def _drop_allocated(manifest: JSON) -> None:
+    """Remove fields the hub's API server allocated; each member allocates its own."""
+    kind, spec = manifest.get("kind"), manifest.get("spec")
+    if not isinstance(spec, dict):
+        if kind == "ServiceAccount":
+            manifest.pop("secrets", None)
+        return
+    if kind == "Service":
+        if spec.get("clusterIP") != "None":
+            spec.pop("clusterIP", None)
+            spec.pop("clusterIPs", None)
+        spec.pop("healthCheckNodePort", None)
+        for port in spec.get("ports") or []:
+            port.pop("nodePort", None)
+    elif kind == "Job":
+        spec.pop("selector", None)
+        labels = spec.get("template", {}).get("metadata", {}).get("labels") or {}
+        for key in ("controller-uid", "job-name"):
+            labels.pop(key, None)
+    elif kind == "PersistentVolumeClaim":
+        spec.pop("volumeName", None)
+
+
+def _set_or_drop(meta: JSON, key: str, values: Mapping[str, str]) -> None:
+    if values:
+        meta[key] = dict(values)
+    else:
+        meta.pop(key, None)

@@ -1,0 +1,182 @@
+"""Plans: the DAG of object actions a reconcile intends, and the one executor that writes.
+
+A reconcile never writes while it thinks. Transformers (small, single-purpose,
+read-only) add :class:`Vertex` objects to a :class:`Plan`, each one intended
+action on one object in one cluster, with edges for what must happen first (a
+Namespace before the objects in it, a CRD before its custom resources). Then
+:func:`execute` walks the DAG and is the only place that calls a
+:class:`Writer`. Each vertex starts as soon as everything it depends on has
+succeeded, so a slow member cluster delays only its own chain; a vertex whose
+dependency failed is skipped, with the reason, never attempted blind.
+
+The outcome of every vertex is reported, success or not: a caller can always
+say which writes happened, which failed and why, and which were not tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+JSON = dict[str, Any]
+
+
+class Action(enum.Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    NOOP = "noop"
+
+
+@dataclasses.dataclass
+class Vertex:
+    """One intended action on one object in one cluster."""
+
+    cluster: str
+    action: Action
+    obj: JSON
+    reason: str = ""
+    depends_on: set[str] = dataclasses.field(default_factory=set)
+
+    @property
+    def key(self) -> str:
+        return vertex_key(self.cluster, self.obj)
+
+    def describe(self) -> str:
+        meta = self.obj.get("metadata", {})
+        where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        return f"{self.action.value} {self.obj.get('kind')} {where}{meta.get('name')} " \
+               f"in {self.cluster}"
+
+
+def vertex_key(cluster: str, obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return f"{cluster}|{group}|{obj.get('kind')}|{meta.get('namespace', '')}|{meta.get('name')}"
+
+
+class PlanError(Exception):
+    """The plan itself is inconsistent (a cycle, an edge to nothing)."""
+
+
+class Plan:
+    """A DAG of vertices keyed by (cluster, group, kind, namespace, name)."""
+
+    def __init__(self) -> None:
+        self.vertices: dict[str, Vertex] = {}
+
+    def add(self, vertex: Vertex) -> Vertex:
+        """Add a vertex; adding the same object twice keeps the first and merges edges."""
+        existing = self.vertices.get(vertex.key)
+        if existing is not None:
+            existing.depends_on |= vertex.depends_on
+            return existing
+        self.vertices[vertex.key] = vertex
+        return vertex
+
+    def depend(self, vertex: Vertex, on: Vertex) -> None:
+        if vertex.key != on.key:
+            vertex.depends_on.add(on.key)
+
+    def __iter__(self) -> Iterator[Vertex]:
+        return iter(self.vertices.values())
+
+    def __len__(self) -> int:
+        return len(self.vertices)
+
+    def writes(self) -> list[Vertex]:
+        return [v for v in self.vertices.values() if v.action is not Action.NOOP]
+
+    def order(self) -> list[Vertex]:
+        """A topological order (dependencies first, ties by key); raises on a cycle."""
+        missing = {d for v in self.vertices.values() for d in v.depends_on} - set(self.vertices)
+        if missing:
+            raise PlanError(f"edges to vertices not in the plan: {sorted(missing)}")
+        done: list[Vertex] = []
+        placed: set[str] = set()
+        remaining = dict(self.vertices)
+        while remaining:
+            ready = sorted(k for k, v in remaining.items() if v.depends_on <= placed)
+            if not ready:
+                raise PlanError(f"dependency cycle among {sorted(remaining)}")
+            for key in ready:
+                done.append(remaining.pop(key))
+                placed.add(key)
+        return done
+
+
+class Writer(Protocol):
+    """What the executor needs from the multi-cluster client."""
+
+    async def create(self, cluster: str, obj: JSON) -> JSON: ...
+
+    async def update(self, cluster: str, obj: JSON) -> JSON: ...
+
+    async def delete(self, cluster: str, obj: JSON) -> JSON: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    vertex: Vertex
+    ok: bool
+    error: str | None = None
+    attempted: bool = True
+    exception: BaseException | None = dataclasses.field(default=None, repr=False,
+                                                       compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    outcomes: Mapping[str, Outcome]
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes.values())
+
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes.values() if not o.ok]
+
+    def by_cluster(self) -> dict[str, list[Outcome]]:
+        grouped: dict[str, list[Outcome]] = {}
+        for outcome in self.outcomes.values():
+            grouped.setdefault(outcome.vertex.cluster, []).append(outcome)
+        return grouped
+
+
+async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
+    """Apply every vertex, dependencies first, independent chains concurrently."""
+    plan.order()  # validate: no cycle, no dangling edge
+    limit = asyncio.Semaphore(concurrency)
+    tasks: dict[str, asyncio.Task[Outcome]] = {}
+
+    async def run(vertex: Vertex) -> Outcome:
+        for dependency in sorted(vertex.depends_on):
+            before = await tasks[dependency]
+            if not before.ok:
+                return Outcome(vertex, ok=False, attempted=False,
+                               error=f"not attempted: {before.vertex.describe()} failed")
+        if vertex.action is Action.NOOP:
+            return Outcome(vertex, ok=True, attempted=False)
+        async with limit:
+            try:
+                await _write(writer, vertex)
+            except Exception as exc:  # every failure becomes an outcome, none is lost
+                return Outcome(vertex, ok=False, error=str(exc), exception=exc)
+        return Outcome(vertex, ok=True)
+
+    for vertex in plan.order():
+        tasks[vertex.key] = asyncio.create_task(run(vertex), name=vertex.describe())
+    results = await asyncio.gather(*tasks.values())
+    return Report({outcome.vertex.key: outcome for outcome in results})
+
+
+async def _write(writer: Writer, vertex: Vertex) -> None:
+    if vertex.action is Action.CREATE:
+        await writer.create(vertex.cluster, vertex.obj)
+    elif vertex.action is Action.UPDATE:
+        await writer.update(vertex.cluster, vertex.obj)
+    elif vertex.action is Action.DELETE:
+        await writer.delete(vertex.cluster, vertex.obj)
