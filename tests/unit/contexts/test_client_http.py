@@ -1,0 +1,110 @@
+"""ClusterClient's HTTP behaviour (429 retries, 401 refresh) against a local aiohttp app.
+
+The app is not an API server: it only answers with the statuses under test.
+Everything an API server does is tested in tests/e2e on the real fleet.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from federation.contexts import client as kube
+from federation.contexts import kubeconfig
+
+pytestmark = pytest.mark.timeout(20)
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def test_throttled_calls_wait_retry_after_then_succeed() -> None:
+    """A 429 with Retry-After is retried after that delay; the caller sees only the success."""
+    calls: list[float] = []  # one entry per call
+
+    async def handler(request: web.Request) -> web.Response:
+        calls.append(0.0)
+        if len(calls) < 3:
+            return web.json_response({"reason": "TooManyRequests"}, status=429,
+                                     headers={"Retry-After": "0"})
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "x"}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/x", handler)
+    runner, url = await serve(app)
+    try:
+        async with kube.connect(kubeconfig.Context(name="t", server=url)) as c:
+            answer = await c.get(kube.NAMESPACES, "x")
+        assert answer["metadata"]["name"] == "x"
+        assert len(calls) == 3
+    finally:
+        await runner.cleanup()
+
+
+async def test_throttling_gives_up_after_max_retries() -> None:
+    """Past max_retries the 429 surfaces as a retryable ApiError."""
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response({"reason": "TooManyRequests", "message": "slow down"},
+                                 status=429, headers={"Retry-After": "0"})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/x", handler)
+    runner, url = await serve(app)
+    try:
+        settings = kube.ClientSettings(max_retries=2)
+        async with kube.connect(kubeconfig.Context(name="t", server=url), settings) as c:
+            with pytest.raises(kube.ApiError) as error:
+                await c.get(kube.NAMESPACES, "x")
+        assert error.value.status == 429 and error.value.retryable
+    finally:
+        await runner.cleanup()
+
+
+async def test_401_reruns_the_exec_plugin_once_and_tokens_stay_out_of_errors(
+        tmp_path: Path) -> None:
+    """On 401 the exec plugin runs again and the call is retried; a second 401 surfaces
+    without the token in the message."""
+    counter = tmp_path / "runs"
+    plugin = tmp_path / "plugin.sh"
+    plugin.write_text(f"""#!/bin/sh
+n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}
+printf '{{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",'
+printf '"status":{{"token":"secret-%s"}}}}' $n
+""")
+    plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization", ""))
+        if request.headers.get("Authorization") == "Bearer secret-2":
+            return web.json_response({"metadata": {"name": "x"}})
+        return web.json_response({"reason": "Unauthorized", "message": "no"}, status=401)
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/{name}", handler)
+    runner, url = await serve(app)
+    exec_config = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin)}
+    try:
+        context = kubeconfig.Context(name="t", server=url, exec_config=exec_config)
+        async with kube.connect(context) as c:
+            assert (await c.get(kube.NAMESPACES, "x"))["metadata"]["name"] == "x"
+            assert seen == ["Bearer secret-1", "Bearer secret-2"]
+            counter.write_text("5")
+            c.credentials.invalidate()
+            with pytest.raises(kube.ApiError) as error:
+                await c.get(kube.NAMESPACES, "y")
+        assert error.value.status == 401
+        assert "secret" not in str(error.value)
+        assert json.loads(json.dumps(seen))[-2:] == ["Bearer secret-6", "Bearer secret-7"]
+    finally:
+        await runner.cleanup()
