@@ -82,6 +82,8 @@ def _message(problem: Mapping[str, Any]) -> str:
         return "unknown field"
     if problem["type"] == "missing":
         return "required field is missing"
+    if problem["type"] in ("model_type", "dict_type"):
+        return "expected a mapping"
     text = str(problem["msg"])
     return text[:1].lower() + text[1:]
 
