@@ -39,7 +39,7 @@ import pydantic
 from pydantic import Field
 
 from federation.placement import clusters as clusters_
-from federation.placement import matching, selection
+from federation.placement import loader, matching, selection
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 
@@ -117,8 +117,7 @@ def parse(document: Mapping[str, Any]) -> OverridePolicy:
         return OverridePolicy.model_validate(document)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"])
-        raise OverrideError(f"{path}: {first['msg']}") from None
+        raise OverrideError(f"{loader.error_path(first['loc'])}: {first['msg']}") from None
 
 
 def applicable(policies: Iterable[OverridePolicy], resource: resources_.Resource

@@ -1,0 +1,109 @@
+"""The plan DAG and its executor: order, concurrency, failure propagation."""
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from federation.controllers import plan
+
+
+def obj(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta}
+
+
+class RecordingWriter:
+    def __init__(self, fail: set[str] | None = None, delay: dict[str, float] | None = None):
+        self.calls: list[tuple[str, str, str]] = []
+        self.fail = fail or set()
+        self.delay = delay or {}
+
+    async def _do(self, verb: str, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
+        name = o["metadata"]["name"]
+        await asyncio.sleep(self.delay.get(name, 0))
+        if name in self.fail:
+            raise RuntimeError(f"{name} refused")
+        self.calls.append((verb, cluster, name))
+        return o
+
+    async def create(self, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
+        return await self._do("create", cluster, o)
+
+    async def update(self, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
+        return await self._do("update", cluster, o)
+
+    async def delete(self, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
+        return await self._do("delete", cluster, o)
+
+
+def namespace_then_object(cluster: str = "m1") -> tuple[plan.Plan, plan.Vertex, plan.Vertex]:
+    p = plan.Plan()
+    ns = p.add(plan.Vertex(cluster, plan.Action.CREATE, obj("Namespace", "team")))
+    cm = p.add(plan.Vertex(cluster, plan.Action.CREATE, obj("ConfigMap", "cfg", "team")))
+    p.depend(cm, on=ns)
+    return p, ns, cm
+
+
+async def test_dependencies_are_written_first() -> None:
+    """A namespace is created before the object in it."""
+    p, _, _ = namespace_then_object()
+    writer = RecordingWriter(delay={"team": 0.05})
+    report = await plan.execute(p, writer)
+    assert report.ok
+    assert [c[2] for c in writer.calls] == ["team", "cfg"]
+
+
+async def test_failed_dependency_skips_dependents_and_says_why() -> None:
+    """When the namespace fails, the object is not attempted and the outcome says so."""
+    p, ns, cm = namespace_then_object()
+    report = await plan.execute(p, RecordingWriter(fail={"team"}))
+    assert not report.ok
+    assert report.outcomes[ns.key].error == "team refused"
+    skipped = report.outcomes[cm.key]
+    assert not skipped.attempted and not skipped.ok
+    assert skipped.error == "not attempted: create Namespace team in m1 failed"
+
+
+async def test_one_slow_cluster_does_not_delay_another() -> None:
+    """Independent chains run concurrently: m2's object lands while m1 is still busy."""
+    p = plan.Plan()
+    slow = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("ConfigMap", "slow", "a")))
+    p.add(plan.Vertex("m2", plan.Action.CREATE, obj("ConfigMap", "fast", "a")))
+    writer = RecordingWriter(delay={"slow": 0.2})
+    report = await plan.execute(p, writer)
+    assert report.ok and slow.key in report.outcomes
+    assert [c[2] for c in writer.calls] == ["fast", "slow"]
+
+
+async def test_noop_vertices_write_nothing() -> None:
+    """Unchanged objects produce no write."""
+    p = plan.Plan()
+    p.add(plan.Vertex("m1", plan.Action.NOOP, obj("ConfigMap", "same", "a")))
+    writer = RecordingWriter()
+    report = await plan.execute(p, writer)
+    assert report.ok and writer.calls == []
+    assert p.writes() == []
+
+
+def test_cycles_and_dangling_edges_are_rejected() -> None:
+    """An inconsistent plan is an error before anything is written."""
+    p, ns, cm = namespace_then_object()
+    p.depend(ns, on=cm)
+    with pytest.raises(plan.PlanError, match="cycle"):
+        p.order()
+    q = plan.Plan()
+    lone = q.add(plan.Vertex("m1", plan.Action.CREATE, obj("ConfigMap", "x", "a")))
+    lone.depends_on.add("nowhere")
+    with pytest.raises(plan.PlanError, match="not in the plan"):
+        q.order()
+
+
+def test_adding_the_same_object_twice_keeps_one_vertex() -> None:
+    """Vertices are keyed by cluster and object identity."""
+    p = plan.Plan()
+    first = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("Namespace", "team")))
+    second = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("Namespace", "team")))
+    assert first is second and len(p) == 1
