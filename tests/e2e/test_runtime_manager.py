@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import urllib.request
@@ -198,7 +199,5 @@ async def test_member_outage_leaves_others_flowing_and_member_catches_up(
         for cluster in ("member1", "member2", "member3"):
             client = mgr.clusters.get(cluster).client
             assert client is not None
-            try:
+            with contextlib.suppress(kube.ApiError):
                 await client.delete(kube.CONFIGMAPS, name, NAMESPACE)
-            except kube.ApiError:
-                pass
