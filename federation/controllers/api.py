@@ -1,0 +1,41 @@
+"""The hub API: our resources, annotations, labels and finalizer, named once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from federation.contexts.client import Resource
+
+POLICY_GROUP = "policy.federation.io"
+CLUSTER_GROUP = "cluster.federation.io"
+WORK_GROUP = "work.federation.io"
+VERSION = "v1alpha1"
+
+PROPAGATION_POLICIES = Resource(POLICY_GROUP, VERSION, "propagationpolicies", "PropagationPolicy")
+CLUSTER_PROPAGATION_POLICIES = Resource(POLICY_GROUP, VERSION, "clusterpropagationpolicies",
+                                        "ClusterPropagationPolicy", namespaced=False)
+OVERRIDE_POLICIES = Resource(POLICY_GROUP, VERSION, "overridepolicies", "OverridePolicy")
+CLUSTER_OVERRIDE_POLICIES = Resource(POLICY_GROUP, VERSION, "clusteroverridepolicies",
+                                     "ClusterOverridePolicy", namespaced=False)
+MEMBER_CLUSTERS = Resource(CLUSTER_GROUP, VERSION, "memberclusters", "MemberCluster",
+                           namespaced=False)
+RESOURCE_BINDINGS = Resource(WORK_GROUP, VERSION, "resourcebindings", "ResourceBinding")
+CLUSTER_RESOURCE_BINDINGS = Resource(WORK_GROUP, VERSION, "clusterresourcebindings",
+                                     "ClusterResourceBinding", namespaced=False)
+EVENTS = Resource("", "v1", "events", "Event")
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                "CustomResourceDefinition", namespaced=False)
+
+FINALIZER = "federation.io/propagation"
+"""On every propagated template: its member copies are cleaned before it goes."""
+REPLICAS_ANNOTATION = "federation.io/replicas"
+"""On templates: the decision, a JSON map cluster -> replicas (the next round's *previous*)."""
+POLICY_ANNOTATION = "federation.io/policy"
+"""On templates: the policy that placed it (``KIND NAMESPACE/NAME``)."""
+PENDING_CLEANUP_ANNOTATION = "federation.io/pending-cleanup"
+"""On templates: JSON list of clusters still holding a copy that must be removed."""
+ORPHAN_ANNOTATION = "federation.io/orphan"
+"""On templates: ``"true"`` keeps member copies when the template is deleted."""
+BINDING_LABEL = "federation.io/template-kind"
+
+CRD_FILE = Path(__file__).resolve().parent.parent / "crds" / "crds.yaml"
