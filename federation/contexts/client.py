@@ -110,6 +110,9 @@ class ApiError(ClientError):
 
     @property
     def retryable(self) -> bool:
+        """Throttling, server trouble, and optimistic-concurrency conflicts (re-read, retry)."""
+        if self.status == 409:
+            return self.reason == "Conflict"
         return self.status in (429, 500, 502, 503, 504)
 
 

@@ -133,10 +133,10 @@ class Cluster:
 
     def check_writable(self) -> ClusterClient:
         """The client to write with, or a retryable error saying why there is none."""
-        if self.error or self.client is None:
-            raise ClusterNotEngaged(self.name, f"not engaged: {self.error or 'no client'}")
         if self.disabled:
             raise ClusterDisabled(self.name, "disabled by --disabled-contexts; write not done")
+        if self.error or self.client is None:
+            raise ClusterNotEngaged(self.name, f"not engaged: {self.error or 'no client'}")
         if self.available is False:
             raise ClusterUnavailable(self.name, f"unavailable ({self.last_probe_error}); "
                                                 "write not done")

@@ -224,6 +224,7 @@ class MultiClusterClient:
             cluster.check_writable()  # raises the reason
             raise ClusterUnavailable(cluster.name, "not engaged")
         informer = cluster.cache.informer(resource)
+        cluster.cache.start()  # no-op when running; outside a manager, reads start caches
         if not informer.synced.is_set() and not await informer.wait_synced(READ_SYNC_TIMEOUT):
             raise ClusterUnavailable(cluster.name, f"cache of {resource.plural} not synced"
                                      f"{_because(informer)}")
