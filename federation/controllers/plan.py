@@ -26,7 +26,13 @@ JSON = dict[str, Any]
 
 class Action(enum.Enum):
     CREATE = "create"
+    """POST: the object must not exist (someone else's object is never taken over)."""
     UPDATE = "update"
+    """PUT with the live resourceVersion: a concurrent change fails instead of being lost."""
+    APPLY = "apply"
+    """Server-side apply, for objects only we write (ResourceBindings)."""
+    STATUS = "status"
+    """Merge patch of the status subresource."""
     DELETE = "delete"
     NOOP = "noop"
 
@@ -43,7 +49,8 @@ class Vertex:
 
     @property
     def key(self) -> str:
-        return vertex_key(self.cluster, self.obj)
+        key = vertex_key(self.cluster, self.obj)
+        return f"{key}|status" if self.action is Action.STATUS else key
 
     def describe(self) -> str:
         meta = self.obj.get("metadata", {})
@@ -115,6 +122,10 @@ class Writer(Protocol):
 
     async def update(self, cluster: str, obj: JSON) -> JSON: ...
 
+    async def apply(self, cluster: str, obj: JSON) -> JSON: ...
+
+    async def patch_status(self, cluster: str, obj: JSON) -> JSON: ...
+
     async def delete(self, cluster: str, obj: JSON) -> JSON: ...
 
 
@@ -174,9 +185,7 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
 
 
 async def _write(writer: Writer, vertex: Vertex) -> None:
-    if vertex.action is Action.CREATE:
-        await writer.create(vertex.cluster, vertex.obj)
-    elif vertex.action is Action.UPDATE:
-        await writer.update(vertex.cluster, vertex.obj)
-    elif vertex.action is Action.DELETE:
-        await writer.delete(vertex.cluster, vertex.obj)
+    verbs = {Action.CREATE: writer.create, Action.UPDATE: writer.update,
+             Action.APPLY: writer.apply, Action.STATUS: writer.patch_status,
+             Action.DELETE: writer.delete}
+    await verbs[vertex.action](vertex.cluster, vertex.obj)

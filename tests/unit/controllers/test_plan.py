@@ -38,6 +38,12 @@ class RecordingWriter:
     async def delete(self, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
         return await self._do("delete", cluster, o)
 
+    async def apply(self, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
+        return await self._do("apply", cluster, o)
+
+    async def patch_status(self, cluster: str, o: dict[str, Any]) -> dict[str, Any]:
+        return await self._do("status", cluster, o)
+
 
 def namespace_then_object(cluster: str = "m1") -> tuple[plan.Plan, plan.Vertex, plan.Vertex]:
     p = plan.Plan()
@@ -107,3 +113,16 @@ def test_adding_the_same_object_twice_keeps_one_vertex() -> None:
     first = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("Namespace", "team")))
     second = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("Namespace", "team")))
     assert first is second and len(p) == 1
+
+
+async def test_every_action_reaches_its_verb() -> None:
+    """create, update, apply, status and delete each call the matching writer method."""
+    p = plan.Plan()
+    for index, action in enumerate([plan.Action.CREATE, plan.Action.UPDATE, plan.Action.APPLY,
+                                    plan.Action.STATUS, plan.Action.DELETE]):
+        p.add(plan.Vertex("m1", action, obj("ConfigMap", f"o{index}", "a")))
+    writer = RecordingWriter()
+    assert (await plan.execute(p, writer)).ok
+    assert sorted(writer.calls) == [("apply", "m1", "o2"), ("create", "m1", "o0"),
+                                    ("delete", "m1", "o4"), ("status", "m1", "o3"),
+                                    ("update", "m1", "o1")]
