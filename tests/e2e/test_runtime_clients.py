@@ -52,6 +52,12 @@ def etcd_revision(endpoint: str) -> int:
     return int(json.loads(out)[0]["Status"]["header"]["revision"])
 
 
+def compact(endpoint: str) -> None:
+    subprocess.run(["etcdctl", "--endpoints", endpoint, "compact", str(etcd_revision(endpoint))],
+                   env={**os.environ, "ETCDCTL_API": "3"}, check=True, capture_output=True,
+                   timeout=30)
+
+
 @pytest.mark.timeout(120)
 async def test_watch_410_gone_relists(fleet: TestFleet,
                                       cluster_set: clusters.ClusterSet) -> None:
@@ -73,9 +79,7 @@ async def test_watch_410_gone_relists(fleet: TestFleet,
     for name in names:
         await member.client.create(kube.CONFIGMAPS, configmap(name))
     endpoint = fleet.spec("member1").etcd_endpoint
-    subprocess.run(["etcdctl", "--endpoints", endpoint, "compact", str(etcd_revision(endpoint))],
-                   env={**os.environ, "ETCDCTL_API": "3"}, check=True, capture_output=True,
-                   timeout=30)
+    await asyncio.to_thread(compact, endpoint)
     # The apiserver serves watches from its watch cache, which keeps 75 s of history
     # whatever etcd compacted; a restart rebuilds it from etcd, now compacted past our
     # resourceVersion, as happens when an apiserver restarts or fails over.
