@@ -137,6 +137,8 @@ class Outcome:
     attempted: bool = True
     exception: BaseException | None = dataclasses.field(default=None, repr=False,
                                                        compare=False)
+    result: JSON | None = dataclasses.field(default=None, repr=False, compare=False)
+    """What the server answered to a successful write."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +148,10 @@ class Report:
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.outcomes.values())
+
+    def result(self, vertex: Vertex | None) -> JSON | None:
+        outcome = self.outcomes.get(vertex.key) if vertex is not None else None
+        return outcome.result if outcome is not None else None
 
     def failed(self) -> list[Outcome]:
         return [o for o in self.outcomes.values() if not o.ok]
@@ -173,10 +179,10 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
             return Outcome(vertex, ok=True, attempted=False)
         async with limit:
             try:
-                await _write(writer, vertex)
+                answer = await _write(writer, vertex)
             except Exception as exc:  # every failure becomes an outcome, none is lost
                 return Outcome(vertex, ok=False, error=str(exc), exception=exc)
-        return Outcome(vertex, ok=True)
+        return Outcome(vertex, ok=True, result=answer)
 
     for vertex in plan.order():
         tasks[vertex.key] = asyncio.create_task(run(vertex), name=vertex.describe())
@@ -184,8 +190,8 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
     return Report({outcome.vertex.key: outcome for outcome in results})
 
 
-async def _write(writer: Writer, vertex: Vertex) -> None:
+async def _write(writer: Writer, vertex: Vertex) -> JSON:
     verbs = {Action.CREATE: writer.create, Action.UPDATE: writer.update,
              Action.APPLY: writer.apply, Action.STATUS: writer.patch_status,
              Action.DELETE: writer.delete}
-    await verbs[vertex.action](vertex.cluster, vertex.obj)
+    return await verbs[vertex.action](vertex.cluster, vertex.obj)

@@ -1,0 +1,104 @@
+"""Which kinds are propagated, and the informers that follow them.
+
+Templates are the user's own objects of any kind, so the set of kinds to
+watch is not known at start: it is the set of kinds the policies select. When
+a policy names a kind for the first time, the tracker resolves it through the
+hub's discovery, starts a hub informer for it (every template of that kind
+then reaches the queue: handlers replay the cache) and informers in every
+engaged member (their events reconcile the template of the same name: that
+is how drift and member status come back). A member that does not serve the
+kind yet (its CRD is propagated later) is retried on every reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from federation.contexts.cache import Event
+from federation.contexts.client import ClientError, Resource
+from federation.contexts.clusters import Cluster, ClusterSet
+from federation.runtime import reconcile
+
+log = logging.getLogger("federation.kinds")
+
+Enqueue = Callable[[reconcile.Request], None]
+
+
+class KindTracker:
+    """Hub and member informers for every propagated kind."""
+
+    def __init__(self, clusters: ClusterSet, enqueue: Enqueue) -> None:
+        self.clusters = clusters
+        self.enqueue = enqueue
+        self.hub_resources: dict[str, Resource] = {}
+        """group kind (``Deployment.apps``) -> the hub's resource for it."""
+        self.member_resources: dict[tuple[str, str], Resource] = {}
+        """(cluster, group kind) -> that member's resource."""
+
+    def resource(self, group_kind: str) -> Resource | None:
+        return self.hub_resources.get(group_kind)
+
+    def member_resource(self, cluster: str, group_kind: str) -> Resource | None:
+        return self.member_resources.get((cluster, group_kind))
+
+    async def track(self, api_version: str, kind: str) -> Resource:
+        """Follow ``kind`` on the hub and in the members (idempotent)."""
+        hub = self.clusters.hub
+        assert hub.discovery is not None and hub.cache is not None
+        resource = await hub.discovery.resolve(api_version, kind)
+        group_kind = reconcile.group_kind(resource)
+        if group_kind not in self.hub_resources:
+            self.hub_resources[group_kind] = resource
+            log.info("propagating kind %s", group_kind)
+            hub.cache.informer(resource).add_handler(self._template_event)
+        await self.track_members(resource)
+        return resource
+
+    async def track_members(self, hub_resource: Resource,
+                            only: Iterable[Cluster] | None = None) -> None:
+        group_kind = reconcile.group_kind(hub_resource)
+        for cluster in only if only is not None else self.clusters.members:
+            if cluster.is_hub or not cluster.engaged or cluster.cache is None:
+                continue
+            if (cluster.name, group_kind) in self.member_resources:
+                continue
+            assert cluster.discovery is not None
+            try:
+                resource = await cluster.discovery.resolve(hub_resource.api_version,
+                                                           hub_resource.kind)
+            except ClientError as exc:
+                log.info("%s does not serve %s yet: %s", cluster.name, group_kind, exc)
+                continue
+            self.member_resources[(cluster.name, group_kind)] = resource
+            cluster.cache.informer(resource).add_handler(self._copy_event)
+
+    def _template_event(self, event: Event) -> None:
+        meta = event.obj.get("metadata") or {}
+        self.enqueue(reconcile.Request(self.clusters.hub.name,
+                                       reconcile.group_kind(event.resource),
+                                       str(meta.get("namespace") or ""), str(meta["name"])))
+
+    def _copy_event(self, event: Event) -> None:
+        """A member object changed: reconcile the hub template of the same identity."""
+        meta = event.obj.get("metadata") or {}
+        self.enqueue(reconcile.Request(self.clusters.hub.name,
+                                       reconcile.group_kind(event.resource),
+                                       str(meta.get("namespace") or ""), str(meta["name"])))
+
+    def templates(self, group_kind: str | None = None) -> list[reconcile.Request]:
+        """Requests for every cached template (of one kind, or of all tracked kinds)."""
+        hub = self.clusters.hub
+        assert hub.cache is not None
+        found = []
+        for name, resource in self.hub_resources.items():
+            if group_kind is not None and name != group_kind:
+                continue
+            informer = hub.cache.informers.get(resource)
+            if informer is None:
+                continue
+            for obj in informer.store.list(None, None):
+                meta = obj.get("metadata") or {}
+                found.append(reconcile.Request(hub.name, name, str(meta.get("namespace") or ""),
+                                               str(meta["name"])))
+        return found

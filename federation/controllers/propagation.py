@@ -1,0 +1,765 @@
+"""The propagation controller: hub templates to member clusters, as a plan.
+
+One reconcile handles one template (a user object on the hub of any kind a
+policy selects). It is the KubeBlocks shape: a chain of transformers, each a
+small function that reads (caches, policies, the placement engine) and adds
+to a :class:`Build`; then one executor applies the plan. The chain reads like
+a table of contents (:data:`TRANSFORMERS`). House rules: one concern per
+transformer; transformers never write; writes exist only as plan vertices.
+
+1. ``load_policy``: the winning PropagationPolicy/ClusterPropagationPolicy.
+2. ``load_clusters``: MemberClusters (or the engaged members) as placement input.
+3. ``schedule``: the placement engine, fed the previous decision.
+4. ``render``: per-cluster manifests: replicas, overrides, ownership marks.
+5. ``plan_dependencies``: the namespace (and the CRD of a custom resource) first.
+6. ``plan_copies``: create / update / nothing, per cluster, against the member
+   cache; foreign objects are conflicts, never overwritten unless the policy
+   says ``conflictResolution: Overwrite``.
+7. ``plan_removals``: copies on clusters no longer chosen are deleted; an
+   unreachable one is remembered (pending cleanup) and retried.
+8. ``plan_record``: the template's finalizer and decision annotations, written
+   before any member copy (every member vertex depends on it).
+
+After execution a second, small plan writes what was learned: the template's
+status (summed replicas, conditions) and its ResourceBinding. Events are
+emitted when a condition changes.
+
+Deletion: the finalizer holds the template until its copies are deleted. A
+member that cannot be reached is waited for at most ``cleanup_wait`` seconds;
+then the finalizer is released with a ``CleanupPending`` condition and event
+on the ResourceBinding, which stays behind and is cleaned (by
+:mod:`federation.controllers.cleanup`) when the member returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from federation.contexts.client import ApiError, ClientError, ClusterUnavailable, Resource
+from federation.contexts.clusters import ClusterSet
+from federation.contexts.multicluster import PLACEMENT_ANNOTATION, MultiClusterClient
+from federation.controllers import api, bindings, events, manifests, overrides, plan, status
+from federation.controllers.kinds import KindTracker
+from federation.placement import clusters as clusters_
+from federation.placement import decision as decision_
+from federation.placement import engine, loader, matching
+from federation.placement import policy as policy_
+from federation.placement import resources as resources_
+from federation.runtime.reconcile import Request, Result, group_kind
+
+log = logging.getLogger("federation.propagation")
+JSON = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class PropagationSettings:
+    cleanup_wait: float = 30.0
+    """Seconds a deleted template waits for unreachable members before its finalizer is
+    released (the ResourceBinding then carries the pending cleanup). Long enough to ride
+    out an API server restart, short enough that `kubectl delete` does not look hung."""
+    retry_pending: float = 5.0
+    """Seconds between attempts to clean copies on a member that was unreachable."""
+
+
+class Problem(Exception):
+    """Bad input: shown as a condition and an event, retried only when inputs change."""
+
+    def __init__(self, condition: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.condition = condition
+        self.reason = reason
+
+
+@dataclasses.dataclass
+class Build:
+    """What the transformers learned and intend for one template."""
+
+    template: JSON
+    resource: Resource
+    hub: str
+    policy: policy_.Policy | None = None
+    policy_doc: JSON = dataclasses.field(default_factory=dict)
+    clusters: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
+    decision: decision_.Decision | None = None
+    desired: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    live: dict[str, JSON | None] = dataclasses.field(default_factory=dict)
+    unreachable: dict[str, str] = dataclasses.field(default_factory=dict)
+    conflicts: dict[str, str] = dataclasses.field(default_factory=dict)
+    removals: list[str] = dataclasses.field(default_factory=list)
+    pending_cleanup: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    dag: plan.Plan = dataclasses.field(default_factory=plan.Plan)
+    record: plan.Vertex | None = None
+    binding: JSON | None = None
+    """The template's ResourceBinding as cached (previous conditions live there)."""
+
+    @property
+    def previous_conditions(self) -> list[JSON]:
+        found = bindings.previous_conditions(self.binding)
+        if found:
+            return found
+        return list((self.template.get("status") or {}).get("conditions") or [])
+
+    @property
+    def meta(self) -> JSON:
+        found: JSON = self.template.setdefault("metadata", {})
+        return found
+
+    @property
+    def namespace(self) -> str | None:
+        return self.meta.get("namespace")
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def previous(self) -> dict[str, int]:
+        return decision_from(self.template)
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted(self.decision.clusters) if self.decision else []
+
+
+def decision_from(template: Mapping[str, Any]) -> dict[str, int]:
+    raw = (template.get("metadata", {}).get("annotations") or {}).get(api.REPLICAS_ANNOTATION)
+    try:
+        found = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def pending_from(template: Mapping[str, Any]) -> list[str]:
+    annotations = template.get("metadata", {}).get("annotations") or {}
+    try:
+        found = json.loads(annotations.get(api.PENDING_CLEANUP_ANNOTATION) or "[]")
+    except ValueError:
+        return []
+    return sorted(str(n) for n in found) if isinstance(found, list) else []
+
+
+class Reconciler:
+    """Reconciles hub templates (requests in the hub cluster, of tracked kinds)."""
+
+    def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
+                 recorder: events.Recorder,
+                 settings: PropagationSettings | None = None) -> None:
+        self.mc = mc
+        self.clusters = clusters
+        self.kinds = kinds
+        self.recorder = recorder
+        self.settings = settings or PropagationSettings()
+        self.hub = clusters.hub.name
+        self.writer = Writer(mc)
+
+    # -- the reconcile -------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        resource = self.kinds.resource(request.kind)
+        if resource is None:
+            return None
+        template = await self.mc.get(resource, request.name, request.namespace or None,
+                                     cluster=self.hub)
+        if template is None:
+            return None
+        build = Build(template=template, resource=resource, hub=self.hub)
+        build.binding = await self.mc.get(bindings.binding_resource(template),
+                                          bindings.binding_name(template),
+                                          request.namespace or None, cluster=self.hub)
+        if template["metadata"].get("deletionTimestamp"):
+            return await self._finalize(build)
+        try:
+            for transformer in TRANSFORMERS:
+                await transformer(self, build)
+        except Problem as problem:
+            return await self._report_problem(build, problem)
+        if build.policy is None:
+            return await self._unpropagate(build)
+        report = await plan.execute(build.dag, self.writer)
+        return await self._after(build, report)
+
+    # -- after execution: what was learned -----------------------------------------------
+
+    async def _after(self, build: Build, report: plan.Report) -> Result | None:
+        failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
+                  if o.vertex.cluster != self.hub}
+        hub_failed = [o for o in report.failed() if o.vertex.cluster == self.hub]
+        if hub_failed:
+            raise hub_failed[0].exception or RuntimeError(hub_failed[0].error)
+        removed = [c for c in build.removals if c not in failed]
+        still_pending = sorted(set(build.pending_cleanup) - set(removed))
+        if still_pending != pending_from(build.template) or removed:
+            recorded = report.result(build.record)
+            await self._write_pending(build, recorded or build.template, still_pending)
+        await self._write_status(build, failed, still_pending)
+        if failed or build.unreachable:
+            errors = {**build.unreachable, **failed}
+            raise ClusterUnavailable(",".join(sorted(errors)), "; ".join(
+                f"{name}: {message}" for name, message in sorted(errors.items())))
+        if still_pending:
+            return Result(requeue_after=self.settings.retry_pending)
+        return None
+
+    async def _write_pending(self, build: Build, current: JSON, pending: list[str]) -> None:
+        """Record clusters still holding copies, so the placement annotation keeps routing."""
+        annotations = current["metadata"].setdefault("annotations", {})
+        set_json(annotations, api.PENDING_CLEANUP_ANNOTATION, pending)
+        annotations[PLACEMENT_ANNOTATION] = json.dumps(sorted(set(build.targets) | set(pending)))
+        build.template = await self.writer.update(self.hub, current)
+
+    async def _write_status(self, build: Build, failed: Mapping[str, str],
+                            pending: Sequence[str]) -> None:
+        copies = await self._copies(build, build.targets)
+        conditions = self._conditions(build, failed, pending, copies)
+        binding = bindings.binding(build.template, build.decision, build.policy, conditions,
+                                   copies, failed, build.unreachable, pending)
+        await self._emit_transitions(build, conditions)
+        writes = plan.Plan()
+        writes.add(plan.Vertex(self.hub, plan.Action.APPLY, binding["object"]))
+        writes.add(plan.Vertex(self.hub, plan.Action.STATUS, binding["status"]))
+        template_status = status.template_status(build.template, copies, conditions)
+        if template_status is not None and not status.same_status(
+                build.template.get("status"), template_status):
+            writes.add(plan.Vertex(self.hub, plan.Action.STATUS,
+                                   status_patch(build.template, template_status)))
+        report = await plan.execute(writes, self.writer)
+        if not report.ok:
+            first = report.failed()[0]
+            raise first.exception or RuntimeError(first.error)
+
+    async def _copies(self, build: Build, names: Sequence[str]) -> dict[str, JSON | None]:
+        copies: dict[str, JSON | None] = {}
+        for name in names:
+            if name in build.live and name not in build.unreachable:
+                copies[name] = await self._live(build, name)
+            else:
+                copies[name] = None
+        return copies
+
+    def _conditions(self, build: Build, failed: Mapping[str, str], pending: Sequence[str],
+                    copies: Mapping[str, JSON | None]) -> list[JSON]:
+        previous = build.previous_conditions
+        decision = build.decision
+        assert decision is not None
+        placed = decision_.counts_text(decision.clusters) if decision.clusters else "no cluster"
+        problems = {**build.unreachable, **failed,
+                    **{c: f"conflict: {m}" for c, m in build.conflicts.items()}}
+        applied_ok = not problems
+        applied_message = "applied to " + ", ".join(build.targets) if applied_ok else \
+            "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))
+        unhealthy = {c: status.health(copy) for c, copy in copies.items()
+                     if status.health(copy) != "Healthy"}
+        result = [
+            status.condition("Scheduled", True, "Scheduled", f"placed {placed}", previous),
+            status.condition("Applied", applied_ok, "Applied" if applied_ok else "ApplyFailed",
+                             applied_message, previous),
+            status.condition("Healthy", not unhealthy and applied_ok,
+                             "Healthy" if not unhealthy else "NotHealthy",
+                             "all copies healthy" if not unhealthy else ", ".join(
+                                 f"{c}: {h}" for c, h in sorted(unhealthy.items())), previous),
+        ]
+        if build.conflicts:
+            result.append(status.condition("Conflict", True, "ObjectNotManaged", "; ".join(
+                f"{c}: {m}" for c, m in sorted(build.conflicts.items())), previous))
+        if pending:
+            result.append(status.condition("CleanupPending", True, "MemberUnreachable",
+                                           "copies still to delete in " + ", ".join(pending),
+                                           previous))
+        return result
+
+    async def _emit_transitions(self, build: Build, conditions: Sequence[JSON]) -> None:
+        before = {c.get("type"): c for c in build.previous_conditions}
+        decision = build.decision
+        assert decision is not None
+        if decision.clusters != build.previous or "Scheduled" not in before:
+            await self.recorder.emit(build.template, "Normal", "Scheduled",
+                                     f"placed {decision_.counts_text(decision.clusters)} "
+                                     f"by {api_ref(build.policy)}")
+        for condition in conditions:
+            old = before.get(condition["type"])
+            changed = old is None or old.get("status") != condition["status"] \
+                or old.get("message") != condition["message"]
+            if not changed:
+                continue
+            bad = (condition["type"] in ("Conflict", "CleanupPending")) == \
+                (condition["status"] == "True")
+            if condition["type"] == "Applied" and condition["status"] == "True":
+                await self.recorder.emit(build.template, "Normal", "Applied",
+                                         condition["message"])
+            elif bad and condition["type"] != "Healthy":
+                await self.recorder.emit(build.template, "Warning", condition["reason"],
+                                         condition["message"])
+
+    async def _report_problem(self, build: Build, problem: Problem) -> Result | None:
+        """Bad input: a condition and an event; nothing is written to members."""
+        log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
+                 problem)
+        previous = build.previous_conditions
+        conditions = [status.condition(problem.condition, False, problem.reason, str(problem),
+                                       previous)]
+        await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
+        binding = bindings.binding(build.template, build.decision, build.policy, conditions,
+                                   {}, {}, {}, pending_from(build.template))
+        writes = plan.Plan()
+        writes.add(plan.Vertex(self.hub, plan.Action.APPLY, binding["object"]))
+        writes.add(plan.Vertex(self.hub, plan.Action.STATUS, binding["status"]))
+        template_status = status.template_status(build.template, {}, conditions)
+        if template_status is not None:
+            template_status = {**(build.template.get("status") or {}),
+                               "conditions": template_status["conditions"]}
+            writes.add(plan.Vertex(self.hub, plan.Action.STATUS,
+                                   status_patch(build.template, template_status)))
+        report = await plan.execute(writes, self.writer)
+        if not report.ok:
+            first = report.failed()[0]
+            raise first.exception or RuntimeError(first.error)
+        return None
+
+    # -- unpropagate and delete ------------------------------------------------------------
+
+    async def _unpropagate(self, build: Build) -> Result | None:
+        """No policy selects the template (any more): remove copies, then our marks."""
+        if api.FINALIZER not in (build.meta.get("finalizers") or []):
+            return None
+        return await self._remove_everywhere(build, release=True, reason="no policy")
+
+    async def _finalize(self, build: Build) -> Result | None:
+        if api.FINALIZER not in (build.meta.get("finalizers") or []):
+            return None
+        orphan = (build.meta.get("annotations") or {}).get(api.ORPHAN_ANNOTATION) == "true"
+        if orphan:
+            return await self._release(build, [], orphaned=True)
+        return await self._remove_everywhere(build, release=True, reason="template deleted")
+
+    async def _remove_everywhere(self, build: Build, release: bool, reason: str
+                                 ) -> Result | None:
+        holders = sorted(set(decision_from(build.template)) | set(pending_from(build.template)))
+        removal = plan.Plan()
+        for cluster in holders:
+            vertex = await self._delete_vertex(build, cluster)
+            if vertex is not None:
+                removal.add(vertex)
+        report = await plan.execute(removal, self.writer)
+        pending = sorted({c for c in build.unreachable} |
+                         {o.vertex.cluster for o in report.failed()})
+        for cluster in pending:
+            log.warning("%s %s: copy in %s not removed yet (%s)", build.resource.kind,
+                        build.name, cluster, build.unreachable.get(cluster, "delete failed"))
+        deleting_since = build.meta.get("deletionTimestamp")
+        waited = _age(deleting_since) if deleting_since else 0.0
+        if pending and waited < self.settings.cleanup_wait:
+            return Result(requeue_after=min(self.settings.retry_pending,
+                                                      self.settings.cleanup_wait - waited + 0.1))
+        if pending and not deleting_since:
+            return Result(requeue_after=self.settings.retry_pending)
+        return await self._release(build, pending, orphaned=False, reason=reason)
+
+    async def _release(self, build: Build, pending: list[str], orphaned: bool,
+                       reason: str = "template deleted") -> Result | None:
+        """Drop our finalizer and marks; the binding keeps whatever is still pending."""
+        resource = bindings.binding_resource(build.template)
+        name = bindings.binding_name(build.template)
+        if pending:
+            message = (f"{reason}; copies left in {', '.join(pending)} (unreachable for "
+                       f"{self.settings.cleanup_wait:.0f}s) are deleted when they return")
+            await self.recorder.emit(build.template, "Warning", "CleanupPending", message)
+            await self._mark_binding_pending(build, pending, message)
+        else:
+            try:
+                await self.mc.cluster(self.hub).delete(resource, name, build.namespace)
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
+            if orphaned:
+                await self.recorder.emit(build.template, "Normal", "Orphaned",
+                                         "member copies kept (federation.io/orphan)")
+        fresh = await self.mc.get(build.resource, build.name, build.namespace, cluster=self.hub)
+        if fresh is None:
+            return None
+        meta = fresh["metadata"]
+        meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != api.FINALIZER]
+        annotations = meta.get("annotations") or {}
+        for key in (api.REPLICAS_ANNOTATION, api.PENDING_CLEANUP_ANNOTATION,
+                    api.POLICY_ANNOTATION, PLACEMENT_ANNOTATION):
+            annotations.pop(key, None)
+        await self.writer.update(self.hub, fresh)
+        self.recorder.forget(fresh)
+        return None
+
+    async def _mark_binding_pending(self, build: Build, pending: list[str], message: str
+                                    ) -> None:
+        previous = build.previous_conditions
+        conditions = [status.condition("CleanupPending", True, "MemberUnreachable", message,
+                                       previous)]
+        binding = bindings.binding(build.template, None, build.policy, conditions, {}, {},
+                                   build.unreachable, pending, orphan_of_deleted=True)
+        writes = plan.Plan()
+        writes.add(plan.Vertex(self.hub, plan.Action.APPLY, binding["object"]))
+        writes.add(plan.Vertex(self.hub, plan.Action.STATUS, binding["status"]))
+        report = await plan.execute(writes, self.writer)
+        if not report.ok:
+            first = report.failed()[0]
+            raise first.exception or RuntimeError(first.error)
+
+    async def _delete_vertex(self, build: Build, cluster: str) -> plan.Vertex | None:
+        """A delete of our copy in ``cluster``; None when there is none (or not ours)."""
+        try:
+            live = await self._live(build, cluster)
+        except ClientError as exc:
+            build.unreachable[cluster] = str(exc)
+            return None
+        if live is None or not manifests.is_ours(live):
+            return None
+        return plan.Vertex(cluster, plan.Action.DELETE, live, reason="copy no longer wanted")
+
+    async def _live(self, build: Build, cluster: str) -> JSON | None:
+        kind = group_kind(build.resource)
+        resource = self.kinds.member_resource(cluster, kind)
+        if resource is None:
+            await self.kinds.track_members(build.resource, [self.clusters.get(cluster)])
+            resource = self.kinds.member_resource(cluster, kind)
+        if resource is None:
+            # The member does not serve this kind (yet): no copy can exist there.
+            self.clusters.get(cluster).check_writable()
+            return None
+        return await self.mc.get(resource, build.name, build.namespace, cluster=cluster)
+
+
+# -- transformers: read only; they add to the build and its plan ---------------------------
+
+
+async def load_policy(r: Reconciler, build: Build) -> None:
+    resource = resources_.from_manifest(build.template)
+    found: list[tuple[policy_.Policy, JSON]] = []
+    for kind in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
+        namespace = build.namespace if kind.namespaced else None
+        if kind.namespaced and namespace is None:
+            continue
+        listing = await r.mc.list(kind, namespace, clusters=[r.hub])
+        for doc in listing.items.get(r.hub, []):
+            policy = parse_policy(doc)
+            if policy is not None and matching.matches(policy, resource):
+                found.append((policy, doc))
+    if not found:
+        return
+    found.sort(key=lambda pair: matching.precedence(pair[0]))
+    build.policy, build.policy_doc = found[0]
+    build.notes.append(matching.describe(found[0][0], [p for p, _ in found[1:]]))
+
+
+def parse_policy(doc: Mapping[str, Any]) -> policy_.Policy | None:
+    """A hub policy object as a placement policy; invalid ones are skipped (they carry a
+    Valid=False condition of their own, see :mod:`federation.controllers.policies`)."""
+    body = {k: v for k, v in doc.items() if k != "status"}
+    try:
+        return loader.parse_policy(body, f"{doc.get('kind')} {doc['metadata'].get('name')}")
+    except loader.LoadError:
+        return None
+
+
+async def load_clusters(r: Reconciler, build: Build) -> None:
+    if build.policy is None:
+        return
+    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub])
+    registered = listing.items.get(r.hub, [])
+    build.clusters = placement_clusters(registered, r.clusters)
+
+
+def placement_clusters(registered: Sequence[Mapping[str, Any]], clusters: ClusterSet
+                       ) -> list[clusters_.Cluster]:
+    """MemberClusters as placement clusters; without any, the engaged members bare."""
+    found = []
+    if registered:
+        for doc in registered:
+            name = str(doc["metadata"]["name"])
+            if name not in clusters.clusters:
+                continue
+            found.append(member_cluster(doc, clusters.get(name).available is not False))
+        return found
+    return [clusters_.Cluster(name=c.name, ready=c.available is not False)
+            for c in clusters.members if not c.is_hub and c.engaged]
+
+
+def member_cluster(doc: Mapping[str, Any], reachable: bool) -> clusters_.Cluster:
+    spec = doc.get("spec") or {}
+    conditions = {c.get("type"): c.get("status")
+                  for c in (doc.get("status") or {}).get("conditions") or []}
+    ready = reachable and conditions.get("Ready", "True") != "False"
+    available = (doc.get("status") or {}).get("availableReplicas")
+    return clusters_.Cluster.model_validate({
+        "name": doc["metadata"]["name"],
+        "labels": doc["metadata"].get("labels") or {},
+        "region": spec.get("region") or None, "zone": spec.get("zone") or None,
+        "provider": spec.get("provider") or None,
+        "taints": [{k: t[k] for k in ("key", "value", "effect") if k in t}
+                   for t in spec.get("taints") or []],
+        "available_replicas": available if isinstance(available, int) else None,
+        "ready": ready,
+    })
+
+
+async def schedule(r: Reconciler, build: Build) -> None:
+    if build.policy is None:
+        return
+    unknown = unknown_cluster_names(build.policy, {c.name for c in build.clusters})
+    if unknown:
+        raise Problem("Scheduled", "UnknownCluster",
+                      f"{api_ref(build.policy)} names unknown cluster(s) "
+                      f"{', '.join(unknown)} (known: "
+                      f"{', '.join(sorted(c.name for c in build.clusters))})")
+    resource = resources_.from_manifest(build.template)
+    decision = engine.place(resource, build.policy, build.clusters, build.previous)
+    decision = dataclasses.replace(decision, explanation=(*build.notes, *decision.explanation))
+    build.decision = decision
+    if not decision.ok:
+        raise Problem("Scheduled", "ScheduleFailed", f"{decision.error}")
+
+
+def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:
+    placement = policy.spec.placement
+    named: list[str] = []
+    for _, affinity in policy_.affinity_terms(placement):
+        if affinity is not None:
+            named += affinity.cluster_names
+    strategy = placement.replica_scheduling
+    if strategy and strategy.weight_preference:
+        for rule in strategy.weight_preference.static_weight_list:
+            named += rule.target_cluster.cluster_names
+    return sorted(set(named) - known)
+
+
+async def render(r: Reconciler, build: Build) -> None:
+    if build.policy is None or build.decision is None:
+        return
+    resource = resources_.from_manifest(build.template)
+    policies = await load_overrides(r, build.namespace)
+    chosen = overrides.applicable(policies, resource)
+    divided = policy_.mode(build.policy.spec.placement) is not policy_.Mode.DUPLICATED
+    by_name = {c.name: c for c in build.clusters}
+    uid = str(build.meta.get("uid"))
+    for cluster, replicas in build.decision.clusters.items():
+        manifest = manifests.render(build.template, replicas, divided)
+        try:
+            applied = overrides.apply_all(manifest, by_name[cluster], chosen)
+        except overrides.OverrideError as exc:
+            raise Problem("Applied", "OverrideFailed", f"{cluster}: {exc}") from None
+        build.desired[cluster] = manifests.mark(applied.manifest, uid)
+
+
+async def load_overrides(r: Reconciler, namespace: str | None
+                         ) -> list[overrides.OverridePolicy]:
+    found = []
+    for kind in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES):
+        if kind.namespaced and namespace is None:
+            continue
+        listing = await r.mc.list(kind, namespace if kind.namespaced else None,
+                                  clusters=[r.hub])
+        for doc in listing.items.get(r.hub, []):
+            try:
+                found.append(overrides.parse({k: v for k, v in doc.items() if k != "status"}))
+            except overrides.OverrideError:
+                continue  # reported on the policy itself
+    return found
+
+
+async def plan_record(r: Reconciler, build: Build) -> None:
+    """Finalizer and decision on the template, before any member is touched."""
+    if build.policy is None or build.decision is None:
+        return
+    template = build.template
+    meta = template["metadata"]
+    annotations = dict(meta.get("annotations") or {})
+    pending = sorted(set(pending_from(template)) | set(build.removals))
+    wanted = dict(annotations)
+    set_json(wanted, api.REPLICAS_ANNOTATION, dict(build.decision.clusters))
+    wanted[api.POLICY_ANNOTATION] = api_ref(build.policy)
+    wanted[PLACEMENT_ANNOTATION] = json.dumps(sorted(set(build.targets) | set(pending)))
+    set_json(wanted, api.PENDING_CLEANUP_ANNOTATION, pending)
+    finalizers = list(meta.get("finalizers") or [])
+    if api.FINALIZER not in finalizers:
+        finalizers.append(api.FINALIZER)
+    action = plan.Action.NOOP
+    if wanted != annotations or finalizers != (meta.get("finalizers") or []):
+        action = plan.Action.UPDATE
+        meta["annotations"] = wanted
+        meta["finalizers"] = finalizers
+    build.pending_cleanup = pending
+    build.record = build.dag.add(plan.Vertex(r.hub, action, template,
+                                              reason="record decision"))
+    for vertex in list(build.dag):
+        if vertex is not build.record:
+            build.dag.depend(vertex, on=build.record)
+
+
+async def plan_dependencies(r: Reconciler, build: Build) -> None:
+    """The namespace of a namespaced template, and the CRD of a custom resource."""
+    for cluster in build.desired:
+        if build.namespace:
+            await _namespace_vertex(r, build, cluster)
+        await _crd_vertex(r, build, cluster)
+
+
+async def _namespace_vertex(r: Reconciler, build: Build, cluster: str) -> None:
+    from federation.contexts.client import NAMESPACES
+
+    try:
+        live = await r.mc.get(NAMESPACES, str(build.namespace), cluster=cluster)
+    except ClientError as exc:
+        build.unreachable[cluster] = str(exc)
+        return
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": build.namespace,
+                              "labels": {"federation.io/created-for": "propagation"}}}
+    build.dag.add(plan.Vertex(cluster, plan.Action.NOOP if live else plan.Action.CREATE,
+                               namespace, reason="namespace of a propagated object"))
+
+
+async def _crd_vertex(r: Reconciler, build: Build, cluster: str) -> None:
+    """A custom resource needs its CRD in the member: propagate it along when absent."""
+    group = build.resource.group
+    if not group or build.resource.kind == "CustomResourceDefinition":
+        return
+    crd_name = f"{build.resource.plural}.{group}"
+    hub_crd = await r.mc.get(api.CRDS, crd_name, cluster=r.hub)
+    if hub_crd is None:
+        return  # a built-in kind (or an aggregated API): nothing to propagate
+    try:
+        live = await r.mc.get(api.CRDS, crd_name, cluster=cluster)
+    except ClientError as exc:
+        build.unreachable[cluster] = str(exc)
+        return
+    if live is not None:
+        return
+    desired = manifests.mark(manifests.render(hub_crd, None, False),
+                             str(hub_crd["metadata"].get("uid")))
+    build.dag.add(plan.Vertex(cluster, plan.Action.CREATE, desired,
+                               reason=f"CRD of {build.resource.kind}"))
+
+
+async def plan_copies(r: Reconciler, build: Build) -> None:
+    overwrite = str((build.policy_doc.get("spec") or {}).get("conflictResolution")) == "Overwrite"
+    for cluster, desired in build.desired.items():
+        if cluster in build.unreachable:
+            continue
+        try:
+            live = await r._live(build, cluster)
+        except ClientError as exc:
+            build.unreachable[cluster] = str(exc)
+            continue
+        build.live[cluster] = live
+        vertex = copy_vertex(cluster, desired, live, overwrite)
+        if vertex is None:
+            build.conflicts[cluster] = (
+                f"{build.resource.kind} {build.namespace + '/' if build.namespace else ''}"
+                f"{build.name} exists and is not managed by federation "
+                "(set conflictResolution: Overwrite in the policy to take it over)")
+            continue
+        added = build.dag.add(vertex)
+        for other in list(build.dag):
+            if other.cluster == cluster and other is not added and \
+                    other.obj.get("kind") in ("Namespace", "CustomResourceDefinition"):
+                build.dag.depend(added, on=other)
+
+
+def copy_vertex(cluster: str, desired: JSON, live: JSON | None, overwrite: bool
+                ) -> plan.Vertex | None:
+    """Create, update or nothing for one copy; None for a foreign object we may not touch."""
+    if live is None:
+        return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing")
+    if not manifests.is_ours(live) and not overwrite:
+        return None
+    why = manifests.needs_write(desired, live) if manifests.is_ours(live) else "taking over"
+    if why is None:
+        return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
+    return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why)
+
+
+async def plan_removals(r: Reconciler, build: Build) -> None:
+    """Copies on clusters that held the template before and are not chosen now."""
+    holders = set(build.previous) | set(pending_from(build.template))
+    for cluster in sorted(holders - set(build.targets)):
+        if cluster not in r.clusters.clusters:
+            continue
+        vertex = await r._delete_vertex(build, cluster)
+        build.removals.append(cluster)
+        if vertex is not None:
+            build.dag.add(vertex)
+
+
+TRANSFORMERS: tuple[Callable[[Reconciler, Build], Awaitable[None]], ...] = (
+    load_policy,
+    load_clusters,
+    schedule,
+    render,
+    plan_dependencies,
+    plan_copies,
+    plan_removals,
+    plan_record,
+)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def api_ref(policy: policy_.Policy | None) -> str:
+    return f"{policy.kind} {policy.ref}" if policy is not None else "no policy"
+
+
+def set_json(annotations: JSON, key: str, value: Any) -> None:
+    if value:
+        annotations[key] = json.dumps(value, sort_keys=True)
+    else:
+        annotations.pop(key, None)
+
+
+def status_patch(template: Mapping[str, Any], new_status: JSON) -> JSON:
+    meta = template["metadata"]
+    body: JSON = {"apiVersion": template["apiVersion"], "kind": template["kind"],
+                  "metadata": {"name": meta["name"]}, "status": new_status}
+    if meta.get("namespace"):
+        body["metadata"]["namespace"] = meta["namespace"]
+    return body
+
+
+def _age(timestamp: str) -> float:
+    import datetime
+
+    when = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.UTC)
+    return (datetime.datetime.now(datetime.UTC) - when).total_seconds()
+
+
+class Writer:
+    """The executor's writes, through the multi-cluster client only."""
+
+    def __init__(self, mc: MultiClusterClient) -> None:
+        self.mc = mc
+
+    async def create(self, cluster: str, obj: JSON) -> JSON:
+        return await self.mc.cluster(cluster).create(obj)
+
+    async def update(self, cluster: str, obj: JSON) -> JSON:
+        return await self.mc.cluster(cluster).update(obj)
+
+    async def apply(self, cluster: str, obj: JSON) -> JSON:
+        return await self.mc.cluster(cluster).apply(obj)
+
+    async def patch_status(self, cluster: str, obj: JSON) -> JSON:
+        writer = self.mc.cluster(cluster)
+        resource = await writer.resource(obj)
+        meta = obj["metadata"]
+        return await writer.patch_status(resource, meta["name"], {"status": obj["status"]},
+                                         namespace=meta.get("namespace"))
+
+    async def delete(self, cluster: str, obj: JSON) -> JSON:
+        writer = self.mc.cluster(cluster)
+        meta = obj["metadata"]
+        return await writer.delete(await writer.resource(obj), meta["name"],
+                                   meta.get("namespace"), uid=meta.get("uid"))
+
