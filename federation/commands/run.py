@@ -26,7 +26,7 @@ from federation.runtime import leader, manager
 
 log = logging.getLogger("federation.run")
 
-CONTROLLERS: list[str] = []
+CONTROLLERS: list[str] = ["federation.controllers.setup:setup"]
 """Setup functions, ``"module:function"``, each called with the manager to add controllers."""
 
 REPORT_INTERVAL = 60.0
@@ -77,6 +77,12 @@ async def serve(mgr: manager.Manager) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, mgr.stop)
+    from federation.controllers import install
+
+    hub_client = mgr.clusters.hub.client
+    assert hub_client is not None
+    installed = await install.install_crds(hub_client)
+    log.info("hub API installed: %d CRDs", len(installed))
     reporter = asyncio.create_task(report_state(mgr), name="cluster state reporter")
     try:
         await mgr.run()
@@ -135,4 +141,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         asyncio.run(serve(mgr))
     except manager.LeadershipLost as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    except (kube.ClientError, TimeoutError) as exc:
+        click.echo(f"error: cannot install the hub API: {exc}", err=True)
         sys.exit(1)

@@ -1,0 +1,104 @@
+"""Wiring the controllers into a manager (what ``fedctl run`` registers).
+
+- ``propagation``: templates of every kind a policy selects (see
+  :mod:`federation.controllers.propagation`). Policy events start following
+  the kinds they name and requeue those templates; override policy and
+  MemberCluster events requeue every template.
+- ``policy-validation``: the ``Valid`` condition of every policy.
+- ``cleanup``: copies left behind by deleted templates (bindings with
+  pending cleanup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from federation.contexts import client as kube
+from federation.contexts.cache import Event
+from federation.contexts.client import ClientError
+from federation.controllers import api, cleanup, events, policies, propagation
+from federation.controllers.kinds import KindTracker
+from federation.runtime import controller, manager
+from federation.runtime.reconcile import Request
+
+log = logging.getLogger("federation.setup")
+
+PROPAGATION_WORKERS = 4
+"""Reconciles are I/O bound (caches in memory, writes to members): four keep several
+members busy at once without a write burst that trips API server rate limits."""
+
+
+def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
+    """(apiVersion, kind) pairs a policy's resourceSelectors name (even if invalid)."""
+    found = set()
+    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
+        if isinstance(selector, dict) and selector.get("apiVersion") and selector.get("kind"):
+            found.add((str(selector["apiVersion"]), str(selector["kind"])))
+    return found
+
+
+class Wiring:
+    """The propagation controller with its kind tracker, for tests and `fedctl run`."""
+
+    def __init__(self, mgr: manager.Manager) -> None:
+        self.mgr = mgr
+        hub = mgr.clusters.hub.name
+        self.recorder = events.Recorder(mgr.client, hub)
+        self.controller = controller.Controller("propagation", self._reconcile,
+                                                workers=PROPAGATION_WORKERS)
+        self.kinds = KindTracker(mgr.clusters, self.controller.queue.add)
+        self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
+                                                 self.recorder)
+        self._tracking: set[asyncio.Task[None]] = set()
+
+    async def _reconcile(self, request: Request) -> Any:
+        return await self.reconciler.reconcile(request)
+
+    def on_policy(self, event: Event) -> Iterable[Request]:
+        for api_version, kind in selected_kinds(event.obj):
+            task = asyncio.ensure_future(self._track(api_version, kind))
+            self._tracking.add(task)
+            task.add_done_callback(self._tracking.discard)
+        return self.kinds.templates()
+
+    async def _track(self, api_version: str, kind: str) -> None:
+        try:
+            await self.kinds.track(api_version, kind)
+        except ClientError as exc:
+            log.warning("cannot follow %s %s yet: %s", api_version, kind, exc)
+
+    def on_anything(self, event: Event) -> Iterable[Request]:
+        return self.kinds.templates()
+
+    def install(self) -> None:
+        ctl = self.controller
+        for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
+            ctl.watch(resource, clusters="hub", map=self.on_policy)
+        for resource in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
+                         api.MEMBER_CLUSTERS):
+            ctl.watch(resource, clusters="hub", map=self.on_anything)
+        for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
+            self.mgr.cache(resource, "hub")
+        self.mgr.cache(api.CRDS, "members")
+        self.mgr.cache(kube.NAMESPACES, "all")
+        self.mgr.add(ctl)
+
+
+def setup(mgr: manager.Manager) -> None:
+    """Register every controller of the product with ``mgr``."""
+    wiring = Wiring(mgr)
+    wiring.install()
+    hub = mgr.clusters.hub.name
+    validation = controller.Controller(
+        "policy-validation", policies.Reconciler(mgr.client, hub, wiring.recorder), workers=1)
+    for resource in policies.BY_KIND.values():
+        validation.watch(resource, clusters="hub")
+    mgr.add(validation)
+    leftovers = controller.Controller(
+        "cleanup", cleanup.Reconciler(mgr.client, hub, wiring.recorder), workers=1)
+    leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")
+    leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
+    mgr.add(leftovers)
