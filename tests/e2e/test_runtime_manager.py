@@ -15,6 +15,7 @@ import pytest
 from federation.contexts import cache, clusters, kubeconfig, multicluster
 from federation.contexts import client as kube
 from federation.runtime import controller, manager, reconcile
+from federation.runtime.reconcile import Request
 from tests.conftest import TestFleet
 
 NAMESPACE = "rt-manager"
@@ -27,7 +28,7 @@ class Recorder:
     """A reconciler that records when each request arrived and lets tests wait for one."""
 
     def __init__(self) -> None:
-        self.seen: dict[reconcile.Request, float] = {}
+        self.seen: dict[Request, float] = {}
         self.changed = asyncio.Condition()
 
     async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
@@ -36,7 +37,7 @@ class Recorder:
             self.changed.notify_all()
         return None
 
-    async def wait_for(self, request: reconcile.Request, after: float,
+    async def wait_for(self, request: Request, after: float,
                        timeout: float = 10.0) -> float:
         """The time ``request`` was reconciled at or after ``after``."""
         async with self.changed:
