@@ -168,7 +168,8 @@ async def test_status_writes_and_crds_through_discovery(
         cluster_set: clusters.ClusterSet) -> None:
     """Discovery resolves built-ins and a CRD created at run time; status goes to /status."""
     writer = multicluster.MultiClusterClient(cluster_set).cluster("member2")
-    crd: dict[str, Any] = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    crd: dict[str, Any] = {
+           "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
            "metadata": {"name": "widgets.rt.federation.io"},
            "spec": {"group": "rt.federation.io", "scope": "Namespaced",
                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
