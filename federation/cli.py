@@ -16,6 +16,8 @@ import click
 
 #: command name -> "module:attribute" of the click command implementing it.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
+    "install": ("federation.commands.install:install", "Install the hub API (CRDs)."),
     "local": ("federation.commands.local:local", "Run a local fleet of real API servers."),
     "plan": ("federation.commands.plan:plan", "Compute placements offline from policy files."),
     "run": ("federation.commands.run:run", "Run the federation control plane."),

@@ -1,0 +1,130 @@
+"""``fedctl get KIND [NAME]``: objects across member clusters, one table.
+
+Like ``karmadactl get --operation-scope members``: every member context is
+asked directly (no control plane needed), rows say which cluster answered, and
+a cluster that cannot answer gets a line of its own instead of being left out
+in silence (exit status 1 then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from federation.commands import common
+from federation.contexts import client as kube
+from federation.contexts import discovery, kubeconfig
+from federation.controllers import manifests
+
+ALIASES = {
+    "deploy": "Deployment", "deployment": "Deployment", "deployments": "Deployment",
+    "cm": "ConfigMap", "configmap": "ConfigMap", "configmaps": "ConfigMap",
+    "svc": "Service", "service": "Service", "services": "Service",
+    "sts": "StatefulSet", "statefulset": "StatefulSet", "statefulsets": "StatefulSet",
+    "rs": "ReplicaSet", "replicaset": "ReplicaSet", "replicasets": "ReplicaSet",
+    "ns": "Namespace", "namespace": "Namespace", "namespaces": "Namespace",
+    "secret": "Secret", "secrets": "Secret", "job": "Job", "jobs": "Job",
+    "crd": "CustomResourceDefinition", "crds": "CustomResourceDefinition",
+    "node": "Node", "nodes": "Node", "no": "Node",
+}
+JSON = dict[str, Any]
+
+
+def kind_of(text: str) -> str:
+    return ALIASES.get(text.lower(), text)
+
+
+def ready_column(obj: JSON) -> str:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if obj.get("kind") in ("Deployment", "StatefulSet", "ReplicaSet"):
+        return f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}"
+    return ""
+
+
+def age(obj: JSON) -> str:
+    stamp = obj.get("metadata", {}).get("creationTimestamp")
+    if not stamp:
+        return ""
+    created = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.UTC)
+    seconds = int((datetime.datetime.now(datetime.UTC) - created).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+async def _one(context: kubeconfig.Context, kind: str, name: str | None,
+               namespace: str | None) -> list[JSON]:
+    async with kube.connect(context) as client:
+        resource = await discovery.Discovery(client).find(kind)
+        if name:
+            try:
+                return [await client.get(resource, name, namespace)]
+            except kube.ApiError as exc:
+                if exc.status == 404:
+                    return []
+                raise
+        listing = await client.list(resource, namespace if resource.namespaced else None)
+        items: list[JSON] = listing.get("items", [])
+        for item in items:
+            item.setdefault("kind", resource.kind)
+        return items
+
+
+async def gather(contexts: list[kubeconfig.Context], kind: str, name: str | None,
+                 namespace: str | None) -> tuple[list[tuple[str, JSON]], dict[str, str]]:
+    rows: list[tuple[str, JSON]] = []
+    errors: dict[str, str] = {}
+
+    async def one(context: kubeconfig.Context) -> None:
+        try:
+            for obj in await _one(context, kind, name, namespace):
+                rows.append((context.name, obj))
+        except kube.ClientError as exc:
+            errors[context.name] = str(exc).removeprefix(f"{context.name}: ")
+
+    await asyncio.gather(*(one(c) for c in contexts))
+    rows.sort(key=lambda r: (r[0], r[1]["metadata"].get("namespace", ""),
+                             r[1]["metadata"]["name"]))
+    return rows, errors
+
+
+@click.command()
+@click.argument("kind")
+@click.argument("name", required=False)
+@click.option("-n", "--namespace", default=None, help="Namespace (default: default).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
+@click.option("--contexts", default=None,
+              help="Member contexts, comma-separated (default: every context but the hub).")
+@common.cluster_options
+@common.clear_errors
+def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool,
+        contexts: str | None, kubeconfig_path: Path | None, hub_context: str | None) -> None:
+    """Show objects of KIND across the member clusters."""
+    config = kubeconfig.load(kubeconfig_path)
+    hub = hub_context or config.current_context
+    names = common.split(contexts) or [n for n in config.context_names if n != hub]
+    members = [config.context(n) for n in names]
+    scope = None if all_namespaces else (namespace or "default")
+    rows, errors = asyncio.run(gather(members, kind_of(kind), name, scope))
+    table = Table(box=None, pad_edge=False)
+    for column in ("CLUSTER", "NAMESPACE", "NAME", "READY", "MANAGED", "AGE"):
+        table.add_column(column, no_wrap=True)
+    for cluster, obj in rows:
+        meta = obj["metadata"]
+        table.add_row(cluster, meta.get("namespace", ""), meta["name"], ready_column(obj),
+                      "yes" if manifests.is_ours(obj) else "no", age(obj))
+    console = Console(width=200) if not sys.stdout.isatty() else Console()
+    console.print(table)
+    for cluster, message in sorted(errors.items()):
+        click.echo(f"error: {cluster}: {message}", err=True)
+    if errors:
+        sys.exit(1)
