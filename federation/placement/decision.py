@@ -56,12 +56,18 @@ class Decision:
 
 def names_text(names: Sequence[str]) -> str:
     """``a, b, c`` abbreviated after :data:`NAMES_SHOWN` names."""
-    if len(names) <= NAMES_SHOWN:
-        return ", ".join(names)
-    return f"{', '.join(names[:NAMES_SHOWN])} ... and {len(names) - NAMES_SHOWN} more"
+    hidden = len(names) - NAMES_SHOWN
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return f"{shown} ... and {hidden} more" if hidden > 0 else shown
+
+
+def pairs_text(pairs: Sequence[tuple[str, int]]) -> str:
+    """``a=7, b=5`` in the given order, abbreviated like :func:`names_text`."""
+    hidden = len(pairs) - NAMES_SHOWN
+    shown = ", ".join(f"{name}={n}" for name, n in pairs[:NAMES_SHOWN])
+    return f"{shown} ... and {hidden} more" if hidden > 0 else shown
 
 
 def counts_text(counts: Mapping[str, int]) -> str:
     """``a=7, b=5`` in name order, abbreviated like :func:`names_text`."""
-    items = [f"{name}={n}" for name, n in sorted(counts.items())]
-    return names_text(items)
+    return pairs_text(sorted(counts.items()))

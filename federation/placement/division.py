@@ -33,11 +33,11 @@ static weight. Its ``cap`` is ``min(maxReplicas, held + room)``.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NamedTuple
 
 from federation.placement import decision as decision_
 
@@ -52,9 +52,8 @@ class Infeasible(ValueError):
     """The floors, caps and total of an apportionment cannot all hold."""
 
 
-@dataclass(frozen=True, slots=True)
-class Party:
-    """A participant in :func:`webster`."""
+class Party(NamedTuple):
+    """A participant in :func:`webster` (a named tuple: thousands are made per second)."""
 
     name: str
     weight: int
@@ -182,8 +181,7 @@ def ties_text(apportionment: Apportionment) -> list[str]:
 # -- the modes ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Slot:
+class Slot(NamedTuple):
     """A candidate cluster as the divider sees it."""
 
     name: str
@@ -221,18 +219,24 @@ def least(a: int | None, b: int | None) -> int | None:
     return a if b is None else min(a, b)
 
 
-def check_bounds(total: int, slots: Sequence[Slot]) -> None:
-    """Raise :class:`DivisionError` when the minReplicas bounds cannot hold."""
+def check_bounds(total: int, slots: Sequence[Slot], room: bool = True) -> None:
+    """Raise :class:`DivisionError` when the minReplicas bounds cannot hold.
+
+    ``room=False`` for the modes that do not consider availableReplicas.
+    """
+    lows = {}
     for s in slots:
+        if not s.low:
+            continue
         if s.high is not None and s.low > s.high:
             raise DivisionError(
                 f"bounds: {s.name} has minReplicas {s.low} above maxReplicas {s.high}"
             )
-        if s.cap is not None and s.low > s.cap:
+        if room and s.cap is not None and s.low > s.cap:
             raise DivisionError(
                 f"bounds: {s.name} needs minReplicas {s.low} but has room for {s.cap}"
             )
-    lows = {s.name: s.low for s in slots if s.low}
+        lows[s.name] = s.low
     if sum(lows.values()) > total:
         raise DivisionError(
             f"bounds: minReplicas add up to {sum(lows.values())} "
@@ -269,27 +273,28 @@ def duplicate(total: int, slots: Sequence[Slot]) -> Division:
 
 def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
     """Static weights, Webster, from scratch, within bounds (room is not considered)."""
-    check_bounds(total, [dataclasses.replace(s, room=None) for s in slots])
+    check_bounds(total, slots, room=False)
     highs = total_cap(s.high for s in slots)
     placing, pending = _fit(total, highs, partial, "replicas", "maxReplicas bounds")
     share = webster(placing, [Party(s.name, s.weight, s.low, s.high) for s in slots])
-    notes = [f"divided {placing} replicas by Webster: {decision_.counts_text(share.seats)}"]
+    seats = _nonzero(share.seats)
+    notes = [f"divided {placing} replicas by Webster: {decision_.counts_text(seats)}"]
     if pending:
         notes.append(f"partial: {pending} replicas wait for room")
-    return Division(_nonzero(share.seats), pending, notes + ties_text(share))
+    return Division(seats, pending, notes + ties_text(share))
 
 
 def divide_dynamic(total: int, slots: Sequence[Slot], partial: bool, aggregated: bool) -> Division:
     """Dynamic weights (available replicas) or Aggregated; sticky against ``held``."""
     check_bounds(total, slots)
-    kept = {s.name: s.held if s.high is None else min(s.held, s.high) for s in slots}
+    kept = {s.name: s.held if s.high is None else min(s.held, s.high) for s in slots if s.held}
     notes = [
         f"bounds: {s.name} trimmed from {s.held} to maxReplicas {s.high}"
         for s in slots
-        if kept[s.name] < s.held
+        if s.held and s.high is not None and s.held > s.high
     ]
     assigned = sum(kept.values())
-    deficit = sum(max(0, s.low - kept[s.name]) for s in slots)
+    deficit = sum(s.low - kept.get(s.name, 0) for s in slots if s.low > kept.get(s.name, 0))
     if assigned < total and deficit <= total - assigned:
         return _scale_up(total, slots, kept, partial, aggregated, notes)
     if assigned == total and deficit == 0:
@@ -310,30 +315,35 @@ def _scale_up(
     delta = total - assigned
     if assigned:
         notes.append(f"scaling up: {assigned} replicas stay where they are, {delta} to add")
-    parties = [_growth(s, kept[s.name], delta) for s in slots]
+    parties = [
+        Party(s.name, delta if s.room is None else s.room, 0, s.room)
+        if not s.low and s.high is None
+        else _growth(s, kept.get(s.name, 0), delta)
+        for s in slots
+    ]
     caps = total_cap(p.cap for p in parties)
     placing, pending = _fit(delta, caps, partial, "more replicas", "availableReplicas and bounds")
     if aggregated:
-        parties = _fewest(parties, placing, lambda p: _holders_first(p, kept))
+        parties = _fewest(parties, placing, [_holders_first(p, kept) for p in parties])
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     full = [p.name for p in parties if p.cap == 0]
     if full:
         notes.append(f"no room for more replicas: {decision_.names_text(full)}")
-    weights = {p.name: p.weight for p in parties}
-    notes.append(
-        f"weights = available replicas (unlimited counts as {delta}): "
-        f"{decision_.counts_text(weights)}"
-    )
+    weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
+    notes.append(f"weights = available replicas (unlimited counts as {delta}): {weights}")
     share = webster(placing, parties)
-    notes.append(f"divided {placing} replicas by Webster: {decision_.counts_text(share.seats)}")
-    merged = {n: kept.get(n, 0) + share.seats.get(n, 0) for n in kept.keys() | share.seats.keys()}
+    added = _nonzero(share.seats)
+    notes.append(f"divided {placing} replicas by Webster: {decision_.counts_text(added)}")
+    merged = dict(kept)
+    for name, n in added.items():
+        merged[name] = merged.get(name, 0) + n
     if pending:
         notes.append(f"partial: {pending} replicas wait for room")
     return Division(_nonzero(merged), pending, notes + ties_text(share))
 
 
 def _growth(s: Slot, kept: int, delta: int) -> Party:
-    """The party for a cluster's share of new replicas: room as weight, bounds shifted."""
+    """The party for a bounded cluster's share of new replicas: room as weight, bounds shifted."""
     cap = s.cap
     weight = delta if s.room is None else s.room
     return Party(s.name, weight, max(0, s.low - kept), None if cap is None else max(0, cap - kept))
@@ -342,34 +352,44 @@ def _growth(s: Slot, kept: int, delta: int) -> Party:
 def _holders_first(p: Party, kept: dict[str, int]) -> tuple[int, int, int, str]:
     """Aggregated order: clusters already holding replicas, then the most room, then name."""
     unlimited = p.cap is None
-    return (0 if kept[p.name] else 1, 0 if unlimited else 1, -(p.cap or 0), p.name)
+    return (0 if p.name in kept else 1, 0 if unlimited else 1, -(p.cap or 0), p.name)
 
 
 def _shrink(
     total: int, slots: Sequence[Slot], kept: dict[str, int], aggregated: bool, notes: list[str]
 ) -> Division:
     notes.append(f"scaling from {sum(kept.values())} to {total}: current replicas are the weights")
-    parties = [Party(s.name, kept[s.name], s.low, max(kept[s.name], s.low)) for s in slots]
+    parties = [
+        Party(s.name, kept.get(s.name, 0), s.low, max(kept.get(s.name, 0), s.low))
+        for s in slots
+        if s.name in kept or s.low
+    ]
     if aggregated:
-        parties = _fewest(parties, total, lambda p: (-p.weight, 0, 0, p.name))
+        parties = _fewest(parties, total, [(-p.weight, 0, 0, p.name) for p in parties])
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     share = webster(total, parties)
-    notes.append(f"divided {total} replicas by Webster: {decision_.counts_text(share.seats)}")
-    return Division(_nonzero(share.seats), notes=notes + ties_text(share))
+    seats = _nonzero(share.seats)
+    notes.append(f"divided {total} replicas by Webster: {decision_.counts_text(seats)}")
+    return Division(seats, notes=notes + ties_text(share))
 
 
-def _fewest(
-    parties: list[Party], need: int, order: Callable[[Party], tuple[int, int, int, str]]
-) -> list[Party]:
-    """Parties with a floor, then the first in ``order`` until their caps hold ``need``."""
+def _fewest(parties: list[Party], need: int, keys: list[tuple[int, int, int, str]]) -> list[Party]:
+    """Parties with a floor, then the first by ``keys`` until their caps hold ``need``.
+
+    ``keys[i]`` orders ``parties[i]``; a heap yields them lazily since only the
+    first few are usually needed out of possibly thousands.
+    """
     chosen = [p for p in parties if p.floor > 0]
-    for p in sorted((p for p in parties if p.floor == 0), key=order):
-        room = total_cap(c.cap for c in chosen)
-        if room is None or room >= need:
-            break
-        chosen.append(p)
+    queue = [(key, i) for i, (key, p) in enumerate(zip(keys, parties, strict=True)) if not p.floor]
+    heapq.heapify(queue)
+    room = total_cap(c.cap for c in chosen)
+    while queue and room is not None and room < need:
+        party = parties[heapq.heappop(queue)[1]]
+        chosen.append(party)
+        room = None if party.cap is None else room + party.cap
     return sorted(chosen, key=lambda p: p.name)
 
 
 def _nonzero(seats: dict[str, int]) -> dict[str, int]:
-    return {name: n for name, n in sorted(seats.items()) if n}
+    """The clusters with replicas, in name order."""
+    return dict(sorted((name, n) for name, n in seats.items() if n))

@@ -109,8 +109,13 @@ class _Screened:
     """A memoised screening plus what explaining it needs."""
 
     screening: selection.Screening
+    #: Filter lines when the workload holds no replicas on a held-back cluster.
     lines: tuple[str, ...]
+    #: Rejected cluster -> why, for explaining moved replicas.
     reasons: Mapping[str, str]
+    #: Held-back cluster -> its untolerated NoSchedule taint.
+    held_back: Mapping[str, str]
+    passed: frozenset[str]
 
 
 def _screened(
@@ -119,7 +124,11 @@ def _screened(
     def compute() -> _Screened:
         screening = selection.screen(fleet, affinity, placement.cluster_tolerations)
         reasons = {c.name: _reason_text(r, d) for c, r, d in screening.rejected}
-        return _Screened(screening, tuple(_rejection_lines(screening.rejected)), reasons)
+        held_back = {c.name: taint for c, taint in screening.held_back}
+        rejected = [*screening.rejected, *((c, selection.TAINT, t) for c, t in screening.held_back)]
+        lines = tuple(_rejection_lines(rejected))
+        passed = frozenset(c.name for c in screening.passed)
+        return _Screened(screening, lines, reasons, held_back, passed)
 
     return fleet.memo("screen", (placement, affinity), compute)
 
@@ -136,6 +145,39 @@ def _rejection_lines(rejected: Iterable[tuple[clusters_.Cluster, str, str]]) -> 
     return [f"filtered ({why}): {decision_.names_text(names)}" for why, names in groups.items()]
 
 
+def _filter_lines(screened: _Screened, held: Mapping[str, int]) -> list[str]:
+    """Why clusters were filtered, and which held replicas must move."""
+    keeping = [name for name in held if name in screened.held_back]
+    if keeping:
+        rejected = [*screened.screening.rejected]
+        rejected += [
+            (c, selection.TAINT, t) for c, t in screened.screening.held_back if c.name not in held
+        ]
+        lines = _rejection_lines(rejected)
+        lines += [
+            f"{name} keeps its replicas but takes no new ones (taint {screened.held_back[name]})"
+            for name in keeping
+        ]
+    else:
+        lines = list(screened.lines)
+    return lines + [
+        f"{name} held {n} replicas but is no longer a candidate "
+        f"({screened.reasons.get(name, 'unknown cluster')}); they are placed again"
+        for name, n in held.items()
+        if name not in screened.passed and name not in keeping
+    ]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Candidates turned into division slots, with the explanation so far."""
+
+    targets: tuple[str, ...]
+    slots: tuple[division.Slot, ...]
+    lines: tuple[str, ...]
+    error: str | None = None
+
+
 def _place_term(
     resource: resources_.Resource,
     placement: policy_.Placement,
@@ -144,59 +186,85 @@ def _place_term(
     affinity: policy_.ClusterAffinity | None,
 ) -> decision_.Decision:
     screened = _screened(fleet, placement, affinity)
-    lines = list(screened.lines)
-    candidates = list(screened.screening.passed)
-    room: dict[str, int | None] = {}
-    for cluster, taint in screened.screening.held_back:
-        if cluster.name in held:
-            candidates.append(cluster)
-            room[cluster.name] = 0
-            lines.append(f"{cluster.name} keeps its replicas but takes no new ones (taint {taint})")
-        else:
-            lines.append(f"filtered (taint: {taint}): {cluster.name}")
-    candidates.sort(key=lambda c: c.name)
-    for c in candidates:
-        room.setdefault(c.name, c.available_replicas)
-    lines += _moved_lines(held, room, screened.reasons)
-    return _spread_and_divide(resource, placement, fleet, candidates, held, room, lines)
-
-
-def _moved_lines(
-    held: Mapping[str, int], room: Mapping[str, int | None], reasons: Mapping[str, str]
-) -> list[str]:
-    return [
-        f"{name} held {n} replicas but is no longer a candidate "
-        f"({reasons.get(name, 'unknown cluster')}); they are placed again"
-        for name, n in held.items()
-        if name not in room
-    ]
-
-
-def _spread_and_divide(
-    resource: resources_.Resource,
-    placement: policy_.Placement,
-    fleet: clusters_.Fleet,
-    candidates: list[clusters_.Cluster],
-    held: Mapping[str, int],
-    room: dict[str, int | None],
-    lines: list[str],
-) -> decision_.Decision:
-    if placement.spread_constraints and candidates:
-        capacity = {
-            c.name: selection.infinite_room(room[c.name]) + held.get(c.name, 0) for c in candidates
-        }
-        chosen = selection.spread(candidates, placement.spread_constraints, held, capacity)
-        lines += _rejection_lines(chosen.rejected) + chosen.notes
-        if chosen.error:
-            return _failed(resource, lines, chosen.error)
-        candidates = chosen.kept
-    if not candidates:
-        return _failed(resource, lines, "no feasible cluster: every cluster was filtered out")
-    lines.append(f"candidates: {decision_.names_text([c.name for c in candidates])}")
+    prepared = _prepare(fleet, placement, affinity, screened, held)
+    lines = [*_filter_lines(screened, held), *prepared.lines]
+    if prepared.error is not None:
+        return _failed(resource, lines, prepared.error)
     if resource.replicas == 0:
         lines.append("no replicas to divide: every candidate gets the resource with 0 replicas")
-        return decision_.Decision(0, {c.name: 0 for c in candidates}, explanation=tuple(lines))
-    return _divide(resource, placement, fleet, candidates, held, room, lines)
+        return decision_.Decision(0, dict.fromkeys(prepared.targets, 0), explanation=tuple(lines))
+    return _divide(resource, placement, list(prepared.slots), lines)
+
+
+def _prepare(
+    fleet: clusters_.Fleet,
+    placement: policy_.Placement,
+    affinity: policy_.ClusterAffinity | None,
+    screened: _Screened,
+    held: Mapping[str, int],
+) -> _Prepared:
+    """Slots for the candidates: memoised when ``held`` cannot change them, else built."""
+    reusable = not placement.spread_constraints and not any(n in screened.held_back for n in held)
+    if held and not reusable:
+        return _build(fleet, placement, screened, held)
+    base = fleet.memo(
+        "prepared", (placement, affinity), lambda: _build(fleet, placement, screened, {})
+    )
+    if not held:
+        return base
+    slots = tuple(s._replace(held=held[s.name]) if s.name in held else s for s in base.slots)
+    return dataclasses.replace(base, slots=slots)
+
+
+def _build(
+    fleet: clusters_.Fleet,
+    placement: policy_.Placement,
+    screened: _Screened,
+    held: Mapping[str, int],
+) -> _Prepared:
+    keeping = [c for c, _ in screened.screening.held_back if c.name in held]
+    candidates = sorted([*screened.screening.passed, *keeping], key=lambda c: c.name)
+    room = {c.name: c.available_replicas for c in candidates}
+    room.update(dict.fromkeys((c.name for c in keeping), 0))
+    lines: list[str] = []
+    if placement.spread_constraints and candidates:
+        grouped = None if keeping else _first_grouping(fleet, placement, screened, room)
+        chosen = selection.spread(candidates, placement.spread_constraints, held, room, grouped)
+        lines += _rejection_lines(chosen.rejected) + chosen.notes
+        if chosen.error:
+            return _Prepared((), (), tuple(lines), chosen.error)
+        candidates = chosen.kept
+    if not candidates:
+        return _Prepared(
+            (), (), tuple(lines), "no feasible cluster: every cluster was filtered out"
+        )
+    names = tuple(c.name for c in candidates)
+    lines.append(f"candidates: {decision_.names_text(names)}")
+    mode = policy_.mode(placement)
+    strategy = placement.replica_scheduling or policy_.ReplicaSchedulingStrategy()
+    lines.append(f"mode: {mode.value}")
+    if mode in _ROOMLESS and any(c.available_replicas is not None for c in candidates):
+        lines.append("availableReplicas is not considered in this mode (as in Karmada)")
+    bounds = _bounds(fleet, strategy)
+    slots = [division.Slot(n, held.get(n, 0), room[n], *bounds.get(n, (0, None))) for n in names]
+    lines += _bounds_lines(slots)
+    if mode is policy_.Mode.STATIC:
+        slots = _weighted(fleet, strategy, slots, lines)
+    return _Prepared(names, tuple(slots), tuple(lines))
+
+
+def _first_grouping(
+    fleet: clusters_.Fleet,
+    placement: policy_.Placement,
+    screened: _Screened,
+    room: Mapping[str, int | None],
+) -> selection.Grouping | None:
+    """The first spread grouping of the screened clusters, memoised (it ignores ``held``)."""
+    key = selection.first_group_key(placement.spread_constraints)
+    if key is None:
+        return None
+    passed = screened.screening.passed
+    return fleet.memo("grouping", (placement, passed), lambda: selection.group(passed, key, room))
 
 
 def _failed(
@@ -210,26 +278,12 @@ def _failed(
 def _divide(
     resource: resources_.Resource,
     placement: policy_.Placement,
-    fleet: clusters_.Fleet,
-    candidates: list[clusters_.Cluster],
-    held: Mapping[str, int],
-    room: Mapping[str, int | None],
+    slots: list[division.Slot],
     lines: list[str],
 ) -> decision_.Decision:
     mode = policy_.mode(placement)
     strategy = placement.replica_scheduling or policy_.ReplicaSchedulingStrategy()
-    lines.append(f"mode: {mode.value}")
-    if mode in _ROOMLESS and any(c.available_replicas is not None for c in candidates):
-        lines.append("availableReplicas is not considered in this mode (as in Karmada)")
-    bounds = _bounds(fleet, strategy)
-    slots = [
-        division.Slot(c.name, held.get(c.name, 0), room[c.name], *bounds.get(c.name, (0, None)))
-        for c in candidates
-    ]
-    lines += _bounds_lines(slots)
     try:
-        if mode is policy_.Mode.STATIC:
-            slots = _weighted(fleet, strategy, slots, lines)
         result = _run(mode, resource.replicas, slots, strategy.allow_partial)
     except division.DivisionError as error:
         return _failed(resource, lines, str(error), error.unschedulable)
@@ -320,11 +374,7 @@ def _weighted(
     if left_out:
         names = decision_.names_text(left_out)
         lines.append(f"filtered ({WEIGHT}: no staticWeightList rule matches): {names}")
-    chosen = [
-        division.Slot(s.name, s.held, s.room, s.low, s.high, weights[s.name]) for s in matched
-    ]
-    shown = {s.name: s.weight for s in chosen}
-    lines.append(
-        f"weights (largest matching staticWeightList rule): {decision_.counts_text(shown)}"
-    )
+    chosen = [s._replace(weight=weights[s.name]) for s in matched]
+    shown = decision_.pairs_text([(s.name, s.weight) for s in chosen])
+    lines.append(f"weights (largest matching staticWeightList rule): {shown}")
     return chosen

@@ -25,10 +25,12 @@ in each of two regions.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from federation.placement import clusters as clusters_
+from federation.placement import decision as decision_
 from federation.placement import policy as policy_
 
 NOT_READY = "not ready"
@@ -153,78 +155,126 @@ class Spread:
     error: str | None = None
 
 
-def group_key(cluster: clusters_.Cluster, key: str) -> str | None:
-    """The group ``cluster`` belongs to under a spread key (None: it has no such value)."""
+def _key_getter(key: str) -> Callable[[clusters_.Cluster], str | None]:
     if key.startswith("label:"):
-        return cluster.labels.get(key.removeprefix("label:"))
-    return cluster.field(key)
+        label = key.removeprefix("label:")
+        return lambda cluster: cluster.labels.get(label)
+    return operator.attrgetter("name" if key == "cluster" else key)
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Clusters grouped by a spread key, with the room of each group (unlimited: inf)."""
+
+    key: str
+    groups: Mapping[str, tuple[clusters_.Cluster, ...]]
+    missing: tuple[clusters_.Cluster, ...]
+    group_of: Mapping[str, str]
+    room: Mapping[str, float]
+
+
+def group(
+    candidates: Iterable[clusters_.Cluster], key: str, room: Mapping[str, int | None]
+) -> Grouping:
+    """Group ``candidates`` by ``key``; clusters without a value for it are ``missing``."""
+    getter = _key_getter(key)
+    groups: dict[str, list[clusters_.Cluster]] = {}
+    missing = []
+    for cluster in candidates:
+        value = getter(cluster)
+        if value is None:
+            missing.append(cluster)
+        else:
+            groups.setdefault(value, []).append(cluster)
+    group_of = {c.name: value for value, members in groups.items() for c in members}
+    rooms = {value: [room[c.name] for c in members] for value, members in groups.items()}
+    totals = {v: math.inf if None in r else float(sum(x or 0 for x in r)) for v, r in rooms.items()}
+    frozen = {value: tuple(members) for value, members in groups.items()}
+    return Grouping(key, frozen, tuple(missing), group_of, totals)
+
+
+def first_group_key(constraints: Sequence[policy_.SpreadConstraint]) -> str | None:
+    """The key of the constraint applied first to all candidates (see :func:`spread`)."""
+    return next((c.key for c in constraints if c.key != "cluster"), None)
 
 
 def spread(
     candidates: Sequence[clusters_.Cluster],
     constraints: Sequence[policy_.SpreadConstraint],
     held: Mapping[str, int],
-    room: Mapping[str, float],
+    room: Mapping[str, int | None],
+    grouped: Grouping | None = None,
 ) -> Spread:
-    """Apply spread constraints; ``held`` = current replicas, ``room`` = capacity (inf ok)."""
+    """Apply spread constraints; ``held`` = current replicas, ``room`` = more each can take.
+
+    ``grouped`` may carry ``group(candidates, first_group_key(constraints), room)``
+    computed earlier (callers memoise it); it is recomputed otherwise.
+    """
     result = Spread(kept=list(candidates))
     ordered = [c for c in constraints if c.key != "cluster"]
     ordered += [c for c in constraints if c.key == "cluster"]
-    last_groups: list[list[clusters_.Cluster]] = []
-    for constraint in ordered:
+    last_groups: Sequence[Sequence[clusters_.Cluster]] = []
+    for index, constraint in enumerate(ordered):
         if constraint.key == "cluster":
             _spread_clusters(result, constraint, last_groups, held, room)
         else:
-            last_groups = _spread_groups(result, constraint, held, room)
+            reuse = index == 0 and grouped is not None and grouped.key == constraint.key
+            grouping = grouped if reuse and grouped else group(result.kept, constraint.key, room)
+            last_groups = _spread_groups(result, constraint, grouping, held)
         if result.error:
             return result
     return result
 
 
-def _rank(
-    members: Sequence[clusters_.Cluster], held: Mapping[str, int], room: Mapping[str, float]
-) -> tuple[float, float, int]:
-    holding = sum(held.get(c.name, 0) for c in members)
-    capacity = sum(room.get(c.name, 0.0) for c in members)
-    return (-holding, -capacity, -len(members))
-
-
 def _spread_groups(
     result: Spread,
     constraint: policy_.SpreadConstraint,
+    grouping: Grouping,
     held: Mapping[str, int],
-    room: Mapping[str, float],
-) -> list[list[clusters_.Cluster]]:
-    key = constraint.key
-    groups: dict[str, list[clusters_.Cluster]] = {}
-    for cluster in result.kept:
-        value = group_key(cluster, key)
-        if value is None:
-            result.rejected.append((cluster, SPREAD, f"no {key}"))
-        else:
-            groups.setdefault(value, []).append(cluster)
-    names = sorted(groups, key=lambda g: (*_rank(groups[g], held, room), g))
+) -> list[tuple[clusters_.Cluster, ...]]:
+    key, groups = constraint.key, grouping.groups
+    result.rejected.extend((cluster, SPREAD, f"no {key}") for cluster in grouping.missing)
+    holding: dict[str, int] = {}
+    for name, n in held.items():
+        if name in grouping.group_of:
+            value = grouping.group_of[name]
+            holding[value] = holding.get(value, 0) + n
+
+    def rank(value: str) -> tuple[float, float, int, str]:
+        h = holding.get(value, 0)
+        return (-h, -(grouping.room[value] + h), -len(groups[value]), value)
+
+    names = sorted(groups, key=rank)
     if len(names) < constraint.floor:
         result.error = _too_few(key, names, constraint.floor)
         return []
     chosen = names[: constraint.max_groups] if constraint.max_groups else names
     for name in names[len(chosen) :]:
-        for cluster in groups[name]:
-            result.rejected.append((cluster, SPREAD, f"{key} {name} not among the chosen groups"))
+        detail = f"{key} {name} not among the chosen groups"
+        result.rejected.extend((cluster, SPREAD, detail) for cluster in groups[name])
     result.kept = [c for name in chosen for c in groups[name]]
     result.notes.append(_groups_note(key, names, chosen, constraint))
     return [groups[name] for name in chosen]
 
 
+def _rank_cluster(
+    cluster: clusters_.Cluster, held: Mapping[str, int], room: Mapping[str, int | None]
+) -> tuple[float, float, str]:
+    """Sort key of a cluster: most current replicas, most room (unlimited first), name."""
+    h = held.get(cluster.name, 0)
+    r = room[cluster.name]
+    return (-h, -math.inf if r is None else -(r + h), cluster.name)
+
+
 def _spread_clusters(
     result: Spread,
     constraint: policy_.SpreadConstraint,
-    groups: list[list[clusters_.Cluster]],
+    groups: Sequence[Sequence[clusters_.Cluster]],
     held: Mapping[str, int],
-    room: Mapping[str, float],
+    room: Mapping[str, int | None],
 ) -> None:
-    def rank(c: clusters_.Cluster) -> tuple[float, float, int, str]:
-        return (*_rank([c], held, room), c.name)
+    def rank(c: clusters_.Cluster) -> tuple[float, float, str]:
+        return _rank_cluster(c, held, room)
 
     buckets = [sorted(g, key=rank) for g in groups] or [sorted(result.kept, key=rank)]
     order = _round_robin(buckets)
@@ -232,14 +282,13 @@ def _spread_clusters(
         result.error = _too_few("cluster", [c.name for c in order], constraint.floor)
         return
     keep = order[: constraint.max_groups] if constraint.max_groups else order
-    for cluster in order[len(keep) :]:
-        result.rejected.append((cluster, SPREAD, "not among the chosen clusters"))
+    result.rejected.extend((c, SPREAD, "not among the chosen clusters") for c in order[len(keep) :])
     result.kept = sorted(keep, key=lambda c: c.name)
     names = [c.name for c in order]
     result.notes.append(_groups_note("cluster", names, [c.name for c in keep], constraint))
 
 
-def _round_robin(buckets: list[list[clusters_.Cluster]]) -> list[clusters_.Cluster]:
+def _round_robin(buckets: Sequence[Sequence[clusters_.Cluster]]) -> list[clusters_.Cluster]:
     order: list[clusters_.Cluster] = []
     for i in range(max((len(b) for b in buckets), default=0)):
         order += [b[i] for b in buckets if i < len(b)]
@@ -247,7 +296,7 @@ def _round_robin(buckets: list[list[clusters_.Cluster]]) -> list[clusters_.Clust
 
 
 def _too_few(key: str, names: Sequence[str], floor: int) -> str:
-    found = ", ".join(names) if names else "none"
+    found = decision_.names_text(names) if names else "none"
     return f"spread: minGroups {floor} by {key} but only {len(names)} available ({found})"
 
 
@@ -256,12 +305,7 @@ def _groups_note(
 ) -> str:
     limit = constraint.max_groups or "none"
     return (
-        f"spread by {key}: chose {', '.join(chosen)} of {len(ranked)} "
+        f"spread by {key}: chose {decision_.names_text(chosen)} of {len(ranked)} "
         f"(minGroups {constraint.floor}, maxGroups {limit}; "
         "ranked by current replicas, room, size, name)"
     )
-
-
-def infinite_room(room: int | None) -> float:
-    """Room as a float for ranking: None (unlimited) sorts above any number."""
-    return math.inf if room is None else float(room)
