@@ -248,8 +248,12 @@ async def test_cluster_selection_reuse_disable_and_bad_contexts(
         assert disabled.value.retryable
         with pytest.raises(clusters.ClusterNotEngaged):
             await mc.cluster("broken").create(configmap("x"))
-        listing = await mc.list(kube.NAMESPACES)
-        assert set(listing.items) == {"member1", "hub-as-member"}
+        for _ in range(50):  # member1 may have been restarted by an earlier test
+            listing = await mc.list(kube.NAMESPACES)
+            if set(listing.items) == {"member1", "hub-as-member"}:
+                break
+            await asyncio.sleep(0.2)
+        assert set(listing.items) == {"member1", "hub-as-member"}, listing.errors
         assert set(listing.errors) == {"member2", "broken", "missing"}
         assert any(o["metadata"]["name"] == NAMESPACE or o["metadata"]["name"] == "default"
                    for o in listing.items["hub-as-member"])

@@ -7,6 +7,7 @@ import contextlib
 import json
 import time
 import urllib.request
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +19,7 @@ from federation.runtime import controller, manager, reconcile
 from federation.runtime.reconcile import Request
 from tests.conftest import TestFleet
 
-NAMESPACE = "rt-manager"
+NAMESPACE = f"rt-manager-{uuid.uuid4().hex[:6]}"  # fresh per run: no leftovers
 
 # Async fixtures run in the session's loop (pyproject); the tests must share it.
 pytestmark = pytest.mark.asyncio(loop_scope="session")
