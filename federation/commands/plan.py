@@ -191,12 +191,12 @@ def as_table(planned: Sequence[engine.Planned], explain: bool) -> str:
         cells = (p.resource.ref, p.policy.ref if p.policy else "-", str(p.resource.replicas))
         table.add_row(*(Text(cell) for cell in (*cells, _clusters_cell(p), _status(p))))
     console.print(table)
+    text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
     if explain:
         for p in planned:
-            console.print(f"\n{p.resource.ref}:")
-            for line in p.decision.explanation:
-                console.print(f"  - {line}", markup=False)
-    return buffer.getvalue()
+            text += f"\n{p.resource.ref}:\n"
+            text += "".join(f"  - {line}\n" for line in p.decision.explanation)
+    return text
 
 
 def _clusters_cell(planned: engine.Planned) -> str:

@@ -13,13 +13,19 @@ pipeline:
    explanation records every step.
 
 *Previous* is the per-cluster replica count of the last decision for this
-resource (empty on first placement). It matters in four ways: clusters with an
-untolerated NoSchedule taint stay usable where replicas already run (but take
-no new ones); spread prefers groups that already hold replicas; Duplicated and
-static weights count replicas already running as usable capacity; and the
-dynamic and aggregated modes are sticky (see :mod:`division`). Replicas on a
-cluster that is no longer a candidate (not ready, excluded, evicted by a
-NoExecute taint, or missing from ``clusters``) are placed again.
+resource (empty on first placement). It matters in three ways: a cluster with
+an untolerated NoSchedule taint stays a candidate where replicas already run
+(the dynamic modes give it no new ones); spread prefers groups that already
+hold replicas; and the dynamic and Aggregated modes are sticky (see
+:mod:`division`). Duplicated and static weights recompute from scratch and, as
+in Karmada, ignore availableReplicas. Replicas on a cluster that is no longer
+a candidate (not ready, excluded, evicted by a NoExecute taint, or missing
+from ``clusters``) are placed again.
+
+Speed: everything that depends only on the fleet and the policy (screening,
+slots, static weights, bounds, the first spread grouping) is memoised on the
+:class:`~federation.placement.clusters.Fleet`, so placing many resources under
+few policies costs little more than the division itself.
 
 :func:`plan` adds policy matching for a batch of resources. Failover callers
 pass clusters with ``ready=False`` (or leave them out) and the previous
@@ -115,7 +121,7 @@ class _Screened:
     reasons: Mapping[str, str]
     #: Held-back cluster -> its untolerated NoSchedule taint.
     held_back: Mapping[str, str]
-    passed: frozenset[str]
+    passed_names: frozenset[str]
 
 
 def _screened(
@@ -127,8 +133,8 @@ def _screened(
         held_back = {c.name: taint for c, taint in screening.held_back}
         rejected = [*screening.rejected, *((c, selection.TAINT, t) for c, t in screening.held_back)]
         lines = tuple(_rejection_lines(rejected))
-        passed = frozenset(c.name for c in screening.passed)
-        return _Screened(screening, lines, reasons, held_back, passed)
+        names = frozenset(c.name for c in screening.passed)
+        return _Screened(screening, lines, reasons, held_back, names)
 
     return fleet.memo("screen", (placement, affinity), compute)
 
@@ -164,7 +170,7 @@ def _filter_lines(screened: _Screened, held: Mapping[str, int]) -> list[str]:
         f"{name} held {n} replicas but is no longer a candidate "
         f"({screened.reasons.get(name, 'unknown cluster')}); they are placed again"
         for name, n in held.items()
-        if name not in screened.passed and name not in keeping
+        if name not in screened.passed_names and name not in keeping
     ]
 
 

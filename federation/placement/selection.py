@@ -305,7 +305,7 @@ def _groups_note(
 ) -> str:
     limit = constraint.max_groups or "none"
     return (
-        f"spread by {key}: chose {decision_.names_text(chosen)} of {len(ranked)} "
-        f"(minGroups {constraint.floor}, maxGroups {limit}; "
+        f"spread by {key}: kept {decision_.names_text(chosen)} ({len(chosen)} of {len(ranked)}; "
+        f"minGroups {constraint.floor}, maxGroups {limit}; "
         "ranked by current replicas, room, size, name)"
     )
