@@ -29,6 +29,16 @@ The modes (Karmada's semantics; bounds are ours):
 A :class:`Slot` is a candidate cluster as the divider sees it: current
 replicas (``held``), room for more (``room``; None is unlimited), bounds and
 static weight. Its ``cap`` is ``min(maxReplicas, held + room)``.
+
+Sticky division (dynamic and Aggregated). ``kept`` is each cluster's current
+replicas trimmed to its maxReplicas. If ``sum(kept) < total`` and the
+minReplicas deficits fit in the difference, only the difference is divided
+(weights: room; floors: the deficits; caps: ``cap - kept``) and added to
+``kept``. If ``sum(kept) == total`` and every minReplicas holds, ``kept`` is the
+answer. Otherwise (scale down, or bounds that force replicas to move) the
+total is divided with ``kept`` as weights, floors at minReplicas and caps at
+``max(kept, minReplicas)``: no cluster grows beyond what it held except to
+reach its minimum.
 """
 
 from __future__ import annotations
@@ -326,9 +336,7 @@ def _scale_up(
     if aggregated:
         parties = _fewest(parties, placing, [_holders_first(p, kept) for p in parties])
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
-    full = [p.name for p in parties if p.cap == 0]
-    if full:
-        notes.append(f"no room for more replicas: {decision_.names_text(full)}")
+    notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
     notes.append(f"weights = available replicas (unlimited counts as {delta}): {weights}")
     share = webster(placing, parties)
@@ -340,6 +348,19 @@ def _scale_up(
     if pending:
         notes.append(f"partial: {pending} replicas wait for room")
     return Division(_nonzero(merged), pending, notes + ties_text(share))
+
+
+def _capacity_notes(full: list[str], kept: dict[str, int]) -> list[str]:
+    """Explain clusters that can take no more replicas (availableReplicas or maxReplicas)."""
+    empty = [name for name in full if name not in kept]
+    busy = [name for name in full if name in kept]
+    notes = []
+    if empty:
+        notes.append(f"filtered (capacity: no room for replicas): {decision_.names_text(empty)}")
+    if busy:
+        names = decision_.names_text(busy)
+        notes.append(f"no room for more replicas (capacity), current ones stay: {names}")
+    return notes
 
 
 def _growth(s: Slot, kept: int, delta: int) -> Party:

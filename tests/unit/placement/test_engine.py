@@ -355,3 +355,12 @@ def test_a_fleet_and_a_plain_list_give_the_same_decision() -> None:
     first = engine.place(deployment(replicas=7), policy, fleet)
     second = engine.place(deployment(replicas=7), policy, fleet)
     assert first == second == engine.place(deployment(replicas=7), policy, list(reversed(MEMBERS)))
+
+
+def test_clusters_without_room_are_explained_as_capacity() -> None:
+    """Dynamic modes name the clusters that got nothing for lack of room."""
+    fleet = [cluster("full", 0), cluster("held", 0), cluster("roomy", 10)]
+    decision = place(dynamic(), fleet, 6, previous={"held": 2})
+    assert decision.clusters == {"held": 2, "roomy": 4}
+    assert explained(decision, "filtered (capacity: no room for replicas): full")
+    assert explained(decision, "no room for more replicas (capacity), current ones stay: held")
