@@ -196,6 +196,8 @@ def as_table(planned: Sequence[engine.Planned], explain: bool) -> str:
         for p in planned:
             text += f"\n{p.resource.ref}:\n"
             text += "".join(f"  - {line}\n" for line in p.decision.explanation)
+            if p.decision.error is not None:
+                text += f"  = error: {p.decision.error}\n"
     return text
 
 

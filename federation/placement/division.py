@@ -332,7 +332,8 @@ def _scale_up(
         for s in slots
     ]
     caps = total_cap(p.cap for p in parties)
-    placing, pending = _fit(delta, caps, partial, "more replicas", "availableReplicas and bounds")
+    what = "more replicas" if assigned else "replicas"
+    placing, pending = _fit(delta, caps, partial, what, "availableReplicas and bounds")
     if aggregated:
         parties = _fewest(parties, placing, [_holders_first(p, kept) for p in parties])
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")

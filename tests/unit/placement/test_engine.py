@@ -175,9 +175,7 @@ def test_tolerations_allow_tainted_clusters() -> None:
 def test_unschedulable_reports_the_shortfall_and_places_nothing() -> None:
     """Not enough room: error, shortfall in unschedulable, no clusters."""
     decision = place(dynamic(), MEMBERS, 30)
-    assert decision.error is not None and decision.error.startswith(
-        "unschedulable: 30 more replicas"
-    )
+    assert decision.error is not None and decision.error.startswith("unschedulable: 30 replicas")
     assert decision.unschedulable == 6
     assert decision.clusters == {}
 
@@ -364,3 +362,11 @@ def test_clusters_without_room_are_explained_as_capacity() -> None:
     assert decision.clusters == {"held": 2, "roomy": 4}
     assert explained(decision, "filtered (capacity: no room for replicas): full")
     assert explained(decision, "no room for more replicas (capacity), current ones stay: held")
+
+
+def test_unschedulable_scale_up_counts_only_the_replicas_to_add() -> None:
+    """When scaling up, the shortfall concerns the replicas to add on top of those kept."""
+    decision = place(dynamic(), MEMBERS, 31, previous={"member1": 6})
+    assert decision.error is not None
+    assert decision.error.startswith("unschedulable: 25 more replicas to place")
+    assert decision.unschedulable == 1

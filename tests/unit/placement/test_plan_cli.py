@@ -154,7 +154,7 @@ def test_unschedulable_exits_2_with_the_shortfall_in_the_table(tmp_path: Path) -
     small.write_text("clusters:\n- {name: member1, availableReplicas: 1}\n")
     result = run("-f", DIVISION, "--clusters", str(small))
     assert result.exit_code == 2
-    assert "error: unschedulable: 12 more replicas" in result.stdout
+    assert "error: unschedulable: 12 replicas" in result.stdout
 
 
 def test_previous_round_trip_moves_nothing(tmp_path: Path) -> None:
