@@ -325,14 +325,9 @@ def _scale_up(
     delta = total - assigned
     if assigned:
         notes.append(f"scaling up: {assigned} replicas stay where they are, {delta} to add")
-    parties = [
-        Party(s.name, delta if s.room is None else s.room, 0, s.room)
-        if not s.low and s.high is None
-        else _growth(s, kept.get(s.name, 0), delta)
-        for s in slots
-    ]
-    caps = total_cap(p.cap for p in parties)
+    parties = _growth_parties(slots, kept, delta)
     what = "more replicas" if assigned else "replicas"
+    caps = total_cap(p.cap for p in parties)
     placing, pending = _fit(delta, caps, partial, what, "availableReplicas and bounds")
     if aggregated:
         parties = _fewest(parties, placing, [_holders_first(p, kept) for p in parties])
@@ -340,9 +335,24 @@ def _scale_up(
     notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
     notes.append(f"weights = available replicas (unlimited counts as {delta}): {weights}")
-    share = webster(placing, parties)
+    return _add(kept, webster(placing, parties), pending, notes)
+
+
+def _growth_parties(slots: Sequence[Slot], kept: dict[str, int], delta: int) -> list[Party]:
+    """Parties for the replicas to add: room as weight (unlimited = ``delta``), bounds shifted."""
+    return [
+        Party(s.name, delta if s.room is None else s.room, 0, s.room)
+        if not s.low and s.high is None
+        else _growth(s, kept.get(s.name, 0), delta)
+        for s in slots
+    ]
+
+
+def _add(kept: dict[str, int], share: Apportionment, pending: int, notes: list[str]) -> Division:
+    """``kept`` plus the newly divided replicas."""
     added = _nonzero(share.seats)
-    notes.append(f"divided {placing} replicas by Webster: {decision_.counts_text(added)}")
+    placed = sum(added.values())
+    notes.append(f"divided {placed} replicas by Webster: {decision_.counts_text(added)}")
     merged = dict(kept)
     for name, n in added.items():
         merged[name] = merged.get(name, 0) + n

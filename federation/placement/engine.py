@@ -241,9 +241,20 @@ def _build(
             return _Prepared((), (), tuple(lines), chosen.error)
         candidates = chosen.kept
     if not candidates:
-        return _Prepared(
-            (), (), tuple(lines), "no feasible cluster: every cluster was filtered out"
-        )
+        error = "no feasible cluster: every cluster was filtered out"
+        return _Prepared((), (), tuple(lines), error)
+    return _slots(fleet, placement, candidates, held, room, lines)
+
+
+def _slots(
+    fleet: clusters_.Fleet,
+    placement: policy_.Placement,
+    candidates: Sequence[clusters_.Cluster],
+    held: Mapping[str, int],
+    room: Mapping[str, int | None],
+    lines: list[str],
+) -> _Prepared:
+    """Division slots for the final candidates: room, bounds and (static) weights."""
     names = tuple(c.name for c in candidates)
     lines.append(f"candidates: {decision_.names_text(names)}")
     mode = policy_.mode(placement)
