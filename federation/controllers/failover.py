@@ -1,0 +1,359 @@
+"""Failover: when the replicas of a NotReady cluster move, how many at once, and when old copies go.
+
+The health controller (:mod:`federation.controllers.health`) marks a member
+that stops answering ``Ready=False`` and taints it twice, both keyed
+``cluster.federation.io/not-ready``: ``NoSchedule`` (nothing new goes there)
+and ``NoExecute`` with ``timeAdded`` (the clock failover runs on). This module
+decides, per template, what the placement engine is shown:
+
+- **ready**: the cluster as it is;
+- **held**: not ready, but its replicas stay: the engine sees it ready with a
+  NoSchedule taint, so it keeps what it has and gets nothing new;
+- **evicted**: not ready for longer than the policy tolerates: the engine sees
+  it not ready and places its replicas elsewhere.
+
+Failover is opt-in per policy, as Karmada's cluster tolerations are: a policy
+whose ``clusterTolerations`` tolerate the ``not-ready`` NoExecute taint with
+``tolerationSeconds: S`` moves its replicas S seconds after ``timeAdded``.
+Without such a toleration (or with one that has no ``tolerationSeconds``:
+"forever") replicas stay where they are, however long the outage. That is the
+one place we differ from Kubernetes taint semantics, on purpose: moving a
+workload is a decision its owner opts into, and a control plane that moved
+everything whenever it lost sight of a cluster would turn a network blip on
+its own side into a fleet-wide reshuffle. Other NoExecute taints (a user's)
+keep Kubernetes semantics in the engine.
+
+Moving is bounded fleet-wide by a :class:`DisruptionBudget`: at most
+``max_moving_replicas`` replicas in motion at once, across every template.
+A template whose move does not fit waits (held, retried shortly), so a big
+outage drains in waves instead of a stampede. One template larger than the
+whole budget moves alone. The budget is kept in memory by the leader; a new
+leader starts with an empty one (moves in flight then finish unaccounted).
+
+Graceful eviction: the old copies on an evicted cluster are deleted only when
+the new copies elsewhere are ready, or ``gracePeriodSeconds`` after the
+eviction (policy ``spec.failover.cluster``: ``purgeMode: Gracefully``, the
+default, or ``Directly`` to delete at once; Karmada's field names). While
+held, the cluster stays in the template's pending-cleanup list, so the copy
+is found again on every reconcile, and when the cluster returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from federation.controllers import api, plan, status
+from federation.placement import clusters as clusters_
+from federation.placement import policy as policy_
+from federation.placement import selection
+from federation.runtime.reconcile import Request, group_kind
+
+if TYPE_CHECKING:
+    from federation.controllers.propagation import Build, Reconciler
+
+log = logging.getLogger("federation.failover")
+JSON = dict[str, Any]
+
+NOT_READY_TAINT = "cluster.federation.io/not-ready"
+"""The key of both taints the health controller puts on a NotReady cluster."""
+OUR_TAINT_PREFIX = "cluster.federation.io/"
+FOREVER = -1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class FailoverSettings:
+    max_moving_replicas: int = 100
+    """Fleet-wide replicas in motion at once. A member of a few hundred replicas
+    fails over in a few waves, each wave quick (the simulator readies a replica in
+    about a second; real clusters in tens of seconds), while a fleet-wide outage
+    cannot ask every survivor to start everything at once."""
+    lease_timeout: float = 300.0
+    """Seconds a move holds budget at most: a move whose new copies never become
+    ready (no room anywhere) must not block every other move for ever."""
+    budget_retry: float = 2.0
+    """Seconds before a template refused by the budget asks again."""
+    grace_period: float = 600.0
+    """Default ``gracePeriodSeconds`` of graceful eviction (Karmada's graceful
+    eviction timeout is also 10 minutes): old copies go as soon as the new ones are
+    ready, this is only the bound when they never are."""
+
+
+class State(enum.Enum):
+    READY = "ready"
+    HELD = "held"
+    EVICTED = "evicted"
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """What one cluster is, for one policy, at one moment."""
+
+    state: State
+    reason: str = ""
+    deadline: float | None = None
+    """Epoch seconds at which a held cluster is evicted (None: never, as things stand)."""
+    evicted_at: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Behaviour:
+    """A policy's ``spec.failover.cluster``: how old copies are purged."""
+
+    purge_mode: str = "Gracefully"
+    grace_period: float | None = None
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What the failover transformers decided for one template (kept on the Build)."""
+
+    judgements: dict[str, Judgement] = dataclasses.field(default_factory=dict)
+    behaviour: Behaviour = dataclasses.field(default_factory=Behaviour)
+    held: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Clusters whose old copy is kept for now (graceful eviction) -> why."""
+
+    @property
+    def evicted(self) -> dict[str, float]:
+        return {name: j.evicted_at or 0.0 for name, j in self.judgements.items()
+                if j.state is State.EVICTED}
+
+
+# -- pure rules ----------------------------------------------------------------------------
+
+
+def parse_time(value: Any) -> float | None:
+    """An RFC 3339 ``timeAdded`` as epoch seconds (None when absent or malformed)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
+
+
+def format_time(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def toleration_time(tolerations: Sequence[policy_.Toleration]) -> float | None:
+    """Seconds the policy tolerates the not-ready NoExecute taint; None = not opted in.
+
+    Kubernetes' rule over the matching tolerations: the smallest
+    ``tolerationSeconds`` wins, and matching tolerations without one mean forever
+    (:data:`FOREVER`) when no other sets a time.
+    """
+    taint = clusters_.Taint(key=NOT_READY_TAINT, effect="NoExecute")
+    matching = [t for t in tolerations if selection.tolerates(t, taint)]
+    if not matching:
+        return None
+    seconds = [t.toleration_seconds for t in matching if t.toleration_seconds is not None]
+    return float(max(min(seconds), 0)) if seconds else FOREVER
+
+
+def not_ready_since(taints: Iterable[Mapping[str, Any]]) -> float | None:
+    """``timeAdded`` of the not-ready NoExecute taint, if the cluster carries one."""
+    for taint in taints:
+        if taint.get("key") == NOT_READY_TAINT and taint.get("effect") == "NoExecute":
+            return parse_time(taint.get("timeAdded"))
+    return None
+
+
+def judge(ready: bool, taints: Iterable[Mapping[str, Any]], tolerate: float | None,
+          now: float) -> Judgement:
+    """Ready, held or evicted: see the module docstring."""
+    taints = list(taints)
+    since = not_ready_since(taints)
+    if ready and since is None:
+        return Judgement(State.READY)
+    if since is None:
+        return Judgement(State.HELD, "not ready; not tainted NoExecute yet")
+    if tolerate is None:
+        return Judgement(State.HELD, "not ready; the policy does not opt into failover "
+                                     f"(no toleration of {NOT_READY_TAINT}:NoExecute)")
+    if tolerate == FOREVER:
+        return Judgement(State.HELD, "not ready; tolerated without tolerationSeconds")
+    deadline = since + tolerate
+    if now < deadline:
+        return Judgement(State.HELD, f"not ready since {format_time(since)}; tolerated "
+                                     f"{tolerate:.0f}s", deadline=deadline)
+    return Judgement(State.EVICTED, f"not ready since {format_time(since)}, longer than "
+                                    f"tolerationSeconds {tolerate:.0f}", evicted_at=deadline)
+
+
+def engine_view(cluster: clusters_.Cluster, judgement: Judgement) -> clusters_.Cluster:
+    """The cluster as the placement engine should see it under ``judgement``."""
+    taints = tuple(t for t in cluster.taints
+                   if not (t.key == NOT_READY_TAINT and t.effect == "NoExecute"))
+    if judgement.state is State.EVICTED:
+        return cluster.model_copy(update={"ready": False, "taints": taints})
+    if judgement.state is State.HELD:
+        hold = clusters_.Taint(key=NOT_READY_TAINT, effect="NoSchedule")
+        if hold not in taints:
+            taints = (*taints, hold)
+        return cluster.model_copy(update={"ready": True, "taints": taints})
+    return cluster.model_copy(update={"taints": taints})
+
+
+def behaviour(policy_doc: Mapping[str, Any]) -> Behaviour:
+    """``spec.failover.cluster`` of a policy object (Karmada's names; defaults documented)."""
+    failover = (policy_doc.get("spec") or {}).get("failover") or {}
+    cluster = failover.get("cluster") if isinstance(failover, dict) else None
+    if not isinstance(cluster, dict):
+        return Behaviour()
+    mode = str(cluster.get("purgeMode") or "Gracefully")
+    if mode not in ("Gracefully", "Directly"):
+        mode = "Gracefully"
+    grace = cluster.get("gracePeriodSeconds")
+    return Behaviour(mode, float(grace) if isinstance(grace, int | float) else None)
+
+
+def copies_ready(desired: Mapping[str, JSON], live: Mapping[str, JSON | None]) -> bool:
+    """Every target's copy exists with the desired replica count ready (old copies may go)."""
+    for cluster, wanted in desired.items():
+        copy = live.get(cluster)
+        if copy is None:
+            return False
+        if copy.get("kind") not in status.WORKLOAD_KINDS:
+            continue
+        replicas = (wanted.get("spec") or {}).get("replicas", 1)
+        if (copy.get("spec") or {}).get("replicas", 1) != replicas \
+                or status.health(copy) != "Healthy":
+            return False
+    return True
+
+
+class DisruptionBudget:
+    """Fleet-wide replicas in motion, by template key; see the module docstring."""
+
+    def __init__(self, max_moving: int, lease_timeout: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_moving = max_moving
+        self.lease_timeout = lease_timeout
+        self.clock = clock
+        self.moving: dict[str, tuple[int, float]] = {}
+
+    @property
+    def in_use(self) -> int:
+        self._expire()
+        return sum(n for n, _ in self.moving.values())
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for key, (_, started) in list(self.moving.items()):
+            if now - started > self.lease_timeout:
+                log.warning("disruption budget: move of %s not done after %.0fs; released",
+                            key, self.lease_timeout)
+                del self.moving[key]
+
+    def admit(self, key: str, replicas: int) -> bool:
+        """Reserve ``replicas`` moving for ``key``; False when the budget cannot take them now."""
+        used = self.in_use
+        if key in self.moving:
+            held, started = self.moving[key]
+            if replicas <= held or used - held + replicas <= self.max_moving:
+                self.moving[key] = (max(held, replicas), started)
+                return True
+            return False
+        if used + replicas <= self.max_moving or used == 0:
+            self.moving[key] = (replicas, self.clock())
+            return True
+        return False
+
+    def release(self, key: str) -> None:
+        self.moving.pop(key, None)
+
+
+class Failover:
+    """Per-process failover state: the budget, and a way to revisit a template later."""
+
+    def __init__(self, settings: FailoverSettings | None = None,
+                 requeue: Callable[[Request, float], None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings or FailoverSettings()
+        self.budget = DisruptionBudget(self.settings.max_moving_replicas,
+                                       self.settings.lease_timeout)
+        self.requeue = requeue
+        """Set by the wiring to the propagation queue's ``add_after``."""
+        self.clock = clock
+
+    def revisit(self, r: Reconciler, build: Build, delay: float) -> None:
+        if self.requeue is not None:
+            request = Request(r.hub, group_kind(build.resource), build.namespace or "",
+                              build.name)
+            self.requeue(request, max(delay, 0.05))
+
+
+def template_key(build: Build) -> str:
+    return f"{group_kind(build.resource)}/{build.namespace or ''}/{build.name}"
+
+
+# -- transformers (read only; see federation.controllers.propagation) -----------------------
+
+
+async def apply_failover(r: Reconciler, build: Build) -> None:
+    """Judge every cluster for this policy and show the engine ready, held or evicted."""
+    if build.policy is None:
+        return
+    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub])
+    taints = {str(d["metadata"]["name"]): (d.get("spec") or {}).get("taints") or []
+              for d in listing.items.get(r.hub, [])}
+    tolerate = toleration_time(build.policy.spec.placement.cluster_tolerations)
+    failover = r.failover
+    now = failover.clock()
+    outcome = build.failover
+    outcome.behaviour = behaviour(build.policy_doc)
+    previous = build.previous
+    moving = sum(previous.get(c.name, 0) for c in build.clusters
+                 if judge(c.ready, taints.get(c.name, []), tolerate, now).state
+                 is State.EVICTED)
+    admitted = moving == 0 or failover.budget.admit(template_key(build), moving)
+    shown = []
+    for cluster in build.clusters:
+        judgement = judge(cluster.ready, taints.get(cluster.name, []), tolerate, now)
+        if judgement.state is State.EVICTED and not admitted and previous.get(cluster.name):
+            judgement = Judgement(State.HELD, "waiting for the fleet's disruption budget "
+                                              f"({failover.budget.in_use}/"
+                                              f"{failover.budget.max_moving} replicas moving)")
+            failover.revisit(r, build, failover.settings.budget_retry)
+        if judgement.deadline is not None:
+            failover.revisit(r, build, judgement.deadline - now + 0.1)
+        if judgement.state is not State.READY:
+            build.notes.append(f"failover: {cluster.name} {judgement.state.value}: "
+                               f"{judgement.reason}")
+        outcome.judgements[cluster.name] = judgement
+        shown.append(engine_view(cluster, judgement))
+    build.clusters = shown
+
+
+async def plan_graceful_eviction(r: Reconciler, build: Build) -> None:
+    """Keep old copies on evicted clusters until the new copies are ready (or grace ends)."""
+    outcome = build.failover
+    failover = r.failover
+    ready = copies_ready(build.desired, build.live)
+    if ready:
+        failover.budget.release(template_key(build))
+    if outcome.behaviour.purge_mode != "Gracefully":
+        return
+    grace = outcome.behaviour.grace_period
+    grace = failover.settings.grace_period if grace is None else grace
+    now = failover.clock()
+    for cluster, evicted_at in outcome.evicted.items():
+        if cluster not in build.removals or ready or now >= evicted_at + grace:
+            continue
+        for vertex in list(build.dag):
+            if vertex.cluster == cluster and vertex.action is plan.Action.DELETE:
+                del build.dag.vertices[vertex.key]
+        outcome.held[cluster] = "graceful eviction: old copy kept until the new copies " \
+                                "are ready"
+        build.notes.append(f"failover: {cluster}: {outcome.held[cluster]} (at most until "
+                           f"{format_time(evicted_at + grace)})")
+        failover.revisit(r, build, evicted_at + grace - now + 0.1)
