@@ -8,7 +8,11 @@ a table of contents (:data:`TRANSFORMERS`). House rules: one concern per
 transformer; transformers never write; writes exist only as plan vertices.
 
 1. ``load_policy``: the winning PropagationPolicy/ClusterPropagationPolicy.
-2. ``load_clusters``: MemberClusters (or the engaged members) as placement input.
+2. ``load_clusters``: MemberClusters (or the engaged members) as placement input;
+   then ``estimate_capacity`` (availableReplicas from each member's resource
+   summary) and ``apply_failover`` (NotReady clusters held or evicted per the
+   policy's tolerationSeconds, the fleet's disruption budget), see
+   :mod:`federation.controllers.failover`.
 3. ``schedule``: the placement engine, fed the previous decision.
 4. ``render``: per-cluster manifests: replicas, overrides, ownership marks.
 5. ``plan_dependencies``: the namespace (and the CRD of a custom resource) first.
@@ -16,7 +20,9 @@ transformer; transformers never write; writes exist only as plan vertices.
    cache; foreign objects are conflicts, never overwritten unless the policy
    says ``conflictResolution: Overwrite``.
 7. ``plan_removals``: copies on clusters no longer chosen are deleted; an
-   unreachable one is remembered (pending cleanup) and retried.
+   unreachable one is remembered (pending cleanup) and retried; then
+   ``plan_graceful_eviction`` keeps old copies on an evicted cluster until the
+   new copies are ready (they stay pending cleanup meanwhile).
 8. ``plan_record``: the template's finalizer and decision annotations, written
    before any member copy (every member vertex depends on it).
 
@@ -42,7 +48,17 @@ from typing import Any
 from federation.contexts.client import ApiError, ClientError, ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import PLACEMENT_ANNOTATION, MultiClusterClient
-from federation.controllers import api, bindings, events, manifests, overrides, plan, status
+from federation.controllers import (
+    api,
+    bindings,
+    capacity,
+    events,
+    manifests,
+    overrides,
+    plan,
+    status,
+)
+from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
@@ -96,6 +112,8 @@ class Build:
     record: plan.Vertex | None = None
     binding: JSON | None = None
     """The template's ResourceBinding as cached (previous conditions live there)."""
+    failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
+    """Per-cluster failover judgements and old copies kept by graceful eviction."""
 
     @property
     def previous_conditions(self) -> list[JSON]:
@@ -157,6 +175,8 @@ class Reconciler:
         self.settings = settings or PropagationSettings()
         self.hub = clusters.hub.name
         self.writer = Writer(mc)
+        self.failover = failover_.Failover()
+        """Failover state (disruption budget); the wiring sets its requeue."""
 
     # -- the reconcile -------------------------------------------------------------------
 
@@ -192,7 +212,8 @@ class Reconciler:
         hub_failed = [o for o in report.failed() if o.vertex.cluster == self.hub]
         if hub_failed:
             raise hub_failed[0].exception or RuntimeError(hub_failed[0].error)
-        removed = [c for c in build.removals if c not in failed]
+        removed = [c for c in build.removals if c not in failed
+                   and c not in build.unreachable and c not in build.failover.held]
         still_pending = sorted(set(build.pending_cleanup) - set(removed))
         if still_pending != pending_from(build.template) or removed:
             recorded = report.result(build.record)
@@ -695,11 +716,14 @@ async def plan_removals(r: Reconciler, build: Build) -> None:
 TRANSFORMERS: tuple[Callable[[Reconciler, Build], Awaitable[None]], ...] = (
     load_policy,
     load_clusters,
+    capacity.estimate_capacity,
+    failover_.apply_failover,
     schedule,
     render,
     plan_dependencies,
     plan_copies,
     plan_removals,
+    failover_.plan_graceful_eviction,
     plan_record,
 )
 
