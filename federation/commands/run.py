@@ -110,10 +110,13 @@ async def serve(mgr: manager.Manager) -> None:
               show_default=True, help="Name of the Lease.")
 @click.option("--cache-sync-timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for each cluster's caches before starting controllers.")
+@click.option("--cleanup-wait", type=float, default=30.0, show_default=True,
+              help="Seconds a deleted template waits for unreachable members before its "
+                   "finalizer is released (the cleanup then finishes when they return).")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
-        cache_sync_timeout: float) -> None:
+        cache_sync_timeout: float, cleanup_wait: float) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -135,6 +138,10 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         sys.exit(1)
     mgr = manager.Manager(cluster_set, settings)
     mgr.cache(kube.NAMESPACES, "all")
+    from federation.controllers import propagation
+    from federation.controllers import setup as controllers_setup
+
+    controllers_setup.SETTINGS = propagation.PropagationSettings(cleanup_wait=cleanup_wait)
     for setup in load_setups(CONTROLLERS):
         setup(mgr)
     try:

@@ -169,16 +169,23 @@ def _apply_rule(manifest: JSON, overriders: Overriders, notes: list[str], where:
         for map_entry in map_entries:
             meta[name] = _override_map(meta.get(name) or {}, map_entry)
             notes.append(f"{where}: {name} {map_entry.operator} {sorted(map_entry.value)}")
-    if overriders.plaintext:
-        operations = [{"op": p.operator, "path": p.path,
-                       **({"value": p.value} if p.operator != "remove" else {})}
-                      for p in overriders.plaintext]
-        try:
-            manifest = jsonpatch.apply_patch(manifest, operations)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            raise OverrideError(f"plaintext: {exc}") from None
-        notes += [f"{where}: {p.operator} {p.path}" for p in overriders.plaintext]
+    for index, patch in enumerate(overriders.plaintext):
+        manifest = _json_patch(manifest, index, patch)
+        notes.append(f"{where}: {patch.operator} {patch.path}")
     return manifest
+
+
+def _json_patch(manifest: JSON, index: int, patch: PlaintextOverrider) -> JSON:
+    operation: JSON = {"op": patch.operator, "path": patch.path}
+    if patch.operator != "remove":
+        operation["value"] = patch.value
+    try:
+        patched: JSON = jsonpatch.apply_patch(manifest, [operation])
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+        # The library's message quotes the document, which may hold secrets: say less.
+        raise OverrideError(f"plaintext[{index}]: cannot {patch.operator} {patch.path}: "
+                            "the path does not exist in the manifest") from None
+    return patched
 
 
 # -- images --------------------------------------------------------------------------------

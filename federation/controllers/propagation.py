@@ -242,8 +242,7 @@ class Reconciler:
                                    copies, failed, build.unreachable, pending)
         await self._emit_transitions(build, conditions)
         writes = plan.Plan()
-        writes.add(plan.Vertex(self.hub, plan.Action.APPLY, binding["object"]))
-        writes.add(plan.Vertex(self.hub, plan.Action.STATUS, binding["status"]))
+        add_binding(writes, self.hub, binding)
         template_status = status.template_status(build.template, copies, conditions)
         if template_status is not None and not status.same_status(
                 build.template.get("status"), template_status):
@@ -328,8 +327,7 @@ class Reconciler:
         binding = bindings.binding(build.template, build.decision, build.policy, conditions,
                                    {}, {}, {}, pending_from(build.template))
         writes = plan.Plan()
-        writes.add(plan.Vertex(self.hub, plan.Action.APPLY, binding["object"]))
-        writes.add(plan.Vertex(self.hub, plan.Action.STATUS, binding["status"]))
+        add_binding(writes, self.hub, binding)
         template_status = status.template_status(build.template, {}, conditions)
         if template_status is not None:
             template_status = {**(build.template.get("status") or {}),
@@ -421,8 +419,7 @@ class Reconciler:
         binding = bindings.binding(build.template, None, build.policy, conditions, {}, {},
                                    build.unreachable, pending, orphan_of_deleted=True)
         writes = plan.Plan()
-        writes.add(plan.Vertex(self.hub, plan.Action.APPLY, binding["object"]))
-        writes.add(plan.Vertex(self.hub, plan.Action.STATUS, binding["status"]))
+        add_binding(writes, self.hub, binding)
         report = await plan.execute(writes, self.writer)
         if not report.ok:
             first = report.failed()[0]
@@ -729,6 +726,12 @@ TRANSFORMERS: tuple[Callable[[Reconciler, Build], Awaitable[None]], ...] = (
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def add_binding(writes: plan.Plan, hub: str, binding: Mapping[str, JSON]) -> None:
+    """The binding object, then its status (the status subresource needs the object)."""
+    spec = writes.add(plan.Vertex(hub, plan.Action.APPLY, binding["object"]))
+    writes.depend(writes.add(plan.Vertex(hub, plan.Action.STATUS, binding["status"])), on=spec)
 
 
 def api_ref(policy: policy_.Policy | None) -> str:

@@ -26,6 +26,9 @@ from federation.runtime.reconcile import Request
 
 log = logging.getLogger("federation.setup")
 
+SETTINGS = propagation.PropagationSettings()
+"""Propagation settings for :func:`setup` (``fedctl run`` sets them from its flags)."""
+
 PROPAGATION_WORKERS = 4
 """Reconciles are I/O bound (caches in memory, writes to members): four keep several
 members busy at once without a write burst that trips API server rate limits."""
@@ -51,7 +54,7 @@ class Wiring:
                                                 workers=PROPAGATION_WORKERS)
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add)
         self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
-                                                 self.recorder)
+                                                 self.recorder, SETTINGS)
         self._tracking: set[asyncio.Task[None]] = set()
 
     async def _reconcile(self, request: Request) -> Any:

@@ -1,4 +1,16 @@
+"""e2e fixtures: the e2e marker, and a control plane (`fedctl run`) on the test fleet."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+
+from tests.conftest import TestFleet
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -6,3 +18,72 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "/tests/e2e/" in str(item.path):
             item.add_marker(pytest.mark.e2e)
+
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ControlPlane:
+    """A `fedctl run` process against the test fleet, with its log for failure reports."""
+
+    def __init__(self, fleet: TestFleet, log_path: Path, *extra: str) -> None:
+        self.fleet = fleet
+        self.log_path = log_path
+        self.health_port = _free_port()
+        self.argv = [sys.executable, "-m", "federation", "run", "--kubeconfig",
+                     str(fleet.kubeconfig), "--hub-context", "hub", "--metrics-bind-address",
+                     f"127.0.0.1:{_free_port()}", "--health-probe-bind-address",
+                     f"127.0.0.1:{self.health_port}", *extra]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        install = subprocess.run(
+            [sys.executable, "-m", "federation", "install", "--kubeconfig",
+             str(self.fleet.kubeconfig), "--hub-context", "hub", "--clusters",
+             str(self.fleet.clusters_file)], capture_output=True, text=True, timeout=120)
+        assert install.returncode == 0, install.stderr
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log_tail()
+            try:
+                with socket.create_connection(("127.0.0.1", self.health_port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError(f"fedctl run did not start: {self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+@pytest.fixture(scope="module")
+def control_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[ControlPlane]:
+    """`fedctl install` + `fedctl run` for the tests of one module."""
+    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
+               tmp_path_factory.mktemp("run") / "fedctl-run.log")
+    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8")
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.stop()

@@ -11,7 +11,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +19,7 @@ import yaml
 
 from federation.local import fleet as fleet_module
 from tests.conftest import TestFleet
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 30, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
-
-
-def get_json(fleet: TestFleet, context: str, *args: str) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(fleet.kubectl(context, "get", *args, "-o", "json").stdout)
-    return found
+from tests.e2e.helpers import apply, get_json, wait_for
 
 
 def test_kubeconfig_has_verified_tls_for_every_context(fleet: TestFleet) -> None:
@@ -161,13 +145,6 @@ def namespace(fleet: TestFleet) -> Any:
     for member in fleet.member_names:
         fleet.kubectl(member, "delete", "deployments,statefulsets,replicasets", "--all",
                       "-n", name, check=False)
-
-
-def apply(fleet: TestFleet, context: str, manifest: dict[str, Any]) -> None:
-    subprocess.run(
-        ["kubectl", "--kubeconfig", str(fleet.kubeconfig), "--context", context, "apply", "-f",
-         "-"], input=json.dumps(manifest), text=True, check=True, capture_output=True,
-    )
 
 
 def test_simulator_makes_a_deployment_ready(fleet: TestFleet, namespace: str) -> None:

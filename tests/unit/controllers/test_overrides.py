@@ -103,7 +103,7 @@ def test_invalid_path_is_an_error_naming_policy_and_rule() -> None:
     rule = {"overriders": {"plaintext": [
         {"path": "/spec/nope/deeper", "operator": "replace", "value": 1}]}}
     with pytest.raises(overrides.OverrideError,
-                       match=r"OverridePolicy shop/o overrideRules\[0\]: plaintext"):
+                       match=r"shop/o overrideRules\[0\]: plaintext\[0\]: cannot replace"):
         overrides.apply_all(deployment(), MEMBER1, [policy([rule])])
 
 
