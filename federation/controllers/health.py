@@ -369,9 +369,9 @@ def affects_placement(event: Event) -> bool:
         return True
 
     def view(doc: Mapping[str, Any]) -> tuple[Any, ...]:
-        found = {(c.get("type"), c.get("status"))
-                 for c in (doc.get("status") or {}).get("conditions") or []}
-        return ((doc.get("metadata") or {}).get("labels"), doc.get("spec"), sorted(found),
+        found = frozenset((c.get("type"), c.get("status"))
+                          for c in (doc.get("status") or {}).get("conditions") or [])
+        return ((doc.get("metadata") or {}).get("labels"), doc.get("spec"), found,
                 (doc.get("metadata") or {}).get("deletionTimestamp"))
 
     return view(event.obj) != view(event.old)

@@ -7,6 +7,9 @@
 - ``policy-validation``: the ``Valid`` condition of every policy.
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup).
+- ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
+  (see :mod:`federation.controllers.health`); MemberCluster changes requeue
+  templates only when they can change a placement (not a capacity refresh).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError
-from federation.controllers import api, cleanup, events, policies, propagation
+from federation.controllers import api, cleanup, events, health, policies, propagation
 from federation.controllers.kinds import KindTracker
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request
@@ -80,9 +83,10 @@ class Wiring:
         ctl = self.controller
         for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
             ctl.watch(resource, clusters="hub", map=self.on_policy)
-        for resource in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
-                         api.MEMBER_CLUSTERS):
+        for resource in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES):
             ctl.watch(resource, clusters="hub", map=self.on_anything)
+        ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
+                  predicate=health.affects_placement)
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
             self.mgr.cache(resource, "hub")
         self.mgr.cache(api.CRDS, "members")
@@ -105,3 +109,5 @@ def setup(mgr: manager.Manager) -> None:
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")
     leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
     mgr.add(leftovers)
+    health.install(mgr, wiring.recorder)
+    wiring.reconciler.failover.requeue = wiring.controller.queue.add_after
