@@ -16,10 +16,9 @@ deps: $(VENV)/.installed
 	scripts/system-deps.sh
 	$(FEDCTL) local install
 
-## The main job on a local default fleet (hub + 3 members).
+## The main job on a local default fleet (hub + 3 members): propagate examples/propagation.
 run: deps
-	$(FEDCTL) local up
-	$(FEDCTL) local status
+	scripts/run-local.sh
 
 ## The whole test suite: lint, types, unit and e2e tests.
 test: deps lint

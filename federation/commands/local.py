@@ -76,6 +76,8 @@ def install() -> None:
 @click.option("--provider", type=click.Choice(["local", "kind"]), default="local",
               show_default=True, help="kind needs Docker; it is not exercised in CI.")
 @click.option("--no-simulator", is_flag=True, help="Do not start the data-plane simulator.")
+@click.option("--control-plane", is_flag=True,
+              help="Also install the hub API, register the members and start `fedctl run`.")
 @click.option("--ready-delay", type=float, default=1.0, show_default=True,
               help="Simulator: seconds before a workload's replicas report ready.")
 @click.option("--node-pods", type=int, default=110, show_default=True,
@@ -86,7 +88,8 @@ def install() -> None:
 @kubeconfig_option
 @clear_errors
 def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
-       ready_delay: float, node_pods: int, nodes: int, state_dir: Path, kubeconfig: Path) -> None:
+       control_plane: bool, ready_delay: float, node_pods: int, nodes: int, state_dir: Path,
+       kubeconfig: Path) -> None:
     """Start the fleet (idempotent: only what is missing is created or started)."""
     count = fleet.parse_members(members)
     if provider == "kind":
@@ -97,6 +100,8 @@ def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
                                        ready_delay=ready_delay, enabled=not no_simulator)
     target = _fleet(state_dir, kubeconfig)
     target.up(count, base_port, simulator=settings, progress=progress)
+    if control_plane:
+        target.start_control_plane(progress)
     click.echo(f"fleet ready: kubeconfig {target.kubeconfig} "
                f"(contexts: {', '.join(c.name for c in target.load().clusters)})")
 

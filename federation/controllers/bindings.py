@@ -67,6 +67,7 @@ def binding(template: Mapping[str, Any], decision: decision_.Decision | None,
     if decision is not None:
         spec["replicas"] = decision.replicas
         spec["clusters"] = [{"name": n, "replicas": r} for n, r in decision.clusters.items()]
+        spec["summary"] = summary(decision)
         spec["explanation"] = list(decision.explanation)
         if decision.pending:
             spec["pendingReplicas"] = decision.pending
@@ -74,6 +75,13 @@ def binding(template: Mapping[str, Any], decision: decision_.Decision | None,
                         "aggregatedStatus": aggregated(copies, failed, unreachable)}
     return {"object": {**identity, "spec": spec},
             "status": {**identity, "status": new_status}}
+
+
+def summary(decision: decision_.Decision) -> str:
+    """One line for ``kubectl get``: ``member1=6,member2=4`` (names only without replicas)."""
+    if any(decision.clusters.values()):
+        return ",".join(f"{n}={r}" for n, r in decision.clusters.items())
+    return ",".join(decision.clusters)
 
 
 def aggregated(copies: Mapping[str, JSON | None], failed: Mapping[str, str],

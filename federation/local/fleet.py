@@ -23,6 +23,7 @@ import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import sys
 import time
 import urllib.error
@@ -325,6 +326,8 @@ class Fleet:
         if not self.state_dir.exists():
             progress("no local fleet to stop")
             return
+        if processes.terminate(self.control_plane_pid_file):
+            progress("stopped control plane")
         if processes.terminate(self.simulator_pid_file):
             progress("stopped simulator")
         with contextlib.suppress(FleetError):
@@ -513,6 +516,34 @@ class Fleet:
 
     def stop_simulator(self) -> bool:
         return processes.terminate(self.simulator_pid_file)
+
+    # -- control plane -------------------------------------------------------------------
+
+    @property
+    def control_plane_pid_file(self) -> Path:
+        return self.state_dir / "control-plane.pid"
+
+    @property
+    def control_plane_log_file(self) -> Path:
+        return self.state_dir / "control-plane.log"
+
+    def start_control_plane(self, progress: Progress) -> None:
+        """`fedctl install` (CRDs, MemberClusters) then `fedctl run` against the fleet."""
+        if processes.owned_pid(self.control_plane_pid_file) is not None:
+            progress("control plane already running")
+            return
+        fedctl = [sys.executable, "-m", "federation"]
+        common = ["--kubeconfig", str(self.kubeconfig), "--hub-context", "hub"]
+        installed = subprocess.run([*fedctl, "install", *common, "--clusters",
+                                    str(self.clusters_file)], capture_output=True, text=True)
+        if installed.returncode != 0:
+            raise FleetError(f"fedctl install failed: {installed.stderr.strip()}")
+        progress(installed.stdout.strip().replace("\n", "; "))
+        argv = [*fedctl, "run", *common, "--metrics-bind-address", "127.0.0.1:0",
+                "--health-probe-bind-address", "127.0.0.1:0"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        processes.spawn(argv, self.control_plane_pid_file, self.control_plane_log_file, env=env)
+        progress(f"control plane started: fedctl run (log: {self.control_plane_log_file})")
 
 
 def _b64(path: Path) -> str:
