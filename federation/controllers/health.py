@@ -278,7 +278,7 @@ class HealthController:
         changed = not same_conditions(previous, new_conditions)
         if changed or (summary is not None
                        and summary != (doc.get("status") or {}).get("resourceSummary")):
-            await self._write_status(doc, new_conditions, summary)
+            doc = await self._write_status(doc, new_conditions, summary)
         if not ready and new_taints != taints:
             await self._write_taints(doc, new_taints)
         if changed:
@@ -325,13 +325,15 @@ class HealthController:
         return written
 
     async def _write_status(self, doc: JSON, new_conditions: list[JSON],
-                            summary: JSON | None) -> None:
+                            summary: JSON | None) -> JSON:
+        """Merge-patch our status fields; the object as written (its new resourceVersion)."""
         previous = list((doc.get("status") or {}).get("conditions") or [])
         body: JSON = {"conditions": status.merge_conditions(previous, new_conditions)}
         if summary is not None:
             body["resourceSummary"] = summary
-        await self.mc.cluster(self.hub).patch_status(api.MEMBER_CLUSTERS,
-                                                     doc["metadata"]["name"], {"status": body})
+        written: JSON = await self.mc.cluster(self.hub).patch_status(
+            api.MEMBER_CLUSTERS, doc["metadata"]["name"], {"status": body})
+        return written
 
     async def _event(self, doc: JSON, previous: Sequence[Mapping[str, Any]],
                      new: Sequence[JSON]) -> None:
