@@ -142,9 +142,12 @@ def deploy_both(fleet: TestFleet, ns: str) -> dict[str, int]:
                       and d, timeout=60, what="tolerant placed")
     assert placed.get("member2"), f"tolerant has nothing on member2 to fail over: {placed}"
     for name in ("tolerant", "intolerant"):
-        wait_for(lambda n=name: sum(ready_on(fleet, n, ns, MEMBERS).values()) == 6,
-                 timeout=60, what=f"{name}: 6 ready in the members")
+        wait_for(all_ready(fleet, name, ns), timeout=60, what=f"{name}: 6 ready in the members")
     return dict(placed)
+
+
+def all_ready(fleet: TestFleet, name: str, ns: str) -> Callable[[], bool]:
+    return lambda: sum(ready_on(fleet, name, ns, MEMBERS).values()) == 6
 
 
 def in_background(action: Callable[[], None]) -> threading.Thread:
