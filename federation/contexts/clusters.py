@@ -99,6 +99,8 @@ class Cluster:
         self.available: bool | None = None
         self.last_probe_error: str | None = None
         self.changed_at = time.monotonic()
+        self.joined = False
+        """Added at runtime (:meth:`ClusterSet.join`), not from the static contexts."""
         self._failures = 0
 
     def __repr__(self) -> str:
@@ -205,6 +207,28 @@ class ClusterSet:
 
     def __iter__(self) -> Iterable[Cluster]:
         return iter(self.clusters.values())
+
+    def join(self, name: str, config: kubeconfig.KubeConfig,
+             observer: Observer | None = None) -> Cluster:
+        """Add member ``name`` at runtime from a kubeconfig holding a context of that name
+        (``fedctl join``'s Secret); the caller engages it (``Manager.engage``)."""
+        if name in self.clusters:
+            raise ValueError(f"cluster {name!r} is already in the set")
+        cluster = _member(config, name, False, self.hub, self.hub.settings, observer)
+        cluster.joined = True
+        self.clusters[name] = cluster
+        return cluster
+
+    async def leave(self, name: str) -> None:
+        """Remove a member added by :meth:`join`: its caches stop, its connections close."""
+        cluster = self.clusters.get(name)
+        if cluster is None or not cluster.joined:
+            return
+        del self.clusters[name]
+        if cluster.cache is not None:
+            await cluster.cache.stop()
+        if cluster.client is not None and cluster.shares_client_of is None:
+            await cluster.client.close()
 
     async def close(self) -> None:
         seen: set[int] = set()

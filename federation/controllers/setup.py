@@ -7,6 +7,8 @@
 - ``policy-validation``: the ``Valid`` condition of every policy.
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup).
+- ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
+  Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
   (see :mod:`federation.controllers.health`); MemberCluster changes requeue
   templates only when they can change a placement (not a capacity refresh).
@@ -22,7 +24,15 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError
-from federation.controllers import api, cleanup, events, health, policies, propagation
+from federation.controllers import (
+    api,
+    cleanup,
+    events,
+    health,
+    membership,
+    policies,
+    propagation,
+)
 from federation.controllers.kinds import KindTracker
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request
@@ -110,4 +120,5 @@ def setup(mgr: manager.Manager) -> None:
     leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
     mgr.add(leftovers)
     health.install(mgr, wiring.recorder)
+    membership.install(mgr, wiring.recorder, wiring.kinds)
     wiring.reconciler.failover.requeue = wiring.controller.queue.add_after

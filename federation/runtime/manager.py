@@ -239,6 +239,21 @@ class Manager:
         cluster.cache.start()
         self._spawn(cluster.run_probes(), f"probe of {cluster.name}")
 
+    def engage(self, cluster: Cluster) -> None:
+        """Start a cluster added at runtime (``ClusterSet.join``): the informers every watch
+        asks for, with their handlers, and its probe. Its caches sync on their own."""
+        if cluster.client is not None:
+            cluster.client.observer = self.metrics.observe_request
+        if cluster.engaged:
+            self._engage(cluster)
+
+    async def disengage(self, name: str) -> None:
+        """Stop a cluster added at runtime: its probe, caches and connections."""
+        for task in [t for t in self._tasks if t.get_name() == f"probe of {name}"]:
+            task.cancel()
+            self._tasks.remove(task)
+        await self.clusters.leave(name)
+
     def _spawn(self, coroutine: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coroutine)
         task.set_name(name)

@@ -1,0 +1,240 @@
+"""``fedctl join`` and ``fedctl unjoin``: members that come and go while the control plane runs.
+
+``join NAME --kubeconfig FILE [--context CTX]`` stores that one context,
+minified (:mod:`federation.contexts.minify`), in the Secret
+``federation-system/NAME-kubeconfig`` on the hub and registers the
+MemberCluster ``NAME`` pointing at it (labels, region, zone, provider). A
+running ``fedctl run`` engages the cluster from the Secret within seconds; the
+health controller then reports it. An exec plugin not on the allowlist is
+refused before anything is written.
+
+``unjoin NAME`` taints the member ``cluster.federation.io/unjoining:NoExecute``
+so every workload is placed elsewhere and its copies there deleted (a running
+control plane does that), waits until no ResourceBinding names the member,
+then deletes the MemberCluster and its Secret. ``--orphan`` skips the move:
+our ownership label is removed from the copies in the member (they keep
+running, no longer managed) and the registration is deleted at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from federation.commands import common
+from federation.contexts import client as kube
+from federation.contexts import discovery, kubeconfig, minify
+from federation.controllers import api, manifests
+
+NAMESPACE = "federation-system"
+SECRETS = kube.Resource("", "v1", "secrets", "Secret")
+UNJOIN_TAINT = "cluster.federation.io/unjoining"
+FIELD_MANAGER = "fedctl-join"
+JSON = dict[str, Any]
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def parse_labels(text: str | None) -> dict[str, str]:
+    labels = {}
+    for part in common.split(text) or []:
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{part!r} is not key=value", param_hint="--labels")
+        labels[key.strip()] = value.strip()
+    return labels
+
+
+def secret_name(name: str) -> str:
+    return f"{name}-kubeconfig"
+
+
+def objects(name: str, document: JSON, labels: dict[str, str], location: dict[str, str],
+            namespace: str = NAMESPACE) -> tuple[JSON, JSON]:
+    """The Secret and the MemberCluster ``join`` writes."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": secret_name(name), "namespace": namespace,
+                           "labels": {"federation.io/member-cluster": name}},
+              "stringData": {minify.SECRET_KEY: minify.dump(document)}}
+    spec: JSON = {"kubeconfigSecretRef": {"name": secret_name(name), "namespace": namespace,
+                                          "key": minify.SECRET_KEY}}
+    spec.update({k: v for k, v in location.items() if v})
+    member = {"apiVersion": api.MEMBER_CLUSTERS.api_version, "kind": "MemberCluster",
+              "metadata": {"name": name, "labels": labels}, "spec": spec}
+    return secret, member
+
+
+def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Context:
+    return kubeconfig.load(hub_kubeconfig).context(hub_context)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--kubeconfig", "member_kubeconfig", type=click.Path(path_type=Path),
+              required=True, help="Kubeconfig holding the member's credentials.")
+@click.option("--context", default=None, help="Its context (default: its current context).")
+@click.option("--labels", default=None, help="MemberCluster labels, k=v,...")
+@click.option("--region", default=None)
+@click.option("--zone", default=None)
+@click.option("--provider", default=None)
+@click.option("--allow-exec-command", "allowed", multiple=True, metavar="COMMAND",
+              help="Trust this exec plugin command too (exact string; repeatable).")
+@click.option("--hub-kubeconfig", type=click.Path(path_type=Path), default=None,
+              help="Kubeconfig of the hub (default: $KUBECONFIG, else ~/.kube/config).")
+@click.option("--hub-context", default=None, help="Context of the hub (default: current).")
+@common.clear_errors
+def join(name: str, member_kubeconfig: Path, context: str | None, labels: str | None,
+         region: str | None, zone: str | None, provider: str | None, allowed: tuple[str, ...],
+         hub_kubeconfig: Path | None, hub_context: str | None) -> None:
+    """Register cluster NAME with the hub, with only its own credentials."""
+    if not _NAME.match(name):
+        raise click.BadParameter(f"{name!r} is not a DNS label (a-z, 0-9, -)",
+                                 param_hint="NAME")
+    document = minify.minify(kubeconfig.load(member_kubeconfig), context, name, allowed)
+    secret, member = objects(name, document, parse_labels(labels),
+                             {"region": region or "", "zone": zone or "",
+                              "provider": provider or ""})
+    hub = _hub(hub_kubeconfig, hub_context)
+    reachable = asyncio.run(_join(hub, secret, member,
+                                  kubeconfig.merge([(member_kubeconfig, document)])
+                                  .context(name)))
+    click.echo(f"joined {name}: MemberCluster {name}, credentials of context "
+               f"{context or 'current'} only in Secret {NAMESPACE}/{secret_name(name)}")
+    if reachable is not None:
+        click.echo(f"warning: {name} does not answer now ({reachable}); the control plane "
+                   "will report it NotReady until it does", err=True)
+
+
+async def _join(hub: kubeconfig.Context, secret: JSON, member: JSON,
+                member_context: kubeconfig.Context) -> str | None:
+    async with kube.connect(hub) as client:
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        await client.apply(kube.NAMESPACES, namespace, FIELD_MANAGER, force=True)
+        await client.apply(SECRETS, secret, FIELD_MANAGER, force=True)
+        await client.apply(api.MEMBER_CLUSTERS, member, FIELD_MANAGER, force=True)
+    try:
+        async with kube.connect(member_context) as probe:
+            await probe.request_raw("/readyz", timeout=5)
+    except kube.ClientError as exc:
+        return str(exc).removeprefix(f"{member_context.name}: ")
+    return None
+
+
+# -- unjoin -----------------------------------------------------------------------------------
+
+
+def placed_on(bindings: list[JSON], name: str) -> list[JSON]:
+    """Bindings whose decision or pending clean-up names cluster ``name``."""
+    found = []
+    for binding in bindings:
+        spec, state = binding.get("spec") or {}, binding.get("status") or {}
+        names = {c.get("name") for c in spec.get("clusters") or []}
+        if name in names or name in (state.get("pendingCleanup") or []):
+            found.append(binding)
+    return found
+
+
+def describe(binding: JSON) -> str:
+    resource = (binding.get("spec") or {}).get("resource") or {}
+    where = f"{resource['namespace']}/" if resource.get("namespace") else ""
+    return f"{resource.get('kind')} {where}{resource.get('name')}"
+
+
+async def _bindings(client: kube.ClusterClient) -> list[JSON]:
+    found: list[JSON] = []
+    for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+        found += (await client.list(resource)).get("items", [])
+    return found
+
+
+@click.command()
+@click.argument("name")
+@click.option("--orphan", is_flag=True,
+              help="Leave the member's copies running, unmanaged, instead of moving them away.")
+@click.option("--timeout", type=float, default=300.0, show_default=True,
+              help="Seconds to wait for workloads to leave the member.")
+@click.option("--kubeconfig", "hub_kubeconfig", type=click.Path(path_type=Path), default=None,
+              help="Kubeconfig of the hub (default: $KUBECONFIG, else ~/.kube/config).")
+@click.option("--hub-context", default=None, help="Context of the hub (default: current).")
+@common.clear_errors
+def unjoin(name: str, orphan: bool, timeout: float, hub_kubeconfig: Path | None,
+           hub_context: str | None) -> None:
+    """Remove cluster NAME after its workloads moved away (or orphan them)."""
+    config = kubeconfig.load(hub_kubeconfig)
+    left = asyncio.run(_unjoin(config, config.context(hub_context), name, orphan, timeout))
+    if left:
+        raise click.ClickException(
+            f"{name} still holds {', '.join(left)} after {timeout:.0f}s (is `fedctl run` "
+            "running?); the unjoining taint stays: run again to keep waiting, or --orphan")
+    click.echo(f"unjoined {name}" + (" (its copies left running, unmanaged)" if orphan else ""))
+
+
+async def _unjoin(config: kubeconfig.KubeConfig, hub: kubeconfig.Context, name: str,
+                  orphan: bool, timeout: float) -> list[str]:
+    async with kube.connect(hub) as client:
+        member = await client.get(api.MEMBER_CLUSTERS, name)
+        if orphan:
+            await _orphan(client, config, member, placed_on(await _bindings(client), name))
+        else:
+            await _taint(client, member)
+            deadline = time.monotonic() + timeout
+            while left := placed_on(await _bindings(client), name):
+                if time.monotonic() > deadline:
+                    return [describe(b) for b in left]
+                await asyncio.sleep(1.0)
+        ref = (member.get("spec") or {}).get("kubeconfigSecretRef")
+        await client.delete(api.MEMBER_CLUSTERS, name)
+        if ref:
+            try:
+                await client.delete(SECRETS, ref["name"], ref["namespace"])
+            except kube.ApiError as exc:
+                if exc.status != 404:
+                    raise
+    return []
+
+
+async def _taint(client: kube.ClusterClient, member: JSON) -> None:
+    taints = list((member.get("spec") or {}).get("taints") or [])
+    if any(t.get("key") == UNJOIN_TAINT for t in taints):
+        return
+    taints.append({"key": UNJOIN_TAINT, "effect": "NoExecute"})
+    member["spec"] = {**(member.get("spec") or {}), "taints": taints}
+    await client.replace(api.MEMBER_CLUSTERS, member)
+
+
+async def _orphan(hub: kube.ClusterClient, config: kubeconfig.KubeConfig, member: JSON,
+                  bindings: list[JSON]) -> None:
+    """Remove our ownership label from each copy in the member, so nothing deletes it."""
+    if not bindings:
+        return
+    context = await _member_context(hub, config, member)
+    async with kube.connect(context) as client:
+        finder = discovery.Discovery(client)
+        for binding in bindings:
+            target = (binding.get("spec") or {}).get("resource") or {}
+            resource = await finder.resolve(target["apiVersion"], target["kind"])
+            patch = {"metadata": {"labels": {manifests.MANAGED_BY_LABEL: None},
+                                  "annotations": {manifests.TEMPLATE_UID_ANNOTATION: None,
+                                                  manifests.APPLIED_HASH_ANNOTATION: None}}}
+            try:
+                await client.patch(resource, target["name"], patch,
+                                   namespace=target.get("namespace"))
+            except kube.ApiError as exc:
+                if exc.status != 404:
+                    raise
+
+
+async def _member_context(hub: kube.ClusterClient, config: kubeconfig.KubeConfig,
+                          member: JSON) -> kubeconfig.Context:
+    name = member["metadata"]["name"]
+    spec = member.get("spec") or {}
+    ref = spec.get("kubeconfigSecretRef")
+    if ref:
+        secret = await hub.get(SECRETS, ref["name"], ref["namespace"])
+        text = minify.secret_kubeconfig(secret, ref.get("key") or minify.SECRET_KEY)
+        return minify.load(text, name, f"Secret {ref['namespace']}/{ref['name']}").context(name)
+    return config.context(spec.get("context") or name)

@@ -1,0 +1,143 @@
+"""One context's kubeconfig, minified and checked: what ``fedctl join`` stores in a Secret.
+
+:func:`minify` takes one context out of a (merged) kubeconfig and returns a
+self-contained kubeconfig document holding only that context, its cluster
+and its user, renamed to the member's name, with every file reference
+(certificate authority, client certificate and key, token file) read and
+inlined, so it works wherever the control plane runs. Nothing of the other
+contexts, clusters or users leaves the file.
+
+Exec credential plugins run a command inside the control plane, with its
+environment. A kubeconfig that arrives through the hub (a Secret anyone with
+write access there could edit) must not be able to run whatever it likes, so
+its ``exec.command`` must be on an allowlist (:data:`EXEC_ALLOWLIST`, the
+well-known cloud plugins, by bare name; more can be allowed by exact string).
+``fedctl join`` checks this before writing anything; the control plane checks
+it again before engaging a cluster from a Secret. Legacy ``auth-provider``
+users are refused (kubectl removed them). Static contexts from the control
+plane's own ``--kubeconfig`` are trusted as kubectl trusts them.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from federation.contexts import kubeconfig
+
+JSON = dict[str, Any]
+
+EXEC_ALLOWLIST = frozenset({
+    "aws", "aws-iam-authenticator", "gke-gcloud-auth-plugin", "kubelogin", "oci", "doctl",
+})
+"""Exec plugin commands allowed by default: the cloud providers' own plugins, by bare
+name (resolved on the control plane's PATH, which its operator controls)."""
+
+SECRET_KEY = "kubeconfig"
+"""The key of the kubeconfig in a join Secret."""
+
+
+class MinifyError(kubeconfig.KubeconfigError):
+    """The context cannot be stored for the control plane; the message says why and what to do."""
+
+
+def check_exec(context: str, user: Mapping[str, Any], allowed: Iterable[str] = ()) -> None:
+    """Refuse an exec plugin whose command is not allowed, and any auth-provider."""
+    if user.get("auth-provider"):
+        raise MinifyError(f"context {context!r} uses a legacy auth-provider, which is not "
+                          "supported; use an exec plugin or a token")
+    command = (user.get("exec") or {}).get("command")
+    if command is None:
+        return
+    allowlist = EXEC_ALLOWLIST | set(allowed)
+    if str(command) not in allowlist:
+        raise MinifyError(
+            f"context {context!r} uses exec plugin {str(command)!r}, which is not on the "
+            f"allowlist ({', '.join(sorted(allowlist))}); the control plane would run it. "
+            f"If you trust it, pass --allow-exec-command {command}")
+
+
+def minify(config: kubeconfig.KubeConfig, context: str | None, name: str,
+           allowed: Iterable[str] = ()) -> JSON:
+    """A kubeconfig document with only ``context`` (renamed ``name``), files inlined."""
+    resolved = config.context(context)  # raises naming what is missing
+    user = dict(config.users.get(resolved.user_name, {})) if resolved.user_name else {}
+    check_exec(resolved.name, user, allowed)
+    cluster: JSON = {"server": resolved.server}
+    if resolved.ca_data:
+        cluster["certificate-authority-data"] = _b64(resolved.ca_data)
+    if resolved.insecure_skip_tls_verify:
+        cluster["insecure-skip-tls-verify"] = True
+    if resolved.tls_server_name:
+        cluster["tls-server-name"] = resolved.tls_server_name
+    out_user: JSON = {}
+    if resolved.client_cert_data:
+        out_user["client-certificate-data"] = _b64(resolved.client_cert_data)
+    if resolved.client_key_data:
+        out_user["client-key-data"] = _b64(resolved.client_key_data)
+    token = resolved.token
+    if resolved.token_file is not None:
+        try:
+            token = resolved.token_file.read_text().strip()
+        except OSError as exc:
+            raise MinifyError(f"context {resolved.name!r}: cannot read tokenFile "
+                              f"{resolved.token_file}: {exc.strerror}") from None
+    if token:
+        out_user["token"] = token
+    if resolved.username:
+        out_user["username"] = resolved.username
+    if resolved.password:
+        out_user["password"] = resolved.password
+    if resolved.exec_config:
+        out_user["exec"] = dict(resolved.exec_config)
+    context_entry: JSON = {"cluster": name, "user": name}
+    if resolved.namespace != "default":
+        context_entry["namespace"] = resolved.namespace
+    return {"apiVersion": "v1", "kind": "Config", "current-context": name,
+            "clusters": [{"name": name, "cluster": cluster}],
+            "users": [{"name": name, "user": out_user}],
+            "contexts": [{"name": name, "context": context_entry}]}
+
+
+def dump(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=False)
+
+
+def load(text: str, name: str, origin: str, allowed: Iterable[str] = ()) -> kubeconfig.KubeConfig:
+    """A stored kubeconfig, checked again (exec allowlist) before anything uses it."""
+    try:
+        document = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        raise MinifyError(f"{origin}: not valid YAML") from None
+    if not isinstance(document, dict):
+        raise MinifyError(f"{origin}: not a kubeconfig")
+    config = kubeconfig.merge([(Path(origin), document)])
+    if name not in config.contexts:
+        raise MinifyError(f"{origin}: has no context {name!r}")
+    user_name = str(config.contexts[name].get("user") or "")
+    check_exec(name, config.users.get(user_name, {}), allowed)
+    if any(isinstance(c.get("certificate-authority"), str) for c in config.clusters.values()) \
+            or any(k in u for u in config.users.values()
+                   for k in ("client-certificate", "client-key", "tokenFile")):
+        raise MinifyError(f"{origin}: refers to files; a stored kubeconfig must inline them")
+    return config
+
+
+def secret_kubeconfig(secret: Mapping[str, Any], key: str = SECRET_KEY) -> str:
+    """The kubeconfig text held in a Secret (``data`` is base64, ``stringData`` is not)."""
+    data = (secret.get("data") or {}).get(key)
+    if data:
+        return base64.b64decode(data).decode()
+    text = (secret.get("stringData") or {}).get(key)
+    if text:
+        return str(text)
+    meta = secret.get("metadata") or {}
+    raise MinifyError(f"Secret {meta.get('namespace')}/{meta.get('name')} has no key {key!r}")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
