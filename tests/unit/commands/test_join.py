@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 import pytest
 import yaml
@@ -35,7 +37,8 @@ def test_labels_are_parsed_strictly() -> None:
 
 def test_placed_on_reads_decisions_and_pending_cleanup() -> None:
     """A binding holds a member while its decision or its pending clean-up names it."""
-    bindings = [{"spec": {"clusters": [{"name": "edge", "replicas": 2}],
+    bindings: list[dict[str, Any]] = [
+                {"spec": {"clusters": [{"name": "edge", "replicas": 2}],
                           "resource": {"kind": "Deployment", "namespace": "a", "name": "w"}}},
                 {"spec": {"clusters": [{"name": "member1"}]},
                  "status": {"pendingCleanup": ["edge"]}},
