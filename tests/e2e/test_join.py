@@ -1,0 +1,139 @@
+"""fedctl join / unjoin on the local fleet, with `fedctl run` engaging the joined cluster live.
+
+The joined cluster is ``edge``: member3's API server under another name, from a
+Secret (the control plane's own kubeconfig has no context ``edge``).
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import TestFleet
+from tests.e2e.conftest import ControlPlane
+from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+
+MC = "memberclusters.cluster.federation.io"
+
+
+def fedctl(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "federation", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def hub_flags(fleet: TestFleet) -> list[str]:
+    return ["--hub-kubeconfig", str(fleet.kubeconfig), "--hub-context", "hub"]
+
+
+def test_exec_plugin_not_on_the_allowlist_is_refused(fleet: TestFleet, tmp_path: Path) -> None:
+    """join refuses a context whose exec plugin is not allowed, says why, writes nothing."""
+    document = yaml.safe_load(fleet.kubeconfig.read_text())
+    for user in document["users"]:
+        if user["name"] == "member3-admin":
+            user["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
+                                     "command": "/bin/sh", "args": ["-c", "cat ~/.ssh/*"]}}
+    path = tmp_path / "with-exec.yaml"
+    path.write_text(yaml.safe_dump(document))
+    result = fedctl("join", "sneaky", "--kubeconfig", str(path), "--context", "member3",
+                    *hub_flags(fleet))
+    assert result.returncode == 1
+    assert "exec plugin '/bin/sh', which is not on the allowlist" in result.stderr
+    assert "--allow-exec-command /bin/sh" in result.stderr
+    assert get_or_none(fleet, "hub", MC, "sneaky") is None
+    assert get_or_none(fleet, "hub", "secret", "sneaky-kubeconfig", "-n",
+                       "federation-system") is None
+
+
+def decoded_secret(fleet: TestFleet, name: str) -> dict[str, Any]:
+    secret = get_json(fleet, "hub", "secret", f"{name}-kubeconfig", "-n", "federation-system")
+    assert set(secret["data"]) == {"kubeconfig"}
+    found: dict[str, Any] = yaml.safe_load(base64.b64decode(secret["data"]["kubeconfig"]))
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_joined_cluster_holds_only_its_credentials_and_is_engaged_live(
+        fleet: TestFleet, control_plane: ControlPlane) -> None:
+    """join writes a Secret with member3's context alone; the running control plane engages
+    it as `edge` (Ready, capacity), places on it; unjoin moves the workload off and removes
+    MemberCluster and Secret."""
+    name = "edge"
+    result = fedctl("join", name, "--kubeconfig", str(fleet.kubeconfig), "--context",
+                    "member3", "--labels", "tier=edge", "--region", "lab", *hub_flags(fleet))
+    assert result.returncode == 0, result.stderr
+    try:
+        stored = decoded_secret(fleet, name)
+        config = yaml.safe_load(fleet.kubeconfig.read_text())
+        servers = {c["name"]: c["cluster"]["server"] for c in config["clusters"]}
+        keys = {u["name"]: u["user"] for u in config["users"]}
+        assert [c["name"] for c in stored["clusters"]] == [name]
+        assert stored["clusters"][0]["cluster"]["server"] == servers["member3"]
+        assert [u["name"] for u in stored["users"]] == [name]
+        assert stored["users"][0]["user"]["client-key-data"] == \
+            keys["member3-admin"]["client-key-data"]
+        text = yaml.safe_dump(stored)
+        for other in ("hub", "member1", "member2"):
+            assert servers[other] not in text
+            assert keys[f"{other}-admin"]["client-key-data"] not in text
+
+        started = time.monotonic()
+        wait_for(lambda: _ready(fleet, name), timeout=60, what="edge Ready with capacity")
+        engaged = time.monotonic() - started
+        member = get_json(fleet, "hub", MC, name)
+        assert member["metadata"]["labels"] == {"tier": "edge"}
+        assert member["spec"]["region"] == "lab"
+        print(f"\nmeasured: joined cluster Ready (engaged from its Secret, probed, capacity "
+              f"published) {engaged:.1f}s after join returned")
+        _place_and_unjoin(fleet, name)
+    finally:
+        fedctl("unjoin", name, "--orphan", "--kubeconfig", str(fleet.kubeconfig),
+               "--hub-context", "hub")
+    assert get_or_none(fleet, "hub", MC, name) is None
+    assert get_or_none(fleet, "hub", "secret", f"{name}-kubeconfig", "-n",
+                       "federation-system") is None
+    wait_for(lambda: "cluster edge left" in control_plane.log_path.read_text(), timeout=30,
+             what="the control plane released edge")
+
+
+def _ready(fleet: TestFleet, name: str) -> bool:
+    doc = get_json(fleet, "hub", MC, name)
+    conditions = {c["type"]: c["status"] for c in (doc.get("status") or {}).get(
+        "conditions") or []}
+    return conditions.get("Ready") == "True" and bool(doc["status"].get("resourceSummary"))
+
+
+def _place_and_unjoin(fleet: TestFleet, name: str) -> None:
+    ns = f"join-{uuid.uuid4().hex[:6]}"
+    fleet.kubectl("hub", "create", "namespace", ns)
+    workload = {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "via-edge", "namespace": ns},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "e"}},
+                         "template": {"metadata": {"labels": {"app": "e"}},
+                                      "spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    policy = {"apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
+              "metadata": {"name": "via-edge", "namespace": ns},
+              "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                       "placement": {"clusterAffinity": {"clusterNames": [name, "member1"]},
+                                     "replicaScheduling": {
+                                         "replicaSchedulingType": "Divided"}}}}
+    apply(fleet, "hub", workload, policy)
+
+    def replicas(member: str) -> int | None:
+        copy = get_or_none(fleet, member, "deployment", "via-edge", "-n", ns)
+        return copy["spec"]["replicas"] if copy else None
+
+    wait_for(lambda: replicas("member3") == 1 and replicas("member1") == 1, timeout=60,
+             what="one replica through edge (in member3), one in member1")
+    result = fedctl("unjoin", name, "--timeout", "90", "--kubeconfig", str(fleet.kubeconfig),
+                    "--hub-context", "hub")
+    assert result.returncode == 0, result.stderr
+    assert replicas("member3") is None, "unjoin finished with the copy still in edge"
+    wait_for(lambda: replicas("member1") == 2, timeout=30, what="both replicas in member1")
