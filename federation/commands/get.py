@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from federation.commands import common
+from federation.commands import common, get_clusters
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
 from federation.controllers import manifests
@@ -108,8 +108,12 @@ async def gather(contexts: list[kubeconfig.Context], kind: str, name: str | None
 @common.clear_errors
 def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool,
         contexts: str | None, kubeconfig_path: Path | None, hub_context: str | None) -> None:
-    """Show objects of KIND across the member clusters."""
+    """Show objects of KIND across the member clusters (KIND clusters: the members)."""
     config = kubeconfig.load(kubeconfig_path)
+    if kind.lower() in get_clusters.KINDS:
+        console = Console(width=200) if not sys.stdout.isatty() else Console()
+        console.print(get_clusters.show(config.context(hub_context)))
+        return
     hub = hub_context or config.current_context
     names = common.split(contexts) or [n for n in config.context_names if n != hub]
     members = [config.context(n) for n in names]

@@ -72,6 +72,13 @@ Aggregated) then move as few replicas as possible. --fail NAME marks a cluster
 as not ready to see where its replicas would go.
 
 \b
+--live reads policies, templates, MemberClusters and current decisions from
+the hub instead of files (-f and --clusters are then not needed): with
+--fail NAME it shows where replicas would go if NAME failed and stayed down,
+moving only those of policies that opted into failover (a toleration of
+cluster.federation.io/not-ready:NoExecute with tolerationSeconds).
+
+\b
 Exit status:
   0  every resource was placed
   1  bad option or input (unreadable file, malformed YAML/JSON, invalid field);
@@ -86,11 +93,11 @@ Exit status:
     "--filename",
     "files",
     multiple=True,
-    required=True,
     metavar="FILE",
-    help="Policy and workload YAML (repeatable).",
+    help="Policy and workload YAML (repeatable; required without --live).",
 )
-@click.option("--clusters", "clusters_file", required=True, metavar="FILE", help="Clusters YAML.")
+@click.option("--clusters", "clusters_file", metavar="FILE",
+              help="Clusters YAML (required without --live).")
 @click.option("--previous", "previous_file", metavar="FILE", help="A previous -o json output.")
 @click.option(
     "-o",
@@ -108,18 +115,32 @@ Exit status:
     metavar="NAME",
     help="Treat this cluster as failed / not ready (repeatable).",
 )
+@click.option("--live", is_flag=True, help="Read everything from the hub (what-if on the "
+                                          "running federation).")
+@click.option("--kubeconfig", "kubeconfig_path", metavar="FILE", default=None,
+              help="With --live: kubeconfig (default: $KUBECONFIG, else ~/.kube/config).")
+@click.option("--hub-context", default=None, help="With --live: the hub's context.")
 @click.pass_context
 def plan(
     ctx: click.Context,
     files: Sequence[str],
-    clusters_file: str,
+    clusters_file: str | None,
     previous_file: str | None,
     output: str,
     explain: bool,
     failed: Sequence[str],
+    live: bool,
+    kubeconfig_path: str | None,
+    hub_context: str | None,
 ) -> None:
     try:
-        planned = _run(files, clusters_file, previous_file, failed)
+        if live:
+            planned = _run_live(kubeconfig_path, hub_context, failed)
+        elif not files or not clusters_file:
+            option = "'--clusters'" if files else "'-f' / '--filename'"
+            raise _BadUsage(f"Missing option {option} (or --live to read the hub).", ctx)
+        else:
+            planned = _run(files, clusters_file, previous_file, failed)
     except loader.LoadError as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(EXIT_BAD_INPUT)
@@ -155,6 +176,26 @@ def _run(
     previous = loader.parse_previous(_read(previous_file)) if previous_file else {}
     fleet = clusters_.Fleet(clusters_.mark_failed(clusters, failed))
     return engine.plan(manifests.resources, manifests.policies, fleet, previous)
+
+
+def _run_live(kubeconfig_path: str | None, hub_context: str | None,
+              failed: Sequence[str]) -> list[engine.Planned]:
+    import asyncio
+
+    from federation.commands import plan_live
+    from federation.contexts import client as kube
+    from federation.contexts import kubeconfig
+
+    try:
+        context = kubeconfig.load(kubeconfig_path).context(hub_context)
+        state = asyncio.run(plan_live.read(context))
+    except (kubeconfig.KubeconfigError, kube.ClientError, OSError) as error:
+        raise loader.LoadError("--live", "", str(error)) from None
+    missing = plan_live.unknown(state, failed)
+    if missing:
+        raise loader.LoadError("--fail", "", f"no MemberCluster named {', '.join(missing)} "
+                                             "on the hub")
+    return plan_live.what_if(state, failed)
 
 
 def as_json(planned: Sequence[engine.Planned]) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""``fedctl plan --live``: the what-if, against the hub's own policies, templates and clusters.
+
+It reads what the control plane reads (PropagationPolicies and
+ClusterPropagationPolicies, the templates their selectors name, MemberClusters
+with their taints, readiness and capacity, and each template's current
+decision as *previous*) and places every template as the propagation
+controller would, writing nothing. ``--fail NAME`` then asks "what if NAME
+failed and stayed down": for each policy, the failed cluster is judged as the
+failover transformer would judge it long after its toleration ran out, so a
+policy that opted into failover moves its replicas and one that did not keeps
+them there (see :mod:`federation.controllers.failover`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from federation.contexts import client as kube
+from federation.contexts import discovery, kubeconfig
+from federation.controllers import api, failover, propagation
+from federation.placement import clusters as clusters_
+from federation.placement import engine, matching
+from federation.placement import policy as policy_
+from federation.placement import resources as resources_
+
+JSON = dict[str, Any]
+
+
+@dataclasses.dataclass
+class HubState:
+    policies: list[JSON]
+    members: list[JSON]
+    templates: list[JSON]
+
+
+async def read(context: kubeconfig.Context) -> HubState:
+    """Policies, MemberClusters and the templates the policies select, from the hub."""
+    async with kube.connect(context) as hub:
+        policies: list[JSON] = []
+        for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
+            policies += (await hub.list(resource)).get("items", [])
+        members = (await hub.list(api.MEMBER_CLUSTERS)).get("items", [])
+        finder = discovery.Discovery(hub)
+        templates: list[JSON] = []
+        for api_version, kind in sorted(selected_kinds(policies)):
+            try:
+                resource = await finder.resolve(api_version, kind)
+            except kube.ClientError:
+                continue  # a kind the hub does not serve: nothing to place
+            for item in (await hub.list(resource)).get("items", []):
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+                templates.append(item)
+    return HubState(policies, members, templates)
+
+
+def selected_kinds(policies: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    found = set()
+    for doc in policies:
+        for selector in (doc.get("spec") or {}).get("resourceSelectors") or []:
+            if isinstance(selector, dict) and selector.get("apiVersion") and selector.get("kind"):
+                found.add((str(selector["apiVersion"]), str(selector["kind"])))
+    return found
+
+
+def what_if(state: HubState, failed: Sequence[str], now: float | None = None
+            ) -> list[engine.Planned]:
+    """Place every selected template as the controller would, with ``failed`` down for good."""
+    now = time.time() if now is None else now
+    policies = [p for p in (propagation.parse_policy(d) for d in state.policies) if p]
+    raw = {str(d["metadata"]["name"]): d for d in state.members}
+    clusters = [propagation.member_cluster(d, True) for d in state.members]
+    by_name = {c.name: c for c in clusters}
+    planned = []
+    for template in state.templates:
+        resource = resources_.from_manifest(template)
+        found = matching.candidates(resource, policies)
+        if not found:
+            continue
+        policy = found[0]
+        fleet = [failover.engine_view(c, _judge(c, policy, raw[c.name], failed, now))
+                 for c in clusters]
+        decision = engine.place(resource, policy, fleet, propagation.decision_from(template))
+        notes = [f"what-if: {name} failed: "
+                 f"{_judge(by_name[name], policy, raw[name], failed, now).reason}"
+                 for name in failed if name in by_name]
+        decision = dataclasses.replace(decision, explanation=(
+            matching.describe(policy, found[1:]), *notes, *decision.explanation))
+        planned.append(engine.Planned(resource, policy, decision))
+    return planned
+
+
+def _judge(cluster: clusters_.Cluster, policy: policy_.Policy, doc: Mapping[str, Any],
+           failed: Sequence[str], now: float) -> failover.Judgement:
+    tolerate = failover.toleration_time(policy.spec.placement.cluster_tolerations)
+    taints = list((doc.get("spec") or {}).get("taints") or [])
+    if cluster.name in failed:
+        long_ago = [{"key": failover.NOT_READY_TAINT, "effect": "NoExecute",
+                     "timeAdded": failover.format_time(0)}]
+        return failover.judge(False, long_ago, tolerate, now)
+    return failover.judge(cluster.ready, taints, tolerate, now)
+
+
+def unknown(state: HubState, failed: Sequence[str]) -> list[str]:
+    names = {str(d["metadata"]["name"]) for d in state.members}
+    return sorted(set(failed) - names)
