@@ -20,6 +20,10 @@ Two pieces, as controller-runtime would split them:
   ``status.resourceSummary`` (:mod:`federation.controllers.capacity`) from
   the member's cached Nodes and workloads. It writes only what changed.
 
+Turning Ready again also waits until the control plane's own informers of the
+member are synced and out of backoff: templates requeued by that change must
+find current caches, not fail once more and back off for minutes.
+
 Order of writes: turning NotReady, the condition goes first and the taints
 second; turning Ready, the taints go first. Readers that look at either see a
 cluster that is at least as unhealthy as it really is.
@@ -269,6 +273,9 @@ class HealthController:
             return Result(requeue_after=self.settings.period)
         ready = bool(health.ready.value)
         previous = list((doc.get("status") or {}).get("conditions") or [])
+        was = {c.get("type"): c.get("status") for c in previous}.get("Ready")
+        if ready and was == "False" and not self._caches_current(name):
+            return Result(requeue_after=1.0)  # Ready once our caches of it caught up
         new_conditions = conditions(health, previous)
         taints = list((doc.get("spec") or {}).get("taints") or [])
         new_taints = wanted_taints(taints, ready, health.ready.changed_at)
@@ -284,6 +291,15 @@ class HealthController:
         if changed:
             await self._event(doc, previous, new_conditions)
         return Result(requeue_after=self.settings.capacity_interval)
+
+    def _caches_current(self, name: str) -> bool:
+        """Every informer of the member is synced and watching (after an outage the
+        relists take a few seconds; work requeued on Ready must not meet stale caches)."""
+        cluster = self.clusters.clusters.get(name)
+        if cluster is None or cluster.cache is None:
+            return True
+        return all(i.synced.is_set() and i.state == "watching"
+                   for i in cluster.cache.informers.values())
 
     async def _not_probed(self, doc: JSON) -> None:
         name = doc["metadata"]["name"]

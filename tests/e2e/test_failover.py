@@ -13,6 +13,8 @@ Measured times are printed (``pytest -s`` shows them) as ``measured: ...``.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -156,6 +158,27 @@ def in_background(action: Callable[[], None]) -> threading.Thread:
     return thread
 
 
+def fedctl(fleet: TestFleet, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "federation", *args, "--kubeconfig",
+                             str(fleet.kubeconfig), "--hub-context", "hub"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def what_if_and_table(fleet: TestFleet, ns: str) -> None:
+    """While member2 is down: `get clusters` shows it, `plan --live --fail` tells the moves."""
+    rows = {line.split()[0]: line.split() for line in
+            fedctl(fleet, "get", "clusters").splitlines()[1:] if line.strip()}
+    assert rows["member2"][1:3] == ["False", "False"]
+    assert f"{NOT_READY}:NoSchedule" in rows["member2"][3]
+    document = json.loads(fedctl(fleet, "plan", "--live", "--fail", "member2", "-o", "json"))
+    plans = {p["resource"]["name"]: {c["name"]: c["replicas"] for c in p["clusters"]}
+             for p in document["placements"] if p["resource"]["namespace"] == ns}
+    assert "member2" not in plans["tolerant"] and sum(plans["tolerant"].values()) == 6
+    assert plans["intolerant"] == {m: 2 for m in MEMBERS}
+
+
 def outage_and_return(fleet: TestFleet, ns: str, how: str, go_down: Callable[[], None],
                       come_back: Callable[[], None]) -> None:
     placed = deploy_both(fleet, ns)
@@ -167,6 +190,7 @@ def outage_and_return(fleet: TestFleet, ns: str, how: str, go_down: Callable[[],
              interval=0.3, what="member2 NotReady and tainted")
     detection = time.monotonic() - started
     assert detection <= DETECTION_BOUND, f"NotReady after {detection:.1f}s"
+    what_if_and_table(fleet, ns)
 
     wait_for(lambda: "member2" not in decision(fleet, "tolerant", ns)
              and sum(ready_on(fleet, "tolerant", ns, SURVIVORS).values()) == 6,
