@@ -81,9 +81,11 @@ def what_if(state: HubState, failed: Sequence[str], now: float | None = None
         if not found:
             continue
         policy = found[0]
-        fleet = [failover.engine_view(c, _judge(c, policy, raw[c.name], failed, now))
+        previous = propagation.decision_from(template)
+        fleet = [failover.engine_view(c, _judge(c, policy, raw[c.name], failed, now),
+                                      holds_copy=resource.replicas == 0 and c.name in previous)
                  for c in clusters]
-        decision = engine.place(resource, policy, fleet, propagation.decision_from(template))
+        decision = engine.place(resource, policy, fleet, previous)
         notes = [f"what-if: {name} failed: "
                  f"{_judge(by_name[name], policy, raw[name], failed, now).reason}"
                  for name in failed if name in by_name]

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from federation.controllers import api, plan, status
 from federation.placement import clusters as clusters_
 from federation.placement import policy as policy_
+from federation.placement import resources as resources_
 from federation.placement import selection
 from federation.runtime.reconcile import Request, group_kind
 
@@ -189,12 +190,21 @@ def judge(ready: bool, taints: Iterable[Mapping[str, Any]], tolerate: float | No
                                     f"tolerationSeconds {tolerate:.0f}", evicted_at=deadline)
 
 
-def engine_view(cluster: clusters_.Cluster, judgement: Judgement) -> clusters_.Cluster:
-    """The cluster as the placement engine should see it under ``judgement``."""
+def engine_view(cluster: clusters_.Cluster, judgement: Judgement,
+                holds_copy: bool = False) -> clusters_.Cluster:
+    """The cluster as the placement engine should see it under ``judgement``.
+
+    ``holds_copy``: the template has a replica-less copy there (a ConfigMap, a
+    Service): the engine keeps NoSchedule-held clusters only for workloads with
+    replicas there, so such a copy is kept by showing the cluster untainted.
+    """
     taints = tuple(t for t in cluster.taints
                    if not (t.key == NOT_READY_TAINT and t.effect == "NoExecute"))
     if judgement.state is State.EVICTED:
         return cluster.model_copy(update={"ready": False, "taints": taints})
+    if judgement.state is State.HELD and holds_copy:
+        taints = tuple(t for t in taints if t.key != NOT_READY_TAINT)
+        return cluster.model_copy(update={"ready": True, "taints": taints})
     if judgement.state is State.HELD:
         hold = clusters_.Taint(key=NOT_READY_TAINT, effect="NoSchedule")
         if hold not in taints:
@@ -312,6 +322,7 @@ async def apply_failover(r: Reconciler, build: Build) -> None:
     outcome = build.failover
     outcome.behaviour = behaviour(build.policy_doc)
     previous = build.previous
+    replica_less = resources_.from_manifest(build.template).replicas == 0
     moving = sum(previous.get(c.name, 0) for c in build.clusters
                  if judge(c.ready, taints.get(c.name, []), tolerate, now).state
                  is State.EVICTED)
@@ -330,7 +341,8 @@ async def apply_failover(r: Reconciler, build: Build) -> None:
             build.notes.append(f"failover: {cluster.name} {judgement.state.value}: "
                                f"{judgement.reason}")
         outcome.judgements[cluster.name] = judgement
-        shown.append(engine_view(cluster, judgement))
+        shown.append(engine_view(cluster, judgement,
+                                 holds_copy=replica_less and cluster.name in previous))
     build.clusters = shown
 
 

@@ -139,3 +139,15 @@ async def test_grace_period_bounds_the_wait() -> None:
     b.failover.behaviour = failover.behaviour(b.policy_doc)
     await failover.plan_graceful_eviction(r, b)  # type: ignore[arg-type]
     assert [v.cluster for v in b.dag if v.action is plan.Action.DELETE] == ["member2"]
+
+
+async def test_replica_less_copy_on_a_held_cluster_is_kept() -> None:
+    """A duplicated ConfigMap keeps its copy on a NotReady cluster (no policy opt-in)."""
+    r = FakeReconciler([member("member2", down_since=T0)])
+    b = build("settings", None)
+    b.template = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "settings", "namespace": "shop", "annotations": {
+                      "federation.io/replicas": '{"member1": 0, "member2": 0, "member3": 0}'}}}
+    await failover.apply_failover(r, b)  # type: ignore[arg-type]
+    member2 = next(c for c in b.clusters if c.name == "member2")
+    assert member2.ready and not member2.taints
