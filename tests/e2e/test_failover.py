@@ -135,9 +135,17 @@ def hub_snapshot(fleet: TestFleet, namespace: str) -> dict[str, Any]:
 
 
 def deploy_both(fleet: TestFleet, ns: str) -> dict[str, int]:
+    settings = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": ns}, "data": {"mode": "a"}}
+    duplicated = {"apiVersion": POLICY_API, "kind": "PropagationPolicy",
+                  "metadata": {"name": "settings", "namespace": ns},
+                  "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                  "name": "settings"}],
+                           "placement": {"clusterAffinity": {"clusterNames": list(MEMBERS)}}}}
     apply(fleet, "hub", deployment("tolerant", ns), deployment("intolerant", ns),
           policy("tolerant", ns, DYNAMIC, tolerating(TOLERATION)),
-          policy("intolerant", ns, EQUAL, []))
+          policy("intolerant", ns, EQUAL, []), settings, duplicated)
+    wait_for(lambda: config_uid(fleet, ns), timeout=60, what="settings in member2")
     wait_for(lambda: decision(fleet, "intolerant", ns) == {m: 2 for m in MEMBERS},
              timeout=60, what="intolerant placed 2/2/2")
     placed = wait_for(lambda: (d := decision(fleet, "tolerant", ns)) and sum(d.values()) == 6
@@ -146,6 +154,11 @@ def deploy_both(fleet: TestFleet, ns: str) -> dict[str, int]:
     for name in ("tolerant", "intolerant"):
         wait_for(all_ready(fleet, name, ns), timeout=60, what=f"{name}: 6 ready in the members")
     return dict(placed)
+
+
+def config_uid(fleet: TestFleet, ns: str) -> str | None:
+    found = get_or_none(fleet, "member2", "configmap", "settings", "-n", ns)
+    return str(found["metadata"]["uid"]) if found else None
 
 
 def all_ready(fleet: TestFleet, name: str, ns: str) -> Callable[[], bool]:
@@ -183,6 +196,7 @@ def outage_and_return(fleet: TestFleet, ns: str, how: str, go_down: Callable[[],
                       come_back: Callable[[], None]) -> None:
     placed = deploy_both(fleet, ns)
     before = hub_snapshot(fleet, ns)
+    settings_uid = config_uid(fleet, ns)
 
     started = time.monotonic()
     stopping = in_background(go_down)
@@ -229,6 +243,7 @@ def outage_and_return(fleet: TestFleet, ns: str, how: str, go_down: Callable[[],
     assert ready_on(fleet, "intolerant", ns, MEMBERS) == {m: 2 for m in MEMBERS}
     assert "member2" not in decision(fleet, "tolerant", ns)
     assert hub_snapshot(fleet, ns) == before
+    assert config_uid(fleet, ns) == settings_uid, "the duplicated ConfigMap was re-created"
     window = max(over_spec, default=0.0)
     print(f"measured ({how}): member2 answering again {answering:.1f}s after the restart "
           f"began; Ready, untainted and its stale copy deleted {returned:.1f}s after it "
