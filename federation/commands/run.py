@@ -33,6 +33,17 @@ REPORT_INTERVAL = 60.0
 """Seconds between full state reports; changes are reported as they happen."""
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop when installed: its TLS and socket paths are compiled, and this
+    process spends most of its time in them (see docs/propagation.md for the measurement)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def _split(value: str | None) -> list[str] | None:
     if value is None:
         return None
@@ -113,10 +124,12 @@ async def serve(mgr: manager.Manager) -> None:
 @click.option("--cleanup-wait", type=float, default=30.0, show_default=True,
               help="Seconds a deleted template waits for unreachable members before its "
                    "finalizer is released (the cleanup then finishes when they return).")
+@click.option("--workers", type=int, default=16, show_default=True,
+              help="Concurrent propagation reconciles.")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
-        cache_sync_timeout: float, cleanup_wait: float) -> None:
+        cache_sync_timeout: float, cleanup_wait: float, workers: int) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -141,11 +154,13 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     from federation.controllers import propagation
     from federation.controllers import setup as controllers_setup
 
-    controllers_setup.SETTINGS = propagation.PropagationSettings(cleanup_wait=cleanup_wait)
+    controllers_setup.SETTINGS = propagation.PropagationSettings(cleanup_wait=cleanup_wait,
+                                                                 workers=workers)
     for setup in load_setups(CONTROLLERS):
         setup(mgr)
     try:
-        asyncio.run(serve(mgr))
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            runner.run(serve(mgr))
     except manager.LeadershipLost as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

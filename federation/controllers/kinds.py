@@ -23,14 +23,23 @@ from federation.runtime import reconcile
 log = logging.getLogger("federation.kinds")
 
 Enqueue = Callable[[reconcile.Request], None]
+EnqueueAfter = Callable[[reconcile.Request, float], None]
+
+MEMBER_EVENT_DELAY = 0.5
+"""Seconds a member event waits before it reconciles its template. A new copy's status
+changes several times within a second (created, progressing, ready) in every member;
+waiting half a second lets the queue fold those into one reconcile and one status write
+instead of one each, while drift is still reverted well within a second."""
 
 
 class KindTracker:
     """Hub and member informers for every propagated kind."""
 
-    def __init__(self, clusters: ClusterSet, enqueue: Enqueue) -> None:
+    def __init__(self, clusters: ClusterSet, enqueue: Enqueue,
+                 enqueue_after: EnqueueAfter | None = None) -> None:
         self.clusters = clusters
         self.enqueue = enqueue
+        self.enqueue_after = enqueue_after
         self.hub_resources: dict[str, Resource] = {}
         """group kind (``Deployment.apps``) -> the hub's resource for it."""
         self.member_resources: dict[tuple[str, str], Resource] = {}
@@ -82,9 +91,12 @@ class KindTracker:
     def _copy_event(self, event: Event) -> None:
         """A member object changed: reconcile the hub template of the same identity."""
         meta = event.obj.get("metadata") or {}
-        self.enqueue(reconcile.Request(self.clusters.hub.name,
-                                       reconcile.group_kind(event.resource),
-                                       str(meta.get("namespace") or ""), str(meta["name"])))
+        request = reconcile.Request(self.clusters.hub.name, reconcile.group_kind(event.resource),
+                                    str(meta.get("namespace") or ""), str(meta["name"]))
+        if self.enqueue_after is not None:
+            self.enqueue_after(request, MEMBER_EVENT_DELAY)
+        else:
+            self.enqueue(request)
 
     def templates(self, group_kind: str | None = None) -> list[reconcile.Request]:
         """Requests for every cached template (of one kind, or of all tracked kinds)."""

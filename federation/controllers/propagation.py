@@ -79,6 +79,10 @@ class PropagationSettings:
     out an API server restart, short enough that `kubectl delete` does not look hung."""
     retry_pending: float = 5.0
     """Seconds between attempts to clean copies on a member that was unreachable."""
+    workers: int = 16
+    """Concurrent reconciles. A reconcile spends nearly all its time waiting on API
+    servers (a handful of sequential writes of tens of milliseconds each), so throughput
+    grows with workers until the API servers, not this process, are the limit."""
 
 
 class Problem(Exception):
@@ -242,7 +246,7 @@ class Reconciler:
                                    copies, failed, build.unreachable, pending)
         await self._emit_transitions(build, conditions)
         writes = plan.Plan()
-        add_binding(writes, self.hub, binding)
+        add_binding(writes, self.hub, binding, build.binding)
         template_status = status.template_status(build.template, copies, conditions)
         if template_status is not None and not status.same_status(
                 build.template.get("status"), template_status):
@@ -309,7 +313,7 @@ class Reconciler:
                 continue
             bad = (condition["type"] in ("Conflict", "CleanupPending")) == \
                 (condition["status"] == "True")
-            if condition["type"] == "Applied" and condition["status"] == "True":
+            if condition["type"] == "Applied" and condition["status"] == "True" and old:
                 await self.recorder.emit(build.template, "Normal", "Applied",
                                          condition["message"])
             elif bad and condition["type"] != "Healthy":
@@ -327,7 +331,7 @@ class Reconciler:
         binding = bindings.binding(build.template, build.decision, build.policy, conditions,
                                    {}, {}, {}, pending_from(build.template))
         writes = plan.Plan()
-        add_binding(writes, self.hub, binding)
+        add_binding(writes, self.hub, binding, build.binding)
         template_status = status.template_status(build.template, {}, conditions)
         if template_status is not None:
             template_status = {**(build.template.get("status") or {}),
@@ -419,7 +423,7 @@ class Reconciler:
         binding = bindings.binding(build.template, None, build.policy, conditions, {}, {},
                                    build.unreachable, pending, orphan_of_deleted=True)
         writes = plan.Plan()
-        add_binding(writes, self.hub, binding)
+        add_binding(writes, self.hub, binding, build.binding)
         report = await plan.execute(writes, self.writer)
         if not report.ok:
             first = report.failed()[0]
@@ -728,9 +732,18 @@ TRANSFORMERS: tuple[Callable[[Reconciler, Build], Awaitable[None]], ...] = (
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def add_binding(writes: plan.Plan, hub: str, binding: Mapping[str, JSON]) -> None:
-    """The binding object, then its status (the status subresource needs the object)."""
-    spec = writes.add(plan.Vertex(hub, plan.Action.APPLY, binding["object"]))
+def add_binding(writes: plan.Plan, hub: str, binding: Mapping[str, JSON],
+                current: Mapping[str, Any] | None) -> None:
+    """The binding object, then its status (the status subresource needs the object);
+    either is left out when the cached binding already says the same."""
+    wanted, wanted_status = binding["object"], binding["status"]["status"]
+    spec_same = current is not None and current.get("spec") == wanted["spec"] and \
+        (current["metadata"].get("labels") or {}) == wanted["metadata"]["labels"]
+    spec = writes.add(plan.Vertex(hub, plan.Action.NOOP if spec_same else plan.Action.APPLY,
+                                  wanted))
+    have = dict((current or {}).get("status") or {})
+    if current is not None and status.same_status(have, wanted_status):
+        return
     writes.depend(writes.add(plan.Vertex(hub, plan.Action.STATUS, binding["status"])), on=spec)
 
 

@@ -42,10 +42,6 @@ log = logging.getLogger("federation.setup")
 SETTINGS = propagation.PropagationSettings()
 """Propagation settings for :func:`setup` (``fedctl run`` sets them from its flags)."""
 
-PROPAGATION_WORKERS = 4
-"""Reconciles are I/O bound (caches in memory, writes to members): four keep several
-members busy at once without a write burst that trips API server rate limits."""
-
 
 def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
     """(apiVersion, kind) pairs a policy's resourceSelectors name (even if invalid)."""
@@ -64,8 +60,9 @@ class Wiring:
         hub = mgr.clusters.hub.name
         self.recorder = events.Recorder(mgr.client, hub)
         self.controller = controller.Controller("propagation", self._reconcile,
-                                                workers=PROPAGATION_WORKERS)
-        self.kinds = KindTracker(mgr.clusters, self.controller.queue.add)
+                                                workers=SETTINGS.workers)
+        self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
+                                 self.controller.queue.add_after)
         self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
                                                  self.recorder, SETTINGS)
         self._tracking: set[asyncio.Task[None]] = set()
