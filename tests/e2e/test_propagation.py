@@ -297,3 +297,36 @@ def test_deletion_with_a_member_down_completes_and_cleans_it_later(fleet: TestFl
              what="member2 copy removed after start")
     wait_for(lambda: gone("hub", "resourcebindings.work.federation.io", "later-configmap"),
              timeout=30, what="binding removed")
+
+
+def test_policy_selecting_no_cluster_is_reported(fleet: TestFleet, ns: str) -> None:
+    """A policy whose affinity matches no cluster: ScheduleFailed condition and event."""
+    policy = duplicated_policy("nowhere", ns, [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                "name": "nowhere"}])
+    policy["spec"]["placement"]["clusterAffinity"] = {
+        "labelSelector": {"matchLabels": {"topology.kubernetes.io/region": "moon-1"}}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "nowhere", "namespace": ns}, "data": {"x": "y"}}
+    apply(fleet, "hub", config, policy)
+    scheduled = wait_for(lambda: binding_conditions(fleet, "nowhere-configmap", ns)
+                         .get("Scheduled"), timeout=60, what="Scheduled condition")
+    assert scheduled["status"] == "False" and scheduled["reason"] == "ScheduleFailed"
+    assert any(e["reason"] == "ScheduleFailed" and e["type"] == "Warning"
+               for e in events_for(fleet, ns, "nowhere"))
+    assert all(absent(fleet, m, "configmap", "nowhere", ns) for m in MEMBERS)
+
+
+def test_orphan_annotation_keeps_member_copies(fleet: TestFleet, ns: str) -> None:
+    """A template annotated federation.io/orphan=true leaves its copies when deleted."""
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "keep", "namespace": ns}, "data": {"x": "y"}}
+    apply(fleet, "hub", config, duplicated_policy(
+        "keep", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "keep"}]))
+    for member in MEMBERS:
+        wait_for(partial(get_or_none, fleet, member, "configmap", "keep", "-n", ns),
+                 timeout=60, what=f"copy in {member}")
+    fleet.kubectl("hub", "annotate", "configmap", "keep", "-n", ns, "federation.io/orphan=true")
+    fleet.kubectl("hub", "delete", "configmap", "keep", "-n", ns, "--wait=false")
+    wait_for(partial(absent, fleet, "hub", "configmap", "keep", ns), timeout=60,
+             what="template gone")
+    assert all(get_or_none(fleet, m, "configmap", "keep", "-n", ns) for m in MEMBERS)
