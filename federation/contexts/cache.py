@@ -212,6 +212,7 @@ class Informer:
         """Watches reopened after a failure."""
         self.events = 0
         self._progress = False
+        self._woken = asyncio.Event()
 
     @property
     def name(self) -> str:
@@ -264,9 +265,16 @@ class Informer:
                     failures += 1
                     self.restarts += 1
                     log.warning("%s: %s; retrying in %.1fs", self.name, exc, delay)
-                    await asyncio.sleep(delay)
+                    self._woken.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._woken.wait(), delay)
         finally:
             self.state = "stopped"
+
+    def wake(self) -> None:
+        """Retry now if backing off: the cluster's probe says it answers again, so a long
+        backoff left over from the outage would only delay recovery."""
+        self._woken.set()
 
     def backoff(self, failures: int) -> float:
         s = self.settings

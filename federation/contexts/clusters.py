@@ -149,6 +149,8 @@ class Cluster:
             self.changed_at = time.monotonic()
             if value:
                 log.info("cluster %s is available", self.name)
+                for informer in self.cache.informers.values() if self.cache else ():
+                    informer.wake()
             else:
                 log.warning("cluster %s is unavailable: %s", self.name, error)
         self.available = value
