@@ -62,6 +62,10 @@ def binding(template: Mapping[str, Any], decision: decision_.Decision | None,
                      if v},
         "templateDeleted": orphan_of_deleted,
     }
+    if orphan_of_deleted:
+        # In the spec, written in one request with templateDeleted: the cleanup controller
+        # must never see a deleted template's binding without its list of pending clusters.
+        spec["pendingCleanup"] = list(pending)
     if policy is not None:
         spec["policy"] = f"{policy.kind} {policy.ref}"
     if decision is not None:

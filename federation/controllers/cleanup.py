@@ -5,8 +5,9 @@ the propagation controller waits a bounded time, then releases the template
 and leaves its ResourceBinding with ``spec.templateDeleted: true`` and
 ``status.pendingCleanup`` listing those members. This controller retries them:
 on every binding event, every MemberCluster change and every few seconds, it
-deletes our copy (only ours: the ownership label is checked) in each listed
-member it can reach, and deletes the binding when none is left.
+deletes our copy (only ours: the ownership label is checked) in each member
+listed in ``spec.pendingCleanup`` it can reach, and deletes the binding when none
+is left.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Reconciler:
                                     cluster=self.hub)
         if binding is None or not (binding.get("spec") or {}).get("templateDeleted"):
             return None
-        pending = list((binding.get("status") or {}).get("pendingCleanup") or [])
+        pending = list(binding["spec"].get("pendingCleanup") or [])
         left = [cluster for cluster in pending if not await self._clean(binding, cluster)]
         writer = self.mc.cluster(self.hub)
         meta = binding["metadata"]
@@ -51,6 +52,9 @@ class Reconciler:
             log.info("%s: pending copies removed from %s", meta["name"], ", ".join(pending))
             return None
         if left != pending:
+            await writer.patch(resource, meta["name"], {"spec": {"pendingCleanup": left}},
+                               namespace=meta.get("namespace"),
+                               resource_version=meta.get("resourceVersion"))
             conditions = [status.condition(
                 "CleanupPending", True, "MemberUnreachable",
                 f"copies still to delete in {', '.join(left)}",
