@@ -153,6 +153,12 @@ class Report:
         outcome = self.outcomes.get(vertex.key) if vertex is not None else None
         return outcome.result if outcome is not None else None
 
+    def raise_for_failure(self) -> None:
+        """Raise the first failure's exception (for plans that must succeed as a whole)."""
+        failures = self.failed()
+        if failures:
+            raise failures[0].exception or RuntimeError(failures[0].error)
+
     def failed(self) -> list[Outcome]:
         return [o for o in self.outcomes.values() if not o.ok]
 

@@ -252,10 +252,7 @@ class Reconciler:
                 build.template.get("status"), template_status):
             writes.add(plan.Vertex(self.hub, plan.Action.STATUS,
                                    status_patch(build.template, template_status)))
-        report = await plan.execute(writes, self.writer)
-        if not report.ok:
-            first = report.failed()[0]
-            raise first.exception or RuntimeError(first.error)
+        (await plan.execute(writes, self.writer)).raise_for_failure()
 
     async def _copies(self, build: Build, names: Sequence[str]) -> dict[str, JSON | None]:
         copies: dict[str, JSON | None] = {}
@@ -338,10 +335,7 @@ class Reconciler:
                                "conditions": template_status["conditions"]}
             writes.add(plan.Vertex(self.hub, plan.Action.STATUS,
                                    status_patch(build.template, template_status)))
-        report = await plan.execute(writes, self.writer)
-        if not report.ok:
-            first = report.failed()[0]
-            raise first.exception or RuntimeError(first.error)
+        (await plan.execute(writes, self.writer)).raise_for_failure()
         return None
 
     # -- unpropagate and delete ------------------------------------------------------------
@@ -424,10 +418,7 @@ class Reconciler:
                                    build.unreachable, pending, orphan_of_deleted=True)
         writes = plan.Plan()
         add_binding(writes, self.hub, binding, build.binding)
-        report = await plan.execute(writes, self.writer)
-        if not report.ok:
-            first = report.failed()[0]
-            raise first.exception or RuntimeError(first.error)
+        (await plan.execute(writes, self.writer)).raise_for_failure()
 
     async def _delete_vertex(self, build: Build, cluster: str) -> plan.Vertex | None:
         """A delete of our copy in ``cluster``; None when there is none (or not ours)."""
