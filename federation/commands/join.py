@@ -94,7 +94,9 @@ def join(name: str, member_kubeconfig: Path, context: str | None, labels: str | 
     if not _NAME.match(name):
         raise click.BadParameter(f"{name!r} is not a DNS label (a-z, 0-9, -)",
                                  param_hint="NAME")
-    document = minify.minify(kubeconfig.load(member_kubeconfig), context, name, allowed)
+    member_config = kubeconfig.load(member_kubeconfig)
+    chosen = member_config.context(context).name
+    document = minify.minify(member_config, chosen, name, allowed)
     secret, member = objects(name, document, parse_labels(labels),
                              {"region": region or "", "zone": zone or "",
                               "provider": provider or ""})
@@ -102,8 +104,8 @@ def join(name: str, member_kubeconfig: Path, context: str | None, labels: str | 
     reachable = asyncio.run(_join(hub, secret, member,
                                   kubeconfig.merge([(member_kubeconfig, document)])
                                   .context(name)))
-    click.echo(f"joined {name}: MemberCluster {name}, credentials of context "
-               f"{context or 'current'} only in Secret {NAMESPACE}/{secret_name(name)}")
+    click.echo(f"joined {name}: MemberCluster {name}, credentials of context {chosen} "
+               f"only in Secret {NAMESPACE}/{secret_name(name)}")
     if reachable is not None:
         click.echo(f"warning: {name} does not answer now ({reachable}); the control plane "
                    "will report it NotReady until it does", err=True)

@@ -103,6 +103,36 @@ def test_joined_cluster_holds_only_its_credentials_and_is_engaged_live(
              what="the control plane released edge")
 
 
+@pytest.mark.timeout(300)
+def test_unjoin_orphan_leaves_the_copies_running_unmanaged(
+        fleet: TestFleet, control_plane: ControlPlane) -> None:
+    """unjoin --orphan removes MemberCluster and Secret at once; the copy in the member stays,
+    without our ownership marks, and nothing deletes it afterwards."""
+    name = "edge2"
+    result = fedctl("join", name, "--kubeconfig", str(fleet.kubeconfig), "--context",
+                    "member3", *hub_flags(fleet))
+    assert result.returncode == 0, result.stderr
+    try:
+        wait_for(lambda: _ready(fleet, name), timeout=60, what="edge2 Ready")
+        ns, (copy, _) = _place(fleet, name)
+        result = fedctl("unjoin", name, "--orphan", "--kubeconfig", str(fleet.kubeconfig),
+                        "--hub-context", "hub")
+        assert result.returncode == 0, result.stderr
+        assert "left running, unmanaged" in result.stdout
+        assert get_or_none(fleet, "hub", MC, name) is None
+        wait_for(lambda: f"cluster {name} left" in control_plane.log_path.read_text(),
+                 timeout=30, what="the control plane released edge2")
+        time.sleep(3)  # a reconcile after the unjoin must not touch the orphan
+        orphan = copy("member3")
+        assert orphan is not None and orphan["spec"]["replicas"] == 1
+        assert "federation.io/managed-by" not in (orphan["metadata"].get("labels") or {})
+        fleet.kubectl("hub", "delete", "namespace", ns, "--wait=false")
+        fleet.kubectl("member3", "delete", "deployment", "via-edge", "-n", ns)
+    finally:
+        fedctl("unjoin", name, "--orphan", "--kubeconfig", str(fleet.kubeconfig),
+               "--hub-context", "hub")
+
+
 def _ready(fleet: TestFleet, name: str) -> bool:
     doc = get_json(fleet, "hub", MC, name)
     conditions = {c["type"]: c["status"] for c in (doc.get("status") or {}).get(
@@ -110,7 +140,8 @@ def _ready(fleet: TestFleet, name: str) -> bool:
     return conditions.get("Ready") == "True" and bool(doc["status"].get("resourceSummary"))
 
 
-def _place_and_unjoin(fleet: TestFleet, name: str) -> None:
+def _place(fleet: TestFleet, name: str) -> tuple[str, Any]:
+    """via-edge, 2 replicas divided over ``name`` and member1; a reader of member copies."""
     ns = f"join-{uuid.uuid4().hex[:6]}"
     fleet.kubectl("hub", "create", "namespace", ns)
     workload = {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -126,12 +157,20 @@ def _place_and_unjoin(fleet: TestFleet, name: str) -> None:
                                          "replicaSchedulingType": "Divided"}}}}
     apply(fleet, "hub", workload, policy)
 
+    def copy(member: str) -> dict[str, Any] | None:
+        return get_or_none(fleet, member, "deployment", "via-edge", "-n", ns)
+
     def replicas(member: str) -> int | None:
-        copy = get_or_none(fleet, member, "deployment", "via-edge", "-n", ns)
-        return copy["spec"]["replicas"] if copy else None
+        found = copy(member)
+        return found["spec"]["replicas"] if found else None
 
     wait_for(lambda: replicas("member3") == 1 and replicas("member1") == 1, timeout=60,
              what="one replica through edge (in member3), one in member1")
+    return ns, (copy, replicas)
+
+
+def _place_and_unjoin(fleet: TestFleet, name: str) -> None:
+    _, (_, replicas) = _place(fleet, name)
     result = fedctl("unjoin", name, "--timeout", "90", "--kubeconfig", str(fleet.kubeconfig),
                     "--hub-context", "hub")
     assert result.returncode == 0, result.stderr
