@@ -124,12 +124,16 @@ async def serve(mgr: manager.Manager) -> None:
 @click.option("--cleanup-wait", type=float, default=30.0, show_default=True,
               help="Seconds a deleted template waits for unreachable members before its "
                    "finalizer is released (the cleanup then finishes when they return).")
+@click.option("--allow-exec-command", "allow_exec", multiple=True,
+              help="Exec-plugin command joined clusters may use, beyond the built-in "
+                   "allowlist (repeatable; match what `fedctl join` was allowed).")
 @click.option("--workers", type=int, default=16, show_default=True,
               help="Concurrent propagation reconciles.")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
-        cache_sync_timeout: float, cleanup_wait: float, workers: int) -> None:
+        cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
+        workers: int) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -156,6 +160,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
 
     controllers_setup.SETTINGS = propagation.PropagationSettings(cleanup_wait=cleanup_wait,
                                                                  workers=workers)
+    controllers_setup.ALLOWED_EXEC = allow_exec
     for setup in load_setups(CONTROLLERS):
         setup(mgr)
     try:

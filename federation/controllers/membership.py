@@ -100,8 +100,9 @@ class Reconciler:
 
 
 def install(mgr: manager.Manager, recorder: events.Recorder,
-            kinds: KindTracker | None = None) -> None:
+            kinds: KindTracker | None = None, allowed_exec: Iterable[str] = ()) -> None:
     """Add the ``membership`` controller to a manager."""
-    ctl = controller.Controller("membership", Reconciler(mgr, recorder, kinds), workers=1)
+    ctl = controller.Controller("membership", Reconciler(mgr, recorder, kinds, allowed_exec),
+                                workers=1)
     ctl.watch(api.MEMBER_CLUSTERS, clusters="hub")
     mgr.add(ctl)

@@ -79,6 +79,11 @@ class PropagationSettings:
     out an API server restart, short enough that `kubectl delete` does not look hung."""
     retry_pending: float = 5.0
     """Seconds between attempts to clean copies on a member that was unreachable."""
+    max_backoff: float = 60.0
+    """Cap on a failing template's retry backoff (controller-runtime's 1000 s is for keys
+    that fail for their own reasons). Propagation mostly fails because a member is away;
+    an outage of minutes would otherwise push retries to tens of minutes after it ends.
+    The MemberCluster Ready event requeues at once anyway; this bounds every other case."""
     workers: int = 16
     """Concurrent reconciles. A reconcile spends nearly all its time waiting on API
     servers (a handful of sequential writes of tens of milliseconds each), so throughput

@@ -34,10 +34,14 @@ from federation.controllers import (
     propagation,
 )
 from federation.controllers.kinds import KindTracker
-from federation.runtime import controller, manager
+from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
 log = logging.getLogger("federation.setup")
+
+ALLOWED_EXEC: tuple[str, ...] = ()
+"""Exec-plugin commands allowed in joined clusters' kubeconfigs beyond the built-in
+allowlist (``fedctl run --allow-exec-command``, the same as ``fedctl join``'s)."""
 
 SETTINGS = propagation.PropagationSettings()
 """Propagation settings for :func:`setup` (``fedctl run`` sets them from its flags)."""
@@ -59,8 +63,9 @@ class Wiring:
         self.mgr = mgr
         hub = mgr.clusters.hub.name
         self.recorder = events.Recorder(mgr.client, hub)
-        self.controller = controller.Controller("propagation", self._reconcile,
-                                                workers=SETTINGS.workers)
+        self.controller = controller.Controller(
+            "propagation", self._reconcile, workers=SETTINGS.workers,
+            queue_settings=queue.QueueSettings(max_delay=SETTINGS.max_backoff))
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
                                  self.controller.queue.add_after)
         self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
@@ -117,5 +122,5 @@ def setup(mgr: manager.Manager) -> None:
     leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
     mgr.add(leftovers)
     health.install(mgr, wiring.recorder)
-    membership.install(mgr, wiring.recorder, wiring.kinds)
+    membership.install(mgr, wiring.recorder, wiring.kinds, ALLOWED_EXEC)
     wiring.reconciler.failover.requeue = wiring.controller.queue.add_after
