@@ -199,7 +199,8 @@ async def test_status_writes_and_crds_through_discovery(
             await asyncio.sleep(0.2)
         else:
             raise AssertionError("Widget never became servable")
-        resource = await member2.discovery.find("Widget")
+        # by apiVersion: other tests' CRDs may serve a kind named Widget in other groups
+        resource = await member2.discovery.resolve("rt.federation.io/v1", "Widget")
         assert (resource.group, resource.plural, resource.namespaced) == (
             "rt.federation.io", "widgets", True)
         created["status"] = {"ready": True}
