@@ -28,7 +28,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from federation.contexts import cache, discovery, kubeconfig
@@ -97,6 +97,9 @@ class Cluster:
             else None
         self.discovery = discovery.Discovery(client) if client else None
         self.available: bool | None = None
+        self.availability_listeners: list[Callable[[Cluster], None]] = []
+        """Called (synchronously, in the loop) whenever :attr:`available` changes: work
+        that failed because the cluster was away can be retried at once."""
         self.last_probe_error: str | None = None
         self.changed_at = time.monotonic()
         self.joined = False
@@ -145,7 +148,8 @@ class Cluster:
         return self.client
 
     def _set_available(self, value: bool, error: str | None) -> None:
-        if value != self.available:
+        changed = value != self.available
+        if changed:
             self.changed_at = time.monotonic()
             if value:
                 log.info("cluster %s is available", self.name)
@@ -155,6 +159,9 @@ class Cluster:
                 log.warning("cluster %s is unavailable: %s", self.name, error)
         self.available = value
         self.last_probe_error = error
+        if changed:
+            for listener in list(self.availability_listeners):
+                listener(self)
 
     async def probe(self) -> bool:
         """One /readyz call; updates :attr:`available` (after ``failure_threshold`` misses)."""
@@ -187,6 +194,7 @@ class ClusterSet:
         if len(hubs) != 1:
             raise ValueError("a cluster set needs exactly one hub")
         self.hub = hubs[0]
+        self.member_availability_listeners: list[Callable[[Cluster], None]] = []
 
     @property
     def members(self) -> list[Cluster]:
@@ -210,6 +218,12 @@ class ClusterSet:
     def __iter__(self) -> Iterable[Cluster]:
         return iter(self.clusters.values())
 
+    def on_member_availability(self, listener: Callable[[Cluster], None]) -> None:
+        """Call ``listener`` when any member's availability changes, joined ones included."""
+        self.member_availability_listeners.append(listener)
+        for cluster in self.members:
+            cluster.availability_listeners.append(listener)
+
     def join(self, name: str, config: kubeconfig.KubeConfig,
              observer: Observer | None = None) -> Cluster:
         """Add member ``name`` at runtime from a kubeconfig holding a context of that name
@@ -218,6 +232,7 @@ class ClusterSet:
             raise ValueError(f"cluster {name!r} is already in the set")
         cluster = _member(config, name, False, self.hub, self.hub.settings, observer)
         cluster.joined = True
+        cluster.availability_listeners.extend(self.member_availability_listeners)
         self.clusters[name] = cluster
         return cluster
 

@@ -24,6 +24,7 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError
+from federation.contexts.clusters import Cluster
 from federation.controllers import (
     api,
     cleanup,
@@ -91,7 +92,14 @@ class Wiring:
     def on_anything(self, event: Event) -> Iterable[Request]:
         return self.kinds.templates()
 
+    def on_available(self, cluster: Cluster) -> None:
+        """A member came back: retry every template now, not at the end of its backoff."""
+        if cluster.available:
+            for request in self.kinds.templates():
+                self.controller.queue.add(request)
+
     def install(self) -> None:
+        self.mgr.clusters.on_member_availability(self.on_available)
         ctl = self.controller
         for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
             ctl.watch(resource, clusters="hub", map=self.on_policy)
