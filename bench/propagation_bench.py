@@ -133,7 +133,7 @@ async def ours(clients: dict[str, kube.ClusterClient], count: int
     return latencies, count * len(MEMBERS) / (finished - started)
 
 
-async def main(count: int, keep: bool) -> None:
+async def main(count: int, keep: bool, qps: float | None) -> None:
     state = ROOT / ".fleet-bench"
     target = fleet_lib.Fleet(state, ROOT / "kubeconfigs" / "bench.local.yaml")
     target.up(3, progress=lambda m: print(f"  {m}", file=sys.stderr))
@@ -146,7 +146,10 @@ async def main(count: int, keep: bool) -> None:
             print(f"raw: {count} Deployments x {len(MEMBERS)} members straight to the members")
             raw = await raw_rate(clients, count)
             print(f"  {raw:.0f} member writes/s")
-            target.start_control_plane(lambda m: print(f"  {m}", file=sys.stderr))
+            limits = ["--kube-api-qps", str(qps), "--kube-api-burst", str(int(qps * 2))] \
+                if qps else []
+            target.start_control_plane(lambda m: print(f"  {m}", file=sys.stderr), limits)
+            print(f"control plane: fedctl run {' '.join(limits) or '(default client limits)'}")
             await asyncio.sleep(3)
             print(f"ours: {count} Deployments on the hub, duplicated to {len(MEMBERS)} members")
             latencies, rate = await ours(clients, count)
@@ -167,5 +170,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=500)
     parser.add_argument("--keep", action="store_true", help="leave the fleet running")
+    parser.add_argument("--kube-api-qps", type=float, default=None,
+                        help="the control plane's per-cluster request rate (default: fedctl's)")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.count, arguments.keep))
+    asyncio.run(main(arguments.count, arguments.keep, arguments.kube_api_qps))

@@ -127,13 +127,17 @@ async def serve(mgr: manager.Manager) -> None:
 @click.option("--allow-exec-command", "allow_exec", multiple=True,
               help="Exec-plugin command joined clusters may use, beyond the built-in "
                    "allowlist (repeatable; match what `fedctl join` was allowed).")
+@click.option("--kube-api-qps", type=float, default=kube.ClientSettings.qps, show_default=True,
+              help="Requests per second to each cluster (the hub included).")
+@click.option("--kube-api-burst", type=int, default=kube.ClientSettings.burst,
+              show_default=True, help="Requests allowed at once above --kube-api-qps.")
 @click.option("--workers", type=int, default=16, show_default=True,
               help="Concurrent propagation reconciles.")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
-        workers: int) -> None:
+        kube_api_qps: float, kube_api_burst: int, workers: int) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -147,9 +151,11 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         manager.parse_bind_address(metrics_bind_address)
         manager.parse_bind_address(health_probe_bind_address)
         config = kubeconfig.load(kubeconfig_path)
+        client_settings = kube.ClientSettings(qps=kube_api_qps, burst=kube_api_burst)
         cluster_set = clusters.ClusterSet.from_kubeconfig(
             config, hub_context=hub_context, contexts=_split(contexts),
-            disabled=_split(disabled_contexts) or [])
+            disabled=_split(disabled_contexts) or [],
+            settings=clusters.ClusterSettings(client=client_settings))
     except (kubeconfig.KubeconfigError, ValueError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

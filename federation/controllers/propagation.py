@@ -733,10 +733,17 @@ def add_binding(writes: plan.Plan, hub: str, binding: Mapping[str, JSON],
     """The binding object, then its status (the status subresource needs the object);
     either is left out when the cached binding already says the same."""
     wanted, wanted_status = binding["object"], binding["status"]["status"]
-    spec_same = current is not None and current.get("spec") == wanted["spec"] and \
-        (current["metadata"].get("labels") or {}) == wanted["metadata"]["labels"]
-    spec = writes.add(plan.Vertex(hub, plan.Action.NOOP if spec_same else plan.Action.APPLY,
-                                  wanted))
+    if current is None:
+        spec = writes.add(plan.Vertex(hub, plan.Action.CREATE, wanted))
+    elif current.get("spec") == wanted["spec"] and \
+            (current["metadata"].get("labels") or {}) == wanted["metadata"]["labels"]:
+        spec = writes.add(plan.Vertex(hub, plan.Action.NOOP, wanted))
+    else:
+        # A PUT with the cached version: cheaper for the hub than server-side apply, and
+        # a concurrent change is a 409 and a retry.
+        version = current["metadata"].get("resourceVersion")
+        replacement = {**wanted, "metadata": {**wanted["metadata"], "resourceVersion": version}}
+        spec = writes.add(plan.Vertex(hub, plan.Action.UPDATE, replacement))
     have = dict((current or {}).get("status") or {})
     if current is not None and status.same_status(have, wanted_status):
         return

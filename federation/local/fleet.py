@@ -28,7 +28,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -527,7 +527,7 @@ class Fleet:
     def control_plane_log_file(self) -> Path:
         return self.state_dir / "control-plane.log"
 
-    def start_control_plane(self, progress: Progress) -> None:
+    def start_control_plane(self, progress: Progress, extra_args: Sequence[str] = ()) -> None:
         """`fedctl install` (CRDs, MemberClusters) then `fedctl run` against the fleet."""
         if processes.owned_pid(self.control_plane_pid_file) is not None:
             progress("control plane already running")
@@ -540,7 +540,7 @@ class Fleet:
             raise FleetError(f"fedctl install failed: {installed.stderr.strip()}")
         progress(installed.stdout.strip().replace("\n", "; "))
         argv = [*fedctl, "run", *common, "--metrics-bind-address", "127.0.0.1:0",
-                "--health-probe-bind-address", "127.0.0.1:0"]
+                "--health-probe-bind-address", "127.0.0.1:0", *extra_args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         processes.spawn(argv, self.control_plane_pid_file, self.control_plane_log_file, env=env)
         progress(f"control plane started: fedctl run (log: {self.control_plane_log_file})")
