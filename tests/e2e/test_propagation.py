@@ -27,6 +27,11 @@ def ns(fleet: TestFleet, control_plane: ControlPlane) -> Iterator[str]:
     yield name
     if control_plane.process is not None and control_plane.process.poll() is not None:
         pytest.fail(f"fedctl run exited:\n{control_plane.log_tail()}")
+    # The hub has no namespace controller: delete what the test made (policies last, so
+    # the control plane still knows where the copies are), leaving other modules a clean hub.
+    for kinds in ("deployments,configmaps,services",
+                  "propagationpolicies.policy.federation.io,overridepolicies.policy.federation.io"):
+        fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false", check=False)
 
 
 def deployment(name: str, namespace: str, replicas: int,
