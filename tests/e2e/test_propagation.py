@@ -76,6 +76,21 @@ def duplicated_policy(name: str, namespace: str, selectors: list[dict[str, Any]]
                      **spec}}
 
 
+def config_map(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def duplicate_config_map(fleet: TestFleet, ns: str, name: str, data: dict[str, str],
+                         wait_in: tuple[str, ...] = MEMBERS) -> None:
+    """A ConfigMap and a Duplicated policy for it on the hub; wait for copies in ``wait_in``."""
+    apply(fleet, "hub", config_map(name, ns, data), duplicated_policy(
+        name, ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": name}]))
+    for member in wait_in:
+        wait_for(partial(get_or_none, fleet, member, "configmap", name, "-n", ns),
+                 timeout=60, what=f"configmap {name} in {member}")
+
+
 def absent(fleet: TestFleet, context: str, kind: str, name: str, namespace: str) -> bool:
     return get_or_none(fleet, context, kind, name, "-n", namespace) is None
 
@@ -157,13 +172,7 @@ def test_image_override_reaches_only_member2(fleet: TestFleet, ns: str) -> None:
 def test_configmap_is_duplicated_and_deletion_removes_every_copy(fleet: TestFleet,
                                                                   ns: str) -> None:
     """A ConfigMap reaches every member; deleting the template removes every copy."""
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "settings", "namespace": ns}, "data": {"mode": "fast"}}
-    apply(fleet, "hub", config, duplicated_policy(
-        "settings", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}]))
-    for member in MEMBERS:
-        wait_for(partial(get_or_none, fleet, member, "configmap", "settings", "-n", ns),
-                 timeout=60, what=f"configmap in {member}")
+    duplicate_config_map(fleet, ns, "settings", {"mode": "fast"})
     assert get_json(fleet, "member3", "configmap", "settings", "-n", ns)["data"] == \
         {"mode": "fast"}
     fleet.kubectl("hub", "delete", "configmap", "settings", "-n", ns, "--wait=false")
@@ -176,12 +185,7 @@ def test_configmap_is_duplicated_and_deletion_removes_every_copy(fleet: TestFlee
 
 def test_drift_in_a_member_is_reverted(fleet: TestFleet, ns: str) -> None:
     """Someone edits our copy in a member: the next reconcile puts it back."""
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "drifty", "namespace": ns}, "data": {"k": "hub"}}
-    apply(fleet, "hub", config, duplicated_policy(
-        "drifty", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "drifty"}]))
-    wait_for(lambda: get_or_none(fleet, "member2", "configmap", "drifty", "-n", ns),
-             timeout=60, what="copy")
+    duplicate_config_map(fleet, ns, "drifty", {"k": "hub"}, wait_in=("member2",))
     fleet.kubectl("member2", "patch", "configmap", "drifty", "-n", ns, "--type=merge",
                   "-p", '{"data":{"k":"edited"}}')
     wait_for(lambda: get_json(fleet, "member2", "configmap", "drifty", "-n", ns)["data"]
@@ -220,10 +224,7 @@ def test_existing_unowned_object_is_a_conflict_and_untouched(fleet: TestFleet, n
     """A member object we did not create is not overwritten; a Conflict condition names it."""
     fleet.kubectl("member1", "create", "namespace", ns)
     fleet.kubectl("member1", "create", "configmap", "mine", "-n", ns, "--from-literal=owner=ops")
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "mine", "namespace": ns}, "data": {"owner": "hub"}}
-    apply(fleet, "hub", config, duplicated_policy(
-        "mine", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "mine"}]))
+    duplicate_config_map(fleet, ns, "mine", {"owner": "hub"}, wait_in=())
     conflict = wait_for(lambda: binding_conditions(fleet, "mine-configmap", ns).get("Conflict"),
                         timeout=60, what="Conflict condition")
     assert conflict["status"] == "True" and "member1" in conflict["message"]
@@ -275,13 +276,7 @@ def test_deletion_with_a_member_down_completes_and_cleans_it_later(fleet: TestFl
                                                                    ns: str) -> None:
     """member2 stopped: deletion finishes for the others, the binding says what is pending,
     and member2's copy is removed after it starts again."""
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "later", "namespace": ns}, "data": {"a": "b"}}
-    apply(fleet, "hub", config, duplicated_policy(
-        "later", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "later"}]))
-    for member in MEMBERS:
-        wait_for(partial(get_or_none, fleet, member, "configmap", "later", "-n", ns),
-                 timeout=60, what=f"copy in {member}")
+    duplicate_config_map(fleet, ns, "later", {"a": "b"})
     fleet.stop("member2")
     try:
         fleet.kubectl("hub", "delete", "configmap", "later", "-n", ns, "--wait=false")
@@ -310,9 +305,7 @@ def test_policy_selecting_no_cluster_is_reported(fleet: TestFleet, ns: str) -> N
                                                 "name": "nowhere"}])
     policy["spec"]["placement"]["clusterAffinity"] = {
         "labelSelector": {"matchLabels": {"topology.kubernetes.io/region": "moon-1"}}}
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "nowhere", "namespace": ns}, "data": {"x": "y"}}
-    apply(fleet, "hub", config, policy)
+    apply(fleet, "hub", config_map("nowhere", ns, {"x": "y"}), policy)
     scheduled = wait_for(lambda: binding_conditions(fleet, "nowhere-configmap", ns)
                          .get("Scheduled"), timeout=60, what="Scheduled condition")
     assert scheduled["status"] == "False" and scheduled["reason"] == "ScheduleFailed"
@@ -323,13 +316,7 @@ def test_policy_selecting_no_cluster_is_reported(fleet: TestFleet, ns: str) -> N
 
 def test_orphan_annotation_keeps_member_copies(fleet: TestFleet, ns: str) -> None:
     """A template annotated federation.io/orphan=true leaves its copies when deleted."""
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "keep", "namespace": ns}, "data": {"x": "y"}}
-    apply(fleet, "hub", config, duplicated_policy(
-        "keep", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "keep"}]))
-    for member in MEMBERS:
-        wait_for(partial(get_or_none, fleet, member, "configmap", "keep", "-n", ns),
-                 timeout=60, what=f"copy in {member}")
+    duplicate_config_map(fleet, ns, "keep", {"x": "y"})
     fleet.kubectl("hub", "annotate", "configmap", "keep", "-n", ns, "federation.io/orphan=true")
     fleet.kubectl("hub", "delete", "configmap", "keep", "-n", ns, "--wait=false")
     wait_for(partial(absent, fleet, "hub", "configmap", "keep", ns), timeout=60,
