@@ -423,8 +423,12 @@ class ClusterCache:
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass
+            except Exception as exc:  # stopping must finish: a watch dying now is moot
+                log.debug("%s ended with %r while stopping", task.get_name(), exc)
 
     @property
     def synced(self) -> bool:

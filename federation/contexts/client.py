@@ -408,6 +408,10 @@ class ClusterClient:
             except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as exc:
                 raise ClusterUnavailable(self.name, f"watch {path}: {_describe(exc)}"
                                          ) from None
+            except RuntimeError as exc:
+                # aiohttp raises a bare RuntimeError("Connection closed.") when the
+                # connection goes away between reads: the same as any dropped stream.
+                raise ClusterUnavailable(self.name, f"watch {path}: {exc}") from None
 
 
 def _throttled(response: aiohttp.ClientResponse) -> bool:
