@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from federation.commands import errors
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
 
@@ -26,18 +25,9 @@ def cluster_options(func: F) -> F:
     return func
 
 
-def clear_errors(func: F) -> F:
-    """Expected failures (bad kubeconfig, unreachable cluster) as one line, exit status 1."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (kubeconfig.KubeconfigError, kube.ClientError, TimeoutError, OSError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
+clear_errors = errors.clear_errors_for(kubeconfig.KubeconfigError, kube.ClientError,
+                                      TimeoutError, OSError)
+"""Expected failures (bad kubeconfig, unreachable cluster) as one error, exit status 1."""
 
 
 def split(value: str | None) -> list[str] | None:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import functools
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from federation.commands import errors
 from federation.local import binaries, fleet, kind
 
 DEFAULT_STATE_DIR = Path(".fleet")
 DEFAULT_KUBECONFIG = Path("kubeconfigs/local.yaml")
 
-F = TypeVar("F", bound=Callable[..., Any])
 err = Console(stderr=True, highlight=False)
 
 
@@ -25,21 +21,8 @@ def progress(message: str) -> None:
     err.print(f"[dim]•[/dim] {message}")
 
 
-def clear_errors(func: F) -> F:
-    """Turn the fleet's expected failures into one line on stderr and exit status 1."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (fleet.FleetError, binaries.BinaryError, kind.KindError) as exc:
-            first, *rest = str(exc).splitlines() or ["failed"]
-            click.echo(f"error: {first}", err=True)
-            for line in rest:
-                click.echo(line, err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
+clear_errors = errors.clear_errors_for(fleet.FleetError, binaries.BinaryError, kind.KindError)
+"""The fleet's expected failures as one error on stderr and exit status 1."""
 
 
 state_dir_option = click.option(
