@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from federation.contexts import client as kube
-from federation.contexts import clusters, kubeconfig
+from federation.contexts import clusters, credentials, kubeconfig
 from federation.runtime import leader, manager
 
 log = logging.getLogger("federation.run")
@@ -125,8 +125,9 @@ async def serve(mgr: manager.Manager) -> None:
               help="Seconds a deleted template waits for unreachable members before its "
                    "finalizer is released (the cleanup then finishes when they return).")
 @click.option("--allow-exec-command", "allow_exec", multiple=True,
-              help="Exec-plugin command joined clusters may use, beyond the built-in "
-                   "allowlist (repeatable; match what `fedctl join` was allowed).")
+              help="Exec-plugin command (bare name or absolute path) the kubeconfig's and "
+                   "joined clusters' contexts may use, beyond the built-in allowlist "
+                   "(repeatable; match what `fedctl join` was allowed).")
 @click.option("--kube-api-qps", type=float, default=kube.ClientSettings.qps, show_default=True,
               help="Requests per second to each cluster (the hub included).")
 @click.option("--kube-api-burst", type=int, default=kube.ClientSettings.burst,
@@ -151,7 +152,10 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         manager.parse_bind_address(metrics_bind_address)
         manager.parse_bind_address(health_probe_bind_address)
         config = kubeconfig.load(kubeconfig_path)
-        client_settings = kube.ClientSettings(qps=kube_api_qps, burst=kube_api_burst)
+        # The allowlist covers the static contexts too: one rule for every exec plugin.
+        client_settings = kube.ClientSettings(
+            qps=kube_api_qps, burst=kube_api_burst,
+            exec_allowlist=credentials.ExecAllowlist.of(allow_exec))
         cluster_set = clusters.ClusterSet.from_kubeconfig(
             config, hub_context=hub_context, contexts=_split(contexts),
             disabled=_split(disabled_contexts) or [],

@@ -141,6 +141,10 @@ class ClientSettings:
     max_retry_after: float = 10.0
     """Longest Retry-After we honour, in seconds: the apiserver asks for 1 s; a
     larger value from a proxy should not stall a worker for minutes."""
+    exec_allowlist: credentials.ExecAllowlist | None = None
+    """Exec plugin commands this client may run. None (the CLI, on a user's own
+    kubeconfig) trusts the kubeconfig as kubectl does; the control plane sets it, since
+    its kubeconfigs may come from the hub (see :func:`credentials.check_exec`)."""
 
 
 Observer = Callable[[str, str, str, float], None]
@@ -196,7 +200,8 @@ class ClusterClient:
         self.observer = observer
         self.bucket = ratelimit.TokenBucket(self.settings.qps, self.settings.burst)
         try:
-            self.credentials = credentials.for_context(context)
+            self.credentials = credentials.for_context(context,
+                                                        self.settings.exec_allowlist)
         except credentials.CredentialsError as exc:
             raise kubeconfig.KubeconfigError(str(exc)) from None
         self._tls = self._make_tls(None, None)

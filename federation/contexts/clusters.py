@@ -236,6 +236,17 @@ class ClusterSet:
         self.clusters[name] = cluster
         return cluster
 
+    def refuse(self, name: str, error: str) -> Cluster:
+        """Record member ``name`` whose runtime join was refused (its kubeconfig Secret is
+        missing or breaks a rule): known but never engaged, its error shown where a
+        misconfigured static context's is (``/readyz``, the health condition)."""
+        if name in self.clusters:
+            raise ValueError(f"cluster {name!r} is already in the set")
+        cluster = Cluster(name, error=error, settings=self.hub.settings)
+        cluster.joined = True
+        self.clusters[name] = cluster
+        return cluster
+
     async def leave(self, name: str) -> None:
         """Remove a member added by :meth:`join`: its caches stop, its connections close."""
         cluster = self.clusters.get(name)

@@ -10,12 +10,14 @@ contexts, clusters or users leaves the file.
 Exec credential plugins run a command inside the control plane, with its
 environment. A kubeconfig that arrives through the hub (a Secret anyone with
 write access there could edit) must not be able to run whatever it likes, so
-its ``exec.command`` must be on an allowlist (:data:`EXEC_ALLOWLIST`, the
-well-known cloud plugins, by bare name; more can be allowed by exact string).
-``fedctl join`` checks this before writing anything; the control plane checks
-it again before engaging a cluster from a Secret. Legacy ``auth-provider``
-users are refused (kubectl removed them). Static contexts from the control
-plane's own ``--kubeconfig`` are trusted as kubectl trusts them.
+its exec plugin must pass :func:`federation.contexts.credentials.check_exec`
+with the allowlist (the well-known cloud plugins by bare name, held to their
+token subcommand; more by exact name or absolute path) and may not set
+``PATH`` or any other variable of its deny list. ``fedctl join`` checks this
+before writing anything; the control plane checks it again before engaging a
+cluster from a Secret, and once more when it builds the cluster's client (where
+it resolves the command on its own PATH). Legacy ``auth-provider`` users are
+refused (kubectl removed them).
 """
 
 from __future__ import annotations
@@ -27,15 +29,12 @@ from typing import Any
 
 import yaml
 
-from federation.contexts import kubeconfig
+from federation.contexts import credentials, kubeconfig
 
 JSON = dict[str, Any]
 
-EXEC_ALLOWLIST = frozenset({
-    "aws", "aws-iam-authenticator", "gke-gcloud-auth-plugin", "kubelogin", "oci", "doctl",
-})
-"""Exec plugin commands allowed by default: the cloud providers' own plugins, by bare
-name (resolved on the control plane's PATH, which its operator controls)."""
+EXEC_ALLOWLIST = frozenset(credentials.EXEC_ALLOWLIST)
+"""Exec plugin commands allowed by default (see :data:`credentials.EXEC_ALLOWLIST`)."""
 
 SECRET_KEY = "kubeconfig"
 """The key of the kubeconfig in a join Secret."""
@@ -46,19 +45,16 @@ class MinifyError(kubeconfig.KubeconfigError):
 
 
 def check_exec(context: str, user: Mapping[str, Any], allowed: Iterable[str] = ()) -> None:
-    """Refuse an exec plugin whose command is not allowed, and any auth-provider."""
+    """Refuse an exec plugin the control plane may not run, and any auth-provider."""
     if user.get("auth-provider"):
         raise MinifyError(f"context {context!r} uses a legacy auth-provider, which is not "
                           "supported; use an exec plugin or a token")
-    command = (user.get("exec") or {}).get("command")
-    if command is None:
+    if user.get("exec") is None:
         return
-    allowlist = EXEC_ALLOWLIST | set(allowed)
-    if str(command) not in allowlist:
-        raise MinifyError(
-            f"context {context!r} uses exec plugin {str(command)!r}, which is not on the "
-            f"allowlist ({', '.join(sorted(allowlist))}); the control plane would run it. "
-            f"If you trust it, pass --allow-exec-command {command}")
+    try:
+        credentials.check_exec(context, user["exec"], credentials.ExecAllowlist.of(allowed))
+    except (credentials.CredentialsError, ValueError) as exc:
+        raise MinifyError(str(exc)) from None
 
 
 def minify(config: kubeconfig.KubeConfig, context: str | None, name: str,

@@ -13,14 +13,19 @@ copies in it are left alone: ``fedctl unjoin`` moves or orphans them first).
 
 A static context of the same name (from ``fedctl run --contexts``) wins: the
 Secret is ignored and a warning event says so. A Secret that cannot be used
-gives a ``JoinFailed`` warning event on the MemberCluster, and the health
-controller reports it ``Ready=Unknown`` (``NotEngaged``).
+(missing, or refused: an exec plugin off the allowlist, an ``exec.env`` setting
+``PATH``...) is never used for anything: the cluster is recorded as refused
+(:meth:`ClusterSet.refuse`, misconfigured with the reason), a ``JoinFailed``
+warning event names the reason (once per distinct reason; the Secret is read
+again every :data:`RETRY` seconds), and the health controller reports the
+MemberCluster ``Ready=Unknown`` (``NotEngaged``) with the reason as its message.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig, minify
@@ -47,6 +52,8 @@ class Reconciler:
         self.hub = mgr.clusters.hub.name
         self.versions: dict[str, str] = {}
         """Joined cluster -> resourceVersion of the Secret it was engaged from."""
+        self.refusals: dict[str, str] = {}
+        """Refused cluster -> the reason last reported (an event only when it changes)."""
 
     async def reconcile(self, request: Request) -> Result | None:
         name = request.name
@@ -54,6 +61,7 @@ class Reconciler:
         ref = ((doc or {}).get("spec") or {}).get("kubeconfigSecretRef")
         if doc is None or doc["metadata"].get("deletionTimestamp") or not ref:
             await self._leave(name)
+            self.refusals.pop(name, None)
             return None
         existing = self.mgr.clusters.clusters.get(name)
         if existing is not None and not existing.joined:
@@ -72,20 +80,29 @@ class Reconciler:
                                  name, f"Secret {ref.get('namespace')}/{ref['name']}",
                                  self.allowed_exec)
         except (ApiError, kubeconfig.KubeconfigError, ValueError) as exc:
-            await self._leave(name)
-            message = str(exc)
-            await self.recorder.emit(doc, "Warning", "JoinFailed", message)
-            log.warning("cannot engage %s: %s", name, message)
-            return Result(requeue_after=RETRY)
+            return await self._refuse(doc, name, str(exc))
         await self._leave(name)
         cluster = self.mgr.clusters.join(name, config)
+        if cluster.error:  # its client refused the context (the exec command not on PATH...)
+            return await self._refuse(doc, name, cluster.error)
         self.mgr.engage(cluster)
         self.versions[name] = version
+        self.refusals.pop(name, None)
         log.info("cluster %s joined from Secret %s/%s: %s", name, ref.get("namespace"),
                  ref["name"], cluster.detail)
         await self.recorder.emit(doc, "Normal", "Joined", f"engaged from Secret "
                                                          f"{ref.get('namespace')}/{ref['name']}")
         return None
+
+    async def _refuse(self, doc: dict[str, Any], name: str, reason: str) -> Result:
+        """Nothing of a refused Secret is used: the cluster is known with the reason only."""
+        await self._leave(name)
+        self.mgr.clusters.refuse(name, f"not joined: {reason}")
+        if self.refusals.get(name) != reason:
+            self.refusals[name] = reason
+            await self.recorder.emit(doc, "Warning", "JoinFailed", reason)
+            log.warning("cannot engage %s: %s", name, reason)
+        return Result(requeue_after=RETRY)
 
     async def _leave(self, name: str) -> None:
         cluster = self.mgr.clusters.clusters.get(name)
@@ -93,6 +110,8 @@ class Reconciler:
             return
         await self.mgr.disengage(name)
         self.versions.pop(name, None)
+        if cluster.error:
+            return  # a refused join: nothing was engaged, nothing to report
         if self.kinds is not None:
             for key in [k for k in self.kinds.member_resources if k[0] == name]:
                 del self.kinds.member_resources[key]

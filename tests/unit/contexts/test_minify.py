@@ -18,7 +18,7 @@ def two_contexts(tmp_path: Path, exec_command: str | None = None) -> kubeconfig.
     user_one: dict[str, Any] = {"tokenFile": "token"}
     if exec_command:
         user_one = {"exec": {"apiVersion": "client.authentication.k8s.io/v1",
-                             "command": exec_command, "args": ["token"]}}
+                             "command": exec_command, "args": ["get-token"]}}
     document = {
         "apiVersion": "v1", "kind": "Config", "current-context": "one",
         "clusters": [{"name": "c1", "cluster": {"server": "https://one:6443",
