@@ -5,8 +5,11 @@ minified (:mod:`federation.contexts.minify`), in the Secret
 ``federation-system/NAME-kubeconfig`` on the hub and registers the
 MemberCluster ``NAME`` pointing at it (labels, region, zone, provider). A
 running ``fedctl run`` engages the cluster from the Secret within seconds; the
-health controller then reports it. An exec plugin not on the allowlist is
-refused before anything is written.
+health controller then reports it. An exec plugin the policy refuses
+(:func:`federation.contexts.credentials.check_exec`: not on the allowlist, an
+``exec.env`` setting ``PATH`` or another denied variable...) is refused before
+anything is written. A bad NAME, label or allowlist entry is one ``error:`` line
+and exit status 1, checked before anything is read.
 
 ``unjoin NAME`` taints the member ``cluster.federation.io/unjoining:NoExecute``
 so every workload is placed elsewhere and its copies there deleted (a running
@@ -28,7 +31,7 @@ import click
 
 from federation.commands import common
 from federation.contexts import client as kube
-from federation.contexts import discovery, kubeconfig, minify
+from federation.contexts import credentials, discovery, kubeconfig, minify
 from federation.controllers import api, manifests
 
 NAMESPACE = "federation-system"
@@ -36,17 +39,47 @@ SECRETS = kube.Resource("", "v1", "secrets", "Secret")
 UNJOIN_TAINT = "cluster.federation.io/unjoining"
 FIELD_MANAGER = "fedctl-join"
 JSON = dict[str, Any]
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+class BadInput(click.ClickException):
+    """A bad argument, said in one line (``error: ...``, exit status 1), without the usage
+    text click prints for its own usage errors: the line says what to fix."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def check_name(ctx: click.Context | None, param: click.Parameter | None, name: str) -> str:
+    """NAME must be a DNS label: it names a MemberCluster and is part of a URL path and a
+    Secret name (``../x`` would be a path in both). Checked as soon as NAME is parsed."""
+    if not _NAME.fullmatch(name):  # not match: '$' accepts a trailing newline
+        raise BadInput(f"NAME {name[:80]!r} is not a DNS label (lowercase a-z, 0-9 and '-', "
+                       "starting and ending with a letter or digit, at most 63 characters)")
+    return name
 
 
 def parse_labels(text: str | None) -> dict[str, str]:
     labels = {}
     for part in common.split(text) or []:
         key, sep, value = part.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{part!r} is not key=value", param_hint="--labels")
+        if not sep or not key.strip():
+            raise BadInput(f"--labels: {part[:80]!r} is not key=value")
         labels[key.strip()] = value.strip()
     return labels
+
+
+def _labels(ctx: click.Context, param: click.Parameter, text: str | None) -> dict[str, str]:
+    return parse_labels(text)
+
+
+def _allowlist(ctx: click.Context, param: click.Parameter,
+               entries: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        credentials.ExecAllowlist.of(entries)
+    except ValueError as exc:
+        raise BadInput(f"--allow-exec-command: {exc}") from None
+    return entries
 
 
 def secret_name(name: str) -> str:
@@ -73,31 +106,31 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=check_name)
 @click.option("--kubeconfig", "member_kubeconfig", type=click.Path(path_type=Path),
               required=True, help="Kubeconfig holding the member's credentials.")
 @click.option("--context", default=None, help="Its context (default: its current context).")
-@click.option("--labels", default=None, help="MemberCluster labels, k=v,...")
+@click.option("--labels", default=None, callback=_labels,
+              help="MemberCluster labels, k=v,...")
 @click.option("--region", default=None)
 @click.option("--zone", default=None)
 @click.option("--provider", default=None)
 @click.option("--allow-exec-command", "allowed", multiple=True, metavar="COMMAND",
-              help="Trust this exec plugin command too (exact string; repeatable).")
+              callback=_allowlist,
+              help="Trust this exec plugin command too, with any arguments (a bare name "
+                   "found on the control plane's PATH, or an absolute path; repeatable).")
 @click.option("--hub-kubeconfig", type=click.Path(path_type=Path), default=None,
               help="Kubeconfig of the hub (default: $KUBECONFIG, else ~/.kube/config).")
 @click.option("--hub-context", default=None, help="Context of the hub (default: current).")
 @common.clear_errors
-def join(name: str, member_kubeconfig: Path, context: str | None, labels: str | None,
+def join(name: str, member_kubeconfig: Path, context: str | None, labels: dict[str, str],
          region: str | None, zone: str | None, provider: str | None, allowed: tuple[str, ...],
          hub_kubeconfig: Path | None, hub_context: str | None) -> None:
     """Register cluster NAME with the hub, with only its own credentials."""
-    if not _NAME.match(name):
-        raise click.BadParameter(f"{name!r} is not a DNS label (a-z, 0-9, -)",
-                                 param_hint="NAME")
     member_config = kubeconfig.load(member_kubeconfig)
     chosen = member_config.context(context).name
-    document = minify.minify(member_config, chosen, name, allowed)
-    secret, member = objects(name, document, parse_labels(labels),
+    document = minify.minify(member_config, chosen, name, allowed)  # the exec policy
+    secret, member = objects(name, document, labels,
                              {"region": region or "", "zone": zone or "",
                               "provider": provider or ""})
     hub = _hub(hub_kubeconfig, hub_context)
@@ -154,7 +187,7 @@ async def _bindings(client: kube.ClusterClient) -> list[JSON]:
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", callback=check_name)
 @click.option("--orphan", is_flag=True,
               help="Leave the member's copies running, unmanaged, instead of moving them away.")
 @click.option("--timeout", type=float, default=300.0, show_default=True,

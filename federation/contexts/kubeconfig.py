@@ -172,10 +172,20 @@ def read_document(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise KubeconfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise KubeconfigError(f"kubeconfig {path} is not valid YAML: {exc}") from None
+        raise KubeconfigError(f"kubeconfig {path} is not valid YAML{yaml_problem(exc)}"
+                              ) from None
     if not isinstance(document, dict):
         raise KubeconfigError(f"kubeconfig {path} is not a mapping")
     return document
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what, in one line: never PyYAML's own message, which quotes the
+    offending line of the file (in a kubeconfig, perhaps a token)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = str(getattr(exc, "problem", "") or "").splitlines()
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{where}: {problem[0][:80]}" if problem else where
 
 
 def _entries(path: Path, document: Mapping[str, Any], kind: str) -> dict[str, Mapping[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -28,10 +29,10 @@ def test_objects_reference_the_secret_and_hold_one_context() -> None:
 
 
 def test_labels_are_parsed_strictly() -> None:
-    """k=v pairs, comma-separated; anything else is a usage error."""
+    """k=v pairs, comma-separated; anything else is a one-line error naming --labels."""
     assert join.parse_labels("a=1, b=two") == {"a": "1", "b": "two"}
     assert join.parse_labels(None) == {}
-    with pytest.raises(click.BadParameter):
+    with pytest.raises(join.BadInput, match="--labels: 'novalue' is not key=value"):
         join.parse_labels("novalue")
 
 
@@ -47,8 +48,68 @@ def test_placed_on_reads_decisions_and_pending_cleanup() -> None:
     assert join.describe(bindings[0]) == "Deployment a/w"
 
 
-def test_bad_name_is_refused_before_anything_is_read() -> None:
-    """A NAME that is not a DNS label is a usage error."""
-    result = CliRunner().invoke(join.join, ["Bad_Name", "--kubeconfig", "/nonexistent"])
-    assert result.exit_code == 2
-    assert "not a DNS label" in result.output
+def one_line_error(args: list[str], command: click.Command = join.join) -> str:
+    """Run a command that must fail with one ``error:`` line, exit 1, no usage text."""
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Usage:" not in result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", ["../x", "x/../y", "..", "Bad_Name", "", "a" * 64, "edge\n",
+                                  "edge-", "edge.example"])
+def test_bad_name_is_one_line_before_anything_is_read(name: str) -> None:
+    """A NAME that is not a DNS label (a path, upper case, too long...) is refused in one
+    line, exit 1, before the kubeconfig (or the missing --kubeconfig) is looked at."""
+    line = one_line_error([name, "--kubeconfig", "/nonexistent"])
+    assert "is not a DNS label" in line
+    assert "is not a DNS label" in one_line_error([name])  # not "Missing option"
+
+
+def test_unjoin_checks_the_name_the_same_way() -> None:
+    """unjoin puts NAME in a URL path: '../x' is refused before any request."""
+    assert "is not a DNS label" in one_line_error(["../x"], join.unjoin)
+
+
+def test_bad_paths_and_options_are_one_line(tmp_path: Path) -> None:
+    """A missing or unreadable kubeconfig, bad labels, a relative allowlist entry."""
+    assert "does not exist" in one_line_error(["edge", "--kubeconfig", "/nonexistent"])
+    assert "Is a directory" in one_line_error(["edge", "--kubeconfig", str(tmp_path)])
+    assert "--labels" in one_line_error(["edge", "--kubeconfig", "/x", "--labels", "a"])
+    assert "--allow-exec-command" in one_line_error(
+        ["edge", "--kubeconfig", "/x", "--allow-exec-command", "./aws"])
+
+
+def test_a_yaml_error_does_not_quote_the_file(tmp_path: Path) -> None:
+    """PyYAML's message quotes the offending line, which may hold a token: we give the
+    position and the problem only."""
+    path = tmp_path / "bad.yaml"
+    path.write_text("users:\n- name: u\n  user:\n    token: [SUPERSECRET\n")
+    line = one_line_error(["edge", "--kubeconfig", str(path)])
+    assert "not valid YAML at line" in line and "SUPERSECRET" not in line
+
+
+def test_a_hostile_exec_kubeconfig_is_refused_before_the_hub_is_contacted(
+        tmp_path: Path) -> None:
+    """exec.command aws with exec.env PATH=<dir>: one line naming PATH; the planted aws
+    never runs and the hub (an unreachable address here) is never contacted."""
+    marker = tmp_path / "PWNED"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "aws").write_text(f"#!/bin/sh\ntouch '{marker}'\n")
+    (evil / "aws").chmod(0o755)
+    document = {"apiVersion": "v1", "kind": "Config", "current-context": "m",
+                "clusters": [{"name": "m", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "m", "user": {"exec": {
+                    "apiVersion": "client.authentication.k8s.io/v1", "command": "aws",
+                    "args": ["eks", "get-token"],
+                    "env": [{"name": "PATH", "value": str(evil)}]}}}],
+                "contexts": [{"name": "m", "context": {"cluster": "m", "user": "m"}}]}
+    path = tmp_path / "member.yaml"
+    path.write_text(yaml.safe_dump(document))
+    line = one_line_error(["edge", "--kubeconfig", str(path), "--hub-kubeconfig",
+                           str(tmp_path / "no-hub.yaml")])
+    assert "exec env may not set PATH" in line and str(evil) not in line
+    assert not marker.exists()
