@@ -7,10 +7,13 @@ Secret (the control plane's own kubeconfig has no context ``edge``).
 from __future__ import annotations
 
 import base64
+import functools
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +50,84 @@ def test_exec_plugin_not_on_the_allowlist_is_refused(fleet: TestFleet, tmp_path:
     assert result.returncode == 1
     assert "exec plugin '/bin/sh', which is not on the allowlist" in result.stderr
     assert "--allow-exec-command /bin/sh" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
     assert get_or_none(fleet, "hub", MC, "sneaky") is None
     assert get_or_none(fleet, "hub", "secret", "sneaky-kubeconfig", "-n",
                        "federation-system") is None
+
+
+HOSTILE: list[tuple[str, Callable[[Path], dict[str, Any]], str]] = [
+    # (MemberCluster name, exec config given the planted directory, what the refusal names)
+    ("evil-path", lambda evil: {"command": "aws", "args": ["eks", "get-token"],
+                                "env": [{"name": "PATH", "value": str(evil)}]},
+     "exec env may not set PATH"),
+    ("evil-preload", lambda evil: {"command": "aws", "args": ["eks", "get-token"],
+                                   "env": [{"name": "LD_PRELOAD", "value": f"{evil}/x.so"}]},
+     "exec env may not set LD_PRELOAD"),
+    ("evil-relative", lambda evil: {"command": "../evil/aws"}, "relative or unnormalized path"),
+    ("evil-absolute", lambda evil: {"command": f"{evil}/aws"}, "not on the allowlist"),
+    ("evil-args", lambda evil: {"command": "aws", "args": ["iam", "create-access-key"]},
+     "may only run `aws eks get-token`"),
+]
+
+
+@pytest.mark.timeout(240)
+def test_hostile_exec_secrets_written_on_the_hub_are_refused(
+        fleet: TestFleet, control_plane: ControlPlane, tmp_path: Path) -> None:
+    """As an attacker with write access to federation-system on the hub (no fedctl join):
+    MemberClusters whose kubeconfig Secrets would run a planted `aws` (exec.env PATH=<dir>,
+    LD_PRELOAD, a relative or an unlisted absolute path, aws with other arguments). Each
+    gets a JoinFailed event and a Ready=Unknown condition naming the reason; the planted
+    command never runs; nothing is engaged; /healthz stays 200."""
+    from federation.commands import join
+
+    evil, marker = tmp_path / "evil", tmp_path / "PWNED"
+    evil.mkdir()
+    (evil / "aws").write_text(f"#!/bin/sh\necho ran >> '{marker}'\n")
+    (evil / "aws").chmod(0o755)
+    config = yaml.safe_load(fleet.kubeconfig.read_text())
+    server = next(c["cluster"] for c in config["clusters"] if c["name"] == "member3")
+    names = [name for name, _, _ in HOSTILE]
+    apply(fleet, "hub", {"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": "federation-system"}})
+    try:
+        for name, exec_config, _ in HOSTILE:
+            document = {"apiVersion": "v1", "kind": "Config", "current-context": name,
+                        "clusters": [{"name": name, "cluster": server}],
+                        "users": [{"name": name, "user": {"exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1",
+                            **exec_config(evil)}}}],
+                        "contexts": [{"name": name, "context": {"cluster": name,
+                                                                "user": name}}]}
+            secret, member = join.objects(name, document, {}, {})
+            apply(fleet, "hub", secret, member)
+        for name, _, reason in HOSTILE:
+            wait_for(functools.partial(_refused, fleet, name, reason), timeout=60,
+                     what=f"{name}: a JoinFailed event and NotEngaged condition naming {reason}")
+        assert not marker.exists(), "the planted command ran"
+        log = control_plane.log_path.read_text()
+        assert not any(f"cluster {name} joined" in log for name in names)
+        with urllib.request.urlopen(
+                f"http://127.0.0.1:{control_plane.health_port}/healthz", timeout=5) as answer:
+            assert answer.status == 200
+    finally:
+        fleet.kubectl("hub", "delete", MC, *names, "--ignore-not-found")
+        fleet.kubectl("hub", "delete", "secret", "-n", "federation-system",
+                      *(f"{n}-kubeconfig" for n in names), "--ignore-not-found")
+    assert not marker.exists()
+
+
+def _refused(fleet: TestFleet, name: str, reason: str) -> bool:
+    member = get_json(fleet, "hub", MC, name)
+    ready: dict[str, Any] = next(
+        (c for c in (member.get("status") or {}).get("conditions") or []
+         if c["type"] == "Ready"), {})
+    if ready.get("reason") != "NotEngaged" or reason not in ready.get("message", ""):
+        return False
+    events = get_json(fleet, "hub", "events", "-n", "default", "--field-selector",
+                      f"involvedObject.name={name}")["items"]
+    return any(e["reason"] == "JoinFailed" and e["type"] == "Warning" and reason in e["message"]
+               for e in events)
 
 
 def decoded_secret(fleet: TestFleet, name: str) -> dict[str, Any]:

@@ -98,7 +98,7 @@ def test_a_hostile_exec_kubeconfig_is_refused_before_the_hub_is_contacted(
     marker = tmp_path / "PWNED"
     evil = tmp_path / "evil"
     evil.mkdir()
-    (evil / "aws").write_text(f"#!/bin/sh\ntouch '{marker}'\n")
+    (evil / "aws").write_text(f"#!/bin/sh\necho ran >> '{marker}'\n")
     (evil / "aws").chmod(0o755)
     document = {"apiVersion": "v1", "kind": "Config", "current-context": "m",
                 "clusters": [{"name": "m", "cluster": {"server": "https://127.0.0.1:1"}}],

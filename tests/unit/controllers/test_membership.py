@@ -91,7 +91,7 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
     evil.mkdir()
     credential = json.dumps({"apiVersion": V1, "kind": "ExecCredential",
                              "status": {"token": "x"}})
-    (evil / "aws").write_text(f"#!/bin/sh\ntouch '{marker}'\necho '{credential}'\n")
+    (evil / "aws").write_text(f"#!/bin/sh\necho ran >> '{marker}'\necho '{credential}'\n")
     (evil / "aws").chmod(0o755)
     return evil, marker
 
