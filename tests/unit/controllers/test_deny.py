@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from federation.commands import join, run
 from federation.contexts import client as kube
 from federation.contexts.multicluster import ListResult
-from federation.controllers import api, deny, kinds, plan, policies, propagation
+from federation.controllers import api, deny, kinds, plan, policies, propagation, setup
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import loader
@@ -365,3 +365,25 @@ def test_the_hub_api_is_what_the_list_denies() -> None:
                      api.MEMBER_CLUSTERS, api.RESOURCE_BINDINGS,
                      api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS):
         assert DEFAULT.kind_rule(resource.group, resource.kind) is not None
+
+
+async def test_policy_events_start_no_tracking_for_denied_kinds() -> None:
+    """The wiring asks the tracker to follow only the kinds the list allows."""
+    found, _ = tracker()
+    wiring = setup.Wiring.__new__(setup.Wiring)
+    wiring.kinds = found
+    wiring._tracking = set()
+    followed: list[tuple[str, str]] = []
+
+    async def track(api_version: str, kind: str) -> None:
+        followed.append((api_version, kind))
+
+    wiring._track = track  # type: ignore[method-assign]
+    event: Any = types.SimpleNamespace(obj=cluster_policy(
+        {"apiVersion": "v1", "kind": "Event"}, {"apiVersion": "v1", "kind": "ConfigMap"},
+        {"apiVersion": "work.federation.io/v1alpha1", "kind": "ResourceBinding"}))
+    found.templates = lambda group_kind=None: []  # type: ignore[method-assign]
+    wiring.on_policy(event)
+    for task in list(wiring._tracking):
+        await task
+    assert followed == [("v1", "ConfigMap")]
