@@ -134,11 +134,16 @@ async def serve(mgr: manager.Manager) -> None:
               show_default=True, help="Requests allowed at once above --kube-api-qps.")
 @click.option("--workers", type=int, default=16, show_default=True,
               help="Concurrent propagation reconciles.")
+@click.option("--propagation-deny", "propagation_deny", multiple=True, metavar="RULES",
+              help="Change the deny list of kinds no policy propagates: GROUP/KIND"
+                   "[:namespace=NS][:type=TYPE] adds a rule, -RULE removes a default one "
+                   "(comma-separated or repeated; see docs/propagation.md).")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
-        kube_api_qps: float, kube_api_burst: int, workers: int) -> None:
+        kube_api_qps: float, kube_api_burst: int, workers: int,
+        propagation_deny: tuple[str, ...]) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -148,6 +153,13 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         leader=leader.LeaderSettings(namespace=leader_election_namespace,
                                      name=leader_election_id),
         cache_sync_timeout=cache_sync_timeout)
+    from federation.controllers import deny
+
+    try:
+        deny_list = deny.DenyList.configured(propagation_deny)
+    except deny.DenyError as exc:
+        click.echo(f"error: --propagation-deny: {exc}", err=True)
+        sys.exit(1)
     try:
         manager.parse_bind_address(metrics_bind_address)
         manager.parse_bind_address(health_probe_bind_address)
@@ -168,8 +180,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     from federation.controllers import propagation
     from federation.controllers import setup as controllers_setup
 
-    controllers_setup.SETTINGS = propagation.PropagationSettings(cleanup_wait=cleanup_wait,
-                                                                 workers=workers)
+    controllers_setup.SETTINGS = propagation.PropagationSettings(
+        cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list)
     controllers_setup.ALLOWED_EXEC = allow_exec
     for setup in load_setups(CONTROLLERS):
         setup(mgr)

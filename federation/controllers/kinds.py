@@ -8,6 +8,12 @@ then reaches the queue: handlers replay the cache) and informers in every
 engaged member (their events reconcile the template of the same name: that
 is how drift and member status come back). A member that does not serve the
 kind yet (its CRD is propagated later) is retried on every reconcile.
+
+A kind the deny list denies as a whole (:mod:`federation.controllers.deny`:
+our own API, Events, Leases...) is never followed, whatever a policy says:
+no informer means none of its objects ever reaches a reconcile, which is what
+keeps bindings from propagating themselves (bindings of bindings) and the
+hub's Events from flooding the queue.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from collections.abc import Callable, Iterable
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
+from federation.controllers import deny
 from federation.runtime import reconcile
 
 log = logging.getLogger("federation.kinds")
@@ -36,8 +43,10 @@ class KindTracker:
     """Hub and member informers for every propagated kind."""
 
     def __init__(self, clusters: ClusterSet, enqueue: Enqueue,
-                 enqueue_after: EnqueueAfter | None = None) -> None:
+                 enqueue_after: EnqueueAfter | None = None,
+                 denied: deny.DenyList | None = None) -> None:
         self.clusters = clusters
+        self.denied = denied if denied is not None else deny.DenyList()
         self.enqueue = enqueue
         self.enqueue_after = enqueue_after
         self.hub_resources: dict[str, Resource] = {}
@@ -51,11 +60,24 @@ class KindTracker:
     def member_resource(self, cluster: str, group_kind: str) -> Resource | None:
         return self.member_resources.get((cluster, group_kind))
 
+    def denied_rule(self, api_version: str, kind: str) -> deny.Rule | None:
+        """The deny rule that keeps ``kind`` from being followed at all, if any."""
+        return self.denied.kind_rule(deny.group_of(api_version), kind)
+
     async def track(self, api_version: str, kind: str) -> Resource:
-        """Follow ``kind`` on the hub and in the members (idempotent)."""
+        """Follow ``kind`` on the hub and in the members (idempotent); a denied kind raises
+        :class:`~federation.controllers.deny.Denied`."""
         hub = self.clusters.hub
         assert hub.discovery is not None and hub.cache is not None
+        rule = self.denied_rule(api_version, kind)
+        if rule is not None:
+            raise deny.Denied(f"{kind} ({api_version}) is on the propagation deny list "
+                              f"({rule})")
         resource = await hub.discovery.resolve(api_version, kind)
+        rule = self.denied.kind_rule(resource.group, resource.kind)
+        if rule is not None:  # the same kind under another name
+            raise deny.Denied(f"{resource.kind} ({api_version}) is on the propagation deny "
+                              f"list ({rule})")
         group_kind = reconcile.group_kind(resource)
         if group_kind not in self.hub_resources:
             self.hub_resources[group_kind] = resource

@@ -24,6 +24,22 @@ then plaintext JSON patches. An override that cannot be applied (a path that
 does not exist, a container that is not there) is an error naming the policy,
 rule and field; the object is then not propagated to that cluster at all, so a
 bad override never leaves a half-changed copy in a member.
+
+What no override may change (:func:`refusals`): the object's identity
+(``apiVersion``, ``kind``, ``metadata.name``, ``namespace``, ``generateName``),
+what the API server or the member owns (``uid``, ``resourceVersion``,
+``ownerReferences``, ``finalizers`` and the other bookkeeping fields) and our
+own ``federation.io/`` labels and annotations. Otherwise a namespace owner on
+the hub could turn a ConfigMap into a cluster-admin ClusterRoleBinding on every
+member, or write into another namespace. Plaintext paths are decoded as JSON
+pointers (``~0``, ``~1``) and refused when they lead to, or contain, a
+protected field (``/metadata`` or ```` replace it whole); label and annotation
+overriders may not name our keys; an image overrider's ``predicate.path`` must
+point at a container's ``image``. A policy with such a rule is ``Valid=False``
+and every template it selects is not propagated (``OverrideRefused``) rather
+than propagated without it. :func:`apply_all` checks the result again (the
+protected fields must be what they were before the rule), and the plan executor
+checks the rendered object's identity once more before any write.
 """
 
 from __future__ import annotations
@@ -38,6 +54,7 @@ import jsonpointer
 import pydantic
 from pydantic import Field
 
+from federation.controllers import manifests
 from federation.placement import clusters as clusters_
 from federation.placement import loader, matching, selection
 from federation.placement import policy as policy_
@@ -51,11 +68,20 @@ class OverrideError(Exception):
     """An override cannot be applied; the message names policy, rule and field."""
 
 
+class OverrideRefused(OverrideError):
+    """An override would change a protected field (identity, ownership, our marks)."""
+
+
+class ImagePredicate(policy_._Model):
+    path: str = Field(pattern=r"^/")
+    """JSON pointer to the one image string to change (a container's ``image``)."""
+
+
 class ImageOverrider(policy_._Model):
     component: Literal["Registry", "Repository", "Tag"]
     operator: Literal["add", "remove", "replace"]
     value: str = ""
-    predicate: dict[str, str] | None = None
+    predicate: ImagePredicate | None = None
 
 
 class CommandArgsOverrider(policy_._Model):
@@ -120,6 +146,15 @@ def parse(document: Mapping[str, Any]) -> OverridePolicy:
         raise OverrideError(f"{loader.error_path(first['loc'])}: {first['msg']}") from None
 
 
+def validate(document: Mapping[str, Any]) -> OverridePolicy:
+    """:func:`parse`, then refuse rules that change a protected field (first one named)."""
+    policy = parse(document)
+    found = refusals(policy)
+    if found:
+        raise OverrideRefused("; ".join(found))
+    return policy
+
+
 def applicable(policies: Iterable[OverridePolicy], resource: resources_.Resource
                ) -> list[OverridePolicy]:
     """The policies selecting ``resource``, in application order."""
@@ -147,10 +182,17 @@ def apply_all(manifest: JSON, cluster: clusters_.Cluster,
             if target is not None and selection.affinity_mismatch(cluster, target) is not None:
                 continue
             where = f"{policy.kind} {policy.ref} overrideRules[{index}]"
+            before = protected_values(result)
             try:
                 result = _apply_rule(result, rule.overriders, notes, where)
+            except OverrideRefused as exc:
+                raise OverrideRefused(f"{where}: {exc}") from None
             except OverrideError as exc:
                 raise OverrideError(f"{where}: {exc}") from None
+            changed = protected_change(before, protected_values(result))
+            if changed is not None:
+                raise OverrideRefused(f"{where}: changes {changed}, which may not be "
+                                      "overridden")
     return Applied(result, tuple(notes))
 
 
@@ -258,8 +300,11 @@ def override_image(image: str, overrider: ImageOverrider) -> str:
 
 
 def _override_images(manifest: JSON, overrider: ImageOverrider) -> None:
-    if overrider.predicate and overrider.predicate.get("path"):
-        path = overrider.predicate["path"]
+    if overrider.predicate is not None:
+        path = overrider.predicate.path
+        if not is_image_path(pointer_parts(path) or []):
+            raise OverrideRefused(f"imageOverrider predicate path {path} is not a "
+                                  "container image field")
         try:
             image = jsonpointer.resolve_pointer(manifest, path)
         except jsonpointer.JsonPointerException:
@@ -299,3 +344,142 @@ def _override_map(current: Mapping[str, str], entry: MapOverrider) -> dict[str, 
     else:
         result.update({k: v for k, v in entry.value.items() if k in result})
     return result
+
+
+# -- what no override may change ------------------------------------------------------------
+
+PROTECTED_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("apiVersion",), ("kind",),
+    ("metadata", "name"), ("metadata", "generateName"), ("metadata", "namespace"),
+    ("metadata", "uid"), ("metadata", "ownerReferences"), ("metadata", "finalizers"),
+    ("metadata", "resourceVersion"), ("metadata", "generation"),
+    ("metadata", "creationTimestamp"), ("metadata", "deletionTimestamp"),
+    ("metadata", "deletionGracePeriodSeconds"), ("metadata", "managedFields"),
+    ("metadata", "selfLink"),
+)
+"""Identity (where the write goes), ownership (who deletes the copy: ownerReferences and
+finalizers could make a copy outlive its template) and server bookkeeping."""
+MARK_MAPS: tuple[tuple[str, ...], ...] = (("metadata", "labels"), ("metadata", "annotations"))
+"""Maps whose ``federation.io/`` keys are ours (ownership marks, decisions)."""
+_IMAGE_PATHS = (("spec",), ("spec", "template", "spec"),
+                ("spec", "jobTemplate", "spec", "template", "spec"))
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+_MISSING = object()
+
+
+def is_our_key(key: str) -> bool:
+    """A label or annotation key in our domain (``federation.io/x``, ``a.federation.io/x``)."""
+    prefix, slash, _ = key.partition("/")
+    prefix = prefix.casefold()
+    return bool(slash) and (prefix == manifests.DOMAIN or
+                            prefix.endswith("." + manifests.DOMAIN))
+
+
+def pointer_parts(path: str) -> list[str] | None:
+    """The decoded tokens of a JSON pointer (``~1`` is ``/``, ``~0`` is ``~``); None if
+    it is not a valid pointer."""
+    try:
+        return list(jsonpointer.JsonPointer(path).parts)
+    except jsonpointer.JsonPointerException:
+        return None
+
+
+def is_image_path(parts: Sequence[str]) -> bool:
+    """``/spec[/template/spec|/jobTemplate/spec/template/spec]/<list>/<n>/image``."""
+    head, tail = tuple(parts[:-3]), parts[-3:]
+    return (head in _IMAGE_PATHS and len(tail) == 3 and tail[0] in _CONTAINER_LISTS
+            and tail[1].isdigit() and tail[2] == "image")
+
+
+def refusals(policy: OverridePolicy) -> list[str]:
+    """Every rule of ``policy`` that would change a protected field, located and explained:
+    ``overrideRules[0].overriders.plaintext[1]: path /kind may not be overridden``."""
+    found: list[str] = []
+    for index, rule in enumerate(policy.spec.override_rules):
+        where = f"overrideRules[{index}].overriders"
+        found += _rule_refusals(rule.overriders, where)
+    return found
+
+
+def _rule_refusals(overriders: Overriders, where: str) -> list[str]:
+    found = []
+    for index, image in enumerate(overriders.image_overrider):
+        if image.predicate is not None and not is_image_path(
+                pointer_parts(image.predicate.path) or []):
+            found.append(f"{where}.imageOverrider[{index}].predicate.path: "
+                         f"{image.predicate.path} is not a container image field")
+    for name, entries in (("labelsOverrider", overriders.labels_overrider),
+                          ("annotationsOverrider", overriders.annotations_overrider)):
+        for index, entry in enumerate(entries):
+            ours = sorted(key for key in entry.value if is_our_key(key))
+            if ours:
+                found.append(f"{where}.{name}[{index}]: key {ours[0]} may not be "
+                             f"overridden ({manifests.DOMAIN}/ keys are the control plane's)")
+    for index, patch in enumerate(overriders.plaintext):
+        problem = plaintext_refusal(patch)
+        if problem is not None:
+            found.append(f"{where}.plaintext[{index}]: {problem}")
+    return found
+
+
+def plaintext_refusal(patch: PlaintextOverrider) -> str | None:
+    """Why a JSON patch may not be applied to a member copy, or None."""
+    parts = pointer_parts(patch.path)
+    if parts is None:
+        return f"path {patch.path} is not a valid JSON pointer"
+    shown = patch.path or "(root)"
+    folded = tuple(part.casefold() for part in parts)
+    for field in PROTECTED_FIELDS:
+        protected = tuple(part.casefold() for part in field)
+        if folded[:len(protected)] == protected or protected[:len(folded)] == folded:
+            return f"path {shown} may not be overridden"
+    for field in MARK_MAPS:
+        protected = tuple(part.casefold() for part in field)
+        if folded[:len(protected)] != protected:
+            continue
+        if len(parts) > len(field) and is_our_key(parts[len(field)]):
+            return f"path {shown} may not be overridden ({manifests.DOMAIN}/ keys are the " \
+                   "control plane's)"
+        if len(parts) == len(field):
+            return _whole_map_refusal(patch, shown)
+    return None
+
+
+def _whole_map_refusal(patch: PlaintextOverrider, shown: str) -> str | None:
+    """``/metadata/labels`` as a whole: a map of plain keys may replace it; removing it (or
+    a value that is not such a map) could drop or forge our marks."""
+    if patch.operator == "remove":
+        return f"path {shown} may not be removed as a whole (remove single keys instead)"
+    if not isinstance(patch.value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in patch.value.items()):
+        return f"path {shown}: value must be a map of strings"
+    ours = sorted(key for key in patch.value if is_our_key(key))
+    if ours:
+        return f"path {shown}: key {ours[0]} may not be overridden"
+    return None
+
+
+def protected_values(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The protected fields a manifest has (and its ``federation.io/`` keys), by path."""
+    found: dict[str, Any] = {}
+    for field in PROTECTED_FIELDS:
+        node: Any = manifest
+        for part in field:
+            node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        if node is not _MISSING:
+            found["/" + "/".join(field)] = node
+    for field in MARK_MAPS:
+        node = (manifest.get("metadata") or {}).get(field[-1])
+        values = node if isinstance(node, dict) else {}
+        for key, value in values.items():
+            if is_our_key(str(key)):
+                found["/" + "/".join(field) + "/" + str(key)] = value
+    return copy.deepcopy(found)  # a snapshot: later rules may change lists in place
+
+
+def protected_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:
+    """The first protected path whose value differs between two :func:`protected_values`."""
+    for path in sorted(set(before) | set(after)):
+        if before.get(path, _MISSING) != after.get(path, _MISSING):
+            return path
+    return None

@@ -11,6 +11,14 @@ dependency failed is skipped, with the reason, never attempted blind.
 
 The outcome of every vertex is reported, success or not: a caller can always
 say which writes happened, which failed and why, and which were not tried.
+
+A vertex may carry the :class:`Identity` its object must have (a member copy:
+the template's group, kind, namespace and name). The executor refuses a write
+whose object has another identity, whatever produced it: overrides are
+validated long before, but this is the last point where a bug there could
+still write a different object (a ClusterRoleBinding instead of a ConfigMap, a
+copy in ``kube-system``). The refusal is an outcome like any failure, its
+error starting with :data:`REFUSED`.
 """
 
 from __future__ import annotations
@@ -22,6 +30,38 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 JSON = dict[str, Any]
+
+
+REFUSED = "refused:"
+"""How the error of a write the executor (or the writer) refused begins."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Which object a write is about: API group (not version), kind, namespace, name."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> Identity:
+        meta = obj.get("metadata") or {}
+        group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+        return cls(group, str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
+                   str(meta.get("name") or ""))
+
+    def __str__(self) -> str:
+        kind = f"{self.kind}.{self.group}" if self.group else self.kind
+        return f"{kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+    def mismatch(self, obj: Mapping[str, Any]) -> str | None:
+        """Why ``obj`` is not this object, or None when it is."""
+        found = Identity.of(obj)
+        if found == self:
+            return None
+        return f"the object to write is {found}, not {self}"
 
 
 class Action(enum.Enum):
@@ -46,6 +86,8 @@ class Vertex:
     obj: JSON
     reason: str = ""
     depends_on: set[str] = dataclasses.field(default_factory=set)
+    expect: Identity | None = None
+    """The identity ``obj`` must have; the executor refuses the write otherwise."""
 
     @property
     def key(self) -> str:
@@ -140,6 +182,12 @@ class Outcome:
     result: JSON | None = dataclasses.field(default=None, repr=False, compare=False)
     """What the server answered to a successful write."""
 
+    @property
+    def refused(self) -> bool:
+        """Refused before reaching a server (wrong identity, denied object): retrying the
+        same plan cannot help, only a change of its inputs can."""
+        return bool(self.error and self.error.startswith(REFUSED))
+
 
 @dataclasses.dataclass(frozen=True)
 class Report:
@@ -183,6 +231,10 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
                                error=f"not attempted: {before.vertex.describe()} failed")
         if vertex.action is Action.NOOP:
             return Outcome(vertex, ok=True, attempted=False)
+        mismatch = vertex.expect.mismatch(vertex.obj) if vertex.expect is not None else None
+        if mismatch is not None:
+            return Outcome(vertex, ok=False, attempted=False,
+                           error=f"{REFUSED} {vertex.describe()}: {mismatch}")
         async with limit:
             try:
                 answer = await _write(writer, vertex)

@@ -6,6 +6,13 @@ silence by the API server. This controller runs that validation on every
 policy change and writes the verdict as the policy's ``Valid`` condition
 (shown by ``kubectl get pp``) plus a Warning event when it is invalid. Invalid
 policies place nothing; the propagation controller skips them.
+
+An override policy is also invalid when a rule would change a protected field
+(identity, ownership, our marks: :func:`federation.controllers.overrides.refusals`);
+every such rule is named. A propagation policy that selects what the deny list
+keeps on the hub (:mod:`federation.controllers.deny`) gets a ``Denied``
+condition naming each rule and what it skips, and a Warning event; it stays
+valid for everything else it selects.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Any
 
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, events, overrides, status
+from federation.controllers import api, deny, events, overrides, status
 from federation.placement import loader
 from federation.runtime.reconcile import Request, Result
 
@@ -29,7 +36,7 @@ def problem(doc: JSON) -> str | None:
     where = f"{doc.get('kind')} {doc['metadata'].get('name')}"
     try:
         if doc.get("kind") in overrides.KINDS:
-            overrides.parse(body)
+            overrides.validate(body)
         else:
             loader.parse_policy(body, where)
     except loader.LoadError as exc:
@@ -39,11 +46,23 @@ def problem(doc: JSON) -> str | None:
     return None
 
 
+def denials(doc: JSON, rules: deny.DenyList) -> str | None:
+    """What a propagation policy selects that is never propagated, or None."""
+    if doc.get("kind") in overrides.KINDS:
+        return None
+    found = rules.policy_denials(doc)
+    if not found:
+        return None
+    return "never propagated (deny list): " + "; ".join(found)
+
+
 class Reconciler:
-    def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder) -> None:
+    def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
+                 rules: deny.DenyList | None = None) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder
+        self.rules = rules if rules is not None else deny.DenyList()
 
     async def reconcile(self, request: Request) -> Result | None:
         resource: Resource = BY_KIND[request.kind.split(".", 1)[0]]
@@ -52,17 +71,37 @@ class Reconciler:
         if doc is None:
             return None
         found = problem(doc)
+        denied = await self._denials(doc)
         previous = (doc.get("status") or {}).get("conditions") or []
-        condition = status.condition("Valid", found is None,
-                                     "Valid" if found is None else "Invalid",
-                                     found or "policy is valid", previous)
-        if any(c.get("type") == "Valid" and c.get("status") == condition["status"]
-               and c.get("message") == condition["message"] for c in previous):
+        conditions = [status.condition("Valid", found is None,
+                                       "Valid" if found is None else "Invalid",
+                                       found or "policy is valid", previous)]
+        if denied is not None:
+            conditions.append(status.condition("Denied", True, "DenyList", denied, previous))
+        if _same(previous, conditions):
             return None
         if found is not None:
             await self.recorder.emit(doc, "Warning", "InvalidPolicy", found)
+        if denied is not None:
+            await self.recorder.emit(doc, "Warning", "Denied", denied)
         meta = doc["metadata"]
         await self.mc.cluster(self.hub).patch_status(
-            resource, meta["name"], {"status": {"conditions": [condition]}},
+            resource, meta["name"], {"status": {"conditions": conditions}},
             namespace=meta.get("namespace"))
         return None
+
+    async def _denials(self, doc: JSON) -> str | None:
+        """:func:`denials`, counting the namespaces MemberClusters keep credentials in."""
+        rules = self.rules
+        if doc.get("kind") not in overrides.KINDS:
+            listing = await self.mc.list(api.MEMBER_CLUSTERS, clusters=[self.hub])
+            rules = rules.with_rules(deny.credential_rules(listing.items.get(self.hub, [])))
+        return denials(doc, rules)
+
+
+def _same(previous: list[JSON], conditions: list[JSON]) -> bool:
+    """The status already says this (the same condition types, statuses and messages)."""
+    def key(items: list[JSON]) -> set[tuple[str, str, str]]:
+        return {(str(c.get("type")), str(c.get("status")), str(c.get("message")))
+                for c in items}
+    return key(previous) == key(conditions)

@@ -7,14 +7,20 @@ to a :class:`Build`; then one executor applies the plan. The chain reads like
 a table of contents (:data:`TRANSFORMERS`). House rules: one concern per
 transformer; transformers never write; writes exist only as plan vertices.
 
-1. ``load_policy``: the winning PropagationPolicy/ClusterPropagationPolicy.
+1. ``load_policy``: the winning PropagationPolicy/ClusterPropagationPolicy; an object
+   on the deny list (:mod:`federation.controllers.deny`) is skipped as if no policy
+   selected it, with a Warning event on the policy.
 2. ``load_clusters``: MemberClusters (or the engaged members) as placement input;
    then ``estimate_capacity`` (availableReplicas from each member's resource
    summary) and ``apply_failover`` (NotReady clusters held or evicted per the
    policy's tolerationSeconds, the fleet's disruption budget), see
    :mod:`federation.controllers.failover`.
 3. ``schedule``: the placement engine, fed the previous decision.
-4. ``render``: per-cluster manifests: replicas, overrides, ownership marks.
+4. ``render``: per-cluster manifests: replicas, overrides, ownership marks. An
+   override policy that would change a protected field (see
+   :func:`federation.controllers.overrides.refusals`) stops the template
+   (``Applied=False``, ``OverrideRefused``); copy vertices carry the template's
+   identity, which the executor checks before writing.
 5. ``plan_dependencies``: the namespace (and the CRD of a custom resource) first.
 6. ``plan_copies``: create / update / nothing, per cluster, against the member
    cache; foreign objects are conflicts, never overwritten unless the policy
@@ -52,6 +58,7 @@ from federation.controllers import (
     api,
     bindings,
     capacity,
+    deny,
     events,
     manifests,
     overrides,
@@ -88,6 +95,10 @@ class PropagationSettings:
     """Concurrent reconciles. A reconcile spends nearly all its time waiting on API
     servers (a handful of sequential writes of tens of milliseconds each), so throughput
     grows with workers until the API servers, not this process, are the limit."""
+    deny_list: deny.DenyList = dataclasses.field(default_factory=deny.DenyList)
+    """Kinds and objects never propagated. The default list keeps our own API, a
+    cluster's records about itself and credentials on the hub, whatever a policy selects
+    (``fedctl run --propagation-deny`` changes it; docs/propagation.md lists it)."""
 
 
 class Problem(Exception):
@@ -123,6 +134,8 @@ class Build:
     """The template's ResourceBinding as cached (previous conditions live there)."""
     failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
     """Per-cluster failover judgements and old copies kept by graceful eviction."""
+    denied: tuple[JSON, deny.Rule] | None = None
+    """The policy that selected a denied object, and the deny rule it matched."""
 
     @property
     def previous_conditions(self) -> list[JSON]:
@@ -183,7 +196,9 @@ class Reconciler:
         self.recorder = recorder
         self.settings = settings or PropagationSettings()
         self.hub = clusters.hub.name
-        self.writer = Writer(mc)
+        self.writer = Writer(mc, self.hub, self.settings.deny_list)
+        self._denials_reported: set[tuple[str, str]] = set()
+        """(policy uid, deny rule) pairs already reported by an event on the policy."""
         self.failover = failover_.Failover()
         """Failover state (disruption budget); the wiring sets its requeue."""
 
@@ -209,6 +224,8 @@ class Reconciler:
         except Problem as problem:
             return await self._report_problem(build, problem)
         if build.policy is None:
+            if build.denied is not None:
+                await self._report_denied(build, *build.denied)
             return await self._unpropagate(build)
         report = await plan.execute(build.dag, self.writer)
         return await self._after(build, report)
@@ -228,7 +245,9 @@ class Reconciler:
             recorded = report.result(build.record)
             await self._write_pending(build, recorded or build.template, still_pending)
         await self._write_status(build, failed, still_pending)
-        if failed or build.unreachable:
+        refused = {o.vertex.cluster for o in report.failed() if o.refused}
+        if (set(failed) - refused) or build.unreachable:
+            # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             errors = {**build.unreachable, **failed}
             raise ClusterUnavailable(",".join(sorted(errors)), "; ".join(
                 f"{name}: {message}" for name, message in sorted(errors.items())))
@@ -279,11 +298,13 @@ class Reconciler:
         applied_ok = not problems
         applied_message = "applied to " + ", ".join(build.targets) if applied_ok else \
             "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))
+        refused = any(m.startswith(plan.REFUSED) for m in failed.values())
         unhealthy = {c: status.health(copy) for c, copy in copies.items()
                      if status.health(copy) != "Healthy"}
         result = [
             status.condition("Scheduled", True, "Scheduled", f"placed {placed}", previous),
-            status.condition("Applied", applied_ok, "Applied" if applied_ok else "ApplyFailed",
+            status.condition("Applied", applied_ok, "Applied" if applied_ok else
+                             "OverrideRefused" if refused else "ApplyFailed",
                              applied_message, previous),
             status.condition("Healthy", not unhealthy and applied_ok,
                              "Healthy" if not unhealthy else "NotHealthy",
@@ -342,6 +363,21 @@ class Reconciler:
                                    status_patch(build.template, template_status)))
         (await plan.execute(writes, self.writer)).raise_for_failure()
         return None
+
+    async def _report_denied(self, build: Build, policy_doc: JSON, rule: deny.Rule) -> None:
+        """A Warning event on the policy, once per (policy, rule): the first object it skips."""
+        key = (str(policy_doc["metadata"].get("uid")), str(rule))
+        if key in self._denials_reported:
+            return
+        if len(self._denials_reported) >= 10000:
+            self._denials_reported.clear()
+        self._denials_reported.add(key)
+        where = f"{build.namespace}/" if build.namespace else ""
+        message = (f"{build.resource.kind} {where}{build.name} is not propagated: deny list "
+                   f"rule {rule} ({rule.describe()}); every object it matches is skipped")
+        log.info("%s %s: %s", policy_doc.get("kind"), policy_doc["metadata"].get("name"),
+                 message)
+        await self.recorder.emit(policy_doc, "Warning", "Denied", message)
 
     # -- unpropagate and delete ------------------------------------------------------------
 
@@ -467,8 +503,22 @@ async def load_policy(r: Reconciler, build: Build) -> None:
     if not found:
         return
     found.sort(key=lambda pair: matching.precedence(pair[0]))
+    rule = await denied_by(r, build.template)
+    if rule is not None:
+        build.denied = (found[0][1], rule)
+        return
     build.policy, build.policy_doc = found[0]
     build.notes.append(matching.describe(found[0][0], [p for p, _ in found[1:]]))
+
+
+async def denied_by(r: Reconciler, template: JSON) -> deny.Rule | None:
+    """The deny rule the template matches (Secrets also: a namespace holding a joined
+    cluster's kubeconfig, wherever a MemberCluster points), or None."""
+    rules = r.settings.deny_list
+    if deny.group_kind_of(template) == deny.SECRET:
+        listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub])
+        rules = rules.with_rules(deny.credential_rules(listing.items.get(r.hub, [])))
+    return rules.object_rule(template)
 
 
 def parse_policy(doc: Mapping[str, Any]) -> policy_.Policy | None:
@@ -558,6 +608,11 @@ async def render(r: Reconciler, build: Build) -> None:
     resource = resources_.from_manifest(build.template)
     policies = await load_overrides(r, build.namespace)
     chosen = overrides.applicable(policies, resource)
+    for policy in chosen:
+        found = overrides.refusals(policy)
+        if found:
+            raise Problem("Applied", "OverrideRefused",
+                          f"{policy.kind} {policy.ref} is refused: {found[0]}")
     divided = policy_.mode(build.policy.spec.placement) is not policy_.Mode.DUPLICATED
     by_name = {c.name: c for c in build.clusters}
     uid = str(build.meta.get("uid"))
@@ -565,6 +620,8 @@ async def render(r: Reconciler, build: Build) -> None:
         manifest = manifests.render(build.template, replicas, divided)
         try:
             applied = overrides.apply_all(manifest, by_name[cluster], chosen)
+        except overrides.OverrideRefused as exc:
+            raise Problem("Applied", "OverrideRefused", f"{cluster}: {exc}") from None
         except overrides.OverrideError as exc:
             raise Problem("Applied", "OverrideFailed", f"{cluster}: {exc}") from None
         build.desired[cluster] = manifests.mark(applied.manifest, uid)
@@ -671,7 +728,8 @@ async def plan_copies(r: Reconciler, build: Build) -> None:
             build.unreachable[cluster] = str(exc)
             continue
         build.live[cluster] = live
-        vertex = copy_vertex(cluster, desired, live, overwrite)
+        vertex = copy_vertex(cluster, desired, live, overwrite,
+                             expect=plan.Identity.of(build.template))
         if vertex is None:
             build.conflicts[cluster] = (
                 f"{build.resource.kind} {build.namespace + '/' if build.namespace else ''}"
@@ -685,17 +743,19 @@ async def plan_copies(r: Reconciler, build: Build) -> None:
                 build.dag.depend(added, on=other)
 
 
-def copy_vertex(cluster: str, desired: JSON, live: JSON | None, overwrite: bool
-                ) -> plan.Vertex | None:
-    """Create, update or nothing for one copy; None for a foreign object we may not touch."""
+def copy_vertex(cluster: str, desired: JSON, live: JSON | None, overwrite: bool,
+                expect: plan.Identity | None = None) -> plan.Vertex | None:
+    """Create, update or nothing for one copy; None for a foreign object we may not touch.
+    ``expect`` (the template's identity) is what the executor checks before writing."""
     if live is None:
-        return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing")
+        return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing", expect=expect)
     if not manifests.is_ours(live) and not overwrite:
         return None
     why = manifests.needs_write(desired, live) if manifests.is_ours(live) else "taking over"
     if why is None:
         return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
-    return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why)
+    return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,
+                       expect=expect)
 
 
 async def plan_removals(r: Reconciler, build: Build) -> None:
@@ -779,18 +839,33 @@ def _age(timestamp: str) -> float:
 
 
 class Writer:
-    """The executor's writes, through the multi-cluster client only."""
+    """The executor's writes, through the multi-cluster client only. A create, update or
+    apply of a denied object in a member is refused here too, whatever planned it."""
 
-    def __init__(self, mc: MultiClusterClient) -> None:
+    def __init__(self, mc: MultiClusterClient, hub: str,
+                 denied: deny.DenyList | None = None) -> None:
         self.mc = mc
+        self.hub = hub
+        self.denied = denied if denied is not None else deny.DenyList()
+
+    def _check(self, cluster: str, obj: JSON) -> None:
+        if cluster == self.hub:
+            return
+        rule = self.denied.object_rule(obj)
+        if rule is not None:
+            raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster} is on "
+                              f"the propagation deny list ({rule})")
 
     async def create(self, cluster: str, obj: JSON) -> JSON:
+        self._check(cluster, obj)
         return await self.mc.cluster(cluster).create(obj)
 
     async def update(self, cluster: str, obj: JSON) -> JSON:
+        self._check(cluster, obj)
         return await self.mc.cluster(cluster).update(obj)
 
     async def apply(self, cluster: str, obj: JSON) -> JSON:
+        self._check(cluster, obj)
         return await self.mc.cluster(cluster).apply(obj)
 
     async def patch_status(self, cluster: str, obj: JSON) -> JSON:

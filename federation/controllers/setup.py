@@ -4,7 +4,9 @@
   :mod:`federation.controllers.propagation`). Policy events start following
   the kinds they name and requeue those templates; override policy and
   MemberCluster events requeue every template.
-- ``policy-validation``: the ``Valid`` condition of every policy.
+- ``policy-validation``: the ``Valid`` condition of every policy, and the
+  ``Denied`` condition of propagation policies that select what the deny list
+  keeps on the hub (those kinds are never followed: no informer is started).
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup).
 - ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
@@ -28,6 +30,7 @@ from federation.contexts.clusters import Cluster
 from federation.controllers import (
     api,
     cleanup,
+    deny,
     events,
     health,
     membership,
@@ -68,7 +71,7 @@ class Wiring:
             "propagation", self._reconcile, workers=SETTINGS.workers,
             queue_settings=queue.QueueSettings(max_delay=SETTINGS.max_backoff))
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
-                                 self.controller.queue.add_after)
+                                 self.controller.queue.add_after, SETTINGS.deny_list)
         self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
                                                  self.recorder, SETTINGS)
         self._tracking: set[asyncio.Task[None]] = set()
@@ -78,6 +81,8 @@ class Wiring:
 
     def on_policy(self, event: Event) -> Iterable[Request]:
         for api_version, kind in selected_kinds(event.obj):
+            if self.kinds.denied_rule(api_version, kind) is not None:
+                continue  # the policy's Denied condition says so (policy-validation)
             task = asyncio.ensure_future(self._track(api_version, kind))
             self._tracking.add(task)
             task.add_done_callback(self._tracking.discard)
@@ -88,6 +93,8 @@ class Wiring:
             await self.kinds.track(api_version, kind)
         except ClientError as exc:
             log.warning("cannot follow %s %s yet: %s", api_version, kind, exc)
+        except deny.Denied as exc:
+            log.info("not following %s %s: %s", api_version, kind, exc)
 
     def on_anything(self, event: Event) -> Iterable[Request]:
         return self.kinds.templates()
@@ -120,7 +127,8 @@ def setup(mgr: manager.Manager) -> None:
     wiring.install()
     hub = mgr.clusters.hub.name
     validation = controller.Controller(
-        "policy-validation", policies.Reconciler(mgr.client, hub, wiring.recorder), workers=1)
+        "policy-validation",
+        policies.Reconciler(mgr.client, hub, wiring.recorder, SETTINGS.deny_list), workers=1)
     for resource in policies.BY_KIND.values():
         validation.watch(resource, clusters="hub")
     mgr.add(validation)

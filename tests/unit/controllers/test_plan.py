@@ -126,3 +126,52 @@ async def test_every_action_reaches_its_verb() -> None:
     assert sorted(writer.calls) == [("apply", "m1", "o2"), ("create", "m1", "o0"),
                                     ("delete", "m1", "o4"), ("status", "m1", "o3"),
                                     ("update", "m1", "o1")]
+
+
+def template_identity() -> plan.Identity:
+    return plan.Identity.of({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "cfg", "namespace": "team"}})
+
+
+@pytest.mark.parametrize(("changed", "why"), [
+    ({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+      "metadata": {"name": "cfg"}},
+     "the object to write is ClusterRoleBinding.rbac.authorization.k8s.io cfg, "
+     "not ConfigMap team/cfg"),
+    (obj("ConfigMap", "cfg", "kube-system"), "is ConfigMap kube-system/cfg, not"),
+    (obj("ConfigMap", "other", "team"), "is ConfigMap team/other, not"),
+    (obj("Secret", "cfg", "team"), "is Secret team/cfg, not"),
+    ({"apiVersion": "example.com/v1", "kind": "ConfigMap",
+      "metadata": {"name": "cfg", "namespace": "team"}}, "is ConfigMap.example.com team/cfg"),
+])
+async def test_a_write_whose_identity_differs_from_the_expected_one_is_refused(
+        changed: dict[str, Any], why: str) -> None:
+    """Whatever produced the object (an override bug), the executor writes nothing whose
+    group, kind, namespace or name is not the template's, and says why; dependents are
+    not attempted."""
+    p = plan.Plan()
+    write = p.add(plan.Vertex("m1", plan.Action.CREATE, changed, expect=template_identity()))
+    after = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("ConfigMap", "later", "team")))
+    p.depend(after, on=write)
+    writer = RecordingWriter()
+    report = await plan.execute(p, writer)
+    refused = report.outcomes[write.key]
+    assert writer.calls == []
+    assert not refused.ok and not refused.attempted and refused.refused
+    assert refused.error is not None and refused.error.startswith(plan.REFUSED)
+    assert why in refused.error
+    assert not report.outcomes[after.key].attempted
+
+
+async def test_a_write_with_the_expected_identity_goes_through() -> None:
+    """Same group, kind, namespace and name (the version may differ): written; a failure
+    that is not a refusal is not reported as one."""
+    p = plan.Plan()
+    p.add(plan.Vertex("m1", plan.Action.UPDATE, obj("ConfigMap", "cfg", "team"),
+                      expect=template_identity()))
+    writer = RecordingWriter()
+    assert (await plan.execute(p, writer)).ok and writer.calls == [("update", "m1", "cfg")]
+    failing = await plan.execute(p, RecordingWriter(fail={"cfg"}))
+    assert not failing.ok and not failing.failed()[0].refused
+    v1 = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"}}
+    assert plan.Identity.of(v1).mismatch({**v1, "apiVersion": "apps/v1beta2"}) is None
