@@ -44,7 +44,7 @@ reach its minimum.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
@@ -152,20 +152,85 @@ def _seat_by_seat(
 
 
 def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int) -> int:
-    """Hand out at once every seat above a safe threshold; returns how many that was.
+    """Hand out at once seats the seat-by-seat process would hand out first; returns how many.
 
-    The threshold starts at half of Webster's natural divisor (total weight over
-    seats) and rises by 1/16 until no more than ``remaining`` seats lie above it.
+    Parties with a weight are served, by priority, before any weightless one. If
+    they can take fewer than ``remaining`` seats they all fill up and the rest is
+    levelled over the weightless parties (:func:`_level_up`). Otherwise every seat
+    whose priority lies above a threshold is handed out: the threshold comes from
+    solving the continuous version of the count exactly (:func:`_solve`), which
+    is within half a seat per party of the real count, aimed so that between 0
+    and ``len(parties)`` seats are left for the heap. Arithmetic on the number
+    of parties only: the replicas and capacities may be any size.
     """
-    top, bottom = sum(p.weight for p in parties), 2 * remaining
-    for _ in range(_JUMP_ATTEMPTS if top else 0):
-        grown = {p.name: _seats_above(p, seats[p.name], top, bottom) for p in parties}
-        given = sum(grown.values()) - sum(seats.values())
-        if given <= remaining:
-            seats.update(grown)
-            return given
-        top, bottom = top * 17, bottom * 16
-    return 0
+    if any(p.weight < 0 for p in parties):
+        raise ValueError("a weight is negative")
+    weighted = [p for p in parties if p.weight > 0]
+    room = total_cap(None if p.cap is None else p.cap - seats[p.name] for p in weighted)
+    if room is not None and room <= remaining:
+        for p in weighted:
+            seats[p.name] += (p.cap or 0) - seats[p.name]
+        weightless = [p for p in parties if p.weight == 0]
+        return room + _level_up(seats, weightless, remaining - room)
+    target = remaining - (len(weighted) + 1) // 2
+    x = _solve(weighted, seats, target)
+    top, bottom = x.denominator, 2 * x.numerator  # priority threshold 1 / (2x)
+    grown = {p.name: _seats_above(p, seats[p.name], top, bottom) for p in weighted}
+    given = sum(grown.values()) - sum(seats[name] for name in grown)
+    seats.update(grown)
+    return given
+
+
+def _solve(weighted: Sequence[Party], seats: Mapping[str, int], target: int) -> Fraction:
+    """The x > 0 at which ``sum(clamp(weight * x - floor, 0, cap - floor))`` reaches ``target``.
+
+    A party's real seat count above priority ``1 / (2x)`` is within half a seat of
+    its term. The sum is piecewise linear: a party's slope starts at
+    ``floor / weight`` and stops at ``cap / weight``; one sweep over those points
+    finds the segment where it crosses ``target`` (it does: the caller checked
+    that the parties can take more than ``target`` seats).
+    """
+    changes: list[tuple[Fraction, int]] = []
+    for p in weighted:
+        changes.append((Fraction(seats[p.name], p.weight), p.weight))
+        if p.cap is not None:
+            changes.append((Fraction(p.cap, p.weight), -p.weight))
+    changes.sort(key=lambda change: change[0])
+    x, value, slope = Fraction(0), Fraction(0), 0
+    for at, change in changes:
+        reached = value + slope * (at - x)
+        if slope and reached >= target:
+            break
+        x, value, slope = at, reached, slope + change
+    return x + (target - value) / slope
+
+
+def _level_up(seats: dict[str, int], weightless: Sequence[Party], extra: int) -> int:
+    """Raise weightless parties to a common level; returns the seats handed out.
+
+    Among weightless parties the seat-by-seat process serves the fewest seats
+    first, so every seat below a level ``L`` comes before any seat at ``L``.
+    The highest level whose seats fit in ``extra`` is found by bisection; fewer
+    than one seat per party is left for the heap.
+    """
+    if not extra or not weightless:
+        return 0
+
+    def below(level: int) -> int:
+        return sum(max(0, _upto(level, p.cap) - seats[p.name]) for p in weightless)
+
+    low, high = 0, max(seats[p.name] for p in weightless) + extra + 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if below(middle) <= extra else (low, middle)
+    given = below(low)
+    for p in weightless:
+        seats[p.name] = max(seats[p.name], _upto(low, p.cap))
+    return given
+
+
+def _upto(level: int, cap: int | None) -> int:
+    return level if cap is None else min(level, cap)
 
 
 def _seats_above(party: Party, held: int, top: int, bottom: int) -> int:

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from federation.placement import counts
+
 ResourceKey = tuple[str, str, str | None, str]
 """(apiVersion, kind, namespace or None, name): how decisions are keyed."""
 
@@ -54,7 +56,7 @@ class Resource(BaseModel):
     name: str = Field(min_length=1)
     namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    replicas: int = Field(default=0, ge=0)
+    replicas: counts.Replicas = 0
 
     @property
     def key(self) -> ResourceKey:
