@@ -12,11 +12,23 @@ sum(caps)``; otherwise :func:`webster` refuses with :class:`Infeasible`.
 
 Priorities are compared exactly. When ``max weight * (2n + 1) < 2**52`` two
 different fractions always round to different floats, so floats are used;
-beyond that, :class:`fractions.Fraction`. For many seats over few parties, a
-jump start hands out at once every seat whose priority is above a threshold
-chosen so that no more than the remaining seats qualify; those seats are the
-first ones the seat-by-seat process would hand out anyway, so the result is
-identical.
+beyond that, :class:`fractions.Fraction`.
+
+Time depends on the number of parties, never on the numbers. When more than
+two seats per party remain after the floors, a jump start hands out at once
+every seat whose priority is above a threshold; those are the first seats the
+seat-by-seat process would hand out, so the result is identical. The
+threshold is exact arithmetic, not a search: a party's count of seats above
+priority ``1 / (2x)`` is ``weight * x`` within half a seat (clamped to its
+floor and cap), so solving that piecewise-linear sum for the remaining seats
+minus half a seat per party (one sweep over the points where a party starts
+or stops growing) leaves between 0 and one seat per party for the heap.
+Weightless parties are served after every weighted one, level by level. This
+is what lets a fleet state ``availableReplicas: 333333333`` next to unlimited
+clusters, or a caller divide 2**63 replicas, without the controller's event
+loop spinning. The ties an explanation lists are those of the seats handed out
+one at a time: all of them when the jump start is not needed, else those of
+the last seats, which include the tie (if any) that decided the last replica.
 
 The modes (Karmada's semantics; bounds are ours):
 
@@ -100,6 +112,8 @@ def total_cap(caps: Iterable[int | None]) -> int | None:
 
 def webster(total: int, parties: Sequence[Party]) -> Apportionment:
     """Give ``total`` seats to ``parties`` by Webster's method within floors and caps."""
+    if any(p.weight < 0 for p in parties):
+        raise ValueError(f"a weight is negative: {[p.weight for p in parties]}")
     _check_feasible(total, parties)
     seats = {p.name: p.floor for p in parties}
     remaining = total - sum(seats.values())
@@ -163,13 +177,10 @@ def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int)
     and ``len(parties)`` seats are left for the heap. Arithmetic on the number
     of parties only: the replicas and capacities may be any size.
     """
-    if any(p.weight < 0 for p in parties):
-        raise ValueError("a weight is negative")
     weighted = [p for p in parties if p.weight > 0]
     room = total_cap(None if p.cap is None else p.cap - seats[p.name] for p in weighted)
     if room is not None and room <= remaining:
-        for p in weighted:
-            seats[p.name] += (p.cap or 0) - seats[p.name]
+        seats.update({p.name: p.cap for p in weighted if p.cap is not None})  # all have one
         weightless = [p for p in parties if p.weight == 0]
         return room + _level_up(seats, weightless, remaining - room)
     target = remaining - (len(weighted) + 1) // 2
@@ -210,27 +221,21 @@ def _level_up(seats: dict[str, int], weightless: Sequence[Party], extra: int) ->
 
     Among weightless parties the seat-by-seat process serves the fewest seats
     first, so every seat below a level ``L`` comes before any seat at ``L``.
-    The highest level whose seats fit in ``extra`` is found by bisection; fewer
-    than one seat per party is left for the heap.
+    The seats below level ``L`` are ``sum(clamp(L - floor, 0, cap - floor))``:
+    :func:`_solve` with unit weights, aimed at ``extra - 1`` and rounded down,
+    gives a level that leaves between 1 and one-per-party seats for the heap
+    (so the heap hands out the last seat and reports its tie).
     """
     if not extra or not weightless:
         return 0
-
-    def below(level: int) -> int:
-        return sum(max(0, _upto(level, p.cap) - seats[p.name]) for p in weightless)
-
-    low, high = 0, max(seats[p.name] for p in weightless) + extra + 1
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if below(middle) <= extra else (low, middle)
-    given = below(low)
+    x = _solve([p._replace(weight=1) for p in weightless], seats, extra - 1)
+    level = x.numerator // x.denominator
+    given = 0
     for p in weightless:
-        seats[p.name] = max(seats[p.name], _upto(low, p.cap))
+        raised = max(seats[p.name], level if p.cap is None else min(level, p.cap))
+        given += raised - seats[p.name]
+        seats[p.name] = raised
     return given
-
-
-def _upto(level: int, cap: int | None) -> int:
-    return level if cap is None else min(level, cap)
 
 
 def _seats_above(party: Party, held: int, top: int, bottom: int) -> int:
