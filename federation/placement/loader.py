@@ -90,7 +90,8 @@ def error_path(loc: Iterable[int | str]) -> str:
     return path
 
 
-def _from_validation(where: str, error: pydantic.ValidationError, prefix: str = "") -> LoadError:
+def from_validation(where: str, error: pydantic.ValidationError, prefix: str = "") -> LoadError:
+    """One line for a pydantic error: the first problem, its path, how many others."""
     problems = error.errors()
     first = problems[0]
     path = error_path([*([prefix] if prefix else []), *first["loc"]])
@@ -203,7 +204,7 @@ def parse_policy(doc: Mapping[str, Any], where: str, prefix: str = "") -> policy
     try:
         policy = policy_.Policy.model_validate(doc)
     except pydantic.ValidationError as error:
-        raise _from_validation(where, error, prefix) from None
+        raise from_validation(where, error, prefix) from None
     found = policy_.problems(policy)
     if found:
         path, message = found[0]
@@ -243,7 +244,7 @@ def parse_clusters(
     try:
         found = _ClusterFile.model_validate(found_documents[0]).clusters
     except pydantic.ValidationError as error:
-        raise _from_validation(name, error) from None
+        raise from_validation(name, error) from None
     seen: set[str] = set()
     for i, cluster in enumerate(found):
         if cluster.name in seen:
@@ -294,7 +295,7 @@ def parse_previous(
     try:
         parsed = _PreviousFile.model_validate(data)
     except pydantic.ValidationError as error:
-        raise _from_validation(name, error) from None
+        raise from_validation(name, error) from None
     return {
         (p.resource.api_version, p.resource.kind, p.resource.namespace, p.resource.name): {
             c.name: c.replicas for c in p.clusters
