@@ -112,8 +112,6 @@ def total_cap(caps: Iterable[int | None]) -> int | None:
 
 def webster(total: int, parties: Sequence[Party]) -> Apportionment:
     """Give ``total`` seats to ``parties`` by Webster's method within floors and caps."""
-    if any(p.weight < 0 for p in parties):
-        raise ValueError(f"a weight is negative: {[p.weight for p in parties]}")
     _check_feasible(total, parties)
     seats = {p.name: p.floor for p in parties}
     remaining = total - sum(seats.values())
@@ -175,8 +173,12 @@ def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int)
     solving the continuous version of the count exactly (:func:`_solve`), which
     is within half a seat per party of the real count, aimed so that between 0
     and ``len(parties)`` seats are left for the heap. Arithmetic on the number
-    of parties only: the replicas and capacities may be any size.
+    of parties only: the replicas and capacities may be any size. Negative
+    weights (which no mode makes) would break the premise that a party's
+    priorities decrease, so they are refused here.
     """
+    if any(p.weight < 0 for p in parties):
+        raise ValueError(f"a weight is negative: {[p.weight for p in parties]}")
     weighted = [p for p in parties if p.weight > 0]
     room = total_cap(None if p.cap is None else p.cap - seats[p.name] for p in weighted)
     if room is not None and room <= remaining:

@@ -148,3 +148,19 @@ def test_int32_overflow_names_the_type() -> None:
     assert str(caught.value) == (
         "w.yaml: spec.replicas: must be at most 2147483647 (int32, as in Kubernetes)"
     )
+
+
+@pytest.mark.timeout(5)
+def test_the_pure_python_loader_keeps_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without libyaml the same checks run on the pure-Python parser's events."""
+    import yaml
+
+    monkeypatch.setattr(documents, "LOADER", yaml.SafeLoader)
+    assert documents.yaml_documents("a: &x [1]\nb: *x\n") == [{"a": [1], "b": [1]}]
+    refused(documents.yaml_documents, "x: " + "[" * 5000 + "]" * 5000, match="deeper than 100")
+    laughs = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"b{i}: &b{i} [{', '.join(['*a' if i == 0 else f'*b{i - 1}'] * 10)}]\n"
+        for i in range(8)
+    )
+    refused(documents.yaml_documents, laughs, match="values after expanding aliases")
+    refused(documents.yaml_documents, "a: \x07\n", match="position 3")

@@ -10,6 +10,7 @@ counts, many errors at once; then random bytes and random YAML structures.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -397,8 +398,12 @@ def test_the_real_process_prints_one_line(tmp_path: Path) -> None:
 
 # -- random input ---------------------------------------------------------------------------
 
-FUZZ = settings(max_examples=60, deadline=None,
+#: FEDERATION_FUZZ_EXAMPLES=5000 for a longer hunt (the unit suite keeps it short).
+EXAMPLES = int(os.environ.get("FEDERATION_FUZZ_EXAMPLES", "60"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: 5 s per example, bounding the whole test (pytest-timeout cannot bound one example).
+FUZZ_TIMEOUT = 5 * EXAMPLES
 
 
 def accepted_or_one_line(result: Result) -> None:
@@ -409,7 +414,7 @@ def accepted_or_one_line(result: Result) -> None:
         assert result.stderr.count("\n") == 1, result.stderr
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(FUZZ_TIMEOUT)
 @FUZZ
 @given(content=st.binary(max_size=400), which=st.sampled_from(["manifest", "clusters",
                                                                 "previous"]))
@@ -432,7 +437,7 @@ structures = st.recursive(
 )
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(FUZZ_TIMEOUT)
 @FUZZ
 @given(data=structures, which=st.sampled_from(["manifest", "clusters", "previous"]))
 def test_random_structures(tmp_path: Path, data: Any, which: str) -> None:
@@ -441,7 +446,67 @@ def test_random_structures(tmp_path: Path, data: Any, which: str) -> None:
     accepted_or_one_line(run(tmp_path, **{which: dump(data)}))
 
 
-@pytest.mark.timeout(60)
+def either(*values: Any) -> st.SearchStrategy[Any]:
+    """One of ``values`` or any structure: near-valid input, so the fuzz gets past the start."""
+    return st.sampled_from(values) | structures
+
+
+kubernetes_objects = st.fixed_dictionaries(
+    {
+        "apiVersion": either("apps/v1", "v1", "batch/v1", "policy.federation.io/v1alpha1",
+                             "policy.karmada.io/v1alpha1"),
+        "kind": either("Deployment", "Job", "Pod", "ConfigMap", "List", "PropagationPolicy",
+                       "ClusterPropagationPolicy", "Namespace"),
+        "metadata": st.fixed_dictionaries(
+            {"name": either("web", "a")},
+            optional={"namespace": either("default", None), "labels": structures},
+        )
+        | structures,
+    },
+    optional={
+        "spec": st.fixed_dictionaries(
+            {},
+            optional={"replicas": structures, "parallelism": structures,
+                      "resourceSelectors": structures, "placement": structures,
+                      "priority": structures},
+        )
+        | structures,
+        "items": structures,
+    },
+)
+cluster_files = st.fixed_dictionaries(
+    {"clusters": st.lists(st.fixed_dictionaries(
+        {"name": either("a", "b", "c")},
+        optional={"availableReplicas": structures, "ready": structures, "labels": structures,
+                  "taints": structures, "region": structures, "zone": structures},
+    ) | structures, max_size=4)}
+)
+previous_files = st.fixed_dictionaries(
+    {"placements": st.lists(st.fixed_dictionaries(
+        {"resource": st.fixed_dictionaries(
+            {"apiVersion": either("apps/v1"), "kind": either("Deployment"),
+             "name": either("web")},
+            optional={"namespace": either("default", None)}) | structures},
+        optional={"clusters": st.lists(st.fixed_dictionaries(
+            {"name": either("a", "b"), "replicas": structures}) | structures, max_size=3)},
+    ) | structures, max_size=3)}
+)
+
+
+@pytest.mark.timeout(FUZZ_TIMEOUT)
+@FUZZ
+@given(manifests=st.lists(kubernetes_objects, min_size=1, max_size=3),
+       clusters=cluster_files, previous=st.none() | previous_files)
+def test_random_kubernetes_shaped_files(tmp_path: Path, manifests: list[Any], clusters: Any,
+                                        previous: Any) -> None:
+    """Objects shaped like policies, workloads, clusters and decisions, with random fields."""
+    result = run(tmp_path, manifest=yaml.safe_dump_all(manifests),
+                 clusters=yaml.safe_dump(clusters),
+                 previous=None if previous is None else json.dumps(previous))
+    accepted_or_one_line(result)
+
+
+@pytest.mark.timeout(FUZZ_TIMEOUT)
 @FUZZ
 @given(replicas=st.integers(0, 2**31 - 1),
        rooms=st.lists(st.none() | st.integers(0, 2**31 - 1), min_size=1, max_size=6))

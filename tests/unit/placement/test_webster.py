@@ -325,4 +325,4 @@ def reference_big_weightless(total: int, parties: list[Party]) -> dict[str, int]
 def test_negative_weights_are_refused() -> None:
     """The divisor method is undefined for them; the engine never makes one."""
     with pytest.raises(ValueError, match="negative"):
-        webster(100, [Party("a", -1), Party("b", 1)])
+        webster(100, [Party("a", -1), Party("b", 1)])  # more than 2 seats per party: jump
