@@ -87,7 +87,7 @@ cluster.federation.io/not-ready:NoExecute with tolerationSeconds).
 Exit status:
   0  every resource was placed
   1  bad option or input (unreadable file, malformed YAML/JSON, invalid field,
-     a file over a limit: 4 MiB, 100 levels of nesting, 200,000 values after
+     a file over a limit: 4 MiB, 100 levels of nesting, 100,000 values after
      expanding aliases, 10,000 documents); one line on stderr names the file
      and field; nothing is planned
   2  the plan was printed but at least one placement has an error

@@ -56,10 +56,11 @@ class Limits:
     """Kubernetes objects nest about 10 levels deep and CRD schemas rarely 40; 100
     keeps the recursive YAML constructor and pydantic far from Python's stack limit
     (about 1,000 frames), which a 1,000-level document used to exhaust."""
-    max_nodes: int = 200_000
+    max_nodes: int = 100_000
     """Values (mappings, sequences, scalars) per file after expanding aliases: a
-    fleet of 5,000 clusters with labels and taints is about 100,000; building
-    200,000 takes about a second, while a 'billion laughs' document asks for 10**9."""
+    cluster with labels and taints is about 20, so this holds 5,000 clusters;
+    PyYAML builds 100,000 values (mappings being the slowest) in about a second,
+    while a 'billion laughs' document asks for 10**9."""
     max_documents: int = 10_000
     """YAML documents per file: more than any hand-written manifest set, and it bounds
     the per-document work (empty documents included) before any is built."""

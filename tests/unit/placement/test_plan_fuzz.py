@@ -287,7 +287,7 @@ def test_ten_megabytes_of_flow_yaml_is_refused_by_size(tmp_path: Path) -> None:
 def test_many_values_within_the_size_limit_are_refused(tmp_path: Path) -> None:
     """3 MB of ``[0,0,...]`` is within 4 MiB but holds 1.5 million values."""
     refused(run(tmp_path, manifest="[" + ",".join(["0"] * 1_500_000) + "]"),
-            "manifest.yaml", "more than 200000 values")
+            "manifest.yaml", "more than 100000 values")
 
 
 @pytest.mark.timeout(5)
@@ -525,6 +525,6 @@ def test_random_big_numbers_plan_quickly(tmp_path: Path, replicas: int,
 def test_limits_are_the_documented_ones() -> None:
     """docs/placement.md and `fedctl plan --help` quote these numbers."""
     documented = documents.Limits(
-        max_bytes=4 * 2**20, max_depth=100, max_nodes=200_000, max_documents=10_000
+        max_bytes=4 * 2**20, max_depth=100, max_nodes=100_000, max_documents=10_000
     )
     assert documented == documents.LIMITS
