@@ -125,11 +125,11 @@ def _yaml_documents(source: Source, limits: documents.Limits) -> list[Any]:
         raise LoadError(name, "", str(error)) from None
 
 
-def _expand(name: str, documents: list[Any]) -> list[tuple[str, str, Any]]:
+def _expand(name: str, docs: list[Any]) -> list[tuple[str, str, Any]]:
     """(where, path prefix, object) for every object, expanding ``kind: List``."""
-    several = len(documents) > 1
+    several = len(docs) > 1
     found: list[tuple[str, str, Any]] = []
-    for number, doc in enumerate(documents, start=1):
+    for number, doc in enumerate(docs, start=1):
         where = f"{name} (document {number})" if several else name
         if (
             isinstance(doc, dict)
@@ -238,11 +238,11 @@ def parse_clusters(
 ) -> list[clusters_.Cluster]:
     """The ``clusters:`` list of a clusters file, validated, names unique."""
     name = source[0]
-    found_documents = _yaml_documents(source, limits)
-    if len(found_documents) != 1 or not isinstance(found_documents[0], dict):
+    docs = _yaml_documents(source, limits)
+    if len(docs) != 1 or not isinstance(docs[0], dict):
         raise LoadError(name, "", "expected one YAML mapping with a 'clusters' list")
     try:
-        found = _ClusterFile.model_validate(found_documents[0]).clusters
+        found = _ClusterFile.model_validate(docs[0]).clusters
     except pydantic.ValidationError as error:
         raise from_validation(name, error) from None
     seen: set[str] = set()
