@@ -18,7 +18,7 @@ import io
 import json
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 import click
 from rich.console import Console
@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from federation.placement import clusters as clusters_
-from federation.placement import engine, loader
+from federation.placement import documents, engine, loader
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -35,6 +35,11 @@ EXIT_PLACEMENT_ERROR = 2
 
 class _BadUsage(click.UsageError):
     exit_code = EXIT_BAD_INPUT
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """One line, like every other bad input (click would print the usage around it)."""
+        message = loader.one_line(self.format_message())
+        click.echo(f"error: {message} (see 'fedctl plan --help')", err=True)
 
 
 class _PlanCommand(click.Command):
@@ -81,8 +86,10 @@ cluster.federation.io/not-ready:NoExecute with tolerationSeconds).
 \b
 Exit status:
   0  every resource was placed
-  1  bad option or input (unreadable file, malformed YAML/JSON, invalid field);
-     one line on stderr names the file and field; nothing is planned
+  1  bad option or input (unreadable file, malformed YAML/JSON, invalid field,
+     a file over a limit: 4 MiB, 100 levels of nesting, 100,000 values after
+     expanding aliases, 10,000 documents); one line on stderr names the file
+     and field; nothing is planned
   2  the plan was printed but at least one placement has an error
 """
 
@@ -153,12 +160,13 @@ def plan(
 
 
 def _read(path: str) -> loader.Source:
+    """The file's text; never reads more than one byte past the size limit."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return path, handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else str(error)
-        raise loader.LoadError(path, "", f"cannot read: {reason}") from None
+        with open(path, "rb") as handle:
+            data = handle.read(documents.LIMITS.max_bytes + 1)
+    except OSError as error:
+        raise loader.LoadError(path, "", f"cannot read: {error.strerror or error}") from None
+    return loader.decode(path, data)
 
 
 def _run(

@@ -18,11 +18,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import pydantic
+
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
 from federation.controllers import api, failover, propagation
 from federation.placement import clusters as clusters_
-from federation.placement import engine, matching
+from federation.placement import engine, loader, matching
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 
@@ -72,11 +74,11 @@ def what_if(state: HubState, failed: Sequence[str], now: float | None = None
     now = time.time() if now is None else now
     policies = [p for p in (propagation.parse_policy(d) for d in state.policies) if p]
     raw = {str(d["metadata"]["name"]): d for d in state.members}
-    clusters = [propagation.member_cluster(d, True) for d in state.members]
+    clusters = [_member_cluster(d) for d in state.members]
     by_name = {c.name: c for c in clusters}
     planned = []
     for template in state.templates:
-        resource = resources_.from_manifest(template)
+        resource = _resource(template)
         found = matching.candidates(resource, policies)
         if not found:
             continue
@@ -93,6 +95,28 @@ def what_if(state: HubState, failed: Sequence[str], now: float | None = None
             matching.describe(policy, found[1:]), *notes, *decision.explanation))
         planned.append(engine.Planned(resource, policy, decision))
     return planned
+
+
+#: Where a placement cluster's attributes come from in a MemberCluster (others: spec.*).
+_MEMBER_FIELDS = {"name": "metadata.name", "labels": "metadata.labels",
+                  "available_replicas": "status.availableReplicas", "ready": "status.conditions"}
+
+
+def _member_cluster(doc: Mapping[str, Any]) -> clusters_.Cluster:
+    """A MemberCluster as the engine sees it; a value out of range is one line (exit 1)."""
+    try:
+        return propagation.member_cluster(doc, True)
+    except pydantic.ValidationError as error:
+        found = loader.from_validation(f"MemberCluster {doc['metadata']['name']}", error)
+        field = str(error.errors()[0]["loc"][0])
+        path = found.path.replace(field, _MEMBER_FIELDS.get(field, f"spec.{field}"), 1)
+        raise loader.LoadError(found.where, path, found.message) from None
+
+
+def _resource(template: Mapping[str, Any]) -> resources_.Resource:
+    meta = template.get("metadata") or {}
+    where = f"{template.get('kind')} {meta.get('namespace') or ''}/{meta.get('name')}"
+    return loader.parse_resource(template, where.replace(" /", " "))
 
 
 def _judge(cluster: clusters_.Cluster, policy: policy_.Policy, doc: Mapping[str, Any],

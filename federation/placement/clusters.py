@@ -26,6 +26,8 @@ from typing import Literal, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from federation.placement import counts
+
 T = TypeVar("T")
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -59,8 +61,8 @@ class Cluster(_Model):
     zone: str | None = None
     provider: str | None = None
     taints: tuple[Taint, ...] = ()
-    available_replicas: int | None = Field(default=None, ge=0)
-    ready: bool = True
+    available_replicas: counts.Replicas | None = None
+    ready: counts.Flag = True
 
     def field(self, name: str) -> str | None:
         """The value of a topology field (provider, region, zone) or of ``name``."""

@@ -12,11 +12,23 @@ sum(caps)``; otherwise :func:`webster` refuses with :class:`Infeasible`.
 
 Priorities are compared exactly. When ``max weight * (2n + 1) < 2**52`` two
 different fractions always round to different floats, so floats are used;
-beyond that, :class:`fractions.Fraction`. For many seats over few parties, a
-jump start hands out at once every seat whose priority is above a threshold
-chosen so that no more than the remaining seats qualify; those seats are the
-first ones the seat-by-seat process would hand out anyway, so the result is
-identical.
+beyond that, :class:`fractions.Fraction`.
+
+Time depends on the number of parties, never on the numbers. When more than
+two seats per party remain after the floors, a jump start hands out at once
+every seat whose priority is above a threshold; those are the first seats the
+seat-by-seat process would hand out, so the result is identical. The
+threshold is exact arithmetic, not a search: a party's count of seats above
+priority ``1 / (2x)`` is ``weight * x`` within half a seat (clamped to its
+floor and cap), so solving that piecewise-linear sum for the remaining seats
+minus half a seat per party (one sweep over the points where a party starts
+or stops growing) leaves between 0 and one seat per party for the heap.
+Weightless parties are served after every weighted one, level by level. This
+is what lets a fleet state ``availableReplicas: 333333333`` next to unlimited
+clusters, or a caller divide 2**63 replicas, without the controller's event
+loop spinning. The ties an explanation lists are those of the seats handed out
+one at a time: all of them when the jump start is not needed, else those of
+the last seats, which include the tie (if any) that decided the last replica.
 
 The modes (Karmada's semantics; bounds are ours):
 
@@ -44,7 +56,7 @@ reach its minimum.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
@@ -152,20 +164,80 @@ def _seat_by_seat(
 
 
 def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int) -> int:
-    """Hand out at once every seat above a safe threshold; returns how many that was.
+    """Hand out at once seats the seat-by-seat process would hand out first; returns how many.
 
-    The threshold starts at half of Webster's natural divisor (total weight over
-    seats) and rises by 1/16 until no more than ``remaining`` seats lie above it.
+    Parties with a weight are served, by priority, before any weightless one. If
+    they can take fewer than ``remaining`` seats they all fill up and the rest is
+    levelled over the weightless parties (:func:`_level_up`). Otherwise every seat
+    whose priority lies above a threshold is handed out: the threshold comes from
+    solving the continuous version of the count exactly (:func:`_solve`), which
+    is within half a seat per party of the real count, aimed so that between 0
+    and ``len(parties)`` seats are left for the heap. Arithmetic on the number
+    of parties only: the replicas and capacities may be any size. Negative
+    weights (which no mode makes) would break the premise that a party's
+    priorities decrease, so they are refused here.
     """
-    top, bottom = sum(p.weight for p in parties), 2 * remaining
-    for _ in range(_JUMP_ATTEMPTS if top else 0):
-        grown = {p.name: _seats_above(p, seats[p.name], top, bottom) for p in parties}
-        given = sum(grown.values()) - sum(seats.values())
-        if given <= remaining:
-            seats.update(grown)
-            return given
-        top, bottom = top * 17, bottom * 16
-    return 0
+    if any(p.weight < 0 for p in parties):
+        raise ValueError(f"a weight is negative: {[p.weight for p in parties]}")
+    weighted = [p for p in parties if p.weight > 0]
+    room = total_cap(None if p.cap is None else p.cap - seats[p.name] for p in weighted)
+    if room is not None and room <= remaining:
+        seats.update({p.name: p.cap for p in weighted if p.cap is not None})  # all have one
+        weightless = [p for p in parties if p.weight == 0]
+        return room + _level_up(seats, weightless, remaining - room)
+    target = remaining - (len(weighted) + 1) // 2
+    x = _solve(weighted, seats, target)
+    top, bottom = x.denominator, 2 * x.numerator  # priority threshold 1 / (2x)
+    grown = {p.name: _seats_above(p, seats[p.name], top, bottom) for p in weighted}
+    given = sum(grown.values()) - sum(seats[name] for name in grown)
+    seats.update(grown)
+    return given
+
+
+def _solve(weighted: Sequence[Party], seats: Mapping[str, int], target: int) -> Fraction:
+    """The x > 0 at which ``sum(clamp(weight * x - floor, 0, cap - floor))`` reaches ``target``.
+
+    A party's real seat count above priority ``1 / (2x)`` is within half a seat of
+    its term. The sum is piecewise linear: a party's slope starts at
+    ``floor / weight`` and stops at ``cap / weight``; one sweep over those points
+    finds the segment where it crosses ``target`` (it does: the caller checked
+    that the parties can take more than ``target`` seats).
+    """
+    changes: list[tuple[Fraction, int]] = []
+    for p in weighted:
+        changes.append((Fraction(seats[p.name], p.weight), p.weight))
+        if p.cap is not None:
+            changes.append((Fraction(p.cap, p.weight), -p.weight))
+    changes.sort(key=lambda change: change[0])
+    x, value, slope = Fraction(0), Fraction(0), 0
+    for at, change in changes:
+        reached = value + slope * (at - x)
+        if slope and reached >= target:
+            break
+        x, value, slope = at, reached, slope + change
+    return x + (target - value) / slope
+
+
+def _level_up(seats: dict[str, int], weightless: Sequence[Party], extra: int) -> int:
+    """Raise weightless parties to a common level; returns the seats handed out.
+
+    Among weightless parties the seat-by-seat process serves the fewest seats
+    first, so every seat below a level ``L`` comes before any seat at ``L``.
+    The seats below level ``L`` are ``sum(clamp(L - floor, 0, cap - floor))``:
+    :func:`_solve` with unit weights, aimed at ``extra - 1`` and rounded down,
+    gives a level that leaves between 1 and one-per-party seats for the heap
+    (so the heap hands out the last seat and reports its tie).
+    """
+    if not extra or not weightless:
+        return 0
+    x = _solve([p._replace(weight=1) for p in weightless], seats, extra - 1)
+    level = x.numerator // x.denominator
+    given = 0
+    for p in weightless:
+        raised = max(seats[p.name], level if p.cap is None else min(level, p.cap))
+        given += raised - seats[p.name]
+        seats[p.name] = raised
+    return given
 
 
 def _seats_above(party: Party, held: int, top: int, bottom: int) -> int:

@@ -13,26 +13,33 @@ Manifest files hold any number of YAML documents (``---``-separated; a
 ClusterPropagationPolicy; every other document is a resource to place.
 Clusters come from a ``clusters:`` list; a previous decision is the JSON that
 ``fedctl plan -o json`` printed.
+
+Untrusted input: text goes through :mod:`documents` (size, depth, alias and
+document limits; the C YAML loader when available), counts are strict
+Kubernetes integers (:mod:`counts`), and a :class:`LoadError` is always one
+line: control characters from the input (a name holding a newline or a
+terminal escape) are shown escaped, and of many validation problems the first
+is reported with the number of others.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic
-import yaml
 from pydantic.alias_generators import to_camel
 
 from federation.placement import clusters as clusters_
+from federation.placement import counts, documents
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 
 Source = tuple[str, str]
 """(file name for messages, file text)."""
 
+_INT_MAXES = {counts.INT32_MAX: "int32", counts.INT64_MAX: "int64"}
 _POLICY_GROUPS = tuple(v.split("/")[0] for v in policy_.API_VERSIONS)
 #: How a Resource attribute is spelled in a manifest, for error paths.
 _RESOURCE_PATHS = {
@@ -49,8 +56,24 @@ class LoadError(Exception):
     """Bad input: ``file[ (document N)]: field.path: what is wrong``."""
 
     def __init__(self, where: str, path: str, message: str) -> None:
-        self.where, self.path, self.message = where, path, message
-        super().__init__(f"{where}: {path}: {message}" if path else f"{where}: {message}")
+        self.where, self.path, self.message = one_line(where), one_line(path), one_line(message)
+        text = f"{self.where}: {self.path}: " if path else f"{self.where}: "
+        super().__init__(text + self.message)
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``, ``\\x1b``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def decode(name: str, data: bytes, limits: documents.Limits = documents.LIMITS) -> Source:
+    """A file's bytes as a :data:`Source` (size and encoding checked, see :mod:`documents`)."""
+    try:
+        return name, documents.decode(data, limits)
+    except documents.TextError as error:
+        raise LoadError(name, "", str(error)) from None
 
 
 @dataclass(frozen=True)
@@ -67,7 +90,8 @@ def error_path(loc: Iterable[int | str]) -> str:
     return path
 
 
-def _from_validation(where: str, error: pydantic.ValidationError, prefix: str = "") -> LoadError:
+def from_validation(where: str, error: pydantic.ValidationError, prefix: str = "") -> LoadError:
+    """One line for a pydantic error: the first problem, its path, how many others."""
     problems = error.errors()
     first = problems[0]
     path = error_path([*([prefix] if prefix else []), *first["loc"]])
@@ -84,26 +108,28 @@ def _message(problem: Mapping[str, Any]) -> str:
         return "required field is missing"
     if problem["type"] in ("model_type", "dict_type"):
         return "expected a mapping"
+    if problem["type"] == "int_type" and isinstance(problem.get("input"), bool):
+        return "expected an integer, not a boolean"
+    if problem["type"] == "less_than_equal" and problem.get("ctx", {}).get("le") in _INT_MAXES:
+        limit = problem["ctx"]["le"]
+        return f"must be at most {limit} ({_INT_MAXES[limit]}, as in Kubernetes)"
     text = str(problem["msg"])
     return text[:1].lower() + text[1:]
 
 
-def _yaml_documents(source: Source) -> list[Any]:
+def _yaml_documents(source: Source, limits: documents.Limits) -> list[Any]:
     name, text = source
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise LoadError(name, "", f"malformed YAML: {where}{problem}") from None
+        return documents.yaml_documents(text, limits)
+    except documents.TextError as error:
+        raise LoadError(name, "", str(error)) from None
 
 
-def _expand(name: str, documents: list[Any]) -> list[tuple[str, str, Any]]:
+def _expand(name: str, docs: list[Any]) -> list[tuple[str, str, Any]]:
     """(where, path prefix, object) for every object, expanding ``kind: List``."""
-    several = len(documents) > 1
+    several = len(docs) > 1
     found: list[tuple[str, str, Any]] = []
-    for number, doc in enumerate(documents, start=1):
+    for number, doc in enumerate(docs, start=1):
         where = f"{name} (document {number})" if several else name
         if (
             isinstance(doc, dict)
@@ -116,12 +142,14 @@ def _expand(name: str, documents: list[Any]) -> list[tuple[str, str, Any]]:
     return found
 
 
-def parse_manifests(sources: Sequence[Source]) -> Manifests:
+def parse_manifests(
+    sources: Sequence[Source], limits: documents.Limits = documents.LIMITS
+) -> Manifests:
     """Every policy and resource in ``sources``; raises :class:`LoadError` on the first problem."""
     policies: dict[tuple[str, str | None, str], tuple[str, policy_.Policy]] = {}
     resources: dict[resources_.ResourceKey, tuple[str, resources_.Resource]] = {}
     for source in sources:
-        for where, prefix, doc in _expand(source[0], _yaml_documents(source)):
+        for where, prefix, doc in _expand(source[0], _yaml_documents(source, limits)):
             if not isinstance(doc, dict):
                 raise LoadError(where, prefix, "expected a mapping (a Kubernetes object)")
             if _is_policy(doc):
@@ -176,7 +204,7 @@ def parse_policy(doc: Mapping[str, Any], where: str, prefix: str = "") -> policy
     try:
         policy = policy_.Policy.model_validate(doc)
     except pydantic.ValidationError as error:
-        raise _from_validation(where, error, prefix) from None
+        raise from_validation(where, error, prefix) from None
     found = policy_.problems(policy)
     if found:
         path, message = found[0]
@@ -205,16 +233,18 @@ class _ClusterFile(pydantic.BaseModel):
     clusters: list[clusters_.Cluster]
 
 
-def parse_clusters(source: Source) -> list[clusters_.Cluster]:
+def parse_clusters(
+    source: Source, limits: documents.Limits = documents.LIMITS
+) -> list[clusters_.Cluster]:
     """The ``clusters:`` list of a clusters file, validated, names unique."""
     name = source[0]
-    documents = _yaml_documents(source)
-    if len(documents) != 1 or not isinstance(documents[0], dict):
+    docs = _yaml_documents(source, limits)
+    if len(docs) != 1 or not isinstance(docs[0], dict):
         raise LoadError(name, "", "expected one YAML mapping with a 'clusters' list")
     try:
-        found = _ClusterFile.model_validate(documents[0]).clusters
+        found = _ClusterFile.model_validate(docs[0]).clusters
     except pydantic.ValidationError as error:
-        raise _from_validation(name, error) from None
+        raise from_validation(name, error) from None
     seen: set[str] = set()
     for i, cluster in enumerate(found):
         if cluster.name in seen:
@@ -241,7 +271,7 @@ class _PreviousResource(_Shape):
 
 class _PreviousCluster(_Shape):
     name: str
-    replicas: int = pydantic.Field(ge=0)
+    replicas: counts.Replicas
 
 
 class _PreviousPlacement(_Shape):
@@ -253,19 +283,19 @@ class _PreviousFile(_Shape):
     placements: list[_PreviousPlacement]
 
 
-def parse_previous(source: Source) -> dict[resources_.ResourceKey, dict[str, int]]:
+def parse_previous(
+    source: Source, limits: documents.Limits = documents.LIMITS
+) -> dict[resources_.ResourceKey, dict[str, int]]:
     """Resource key -> cluster -> replicas, from a previous ``fedctl plan -o json``."""
     name, text = source
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise LoadError(
-            name, "", f"malformed JSON: line {error.lineno}, column {error.colno}: {error.msg}"
-        ) from None
+        data = documents.json_document(text, limits)
+    except documents.TextError as error:
+        raise LoadError(name, "", str(error)) from None
     try:
         parsed = _PreviousFile.model_validate(data)
     except pydantic.ValidationError as error:
-        raise _from_validation(name, error) from None
+        raise from_validation(name, error) from None
     return {
         (p.resource.api_version, p.resource.kind, p.resource.namespace, p.resource.name): {
             c.name: c.replicas for c in p.clusters

@@ -26,6 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from federation.placement import counts
+
 GROUP_VERSION = "policy.federation.io/v1alpha1"
 KARMADA_GROUP_VERSION = "policy.karmada.io/v1alpha1"
 API_VERSIONS = (GROUP_VERSION, KARMADA_GROUP_VERSION)
@@ -85,7 +87,7 @@ class Toleration(_Model):
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: counts.Seconds | None = None
 
 
 class SpreadConstraint(_Model):
@@ -93,8 +95,8 @@ class SpreadConstraint(_Model):
 
     spread_by_field: Literal["cluster", "region", "zone", "provider"] | None = None
     spread_by_label: str | None = None
-    max_groups: int = Field(default=0, ge=0)
-    min_groups: int = Field(default=0, ge=0)
+    max_groups: counts.Groups = 0
+    min_groups: counts.Groups = 0
 
     @property
     def key(self) -> str:
@@ -111,7 +113,7 @@ class SpreadConstraint(_Model):
 
 class StaticClusterWeight(_Model):
     target_cluster: ClusterAffinity
-    weight: int = Field(ge=1)
+    weight: counts.Weight
 
 
 class ClusterPreferences(_Model):
@@ -123,8 +125,8 @@ class ReplicaBound(_Model):
     """Our extension: replicas a matching cluster must get at least / may get at most."""
 
     target_cluster: ClusterAffinity = Field(default_factory=ClusterAffinity)
-    min_replicas: int = Field(default=0, ge=0)
-    max_replicas: int | None = Field(default=None, ge=0)
+    min_replicas: counts.Replicas = 0
+    max_replicas: counts.Replicas | None = None
 
 
 class ReplicaSchedulingStrategy(_Model):
@@ -132,7 +134,7 @@ class ReplicaSchedulingStrategy(_Model):
     replica_division_preference: Literal["Aggregated", "Weighted"] | None = None
     weight_preference: ClusterPreferences | None = None
     replica_bounds: list[ReplicaBound] = Field(default_factory=list)
-    allow_partial: bool = False
+    allow_partial: counts.Flag = False
 
 
 class Placement(_Model):
@@ -154,7 +156,7 @@ class ResourceSelector(_Model):
 class PropagationSpec(_Model):
     resource_selectors: list[ResourceSelector]
     placement: Placement = Field(default_factory=Placement)
-    priority: int = 0
+    priority: counts.Int32 = 0
     # Karmada fields accepted so Karmada policies load unchanged; placement ignores them.
     propagate_deps: Any = None
     preemption: Any = None

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from federation.placement import counts
+
 ResourceKey = tuple[str, str, str | None, str]
 """(apiVersion, kind, namespace or None, name): how decisions are keyed."""
 
@@ -54,7 +56,7 @@ class Resource(BaseModel):
     name: str = Field(min_length=1)
     namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    replicas: int = Field(default=0, ge=0)
+    replicas: counts.Replicas = 0
 
     @property
     def key(self) -> ResourceKey:
@@ -84,15 +86,17 @@ def from_manifest(manifest: Mapping[str, Any]) -> Resource:
     metadata = manifest.get("metadata") or {}
     spec = manifest.get("spec") or {}
     kind = manifest.get("kind")
+    # A kind that is not a string (a mapping, a list) is refused by validation below.
+    cluster_scoped = isinstance(kind, str) and kind in CLUSTER_SCOPED_KINDS
     namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
-    if kind not in CLUSTER_SCOPED_KINDS:
+    if not cluster_scoped:
         namespace = namespace or "default"
     return Resource.model_validate(
         {
             "api_version": manifest.get("apiVersion"),
             "kind": kind,
             "name": metadata.get("name") if isinstance(metadata, Mapping) else None,
-            "namespace": namespace if kind not in CLUSTER_SCOPED_KINDS else None,
+            "namespace": None if cluster_scoped else namespace,
             "labels": metadata.get("labels") or {} if isinstance(metadata, Mapping) else {},
             "replicas": replicas_of(str(kind), spec) if isinstance(spec, Mapping) else 0,
         }

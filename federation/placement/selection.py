@@ -164,13 +164,13 @@ def _key_getter(key: str) -> Callable[[clusters_.Cluster], str | None]:
 
 @dataclass(frozen=True)
 class Grouping:
-    """Clusters grouped by a spread key, with the room of each group (unlimited: inf)."""
+    """Clusters grouped by a spread key, with the room of each group (unlimited: None)."""
 
     key: str
     groups: Mapping[str, tuple[clusters_.Cluster, ...]]
     missing: tuple[clusters_.Cluster, ...]
     group_of: Mapping[str, str]
-    room: Mapping[str, float]
+    room: Mapping[str, int | None]
 
 
 def group(
@@ -188,7 +188,8 @@ def group(
             groups.setdefault(value, []).append(cluster)
     group_of = {c.name: value for value, members in groups.items() for c in members}
     rooms = {value: [room[c.name] for c in members] for value, members in groups.items()}
-    totals = {v: math.inf if None in r else float(sum(x or 0 for x in r)) for v, r in rooms.items()}
+    # Exact integers: rooms are not validated on every path and may exceed a float.
+    totals = {v: None if None in r else sum(x or 0 for x in r) for v, r in rooms.items()}
     frozen = {value: tuple(members) for value, members in groups.items()}
     return Grouping(key, frozen, tuple(missing), group_of, totals)
 
@@ -240,9 +241,10 @@ def _spread_groups(
             value = grouping.group_of[name]
             holding[value] = holding.get(value, 0) + n
 
-    def rank(value: str) -> tuple[float, float, int, str]:
-        h = holding.get(value, 0)
-        return (-h, -(grouping.room[value] + h), -len(groups[value]), value)
+    def rank(value: str) -> tuple[int, bool, int, int, str]:
+        h, room = holding.get(value, 0), grouping.room[value]
+        unlimited = room is None
+        return (-h, not unlimited, 0 if room is None else -(room + h), -len(groups[value]), value)
 
     names = sorted(groups, key=rank)
     if len(names) < constraint.floor:

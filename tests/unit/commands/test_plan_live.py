@@ -6,10 +6,12 @@ import io
 import json
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from federation.commands import get_clusters, plan_live
 from federation.controllers import failover
+from federation.placement import loader
 
 MEMBERS = ("member1", "member2", "member3")
 
@@ -85,3 +87,16 @@ def test_clusters_table_shows_health_room_and_workloads() -> None:
                                 "2", "5", "lab"]
     assert lines[2].split()[:4] == ["member2", "False", "False",
                                     "cluster.federation.io/not-ready:NoSchedule"]
+
+
+def test_hub_values_beyond_int32_are_one_line_errors() -> None:
+    """A MemberCluster or template with a count the engine refuses: LoadError naming it."""
+    hostile = state()
+    hostile.members[0]["status"]["availableReplicas"] = 2**40
+    expected = r"MemberCluster member1: status.availableReplicas: .*2147483647"
+    with pytest.raises(loader.LoadError, match=expected):
+        plan_live.what_if(hostile, [])
+    hostile = state()
+    hostile.templates[0]["spec"]["replicas"] = True
+    with pytest.raises(loader.LoadError, match=r"Deployment shop/movable: spec.replicas: .*bool"):
+        plan_live.what_if(hostile, [])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,15 +15,27 @@ from federation.placement.division import Party, webster
 
 def reference(total: int, parties: list[Party]) -> dict[str, int]:
     """Seat-by-seat Webster with exact fractions and the documented tie rule, no shortcuts."""
+    return reference_with_ties(total, parties)[0]
+
+
+def reference_with_ties(
+    total: int, parties: list[Party]
+) -> tuple[dict[str, int], list[division.Tie]]:
+    """:func:`reference`, also listing every tie: seat, winner, runner-up (next in order), rule."""
     seats = {p.name: p.floor for p in parties}
-    for _ in range(total - sum(seats.values())):
-        open_parties = [p for p in parties if p.cap is None or seats[p.name] < p.cap]
-        best = min(
-            open_parties,
-            key=lambda p: (-Fraction(p.weight, 2 * seats[p.name] + 1), seats[p.name], p.name),
+    ties = []
+    for seat in range(sum(seats.values()) + 1, total + 1):
+        ranked = sorted(
+            (-Fraction(p.weight, 2 * seats[p.name] + 1), seats[p.name], p.name)
+            for p in parties
+            if p.cap is None or seats[p.name] < p.cap
         )
-        seats[best.name] += 1
-    return seats
+        (priority, held, name), rest = ranked[0], ranked[1:]
+        if rest and rest[0][0] == priority:
+            rule = "fewer replicas" if rest[0][1] != held else "name"
+            ties.append(division.Tie(seat, name, rest[0][2], rule))
+        seats[name] += 1
+    return seats, ties
 
 
 def weights(*values: int) -> list[Party]:
@@ -194,3 +207,122 @@ def test_jump_start_is_exact_for_large_totals(weights_: list[int], total: int) -
     """Large totals (where the jump start kicks in) equal the reference."""
     parties = [Party(f"c{i}", w) for i, w in enumerate(weights_)]
     assert webster(total, parties).seats == reference(total, parties)
+
+
+# -- large totals: exact, and in time polynomial in the number of parties ---------------------
+
+bounded_parties = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(0, 20), st.none() | st.integers(0, 300)),
+    min_size=1,
+    max_size=5,
+).map(
+    lambda specs: [
+        Party(f"c{i}", w, floor, None if cap is None else floor + cap)
+        for i, (w, floor, cap) in enumerate(specs)
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parties=bounded_parties, data=st.data())
+def test_jump_start_with_caps_and_weightless_parties(
+    parties: list[Party], data: st.DataObject
+) -> None:
+    """Totals far above two seats per party, binding caps, zero weights: the reference result.
+
+    The ties listed are ties the seat-by-seat process breaks at those seats; when it
+    breaks one for the last seat, that one is listed (it decided who got a replica).
+    """
+    low = sum(p.floor for p in parties)
+    high = division.total_cap(p.cap for p in parties)
+    total = data.draw(st.integers(low, low + 1500 if high is None else high))
+    result = webster(total, parties)
+    seats, ties = reference_with_ties(total, parties)
+    assert result.seats == seats
+    assert set(result.ties) <= set(ties)
+    assert result.tie_count <= len(ties)
+    if ties and ties[-1].seat == total and result.tie_count <= division.TIES_SHOWN:
+        assert ties[-1] in result.ties
+    if total - low <= 2 * len(parties):  # no jump start: every tie, as before
+        assert list(result.ties) == ties[: division.TIES_SHOWN]
+        assert result.tie_count == len(ties)
+
+
+def optimal(total: int, parties: list[Party], seats: dict[str, int]) -> bool:
+    """Webster's divisor condition: no seat could move to a party with a higher priority.
+
+    Every seat above a floor has a priority at least that of every next seat a party
+    below its cap would get; that, with the sum and the bounds, characterises the
+    result without handing seats out one at a time.
+    """
+    given = [Fraction(p.weight, 2 * seats[p.name] - 1) for p in parties if seats[p.name] > p.floor]
+    wanted = [
+        Fraction(p.weight, 2 * seats[p.name] + 1)
+        for p in parties
+        if p.cap is None or seats[p.name] < p.cap
+    ]
+    in_bounds = all(
+        p.floor <= seats[p.name] and (p.cap is None or seats[p.name] <= p.cap) for p in parties
+    )
+    fair = not given or not wanted or min(given) >= max(wanted)
+    return sum(seats.values()) == total and in_bounds and fair
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    size=st.integers(1, 1000),
+    seed=st.randoms(use_true_random=False),
+)
+def test_int32_replicas_over_up_to_1000_parties(size: int, seed: Any) -> None:
+    """2147483647 seats over 1-1000 parties of any weight, floor and cap (None: unlimited)."""
+    parties = [
+        Party(
+            f"c{i:04}",
+            seed.choice([0, 1, seed.randint(1, 1000), seed.randint(1, 2**31 - 1)]),
+            seed.choice([0, 0, seed.randint(0, 10**6)]),
+            seed.choice([None, None, 0, seed.randint(0, 2**31 - 1)]),
+        )
+        for i in range(size)
+    ]
+    parties = [p._replace(cap=None if p.cap is None else max(p.cap, p.floor)) for p in parties]
+    if division.total_cap(p.cap for p in parties) is not None:
+        parties.append(Party("zz", 1))
+    total = 2**31 - 1 + sum(p.floor for p in parties)
+    result = webster(total, parties)
+    assert optimal(total, parties, result.seats)
+
+
+@pytest.mark.parametrize("total", [10**8, 5 * 10**8, 10**9, 2**31 - 1, 2**63, 2**200])
+@pytest.mark.parametrize(
+    "caps", [[333333333, None, None], [None, None], [1, 2, None], [2**62, 2**62, 2**62, None]]
+)
+def test_huge_totals_divide_at_once(total: int, caps: list[int | None]) -> None:
+    """The dynamic-weight case that spun forever, and 2**63 or more seats: exact at once."""
+    parties = [Party(f"c{i}", total if c is None else c, 0, c) for i, c in enumerate(caps)]
+    result = webster(total, parties)
+    assert optimal(total, parties, result.seats)
+
+
+def test_the_case_that_spun_forever() -> None:
+    """10**9 replicas, room 333333333 / unlimited / unlimited (weights: room, unlimited = total)."""
+    total = 10**9
+    parties = [Party("a", 333333333, 0, 333333333), Party("b", total), Party("c", total)]
+    assert webster(total, parties).seats == {"a": 142857143, "b": 428571429, "c": 428571428}
+
+
+def test_weightless_parties_share_what_the_others_cannot_take() -> None:
+    """Once weighted parties are full, weightless ones fill level by level, ties by name."""
+    parties = [Party("a", 5, 0, 10), Party("b", 0, 3), Party("c", 0), Party("d", 0, 0, 4)]
+    assert webster(10**6, parties).seats == reference_big_weightless(10**6, parties)
+
+
+def reference_big_weightless(total: int, parties: list[Party]) -> dict[str, int]:
+    """Weighted parties at their caps, then levels: b and c share the rest evenly, d stops at 4."""
+    rest = total - 10 - 4
+    return {"a": 10, "b": (rest + 1) // 2, "c": rest // 2, "d": 4}
+
+
+def test_negative_weights_are_refused() -> None:
+    """The divisor method is undefined for them; the engine never makes one."""
+    with pytest.raises(ValueError, match="negative"):
+        webster(100, [Party("a", -1), Party("b", 1)])  # more than 2 seats per party: jump
