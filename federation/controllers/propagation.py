@@ -869,7 +869,9 @@ def copies_failed(build: Build, report: plan.Report, hub: str) -> ClientError:
     messages = {**build.unreachable, **{o.vertex.cluster: o.error or "failed" for o in failed}}
     causes = [*build.causes.values(), *(o.exception for o in failed if o.attempted)]
     names = ",".join(sorted(messages))
-    text = "; ".join(f"{name}: {message}" for name, message in sorted(messages.items()))
+    short = {name: message.removeprefix(f"{name}: ") for name, message in messages.items()}
+    text = "; ".join(message if len(short) == 1 else f"{name}: {message}"
+                     for name, message in sorted(short.items()))
     if all(isinstance(cause, ClusterUnavailable) for cause in causes):
         return ClusterUnavailable(names, text)
     return CopiesFailed(names, text)
