@@ -156,3 +156,35 @@ def test_cluster_transitions_are_logged_once_each(caplog: pytest.LogCaptureFixtu
     assert lines == [("INFO", "cluster m1 is available"),
                      ("ERROR", "cluster m1 is unavailable: refused"),
                      ("INFO", "cluster m1 is available again")]
+
+
+class RecordingManager:
+    """What `setup` registers, without running anything."""
+
+    def __init__(self) -> None:
+        self.clusters = cluster_set(*MEMBERS)
+        self.client = FakeMC(self.clusters)
+        self.controllers: dict[str, controller.Controller] = {}
+
+    def add(self, ctl: controller.Controller) -> None:
+        self.controllers[ctl.name] = ctl
+
+    def cache(self, *_: Any) -> None:
+        return None
+
+    def add_runnable(self, *_: Any) -> None:
+        return None
+
+
+def test_cleanup_runs_as_many_workers_as_propagation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an outage the clean-up has as many bindings to finish as propagation has
+    templates: one worker (1.7 bindings/s) is not enough; both follow the same setting."""
+    from federation.controllers import setup
+
+    monkeypatch.setattr(setup, "SETTINGS", propagation.PropagationSettings(workers=7,
+                                                                           retry_pending=2.5))
+    mgr = RecordingManager()
+    setup.setup(mgr)  # type: ignore[arg-type]
+    assert mgr.controllers["cleanup"].workers == mgr.controllers["propagation"].workers == 7
+    leftovers = mgr.controllers["cleanup"].reconcile_func.__self__  # type: ignore[attr-defined]
+    assert leftovers.retry == 2.5
