@@ -264,7 +264,10 @@ class Informer:
                     delay = self.backoff(failures)
                     failures += 1
                     self.restarts += 1
-                    log.warning("%s: %s; retrying in %.1fs", self.name, exc, delay)
+                    # The first failure of a run is a WARNING; the retries of an outage
+                    # that follow are DEBUG (the cluster's probe logs the outage once).
+                    log.log(logging.WARNING if failures == 1 else logging.DEBUG,
+                            "%s: %s; retrying in %.1fs", self.name, exc, delay)
                     self._woken.clear()
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._woken.wait(), delay)

@@ -17,7 +17,9 @@ name and informers, so events and requests stay keyed by the member's name.
 
 Availability comes from a probe of ``/readyz`` every ``probe_interval``;
 ``failure_threshold`` failures in a row mark a cluster unavailable, one
-success marks it available again. Writes to an unavailable, disabled or
+success marks it available again. Each transition is logged once (ERROR when
+the cluster goes, INFO with the outage's length when it is back); the work that
+fails meanwhile retries quietly. Writes to an unavailable, disabled or
 misconfigured cluster fail at once with a retryable error (see
 :meth:`Cluster.check_writable`) instead of tying a worker up in timeouts.
 """
@@ -150,13 +152,18 @@ class Cluster:
     def _set_available(self, value: bool, error: str | None) -> None:
         changed = value != self.available
         if changed:
-            self.changed_at = time.monotonic()
+            now = time.monotonic()
+            away_for = now - self.changed_at
+            self.changed_at = now
             if value:
-                log.info("cluster %s is available", self.name)
+                log.info("cluster %s is available%s", self.name,
+                         f" again after {away_for:.0f}s" if self.available is False else "")
                 for informer in self.cache.informers.values() if self.cache else ():
                     informer.wake()
             else:
-                log.warning("cluster %s is unavailable: %s", self.name, error)
+                # The one ERROR of an outage: every reconcile that fails because of it
+                # retries at DEBUG (runtime.controller), and this line says why.
+                log.error("cluster %s is unavailable: %s", self.name, error)
         self.available = value
         self.last_probe_error = error
         if changed:

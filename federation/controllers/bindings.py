@@ -8,9 +8,18 @@ Applied, Healthy, Conflict, CleanupPending) for every kind, and
 ``aggregatedStatus``: per cluster whether the copy was applied, the error
 when not, its health and the member's own status fields.
 
-A binding outlives its template only when copies could not be deleted (a
-member was unreachable past the wait): ``status.pendingCleanup`` lists those
-clusters and the cleanup controller finishes the job when they return.
+A binding never outlives its template by accident: every template that gets
+one carries our finalizer, failed placements included, and the finalizer goes
+only once the binding is deleted. It stays behind on purpose only when copies
+could not be deleted (a member was unreachable past the wait): then
+``spec.templateDeleted`` is true, ``spec.pendingCleanup`` lists those clusters,
+and the cleanup controller finishes the job when they return.
+
+Such a leftover is never overwritten. A template re-created under the same
+name inherits its pending clean-up (:func:`leftover`): the new template's
+reconcile records those clusters on the template (its own pending clean-up,
+before any member write) and only then rewrites the binding, so at every moment
+one record holds the list.
 """
 
 from __future__ import annotations
@@ -39,6 +48,18 @@ def binding_resource(template: Mapping[str, Any]) -> Resource:
 
 def previous_conditions(binding: Mapping[str, Any] | None) -> list[JSON]:
     return list(((binding or {}).get("status") or {}).get("conditions") or [])
+
+
+def leftover(binding: Mapping[str, Any] | None, template: Mapping[str, Any]) -> list[str]:
+    """Clusters holding copies of a deleted earlier template of the same name: the pending
+    clean-up of ``binding`` when it is the leftover of another template (another UID)."""
+    spec = (binding or {}).get("spec") or {}
+    if not spec.get("templateDeleted"):
+        return []
+    uid = (spec.get("resource") or {}).get("uid")
+    if uid and uid == (template.get("metadata") or {}).get("uid"):
+        return []  # this template's own record: its deletion is under way
+    return sorted(str(c) for c in spec.get("pendingCleanup") or [])
 
 
 def binding(template: Mapping[str, Any], decision: decision_.Decision | None,

@@ -3,11 +3,21 @@
 When a template is deleted while a member holding its copy is unreachable,
 the propagation controller waits a bounded time, then releases the template
 and leaves its ResourceBinding with ``spec.templateDeleted: true`` and
-``status.pendingCleanup`` listing those members. This controller retries them:
+``spec.pendingCleanup`` listing those members. This controller retries them:
 on every binding event, every MemberCluster change and every few seconds, it
 deletes our copy (only ours: the ownership label is checked) in each member
 listed in ``spec.pendingCleanup`` it can reach, and deletes the binding when none
-is left.
+is left. It runs as many workers as propagation: after an outage it has as
+many bindings to finish as propagation has templates to fix.
+
+A template re-created under the same name takes the leftover over (see
+:mod:`federation.controllers.bindings`): once its reconcile has recorded the
+pending clusters, the binding is its own again (``templateDeleted`` false) and
+this controller lets it be. Until then both may meet the same member copy,
+so this controller never deletes a copy a live template claims (its
+``federation.io/template-uid`` is that template's UID: the new template has
+already taken it over), and deletes with the copy's resourceVersion as a
+precondition, so a copy rewritten between our read and our delete survives.
 """
 
 from __future__ import annotations
@@ -24,14 +34,17 @@ log = logging.getLogger("federation.cleanup")
 JSON = dict[str, Any]
 
 RETRY = 5.0
-"""Seconds between attempts while members are still unreachable."""
+"""Seconds between attempts while members are still unreachable (``fedctl run`` passes
+PropagationSettings.retry_pending)."""
 
 
 class Reconciler:
-    def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder) -> None:
+    def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
+                 retry: float = RETRY) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder
+        self.retry = retry
 
     async def reconcile(self, request: Request) -> Result | None:
         resource = api.RESOURCE_BINDINGS if request.namespace else api.CLUSTER_RESOURCE_BINDINGS
@@ -45,8 +58,11 @@ class Reconciler:
         meta = binding["metadata"]
         if not left:
             try:
-                await writer.delete(resource, meta["name"], meta.get("namespace"))
+                await writer.delete(resource, meta["name"], meta.get("namespace"),
+                                    resource_version=meta.get("resourceVersion"))
             except ApiError as exc:
+                if exc.status == 409:
+                    return Result(requeue_after=0.0)  # changed (taken over?): read it again
                 if exc.status != 404:
                     raise
             log.info("%s: pending copies removed from %s", meta["name"], ", ".join(pending))
@@ -63,10 +79,28 @@ class Reconciler:
                                       {"status": {"pendingCleanup": left,
                                                   "conditions": conditions}},
                                       namespace=meta.get("namespace"))
-        return Result(requeue_after=RETRY)
+        return Result(requeue_after=self.retry)
+
+    async def _claimed_uid(self, binding: JSON) -> str | None:
+        """The UID of a live hub template of the binding's name (a re-created one), if any."""
+        target = (binding.get("spec") or {}).get("resource") or {}
+        writer = self.mc.cluster(self.hub)
+        try:
+            resource = await writer.resource(target)
+            live = await writer.get(resource, target["name"], target.get("namespace"))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        except ClientError as exc:
+            if getattr(exc, "retryable", False):
+                raise
+            return None  # the hub serves no such kind any more: no template can claim a copy
+        uid = live["metadata"].get("uid")
+        return str(uid) if uid else None
 
     async def _clean(self, binding: JSON, cluster: str) -> bool:
-        """True when ``cluster`` holds no copy of ours any more."""
+        """True when ``cluster`` holds no copy of the deleted template any more."""
         target = (binding.get("spec") or {}).get("resource") or {}
         try:
             writer = self.mc.cluster(cluster)
@@ -75,15 +109,20 @@ class Reconciler:
         except ApiError as exc:
             return exc.status == 404
         except ClientError as exc:
-            log.info("%s: %s still unreachable: %s", binding["metadata"]["name"], cluster, exc)
+            # Every retry of an outage: DEBUG (the cluster's transition is logged once).
+            log.debug("%s: %s still unreachable: %s", binding["metadata"]["name"], cluster, exc)
             return False
         if not manifests.is_ours(live):
             return True
+        meta = live["metadata"]
+        marked = (meta.get("annotations") or {}).get(manifests.TEMPLATE_UID_ANNOTATION)
+        if marked and marked == await self._claimed_uid(binding):
+            return True  # the re-created template has taken this copy over
         try:
             await writer.delete(resource, target["name"], target.get("namespace"),
-                                uid=live["metadata"].get("uid"))
+                                uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))
         except ApiError as exc:
-            return exc.status == 404
+            return exc.status == 404  # 409: rewritten since we read it; look again next time
         except ClientError:
             return False
         return True

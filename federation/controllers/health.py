@@ -222,7 +222,7 @@ class HealthController:
                         self._probers.pop(name).cancel()
                         self.health.pop(name, None)
                 for name, cluster in members.items():
-                    if name not in self._probers:
+                    if name not in self._probers or self._probers[name].done():
                         task = asyncio.create_task(self._probe_loop(cluster),
                                                    name=f"health probe of {name}")
                         self._probers[name] = task
@@ -236,7 +236,7 @@ class HealthController:
     async def _probe_loop(self, cluster: Cluster) -> None:
         assert cluster.client is not None
         health = self.health.setdefault(cluster.name, await self._initial(cluster.name))
-        while True:
+        while self.clusters.clusters.get(cluster.name) is cluster:  # ends when it left
             started = time.monotonic()
             result = await probe(cluster.client, self.settings.timeout)
             if health.observe(result, self.clock()):
@@ -265,8 +265,26 @@ class HealthController:
     async def reconcile(self, request: Request) -> Result | None:
         doc = await self.mc.get(api.MEMBER_CLUSTERS, request.name, cluster=self.hub)
         if doc is None or doc["metadata"].get("deletionTimestamp"):
+            self._forget(request.name)
             return None
-        name = request.name
+        try:
+            return await self._reconcile(request.name, doc)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            # Deleted since our cache saw it (`fedctl unjoin`): nothing left to report on.
+            log.info("cluster %s: MemberCluster gone (%s); health no longer written",
+                     request.name, exc)
+            self._forget(request.name)
+            return None
+
+    def _forget(self, name: str) -> None:
+        """Drop what we know of a member that left (its prober goes with the next sweep)."""
+        self._capacity_at.pop(name, None)
+        if name not in self.clusters.clusters:
+            self.health.pop(name, None)
+
+    async def _reconcile(self, name: str, doc: JSON) -> Result | None:
         health = self.health.get(name)
         if health is None or health.ready.value is None:
             await self._not_probed(doc)

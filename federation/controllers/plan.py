@@ -227,8 +227,7 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
         for dependency in sorted(vertex.depends_on):
             before = await tasks[dependency]
             if not before.ok:
-                return Outcome(vertex, ok=False, attempted=False,
-                               error=f"not attempted: {before.vertex.describe()} failed")
+                return Outcome(vertex, ok=False, attempted=False, error=_not_attempted(before))
         if vertex.action is Action.NOOP:
             return Outcome(vertex, ok=True, attempted=False)
         mismatch = vertex.expect.mismatch(vertex.obj) if vertex.expect is not None else None
@@ -246,6 +245,14 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
         tasks[vertex.key] = asyncio.create_task(run(vertex), name=vertex.describe())
     results = await asyncio.gather(*tasks.values())
     return Report({outcome.vertex.key: outcome for outcome in results})
+
+
+def _not_attempted(before: Outcome) -> str:
+    """Why a vertex was skipped, with the cause: a skipped dependency passes its own reason
+    on (the first write that failed, and how), so a chain never hides where it broke."""
+    if not before.attempted and before.error:
+        return before.error
+    return f"not attempted: {before.vertex.describe()} failed: {before.error or 'unknown error'}"
 
 
 async def _write(writer: Writer, vertex: Vertex) -> JSON:

@@ -63,6 +63,7 @@ from federation.controllers import (
     manifests,
     overrides,
     plan,
+    scheduling,
     status,
 )
 from federation.controllers import failover as failover_
@@ -94,7 +95,18 @@ class PropagationSettings:
     workers: int = 16
     """Concurrent reconciles. A reconcile spends nearly all its time waiting on API
     servers (a handful of sequential writes of tens of milliseconds each), so throughput
-    grows with workers until the API servers, not this process, are the limit."""
+    grows with workers until the API servers, not this process, are the limit. The
+    clean-up controller uses as many: after an outage it has as many bindings to finish
+    as propagation has templates to fix."""
+    schedule_budget: float = 5.0
+    """Seconds one placement may compute (in a worker thread, off the event loop). The
+    engine places a template of a large fleet in milliseconds; one that needs seconds is a
+    hostile or broken policy. Past the budget the template is Scheduled=False
+    (ScheduleTimeout) and not retried until it or its policy changes."""
+    schedule_threads: int = 2
+    """Placements computing at once. Placement is CPU-bound and Python runs one thread at
+    a time, so more threads place nothing faster; two let a slow placement (which keeps
+    its thread until it returns, even past its budget) not stall every other one."""
     deny_list: deny.DenyList = dataclasses.field(default_factory=deny.DenyList)
     """Kinds and objects never propagated. The default list keeps our own API, a
     cluster's records about itself and credentials on the hub, whatever a policy selects
@@ -124,11 +136,18 @@ class Build:
     desired: dict[str, JSON] = dataclasses.field(default_factory=dict)
     live: dict[str, JSON | None] = dataclasses.field(default_factory=dict)
     unreachable: dict[str, str] = dataclasses.field(default_factory=dict)
+    causes: dict[str, BaseException] = dataclasses.field(default_factory=dict)
+    """The error behind each :attr:`unreachable` entry (an outage, or a real refusal)."""
+    inherited: list[str] = dataclasses.field(default_factory=list)
+    """Clusters still holding copies of a deleted earlier template of the same name (its
+    leftover binding's pending clean-up): this template's record takes them over."""
     conflicts: dict[str, str] = dataclasses.field(default_factory=dict)
     removals: list[str] = dataclasses.field(default_factory=list)
     pending_cleanup: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     dag: plan.Plan = dataclasses.field(default_factory=plan.Plan)
+    shared: set[str] = dataclasses.field(default_factory=set)
+    """Keys of dependency creates (a Namespace, a CRD) that other templates may make too."""
     record: plan.Vertex | None = None
     binding: JSON | None = None
     """The template's ResourceBinding as cached (previous conditions live there)."""
@@ -165,6 +184,15 @@ class Build:
     def targets(self) -> list[str]:
         return sorted(self.decision.clusters) if self.decision else []
 
+    @property
+    def pending_before(self) -> list[str]:
+        """Clusters whose copies were to be deleted: this template's, and inherited ones."""
+        return sorted(set(pending_from(self.template)) | set(self.inherited))
+
+    def note_unreachable(self, cluster: str, exc: BaseException) -> None:
+        self.unreachable[cluster] = str(exc)
+        self.causes[cluster] = exc
+
 
 def decision_from(template: Mapping[str, Any]) -> dict[str, int]:
     raw = (template.get("metadata", {}).get("annotations") or {}).get(api.REPLICAS_ANNOTATION)
@@ -199,6 +227,8 @@ class Reconciler:
         self.writer = Writer(mc, self.hub, self.settings.deny_list)
         self._denials_reported: set[tuple[str, str]] = set()
         """(policy uid, deny rule) pairs already reported by an event on the policy."""
+        self.scheduler = scheduling.Scheduler(self.settings.schedule_budget,
+                                              self.settings.schedule_threads)
         self.failover = failover_.Failover()
         """Failover state (disruption budget); the wiring sets its requeue."""
 
@@ -216,6 +246,7 @@ class Reconciler:
         build.binding = await self.mc.get(bindings.binding_resource(template),
                                           bindings.binding_name(template),
                                           request.namespace or None, cluster=self.hub)
+        build.inherited = bindings.leftover(build.binding, template)
         if template["metadata"].get("deletionTimestamp"):
             return await self._finalize(build)
         try:
@@ -227,7 +258,7 @@ class Reconciler:
             if build.denied is not None:
                 await self._report_denied(build, *build.denied)
             return await self._unpropagate(build)
-        report = await plan.execute(build.dag, self.writer)
+        report = await plan.execute(build.dag, SharedCreates(self.writer, build.shared))
         return await self._after(build, report)
 
     # -- after execution: what was learned -----------------------------------------------
@@ -248,9 +279,7 @@ class Reconciler:
         refused = {o.vertex.cluster for o in report.failed() if o.refused}
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
-            errors = {**build.unreachable, **failed}
-            raise ClusterUnavailable(",".join(sorted(errors)), "; ".join(
-                f"{name}: {message}" for name, message in sorted(errors.items())))
+            raise copies_failed(build, report, self.hub)
         if still_pending:
             return Result(requeue_after=self.settings.retry_pending)
         return None
@@ -344,15 +373,24 @@ class Reconciler:
                                          condition["message"])
 
     async def _report_problem(self, build: Build, problem: Problem) -> Result | None:
-        """Bad input: a condition and an event; nothing is written to members."""
+        """Bad input: a condition and an event; no copy is written or changed. The template
+        keeps our finalizer (its binding goes with it) and its pending clean-up goes on."""
         log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
                  problem)
+        await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
+        if build.policy is None and build.inherited:
+            return None  # nothing of ours to record: the leftover stays the clean-up's
+        pending = await self._keep_cleaning(build) if build.policy is not None \
+            else pending_from(build.template)
         previous = build.previous_conditions
         conditions = [status.condition(problem.condition, False, problem.reason, str(problem),
                                        previous)]
-        await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
+        if pending:
+            conditions.append(status.condition(
+                "CleanupPending", True, "MemberUnreachable",
+                "copies still to delete in " + ", ".join(pending), previous))
         binding = bindings.binding(build.template, build.decision, build.policy, conditions,
-                                   {}, {}, {}, pending_from(build.template))
+                                   {}, {}, build.unreachable, pending)
         writes = plan.Plan()
         add_binding(writes, self.hub, binding, build.binding)
         template_status = status.template_status(build.template, {}, conditions)
@@ -362,7 +400,44 @@ class Reconciler:
             writes.add(plan.Vertex(self.hub, plan.Action.STATUS,
                                    status_patch(build.template, template_status)))
         (await plan.execute(writes, self.writer)).raise_for_failure()
-        return None
+        return Result(requeue_after=self.settings.retry_pending) if pending else None
+
+    async def _keep_cleaning(self, build: Build) -> list[str]:
+        """Record our finalizer and the pending clean-up (this template's and an earlier
+        one's) on a template placement refused, then delete the copies that can be reached.
+        Copies of the last decision stay: bad input changes nothing that runs."""
+        pending = sorted(set(build.pending_before) - set(decision_from(build.template)))
+        await self._hold(build, pending)
+        if not pending:
+            return []
+        removal = plan.Plan()
+        for cluster in pending:
+            vertex = await self._delete_vertex(build, cluster)
+            if vertex is not None:
+                removal.add(vertex)
+        report = await plan.execute(removal, self.writer)
+        left = sorted((set(build.unreachable) & set(pending)) |
+                      {o.vertex.cluster for o in report.failed()})
+        await self._hold(build, left)
+        return left
+
+    async def _hold(self, build: Build, pending: Sequence[str]) -> None:
+        """Our finalizer and ``pending`` on the template; a hub write only when they change."""
+        meta = build.meta
+        annotations = dict(meta.get("annotations") or {})
+        wanted = dict(annotations)
+        set_json(wanted, api.PENDING_CLEANUP_ANNOTATION, list(pending))
+        holders = set(decision_from(build.template)) | set(pending)
+        if holders:
+            wanted[PLACEMENT_ANNOTATION] = json.dumps(sorted(holders))
+        finalizers = list(meta.get("finalizers") or [])
+        if api.FINALIZER in finalizers and wanted == annotations:
+            return
+        if api.FINALIZER not in finalizers:
+            finalizers.append(api.FINALIZER)
+        meta["annotations"] = wanted
+        meta["finalizers"] = finalizers
+        build.template = await self.writer.update(self.hub, build.template)
 
     async def _report_denied(self, build: Build, policy_doc: JSON, rule: deny.Rule) -> None:
         """A Warning event on the policy, once per (policy, rule): the first object it skips."""
@@ -397,18 +472,20 @@ class Reconciler:
 
     async def _remove_everywhere(self, build: Build, release: bool, reason: str
                                  ) -> Result | None:
-        holders = sorted(set(decision_from(build.template)) | set(pending_from(build.template)))
+        holders = sorted(set(decision_from(build.template)) | set(build.pending_before))
         removal = plan.Plan()
         for cluster in holders:
             vertex = await self._delete_vertex(build, cluster)
             if vertex is not None:
                 removal.add(vertex)
         report = await plan.execute(removal, self.writer)
-        pending = sorted({c for c in build.unreachable} |
-                         {o.vertex.cluster for o in report.failed()})
+        causes = {**build.unreachable,
+                  **{o.vertex.cluster: o.error or "delete failed" for o in report.failed()}}
+        pending = sorted(causes)
         for cluster in pending:
-            log.warning("%s %s: copy in %s not removed yet (%s)", build.resource.kind,
-                        build.name, cluster, build.unreachable.get(cluster, "delete failed"))
+            # Every retry of an outage: DEBUG (the cluster's transition is logged once).
+            log.debug("%s %s: copy in %s not removed yet (%s)", build.resource.kind,
+                      build.name, cluster, causes[cluster])
         deleting_since = build.meta.get("deletionTimestamp")
         waited = _age(deleting_since) if deleting_since else 0.0
         if pending and waited < self.settings.cleanup_wait:
@@ -426,6 +503,7 @@ class Reconciler:
         if pending:
             message = (f"{reason}; copies left in {', '.join(pending)} (unreachable for "
                        f"{self.settings.cleanup_wait:.0f}s) are deleted when they return")
+            log.info("%s %s: %s", build.resource.kind, build.name, message)
             await self.recorder.emit(build.template, "Warning", "CleanupPending", message)
             await self._mark_binding_pending(build, pending, message)
         else:
@@ -466,7 +544,7 @@ class Reconciler:
         try:
             live = await self._live(build, cluster)
         except ClientError as exc:
-            build.unreachable[cluster] = str(exc)
+            build.note_unreachable(cluster, exc)
             return None
         if live is None or not manifests.is_ours(live):
             return None
@@ -541,17 +619,26 @@ async def load_clusters(r: Reconciler, build: Build) -> None:
 
 def placement_clusters(registered: Sequence[Mapping[str, Any]], clusters: ClusterSet
                        ) -> list[clusters_.Cluster]:
-    """MemberClusters as placement clusters; without any, the engaged members bare."""
+    """The members of the ClusterSet, each described by its MemberCluster when it has one.
+
+    The ClusterSet is the one source of truth for which clusters exist: the static
+    members (``fedctl run --contexts``) and those joined from a MemberCluster's Secret
+    alike. A MemberCluster adds what placement reads (labels, location, taints,
+    conditions, capacity) to the member of its name; one naming no member of the set is
+    no placement target (nothing here can reach it). A member without one is placed on
+    bare. A member is ready when it is engaged, answers, and its MemberCluster (if any)
+    does not say Ready=False; a disabled or misconfigured member is known but not ready.
+    """
+    docs = {str(doc["metadata"]["name"]): doc for doc in registered}
     found = []
-    if registered:
-        for doc in registered:
-            name = str(doc["metadata"]["name"])
-            if name not in clusters.clusters:
-                continue
-            found.append(member_cluster(doc, clusters.get(name).available is not False))
-        return found
-    return [clusters_.Cluster(name=c.name, ready=c.available is not False)
-            for c in clusters.members if not c.is_hub and c.engaged]
+    for cluster in clusters.members:
+        if cluster.is_hub and cluster.name not in docs:
+            continue
+        reachable = cluster.engaged and cluster.available is not False
+        doc = docs.get(cluster.name)
+        found.append(member_cluster(doc, reachable) if doc is not None
+                     else clusters_.Cluster(name=cluster.name, ready=reachable))
+    return found
 
 
 def member_cluster(doc: Mapping[str, Any], reachable: bool) -> clusters_.Cluster:
@@ -582,11 +669,32 @@ async def schedule(r: Reconciler, build: Build) -> None:
                       f"{', '.join(unknown)} (known: "
                       f"{', '.join(sorted(c.name for c in build.clusters))})")
     resource = resources_.from_manifest(build.template)
-    decision = engine.place(resource, build.policy, build.clusters, build.previous)
+    key = schedule_key(build, resource)
+    why = r.scheduler.timed_out(key)
+    if why is None:
+        try:
+            decision = await r.scheduler.run(engine.place, resource, build.policy,
+                                             build.clusters, build.previous, key=key)
+        except scheduling.BudgetExceeded as exc:
+            why = str(exc)
+    if why is not None:
+        raise Problem("Scheduled", "ScheduleTimeout",
+                      f"{api_ref(build.policy)}: {why}; not tried again until the template "
+                      "or the policy changes")
     decision = dataclasses.replace(decision, explanation=(*build.notes, *decision.explanation))
     build.decision = decision
     if not decision.ok:
         raise Problem("Scheduled", "ScheduleFailed", f"{decision.error}")
+
+
+def schedule_key(build: Build, resource: resources_.Resource) -> tuple[str, ...]:
+    """What a placement that ran out of budget is remembered by: the template as the engine
+    sees it and the policy's version. Cluster changes (capacity, readiness) are left out on
+    purpose: they requeue every template, and must not rerun a hopeless placement each time."""
+    policy_meta = build.policy_doc.get("metadata") or {}
+    return (str(build.meta.get("uid")), resource.model_dump_json(),
+            str(policy_meta.get("uid")), str(policy_meta.get("resourceVersion")),
+            api_ref(build.policy))
 
 
 def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:
@@ -650,7 +758,8 @@ async def plan_record(r: Reconciler, build: Build) -> None:
     template = build.template
     meta = template["metadata"]
     annotations = dict(meta.get("annotations") or {})
-    pending = sorted(set(pending_from(template)) | set(build.removals))
+    # A chosen cluster's copy is (re)written by this plan: it is no longer pending clean-up.
+    pending = sorted((set(build.pending_before) | set(build.removals)) - set(build.targets))
     wanted = dict(annotations)
     set_json(wanted, api.REPLICAS_ANNOTATION, dict(build.decision.clusters))
     wanted[api.POLICY_ANNOTATION] = api_ref(build.policy)
@@ -686,13 +795,14 @@ async def _namespace_vertex(r: Reconciler, build: Build, cluster: str) -> None:
     try:
         live = await r.mc.get(NAMESPACES, str(build.namespace), cluster=cluster)
     except ClientError as exc:
-        build.unreachable[cluster] = str(exc)
+        build.note_unreachable(cluster, exc)
         return
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": build.namespace,
                               "labels": {"federation.io/created-for": "propagation"}}}
-    build.dag.add(plan.Vertex(cluster, plan.Action.NOOP if live else plan.Action.CREATE,
-                               namespace, reason="namespace of a propagated object"))
+    vertex = build.dag.add(plan.Vertex(cluster, plan.Action.NOOP if live else plan.Action.CREATE,
+                                       namespace, reason="namespace of a propagated object"))
+    build.shared.add(vertex.key)
 
 
 async def _crd_vertex(r: Reconciler, build: Build, cluster: str) -> None:
@@ -707,14 +817,15 @@ async def _crd_vertex(r: Reconciler, build: Build, cluster: str) -> None:
     try:
         live = await r.mc.get(api.CRDS, crd_name, cluster=cluster)
     except ClientError as exc:
-        build.unreachable[cluster] = str(exc)
+        build.note_unreachable(cluster, exc)
         return
     if live is not None:
         return
     desired = manifests.mark(manifests.render(hub_crd, None, False),
                              str(hub_crd["metadata"].get("uid")))
-    build.dag.add(plan.Vertex(cluster, plan.Action.CREATE, desired,
-                               reason=f"CRD of {build.resource.kind}"))
+    vertex = build.dag.add(plan.Vertex(cluster, plan.Action.CREATE, desired,
+                                       reason=f"CRD of {build.resource.kind}"))
+    build.shared.add(vertex.key)
 
 
 async def plan_copies(r: Reconciler, build: Build) -> None:
@@ -725,7 +836,7 @@ async def plan_copies(r: Reconciler, build: Build) -> None:
         try:
             live = await r._live(build, cluster)
         except ClientError as exc:
-            build.unreachable[cluster] = str(exc)
+            build.note_unreachable(cluster, exc)
             continue
         build.live[cluster] = live
         vertex = copy_vertex(cluster, desired, live, overwrite,
@@ -760,7 +871,7 @@ def copy_vertex(cluster: str, desired: JSON, live: JSON | None, overwrite: bool,
 
 async def plan_removals(r: Reconciler, build: Build) -> None:
     """Copies on clusters that held the template before and are not chosen now."""
-    holders = set(build.previous) | set(pending_from(build.template))
+    holders = set(build.previous) | set(build.pending_before)
     for cluster in sorted(holders - set(build.targets)):
         if cluster not in r.clusters.clusters:
             continue
@@ -808,6 +919,59 @@ def add_binding(writes: plan.Plan, hub: str, binding: Mapping[str, JSON],
     if current is not None and status.same_status(have, wanted_status):
         return
     writes.depend(writes.add(plan.Vertex(hub, plan.Action.STATUS, binding["status"])), on=spec)
+
+
+def copies_failed(build: Build, report: plan.Report, hub: str) -> ClientError:
+    """The error a reconcile with failed member writes raises: :class:`ClusterUnavailable`
+    (retried quietly: the cluster's outage is logged once, by its probe) when every cause
+    is a cluster being away, else :class:`CopiesFailed` (logged as an error)."""
+    failed = [o for o in report.failed() if o.vertex.cluster != hub]
+    messages = {**build.unreachable, **{o.vertex.cluster: o.error or "failed" for o in failed}}
+    causes = [*build.causes.values(), *(o.exception for o in failed if o.attempted)]
+    names = ",".join(sorted(messages))
+    short = {name: message.removeprefix(f"{name}: ") for name, message in messages.items()}
+    text = "; ".join(message if len(short) == 1 else f"{name}: {message}"
+                     for name, message in sorted(short.items()))
+    if all(isinstance(cause, ClusterUnavailable) for cause in causes):
+        return ClusterUnavailable(names, text)
+    return CopiesFailed(names, text)
+
+
+class CopiesFailed(ClientError):
+    """Some member writes failed for a reason other than an outage (each cause is named)."""
+
+    retryable = True
+
+
+class SharedCreates:
+    """The executor's writer for one plan: creating a dependency several templates share
+    (their Namespace, a CRD) counts as done when it already exists (409 AlreadyExists:
+    another template's reconcile made it first). Other writes pass through unchanged."""
+
+    def __init__(self, writer: plan.Writer, shared: set[str]) -> None:
+        self.writer = writer
+        self.shared = shared
+
+    async def create(self, cluster: str, obj: JSON) -> JSON:
+        try:
+            return await self.writer.create(cluster, obj)
+        except ApiError as exc:
+            if exc.status == 409 and exc.reason == "AlreadyExists" and \
+                    plan.vertex_key(cluster, obj) in self.shared:
+                return obj
+            raise
+
+    async def update(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.update(cluster, obj)
+
+    async def apply(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.apply(cluster, obj)
+
+    async def patch_status(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.patch_status(cluster, obj)
+
+    async def delete(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.delete(cluster, obj)
 
 
 def api_ref(policy: policy_.Policy | None) -> str:

@@ -8,7 +8,7 @@
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started).
 - ``cleanup``: copies left behind by deleted templates (bindings with
-  pending cleanup).
+  pending cleanup), with propagation's worker count and backoff cap.
 - ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
   Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
@@ -132,8 +132,12 @@ def setup(mgr: manager.Manager) -> None:
     for resource in policies.BY_KIND.values():
         validation.watch(resource, clusters="hub")
     mgr.add(validation)
+    # As many workers as propagation: after an outage there are as many leftovers to finish
+    # as there are templates to fix, and each waits on a member's API server.
     leftovers = controller.Controller(
-        "cleanup", cleanup.Reconciler(mgr.client, hub, wiring.recorder), workers=1)
+        "cleanup", cleanup.Reconciler(mgr.client, hub, wiring.recorder, SETTINGS.retry_pending),
+        workers=SETTINGS.workers,
+        queue_settings=queue.QueueSettings(max_delay=SETTINGS.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")
     leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
     mgr.add(leftovers)

@@ -13,7 +13,9 @@ event to the requests it should trigger (default: the object itself, in the
 cluster it was seen in) and a ``predicate`` to drop events. The manager
 attaches the watches to the informers of the engaged clusters.
 
-Workers never die of a reconcile: an exception is logged with the request,
+Workers never die of a reconcile: an exception is logged with the request
+(at DEBUG when it is a :class:`ClusterUnavailable`: an outage is logged once, by
+the cluster's probe, not once per retry of every object it touches),
 counted, and the key is retried with backoff; ``Result(requeue_after=s)``
 schedules the key again; anything else forgets the key's failures.
 """
@@ -29,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from federation.contexts.cache import Event
-from federation.contexts.client import Resource
+from federation.contexts.client import ClusterUnavailable, Resource
 from federation.runtime import metrics, queue, reconcile
 
 log = logging.getLogger("federation.controller")
@@ -123,8 +125,12 @@ class Controller:
             outcome = "error"
             self.errors += 1
             failures = self.queue.failures(request)
-            log.error("%s: reconcile %s failed (attempt %d): %s", self.name, request,
-                      failures + 1, exc, exc_info=not getattr(exc, "retryable", False))
+            # A cluster being away fails every reconcile that touches it; its outage is
+            # logged once, when its probe sees it go (contexts.clusters), so each retry
+            # is DEBUG. Anything else is an ERROR, with a traceback unless it is retryable.
+            level = logging.DEBUG if isinstance(exc, ClusterUnavailable) else logging.ERROR
+            log.log(level, "%s: reconcile %s failed (attempt %d): %s", self.name, request,
+                    failures + 1, exc, exc_info=not getattr(exc, "retryable", False))
             self.queue.add_rate_limited(request)
         else:
             self.queue.forget(request)

@@ -5,6 +5,7 @@ Each test works in its own hub namespace; `fedctl run` runs for the whole module
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -322,3 +323,85 @@ def test_orphan_annotation_keeps_member_copies(fleet: TestFleet, ns: str) -> Non
     wait_for(partial(absent, fleet, "hub", "configmap", "keep", ns), timeout=60,
              what="template gone")
     assert all(get_or_none(fleet, m, "configmap", "keep", "-n", ns) for m in MEMBERS)
+
+
+def binding_of(fleet: TestFleet, name: str, namespace: str) -> dict[str, Any] | None:
+    return get_or_none(fleet, "hub", "resourcebindings.work.federation.io", name, "-n",
+                       namespace)
+
+
+def test_recreated_template_finishes_its_predecessors_cleanup(fleet: TestFleet,
+                                                              ns: str) -> None:
+    """member2 stopped; `again` and `back` are deleted (their copies there pending) and made
+    again: `again` now only for member1+member3, `back` everywhere. The new templates take
+    the pending clean-up over (never lost); once member2 is back, `again`'s old copy is gone
+    there and `back` has exactly one copy, the new template's, which stays."""
+    for name in ("again", "back"):
+        duplicate_config_map(fleet, ns, name, {"v": "1"})
+    fleet.stop("member2")
+    try:
+        fleet.kubectl("hub", "delete", "configmap", "again", "back", "-n", ns, "--wait=false")
+        for name in ("again", "back"):
+            wait_for(partial(absent, fleet, "hub", "configmap", name, ns), timeout=60,
+                     what=f"{name} released after the bounded wait")
+            left = binding_of(fleet, f"{name}-configmap", ns)
+            assert left is not None and left["spec"]["templateDeleted"] is True
+            assert left["spec"]["pendingCleanup"] == ["member2"]
+        narrowed = duplicated_policy("again", ns, [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                    "name": "again"}])
+        narrowed["spec"]["placement"]["clusterAffinity"] = {"clusterNames": ["member1",
+                                                                             "member3"]}
+        apply(fleet, "hub", narrowed, config_map("again", ns, {"v": "2"}),
+              config_map("back", ns, {"v": "2"}))
+        uids = {name: get_json(fleet, "hub", "configmap", name, "-n", ns)["metadata"]["uid"]
+                for name in ("again", "back")}
+
+        def taken_over(name: str) -> bool:
+            found = binding_of(fleet, f"{name}-configmap", ns) or {}
+            spec, state = found.get("spec") or {}, found.get("status") or {}
+            return (spec.get("resource") or {}).get("uid") == uids[name] and \
+                spec.get("templateDeleted") is False and \
+                state.get("pendingCleanup") == ["member2"]
+
+        for name in ("again", "back"):
+            wait_for(partial(taken_over, name), timeout=60,
+                     what=f"{name}'s binding carries member2 as pending, for the new template")
+    finally:
+        fleet.start("member2")
+
+    wait_for(partial(absent, fleet, "member2", "configmap", "again", ns), timeout=90,
+             what="the old copy of again removed from member2")
+
+    def new_copy_in_member2() -> bool:
+        copy = get_or_none(fleet, "member2", "configmap", "back", "-n", ns)
+        return copy is not None and copy["data"] == {"v": "2"} and \
+            copy["metadata"]["annotations"]["federation.io/template-uid"] == uids["back"]
+
+    wait_for(new_copy_in_member2, timeout=90, what="member2 holds the new back, and only it")
+    def nothing_pending(name: str) -> bool:
+        found = binding_of(fleet, f"{name}-configmap", ns) or {}
+        return (found.get("status") or {}).get("pendingCleanup") == []
+
+    for name in ("again", "back"):
+        wait_for(partial(nothing_pending, name), timeout=60,
+                 what=f"{name}: nothing pending any more")
+        assert "CleanupPending" not in binding_conditions(fleet, f"{name}-configmap", ns)
+    assert get_json(fleet, "member1", "configmap", "again", "-n", ns)["data"] == {"v": "2"}
+    time.sleep(3)  # a clean-up that fought the new template would delete its copy now
+    assert new_copy_in_member2(), "the new copy in member2 was removed"
+
+
+def test_failed_placement_leaves_no_binding_behind(fleet: TestFleet, ns: str) -> None:
+    """A template whose placement fails still gets our finalizer; deleting it deletes its
+    ResourceBinding too."""
+    apply(fleet, "hub", deployment("nowhere-else", ns, 2),
+          weighted_policy("nowhere-else", ns, {"member1": 1, "member9": 1}))
+    wait_for(lambda: binding_conditions(fleet, "nowhere-else-deployment", ns).get("Scheduled"),
+             timeout=60, what="Scheduled condition")
+    template = get_json(fleet, "hub", "deployment", "nowhere-else", "-n", ns)
+    assert "federation.io/propagation" in template["metadata"].get("finalizers", [])
+    fleet.kubectl("hub", "delete", "deployment", "nowhere-else", "-n", ns, "--wait=false")
+    wait_for(partial(absent, fleet, "hub", "deployment", "nowhere-else", ns), timeout=60,
+             what="template deleted")
+    wait_for(lambda: binding_of(fleet, "nowhere-else-deployment", ns) is None, timeout=30,
+             what="its binding deleted with it")

@@ -110,3 +110,23 @@ def test_capacity_refresh_does_not_requeue_templates() -> None:
 def test_workloads_watched_for_capacity() -> None:
     """Capacity reads the three workload kinds the simulator makes ready."""
     assert health.WORKLOADS == (kube.DEPLOYMENTS, kube.STATEFULSETS, kube.REPLICASETS)
+
+
+async def test_member_cluster_deleted_under_the_reconcile_is_done_not_a_traceback() -> None:
+    """`fedctl unjoin` deleted the MemberCluster after our cache read it: the status write's
+    404 ends the reconcile quietly, and the left cluster's health state is dropped."""
+    from tests.unit.controllers.fakes import FakeMC, FakeRecorder, cluster_set
+
+    mc = FakeMC(cluster_set("member1"))
+    stale = member({"conditions": [{"type": "Ready", "status": "True"}]})
+    controller = health.HealthController(mc.clusters, mc, FakeRecorder(),  # type: ignore[arg-type]
+                                         clock=lambda: 1_700_000_000.0)
+    controller.health["member2"] = health.MemberHealth(health.HealthSettings(), ready=False,
+                                                       reachable=False)
+
+    async def cached(*_: Any, **__: Any) -> dict[str, Any]:
+        return dict(stale)
+
+    mc.get = cached  # type: ignore[method-assign]
+    assert await controller.reconcile(controller.request("member2")) is None
+    assert "member2" not in controller.health

@@ -70,7 +70,18 @@ async def test_failed_dependency_skips_dependents_and_says_why() -> None:
     assert report.outcomes[ns.key].error == "team refused"
     skipped = report.outcomes[cm.key]
     assert not skipped.attempted and not skipped.ok
-    assert skipped.error == "not attempted: create Namespace team in m1 failed"
+    assert skipped.error == "not attempted: create Namespace team in m1 failed: team refused"
+
+
+async def test_a_chain_of_skips_names_the_first_failure_and_its_cause() -> None:
+    """Namespace -> ConfigMap -> Widget: the widget's outcome names the namespace and its
+    error, not the skipped ConfigMap in between."""
+    p, _, middle = namespace_then_object()
+    widget = p.add(plan.Vertex("m1", plan.Action.CREATE, obj("Widget", "w", "team")))
+    p.depend(widget, on=middle)
+    report = await plan.execute(p, RecordingWriter(fail={"team"}))
+    assert report.outcomes[widget.key].error == \
+        "not attempted: create Namespace team in m1 failed: team refused"
 
 
 async def test_one_slow_cluster_does_not_delay_another() -> None:

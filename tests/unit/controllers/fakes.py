@@ -1,0 +1,246 @@
+"""An in-memory fleet for reconciler tests: hub and members as dicts, writes as a server does.
+
+:class:`FakeMC` stands in for the multi-cluster client (cached reads, per-cluster
+writers). Writes behave like an API server where it matters to the controllers:
+creates of existing objects are 409 AlreadyExists, stale resourceVersions are 409
+Conflict, delete preconditions are checked, a cluster in :attr:`FakeMC.down` answers
+every call with ClusterUnavailable. Every write is recorded in :attr:`FakeMC.writes`.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from federation.contexts import client as kube
+from federation.contexts.client import ApiError, ClusterUnavailable, Resource
+from federation.contexts.clusters import Cluster, ClusterSet
+from federation.contexts.multicluster import ListResult
+from federation.controllers import api, propagation
+from federation.runtime.reconcile import Request, group_kind
+
+JSON = dict[str, Any]
+KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
+                             api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
+                             api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
+                             api.MEMBER_CLUSTERS, api.CRDS)}
+
+
+class FakeCluster(Cluster):
+    """A cluster with no client that counts as engaged (the fake client answers for it)."""
+
+    @property
+    def engaged(self) -> bool:
+        return not self.disabled and self.error is None
+
+
+def cluster_set(*members: str, hub: str = "hub") -> ClusterSet:
+    found = [FakeCluster(hub, is_hub=True, is_member=False)]
+    found += [FakeCluster(name) for name in members]
+    for cluster in found:
+        cluster.available = True
+    return ClusterSet(found)
+
+
+class FakeMC:
+    def __init__(self, clusters: ClusterSet) -> None:
+        self.clusters = clusters
+        self.objects: dict[tuple[str, str, str, str], JSON] = {}
+        self.down: set[str] = set()
+        self.writes: list[tuple[str, str, str]] = []
+        """(verb, cluster, kind/name) of every write that happened."""
+        self.unseen: set[tuple[str, str, str]] = set()
+        """(cluster, kind, name) the caches have not seen yet (made by someone else just now)."""
+        self._versions = itertools.count(1)
+
+    # -- state -------------------------------------------------------------------------
+
+    def put(self, cluster: str, obj: JSON) -> JSON:
+        """Store ``obj`` as the server would (uid, resourceVersion), without recording."""
+        stored = copy.deepcopy(obj)
+        meta = stored.setdefault("metadata", {})
+        meta.setdefault("uid", f"uid-{next(self._versions)}")
+        meta["resourceVersion"] = str(next(self._versions))
+        self.objects[self._key(cluster, KINDS[stored["kind"]], meta.get("namespace"),
+                               meta["name"])] = stored
+        return copy.deepcopy(stored)
+
+    def find(self, cluster: str, kind: str, name: str, namespace: str | None = None
+             ) -> JSON | None:
+        found = self.objects.get(self._key(cluster, KINDS[kind], namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    def set_down(self, name: str, down: bool) -> None:
+        (self.down.add if down else self.down.discard)(name)
+        self.clusters.get(name).available = not down
+
+    def _key(self, cluster: str, resource: Resource, namespace: str | None,
+             name: str) -> tuple[str, str, str, str]:
+        return cluster, resource.plural, (namespace or "") if resource.namespaced else "", name
+
+    def _check(self, cluster: str) -> None:
+        self.clusters.get(cluster)
+        if cluster in self.down:
+            raise ClusterUnavailable(cluster, "unavailable (connection refused); write not done")
+
+    # -- the multi-cluster client's surface ----------------------------------------------
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False) -> JSON | None:
+        self._check(cluster)
+        if (cluster, resource.kind, name) in self.unseen:
+            return None
+        found = self.objects.get(self._key(cluster, resource, namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None, **_: Any) -> ListResult:
+        result = ListResult()
+        for name in clusters or [c.name for c in self.clusters.members]:
+            if name in self.down:
+                result.errors[name] = ClusterUnavailable(name, "unavailable")
+                continue
+            result.items[name] = [
+                copy.deepcopy(o) for (c, plural, ns, _), o in sorted(self.objects.items())
+                if c == name and plural == resource.plural
+                and (namespace is None or ns == namespace)]
+        return result
+
+    def cluster(self, name: str) -> FakeWriter:
+        self.clusters.get(name)
+        return FakeWriter(self, name)
+
+
+class FakeWriter:
+    """One cluster's writes (the ClusterWriter surface the controllers use)."""
+
+    def __init__(self, mc: FakeMC, cluster: str) -> None:
+        self.mc = mc
+        self.name = cluster
+
+    def _stored(self, resource: Resource, name: str, namespace: str | None) -> JSON:
+        self.mc._check(self.name)
+        found = self.mc.objects.get(self.mc._key(self.name, resource, namespace, name))
+        if found is None:
+            raise ApiError(self.name, 404, "NotFound", f"{resource.plural} {name!r} not found")
+        return found
+
+    def _record(self, verb: str, resource: Resource, name: str) -> None:
+        self.mc.writes.append((verb, self.name, f"{resource.kind}/{name}"))
+
+    async def resource(self, obj: JSON) -> Resource:
+        self.mc._check(self.name)
+        return KINDS[str(obj.get("kind"))]
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        return copy.deepcopy(self._stored(resource, name, namespace))
+
+    async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
+        self.mc._check(self.name)
+        resource = resource or KINDS[obj["kind"]]
+        meta = obj["metadata"]
+        key = self.mc._key(self.name, resource, meta.get("namespace"), meta["name"])
+        if key in self.mc.objects:
+            raise ApiError(self.name, 409, "AlreadyExists", f"{meta['name']} already exists")
+        self._record("create", resource, meta["name"])
+        return self.mc.put(self.name, obj)
+
+    async def update(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
+        resource = resource or KINDS[obj["kind"]]
+        meta = obj["metadata"]
+        stored = self._stored(resource, meta["name"], meta.get("namespace"))
+        version = meta.get("resourceVersion")
+        if version and version != stored["metadata"]["resourceVersion"]:
+            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
+        updated = copy.deepcopy(obj)
+        updated["metadata"]["uid"] = stored["metadata"]["uid"]
+        updated["status"] = stored.get("status", updated.get("status"))
+        self._record("update", resource, meta["name"])
+        return self.mc.put(self.name, updated)
+
+    async def patch(self, resource: Resource, name: str, patch: JSON, *,
+                    namespace: str | None = None, resource_version: str | None = None,
+                    subresource: str | None = None, **_: Any) -> JSON:
+        stored = self._stored(resource, name, namespace)
+        if resource_version and resource_version != stored["metadata"]["resourceVersion"]:
+            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
+        updated = copy.deepcopy(stored)
+        for key, value in patch.items():
+            if key != "metadata":
+                updated[key] = {**(updated.get(key) or {}), **value}
+        self._record("status" if subresource == "status" else "patch", resource, name)
+        return self.mc.put(self.name, updated)
+
+    async def patch_status(self, resource: Resource, name: str, patch: JSON, *,
+                           namespace: str | None = None,
+                           resource_version: str | None = None) -> JSON:
+        return await self.patch(resource, name, patch, namespace=namespace,
+                                resource_version=resource_version, subresource="status")
+
+    async def apply(self, obj: JSON, **_: Any) -> JSON:
+        raise NotImplementedError
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     resource_version: str | None = None, uid: str | None = None,
+                     **_: Any) -> JSON:
+        stored = self._stored(resource, name, namespace)
+        meta = stored["metadata"]
+        if (uid and uid != meta["uid"]) or \
+                (resource_version and resource_version != meta["resourceVersion"]):
+            raise ApiError(self.name, 409, "Conflict", "precondition failed")
+        self._record("delete", resource, name)
+        del self.mc.objects[self.mc._key(self.name, resource, namespace, name)]
+        return stored
+
+
+class FakeKinds:
+    """Every kind in :data:`KINDS` is tracked, on the hub and in every member."""
+
+    def resource(self, kind: str) -> Resource | None:
+        return next((r for r in KINDS.values() if group_kind(r) == kind), None)
+
+    def member_resource(self, cluster: str, kind: str) -> Resource | None:
+        return self.resource(kind)
+
+    async def track_members(self, resource: Resource, only: Any = None) -> None:
+        return None
+
+
+class FakeRecorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    async def emit(self, obj: JSON, kind: str, reason: str, message: str) -> None:
+        self.events.append((kind, reason, message))
+
+    def forget(self, obj: JSON) -> None:
+        return None
+
+
+def reconciler(mc: FakeMC, settings: propagation.PropagationSettings | None = None
+               ) -> propagation.Reconciler:
+    return propagation.Reconciler(mc, mc.clusters, FakeKinds(),  # type: ignore[arg-type]
+                                  FakeRecorder(), settings)  # type: ignore[arg-type]
+
+
+def request_for(obj: JSON) -> Request:
+    meta = obj["metadata"]
+    return Request("hub", group_kind(KINDS[obj["kind"]]), meta.get("namespace") or "",
+                   meta["name"])
+
+
+def config_map(name: str, namespace: str = "shop", **data: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": data or {"k": "v"}}
+
+
+def duplicated_policy(name: str, clusters: Sequence[str], namespace: str = "shop") -> JSON:
+    return {"apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                            "name": name}],
+                     "placement": {"clusterAffinity": {"clusterNames": list(clusters)},
+                                   "replicaScheduling": {
+                                       "replicaSchedulingType": "Duplicated"}}}}
