@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from federation.controllers import api
+from federation.placement import counts
 
 if TYPE_CHECKING:
     from federation.controllers.propagation import Build, Reconciler
@@ -113,7 +114,8 @@ def estimate(resource_summary: Mapping[str, Any], requests: Mapping[str, float])
     left = free(resource_summary)
     fits = [int(left[name] // amount + 1e-9) for name, amount in requests.items()
             if amount > 0 and name in left]
-    return max(min(fits), 0) if fits else 0
+    # A summary claiming absurd room is capped at what a replica count can hold.
+    return min(max(min(fits), 0), counts.INT32_MAX) if fits else 0
 
 
 async def estimate_capacity(r: Reconciler, build: Build) -> None:

@@ -51,6 +51,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import pydantic
+
 from federation.contexts.client import ApiError, ClientError, ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import PLACEMENT_ANNOTATION, MultiClusterClient
@@ -70,7 +72,7 @@ from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
-from federation.placement import engine, loader, matching
+from federation.placement import counts, engine, loader, matching
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 from federation.runtime.reconcile import Request, Result, group_kind
@@ -566,8 +568,21 @@ class Reconciler:
 # -- transformers: read only; they add to the build and its plan ---------------------------
 
 
+def template_resource(build: Build) -> resources_.Resource:
+    """The template as the placement engine sees it; a template the engine cannot take
+    (replicas that are not an int32, a kind that is not a string) is bad input, shown as a
+    condition, not an exception retried for ever."""
+    try:
+        return resources_.from_manifest(build.template)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "template"
+        raise Problem("Scheduled", "InvalidTemplate",
+                      f"{where}: {first['msg']}") from None
+
+
 async def load_policy(r: Reconciler, build: Build) -> None:
-    resource = resources_.from_manifest(build.template)
+    resource = template_resource(build)
     found: list[tuple[policy_.Policy, JSON]] = []
     for kind in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
         namespace = build.namespace if kind.namespaced else None
@@ -654,7 +669,7 @@ def member_cluster(doc: Mapping[str, Any], reachable: bool) -> clusters_.Cluster
         "provider": spec.get("provider") or None,
         "taints": [{k: t[k] for k in ("key", "value", "effect") if k in t}
                    for t in spec.get("taints") or []],
-        "available_replicas": available if isinstance(available, int) else None,
+        "available_replicas": available if counts.is_replicas(available) else None,
         "ready": ready,
     })
 
@@ -668,7 +683,7 @@ async def schedule(r: Reconciler, build: Build) -> None:
                       f"{api_ref(build.policy)} names unknown cluster(s) "
                       f"{', '.join(unknown)} (known: "
                       f"{', '.join(sorted(c.name for c in build.clusters))})")
-    resource = resources_.from_manifest(build.template)
+    resource = template_resource(build)
     key = schedule_key(build, resource)
     why = r.scheduler.timed_out(key)
     if why is None:
@@ -713,7 +728,7 @@ def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:
 async def render(r: Reconciler, build: Build) -> None:
     if build.policy is None or build.decision is None:
         return
-    resource = resources_.from_manifest(build.template)
+    resource = template_resource(build)
     policies = await load_overrides(r, build.namespace)
     chosen = overrides.applicable(policies, resource)
     for policy in chosen:

@@ -37,3 +37,9 @@ Seconds = Annotated[int, Strict(), Field(ge=-(2**63), le=INT64_MAX)]
 
 Flag = Annotated[bool, Strict()]
 """A boolean that must be written as one (``true``/``false``), not ``1`` or ``"yes"``."""
+
+
+def is_replicas(value: object) -> bool:
+    """True when ``value`` is a valid replica count (for data read from live objects, where
+    a bad number is treated as absent instead of refused)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX
