@@ -71,8 +71,8 @@ from federation.controllers import (
 from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
 from federation.placement import clusters as clusters_
-from federation.placement import decision as decision_
 from federation.placement import counts, engine, loader, matching
+from federation.placement import decision as decision_
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 from federation.runtime.reconcile import Request, Result, group_kind
