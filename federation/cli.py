@@ -17,11 +17,14 @@ import click
 #: command name -> "module:attribute" of the click command implementing it.
 COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
-    "install": ("federation.commands.install:install", "Install the hub API (CRDs)."),
+    "install": ("federation.commands.install:install",
+                "Install the hub API (CRDs) and the control plane's RBAC."),
     "join": ("federation.commands.join:join",
              "Register a member cluster with only its own credentials."),
     "local": ("federation.commands.local:local", "Run a local fleet of real API servers."),
     "plan": ("federation.commands.plan:plan", "Compute placements offline from policy files."),
+    "rbac": ("federation.commands.rbac:rbac",
+             "Print the control plane's least-privilege RBAC for hub and members."),
     "run": ("federation.commands.run:run", "Run the federation control plane."),
     "unjoin": ("federation.commands.join:unjoin",
                "Remove a member cluster after its workloads moved away (or --orphan)."),

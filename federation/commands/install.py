@@ -1,4 +1,13 @@
-"""``fedctl install``: the hub API (CRDs), and optionally MemberClusters from a file."""
+"""``fedctl install``: the hub API (CRDs), the control plane's RBAC, and MemberClusters.
+
+Run as an admin of the hub and the members. Besides the CRDs it applies the
+control plane's least-privilege RBAC (:mod:`federation.rbac.roles`, what
+``fedctl rbac`` prints): the hub's roles on the hub, the member role in every
+member it registers from ``--clusters`` and in ``--member-contexts``. The
+control plane itself (``fedctl run``) then runs as ``federation:control-plane``
+or the ServiceAccount ``federation-system/federation-control-plane``, never
+as an admin. ``--no-rbac`` leaves RBAC to your own tools.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,12 @@ from pathlib import Path
 import click
 import yaml
 
-from federation.commands import common
+from federation.commands import common, errors
+from federation.commands import rbac as rbac_command
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
 from federation.controllers import install as installer
+from federation.rbac import roles
 
 
 @click.command()
@@ -19,10 +30,26 @@ from federation.controllers import install as installer
 @click.option("--clusters", "clusters_file", type=click.Path(exists=True, path_type=Path),
               default=None, help="Register MemberClusters from a `fedctl plan --clusters` file "
                                  "(each name is also the member's context).")
+@click.option("--rbac/--no-rbac", "with_rbac", default=True, show_default=True,
+              help="Apply the control plane's RBAC to the hub and the members.")
+@click.option("--member-contexts", default=None,
+              help="More member contexts (comma-separated) to apply the member RBAC to, "
+                   "besides the --clusters entries.")
+@rbac_command.kinds_options
+@click.option("--leader-election-namespace", default=roles.Settings.leader_election_namespace,
+              show_default=True, help="As given to `fedctl run`.")
+@click.option("--leader-election-id", default=roles.Settings.leader_election_id,
+              show_default=True, help="As given to `fedctl run`.")
 @common.clear_errors
+@errors.clear_errors_for(roles.RBACError)
 def install(kubeconfig_path: Path | None, hub_context: str | None,
-            clusters_file: Path | None) -> None:
-    """Install the federation CRDs on the hub (idempotent)."""
+            clusters_file: Path | None, with_rbac: bool, member_contexts: str | None,
+            propagate_kinds: tuple[str, ...], no_default_kinds: bool,
+            leader_election_namespace: str, leader_election_id: str) -> None:
+    """Install the federation CRDs and the control plane's RBAC (idempotent)."""
+    settings = rbac_command.settings(propagate_kinds, no_default_kinds,
+                                     leader_election_namespace=leader_election_namespace,
+                                     leader_election_id=leader_election_id)
     config = kubeconfig.load(kubeconfig_path)
     context = config.context(hub_context)
     entries = []
@@ -31,14 +58,28 @@ def install(kubeconfig_path: Path | None, hub_context: str | None,
         entries = list(document.get("clusters") or [])
         if not all(isinstance(e, dict) and e.get("name") for e in entries):
             raise click.ClickException(f"{clusters_file}: clusters[] entries need a name")
+    members: list[kubeconfig.Context] = []
+    if with_rbac:
+        names = [str(e.get("context") or e["name"]) for e in entries]
+        names += common.split(member_contexts) or []
+        members = [config.context(name) for name in dict.fromkeys(names)]
 
     async def go() -> tuple[list[str], list[str]]:
         async with kube.connect(context) as hub:
             crds = await installer.install_crds(hub)
+            if with_rbac:
+                await installer.install_rbac(hub, roles.hub(settings))
             registered = await installer.register_clusters(hub, entries)
-            return crds, registered
+        for member in members:
+            async with kube.connect(member) as client:
+                await installer.install_rbac(client, roles.member(settings))
+        return crds, registered
 
     crds, registered = asyncio.run(go())
     click.echo(f"installed {len(crds)} CRDs on {context.name}")
+    if with_rbac:
+        where = ", ".join(m.name for m in members) or "no member (none given)"
+        click.echo(f"RBAC for {settings.user} applied: hub roles on {context.name}, "
+                   f"member role on {where} ({len(settings.kinds)} propagated kinds)")
     if registered:
         click.echo(f"registered MemberClusters: {', '.join(registered)}")

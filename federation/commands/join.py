@@ -11,6 +11,15 @@ health controller then reports it. An exec plugin the policy refuses
 anything is written. A bad NAME, label or allowlist entry is one ``error:`` line
 and exit status 1, checked before anything is read.
 
+``join --create-service-account`` stores a least-privilege identity instead of
+the credentials it was given: with them (an admin of the member) it creates
+the ServiceAccount ``federation-system/federation-control-plane`` in the
+member, the member ClusterRole of :mod:`federation.rbac.roles` bound to it,
+asks the TokenRequest API for a token (``--token-expiration-days``, one year
+by default; the server may cap it, and the expiry is printed), and stores a
+kubeconfig holding only the server, its CA and that token. Running the same
+command again renews the token; the control plane re-engages on the new Secret.
+
 ``unjoin NAME`` taints the member ``cluster.federation.io/unjoining:NoExecute``
 so every workload is placed elsewhere and its copies there deleted (a running
 control plane does that), waits until no ResourceBinding names the member,
@@ -29,10 +38,13 @@ from typing import Any
 
 import click
 
-from federation.commands import common
+from federation.commands import common, errors
+from federation.commands import rbac as rbac_command
 from federation.contexts import client as kube
 from federation.contexts import credentials, discovery, kubeconfig, minify
 from federation.controllers import api, manifests
+from federation.controllers import install as installer
+from federation.rbac import roles
 
 NAMESPACE = "federation-system"
 SECRETS = kube.Resource("", "v1", "secrets", "Secret")
@@ -122,14 +134,32 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
 @click.option("--hub-kubeconfig", type=click.Path(path_type=Path), default=None,
               help="Kubeconfig of the hub (default: $KUBECONFIG, else ~/.kube/config).")
 @click.option("--hub-context", default=None, help="Context of the hub (default: current).")
+@click.option("--create-service-account", is_flag=True,
+              help="With the given (admin) credentials, create the control plane's "
+                   "ServiceAccount and member RBAC in the member and store a token for it "
+                   "instead of those credentials.")
+@click.option("--token-expiration-days", type=click.IntRange(1, 3650), default=365,
+              show_default=True, help="With --create-service-account: the token's lifetime "
+                                      "(join again to renew it).")
+@rbac_command.kinds_options
 @common.clear_errors
+@errors.clear_errors_for(roles.RBACError)
 def join(name: str, member_kubeconfig: Path, context: str | None, labels: dict[str, str],
          region: str | None, zone: str | None, provider: str | None, allowed: tuple[str, ...],
-         hub_kubeconfig: Path | None, hub_context: str | None) -> None:
+         hub_kubeconfig: Path | None, hub_context: str | None, create_service_account: bool,
+         token_expiration_days: int, propagate_kinds: tuple[str, ...],
+         no_default_kinds: bool) -> None:
     """Register cluster NAME with the hub, with only its own credentials."""
     member_config = kubeconfig.load(member_kubeconfig)
     chosen = member_config.context(context).name
     document = minify.minify(member_config, chosen, name, allowed)  # the exec policy
+    if create_service_account:
+        settings = rbac_command.settings(propagate_kinds, no_default_kinds)
+        token, expires = asyncio.run(_service_account(member_config.context(chosen), settings,
+                                                      token_expiration_days * 86400))
+        document = with_token(document, token)
+        click.echo(f"ServiceAccount {settings.namespace}/{settings.service_account} created "
+                   f"in {name} with the member role; its token expires {expires}")
     secret, member = objects(name, document, labels,
                              {"region": region or "", "zone": zone or "",
                               "provider": provider or ""})
@@ -137,11 +167,26 @@ def join(name: str, member_kubeconfig: Path, context: str | None, labels: dict[s
     reachable = asyncio.run(_join(hub, secret, member,
                                   kubeconfig.merge([(member_kubeconfig, document)])
                                   .context(name)))
-    click.echo(f"joined {name}: MemberCluster {name}, credentials of context {chosen} "
+    held = (f"a ServiceAccount token for {name}" if create_service_account
+            else f"credentials of context {chosen}")
+    click.echo(f"joined {name}: MemberCluster {name}, {held} "
                f"only in Secret {NAMESPACE}/{secret_name(name)}")
     if reachable is not None:
         click.echo(f"warning: {name} does not answer now ({reachable}); the control plane "
                    "will report it NotReady until it does", err=True)
+
+
+def with_token(document: JSON, token: str) -> JSON:
+    """The minified kubeconfig with its user replaced by a bearer token (the server and CA
+    stay): no client certificate, exec plugin or password of the admin is stored."""
+    users = [{"name": user["name"], "user": {"token": token}} for user in document["users"]]
+    return {**document, "users": users}
+
+
+async def _service_account(member: kubeconfig.Context, settings: roles.Settings,
+                           expiration_seconds: int) -> tuple[str, str]:
+    async with kube.connect(member) as client:
+        return await installer.install_service_account(client, settings, expiration_seconds)
 
 
 async def _join(hub: kubeconfig.Context, secret: JSON, member: JSON,

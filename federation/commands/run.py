@@ -192,5 +192,9 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     except (kube.ClientError, TimeoutError) as exc:
-        click.echo(f"error: cannot install the hub API: {exc}", err=True)
+        hint = ""
+        if isinstance(exc, kube.ApiError) and exc.status == 403:
+            hint = " (run `fedctl install` as an admin of the hub first: it creates the CRDs "\
+                   "and the control plane's RBAC)"
+        click.echo(f"error: cannot install the hub API: {exc}{hint}", err=True)
         sys.exit(1)

@@ -4,6 +4,12 @@
 server-side apply of every CRD in ``federation/crds/crds.yaml`` (idempotent,
 and an upgrade when the file changed), then a wait until each is Established
 so that the informers started next do not begin with a 404.
+
+:func:`install_rbac` applies the control plane's least-privilege RBAC
+(:mod:`federation.rbac.roles`) to one cluster, the same way: server-side apply,
+creating the namespaces the Roles live in first. ``fedctl install`` applies the
+hub's and each registered member's; ``fedctl join --create-service-account``
+a joining member's.
 """
 
 from __future__ import annotations
@@ -15,13 +21,24 @@ from typing import Any
 
 import yaml
 
-from federation.contexts.client import ApiError, ClusterClient
+from federation.contexts.client import NAMESPACES, ApiError, ClusterClient, Resource
 from federation.controllers import api
+from federation.rbac import roles
 
 JSON = dict[str, Any]
 FIELD_MANAGER = "federation"
 ESTABLISH_TIMEOUT = 30.0
 """Seconds to wait for CRDs to be served: a hub establishes a CRD within a second or two."""
+
+
+RBAC_RESOURCES = {
+    "ClusterRole": Resource(roles.RBAC_GROUP, "v1", "clusterroles", "ClusterRole",
+                            namespaced=False),
+    "ClusterRoleBinding": Resource(roles.RBAC_GROUP, "v1", "clusterrolebindings",
+                                   "ClusterRoleBinding", namespaced=False),
+    "Role": Resource(roles.RBAC_GROUP, "v1", "roles", "Role"),
+    "RoleBinding": Resource(roles.RBAC_GROUP, "v1", "rolebindings", "RoleBinding"),
+}
 
 
 def crd_documents() -> list[JSON]:
@@ -73,3 +90,60 @@ async def register_clusters(client: ClusterClient, entries: Sequence[Mapping[str
                            f"MemberCluster {entry['name']}: {exc}") from None
         names.append(body["metadata"]["name"])
     return names
+
+
+async def ensure_namespace(client: ClusterClient, name: str) -> None:
+    """Create namespace ``name`` unless it exists (an existing one is left as it is)."""
+    try:
+        await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                         "metadata": {"name": name}})
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+
+
+async def install_rbac(client: ClusterClient, manifests: Sequence[roles.Manifest]) -> list[str]:
+    """Apply ``manifests`` (roles before their bindings, as listed); ``Kind/name`` of each."""
+    for namespace in roles.namespaces(manifests):
+        await ensure_namespace(client, namespace)
+    applied = []
+    for manifest in manifests:
+        try:
+            await client.apply(RBAC_RESOURCES[manifest.kind], manifest.body, FIELD_MANAGER,
+                               force=True)
+        except ApiError as exc:
+            detail = str(exc.body.get("message") or exc.reason)
+            raise ApiError(client.name, exc.status, exc.reason,
+                           f"{manifest.kind} {manifest.name}: {detail}") from None
+        applied.append(f"{manifest.kind}/{manifest.name}")
+    return applied
+
+
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+
+
+async def install_service_account(client: ClusterClient, settings: roles.Settings,
+                                  expiration_seconds: int) -> tuple[str, str]:
+    """In a member: the control plane's ServiceAccount and the member RBAC bound to it, then
+    a token for it from the TokenRequest API; (token, its expiry as the server states it).
+
+    TokenRequest rather than a token Secret: a cluster without kube-controller-manager
+    (the local fleet) never fills such Secrets, and requested tokens expire."""
+    await ensure_namespace(client, settings.namespace)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": settings.service_account, "namespace": settings.namespace,
+                            "labels": dict(roles.LABELS)},
+               "automountServiceAccountToken": False}
+    await client.apply(SERVICE_ACCOUNTS, account, FIELD_MANAGER, force=True)
+    await install_rbac(client, roles.member(settings))
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"expirationSeconds": expiration_seconds}}
+    path = SERVICE_ACCOUNTS.path(settings.namespace, settings.service_account, "token")
+    answer = await client.request("POST", path, body=request)
+    status = answer.get("status") or {}
+    token = status.get("token")
+    if not isinstance(token, str) or not token:
+        raise ApiError(client.name, 500, "NoToken",
+                       f"TokenRequest for ServiceAccount {settings.namespace}/"
+                       f"{settings.service_account} returned no token")
+    return token, str(status.get("expirationTimestamp") or "unknown")

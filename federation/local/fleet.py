@@ -7,6 +7,13 @@ and the kubeconfig written at ``up`` stays valid. Clusters share nothing:
 separate data directories, certificate authorities and processes, so stopping
 one (fault injection) leaves the others untouched.
 
+Two kubeconfigs name the same contexts (``hub``, ``member1``..): ``local.yaml``
+with an admin identity (``system:masters``) for kubectl, tests and ``fedctl
+install``, and ``local-control-plane.yaml`` with the control plane's own
+certificate (``federation:control-plane``), which may only do what the RBAC
+``fedctl install`` applies grants it; ``fedctl run`` started by the fleet uses
+that one.
+
 ``up`` is idempotent: it creates what is missing, starts what is not running
 and leaves the rest alone. ``down`` stops only processes whose pid files prove
 we started them (see :mod:`federation.local.processes`).
@@ -198,6 +205,11 @@ class Fleet:
         """The members in ``fedctl plan --clusters`` format, next to the kubeconfig."""
         return self.kubeconfig.with_name(self.kubeconfig.stem + "-clusters.yaml")
 
+    @property
+    def control_plane_kubeconfig(self) -> Path:
+        """The control plane's least-privilege kubeconfig, next to the admin one."""
+        return self.kubeconfig.with_name(self.kubeconfig.stem + "-control-plane.yaml")
+
     def exists(self) -> bool:
         return self.config_file.exists()
 
@@ -339,7 +351,7 @@ class Fleet:
                 progress(f"stopped {pid_file.parent.name} {pid_file.stem}")
         if not keep_data:
             shutil.rmtree(self.state_dir, ignore_errors=True)
-            for path in (self.kubeconfig, self.clusters_file):
+            for path in (self.kubeconfig, self.clusters_file, self.control_plane_kubeconfig):
                 path.unlink(missing_ok=True)
             progress(f"removed {self.state_dir}")
 
@@ -467,27 +479,44 @@ class Fleet:
     # -- outputs -----------------------------------------------------------------------
 
     def write_kubeconfig(self, config: FleetConfig) -> None:
+        """The admin kubeconfig, the control plane's, and the members' placement file."""
+        _write_private_yaml(self.kubeconfig, self._kubeconfig_document(config, "admin"))
+        _write_private_yaml(self.control_plane_kubeconfig,
+                            self._kubeconfig_document(config, "control-plane"))
+        members = [{"name": c.name, "labels": c.labels, "region": c.region, "zone": c.zone,
+                    "provider": c.provider, "taints": []} for c in config.members]
+        _write_private_yaml(self.clusters_file, {"clusters": members})
+
+    def _kubeconfig_document(self, config: FleetConfig,
+                             identity: Literal["admin", "control-plane"]) -> dict[str, Any]:
         clusters, users, contexts = [], [], []
         for cluster in config.clusters:
             keys = self.pki(cluster.name)
+            cert, key = ((keys.admin_cert, keys.admin_key) if identity == "admin"
+                         else (keys.control_plane_cert, keys.control_plane_key))
             clusters.append({"name": cluster.name, "cluster": {
                 "server": cluster.server,
                 "certificate-authority-data": _b64(keys.ca_cert),
             }})
-            users.append({"name": f"{cluster.name}-admin", "user": {
-                "client-certificate-data": _b64(keys.admin_cert),
-                "client-key-data": _b64(keys.admin_key),
+            users.append({"name": f"{cluster.name}-{identity}", "user": {
+                "client-certificate-data": _b64(cert), "client-key-data": _b64(key),
             }})
             contexts.append({"name": cluster.name, "context": {
-                "cluster": cluster.name, "user": f"{cluster.name}-admin",
+                "cluster": cluster.name, "user": f"{cluster.name}-{identity}",
             }})
-        document = {"apiVersion": "v1", "kind": "Config", "preferences": {},
-                    "current-context": "hub", "clusters": clusters, "users": users,
-                    "contexts": contexts}
-        _write_private_yaml(self.kubeconfig, document)
-        members = [{"name": c.name, "labels": c.labels, "region": c.region, "zone": c.zone,
-                    "provider": c.provider, "taints": []} for c in config.members]
-        _write_private_yaml(self.clusters_file, {"clusters": members})
+        return {"apiVersion": "v1", "kind": "Config", "preferences": {},
+                "current-context": "hub", "clusters": clusters, "users": users,
+                "contexts": contexts}
+
+    def ensure_control_plane_identity(self) -> Path:
+        """The control plane's certificates and kubeconfig (a fleet started by an older
+        version has neither); the kubeconfig's path."""
+        config = self.load()
+        for cluster in config.clusters:
+            pki.ensure(self.pki(cluster.name).directory, cluster.name)
+        if not self.control_plane_kubeconfig.exists():
+            self.write_kubeconfig(config)
+        return self.control_plane_kubeconfig
 
     def status(self) -> list[ClusterStatus]:
         result = []
@@ -528,22 +557,27 @@ class Fleet:
         return self.state_dir / "control-plane.log"
 
     def start_control_plane(self, progress: Progress, extra_args: Sequence[str] = ()) -> None:
-        """`fedctl install` (CRDs, MemberClusters) then `fedctl run` against the fleet."""
+        """`fedctl install` as admin (CRDs, MemberClusters, RBAC on hub and members), then
+        `fedctl run` with the control plane's own, least-privilege kubeconfig."""
         if processes.owned_pid(self.control_plane_pid_file) is not None:
             progress("control plane already running")
             return
+        identity = self.ensure_control_plane_identity()
         fedctl = [sys.executable, "-m", "federation"]
-        common = ["--kubeconfig", str(self.kubeconfig), "--hub-context", "hub"]
-        installed = subprocess.run([*fedctl, "install", *common, "--clusters",
-                                    str(self.clusters_file)], capture_output=True, text=True)
+        hub = ["--hub-context", "hub"]
+        installed = subprocess.run([*fedctl, "install", "--kubeconfig", str(self.kubeconfig),
+                                    *hub, "--clusters", str(self.clusters_file)],
+                                   capture_output=True, text=True)
         if installed.returncode != 0:
             raise FleetError(f"fedctl install failed: {installed.stderr.strip()}")
         progress(installed.stdout.strip().replace("\n", "; "))
-        argv = [*fedctl, "run", *common, "--metrics-bind-address", "127.0.0.1:0",
+        argv = [*fedctl, "run", "--kubeconfig", str(identity), *hub,
+                "--metrics-bind-address", "127.0.0.1:0",
                 "--health-probe-bind-address", "127.0.0.1:0", *extra_args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         processes.spawn(argv, self.control_plane_pid_file, self.control_plane_log_file, env=env)
-        progress(f"control plane started: fedctl run (log: {self.control_plane_log_file})")
+        progress(f"control plane started: fedctl run as {pki.CONTROL_PLANE_USER} "
+                 f"(log: {self.control_plane_log_file})")
 
 
 def _b64(path: Path) -> str:

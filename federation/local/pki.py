@@ -4,9 +4,13 @@ Every cluster of the local fleet gets its own certificate authority, so a
 client configured for one cluster cannot talk to another by accident and every
 kubeconfig entry carries its own ``certificate-authority-data``: the same shape
 as a fleet of real, independently provisioned clusters. The CA signs the API
-server's serving certificate (valid for 127.0.0.1 and localhost) and an admin
-client certificate in ``system:masters``. A static token for a second admin
-identity is written for tests that exercise token authentication.
+server's serving certificate (valid for 127.0.0.1 and localhost), an admin
+client certificate in ``system:masters`` (kubectl, tests, ``fedctl install``)
+and a client certificate for the control plane, ``federation:control-plane``
+in no group at all: what it may do is only what the RBAC of
+:mod:`federation.rbac` grants it, never ``system:masters``. A static token for
+a second admin identity is written for tests that exercise token
+authentication.
 
 Keys are ECDSA P-256: generating one takes microseconds, where RSA-2048 costs
 tens of milliseconds, and kube-apiserver, Go's TLS stack and Python's ssl
@@ -29,6 +33,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 VALIDITY = datetime.timedelta(days=365)
 ADMIN_USER = "fleet-admin"
 TOKEN_USER = "fleet-token-admin"
+CONTROL_PLANE_USER = "federation:control-plane"
+"""The control plane's user name; federation.rbac binds its roles to it (kept equal by a test)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +68,14 @@ class ClusterPKI:
         return self.directory / "admin.key"
 
     @property
+    def control_plane_cert(self) -> Path:
+        return self.directory / "control-plane.crt"
+
+    @property
+    def control_plane_key(self) -> Path:
+        return self.directory / "control-plane.key"
+
+    @property
     def service_account_key(self) -> Path:
         return self.directory / "sa.key"
 
@@ -86,6 +100,7 @@ def ensure(directory: Path, cluster_name: str) -> ClusterPKI:
     """Create the cluster's PKI unless it is already there (``up`` is idempotent)."""
     pki = ClusterPKI(directory)
     if pki.exists():
+        _ensure_control_plane(pki)
         return pki
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = _new_key()
@@ -99,7 +114,8 @@ def ensure(directory: Path, cluster_name: str) -> ClusterPKI:
 
     admin_key = _new_key()
     _write_key(pki.admin_key, admin_key)
-    _write_cert(pki.admin_cert, _client_certificate(admin_key, ca_key, ca_cert))
+    _write_cert(pki.admin_cert, _client_certificate(admin_key, ca_key, ca_cert,
+                                                    _name(ADMIN_USER, "system:masters")))
 
     sa_key = _new_key()
     _write_key(pki.service_account_key, sa_key)
@@ -110,7 +126,22 @@ def ensure(directory: Path, cluster_name: str) -> ClusterPKI:
     )
     token = secrets.token_urlsafe(32)
     _write_private(pki.token_file, f'{token},{TOKEN_USER},{TOKEN_USER},"system:masters"\n'.encode())
+    _ensure_control_plane(pki)
     return pki
+
+
+def _ensure_control_plane(pki: ClusterPKI) -> None:
+    """The control plane's certificate, signed by the cluster's CA; added to a PKI made
+    before it existed, so an older fleet gets it on its next ``up``."""
+    if pki.control_plane_cert.exists() and pki.control_plane_key.exists():
+        return
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    key = _new_key()
+    _write_key(pki.control_plane_key, key)
+    _write_cert(pki.control_plane_cert,
+                _client_certificate(key, ca_key, ca_cert, _name(CONTROL_PLANE_USER)))
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
@@ -190,8 +221,8 @@ def _server_certificate(key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurv
 
 
 def _client_certificate(key: ec.EllipticCurvePrivateKey, ca_key: ec.EllipticCurvePrivateKey,
-                        ca_cert: x509.Certificate) -> x509.Certificate:
-    subject = _name(ADMIN_USER, "system:masters")
+                        ca_cert: x509.Certificate, subject: x509.Name) -> x509.Certificate:
+    """A client certificate: the CN is the user, each O a group (none for the control plane)."""
     return _leaf(key, ca_key, ca_cert, subject, ExtendedKeyUsageOID.CLIENT_AUTH).sign(
         ca_key, hashes.SHA256()
     )

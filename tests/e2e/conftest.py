@@ -27,25 +27,39 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def install(fleet: TestFleet, *extra: str) -> None:
+    """`fedctl install` with the fleet's admin kubeconfig (CRDs and the shipped RBAC)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "federation", "install", "--kubeconfig", str(fleet.kubeconfig),
+         "--hub-context", "hub", *extra], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
 class ControlPlane:
-    """A `fedctl run` process against the test fleet, with its log for failure reports."""
+    """A `fedctl run` process against the test fleet, with its log for failure reports.
+
+    `fedctl install` runs as the fleet's admin and applies the shipped RBAC; `fedctl run`
+    runs with the control plane's own kubeconfig (user federation:control-plane, no
+    group): every e2e test thereby checks that the RBAC grants all the control plane needs.
+    """
 
     def __init__(self, fleet: TestFleet, log_path: Path, *extra: str) -> None:
         self.fleet = fleet
         self.log_path = log_path
         self.health_port = _free_port()
+        self.kubeconfig = fleet.ensure_control_plane_identity()
         self.argv = [sys.executable, "-m", "federation", "run", "--kubeconfig",
-                     str(fleet.kubeconfig), "--hub-context", "hub", "--metrics-bind-address",
+                     str(self.kubeconfig), "--hub-context", "hub", "--metrics-bind-address",
                      f"127.0.0.1:{_free_port()}", "--health-probe-bind-address",
                      f"127.0.0.1:{self.health_port}", *extra]
         self.process: subprocess.Popen[bytes] | None = None
 
+    def install(self, *extra: str) -> None:
+        """`fedctl install` as admin: CRDs, MemberClusters, RBAC on the hub and members."""
+        install(self.fleet, "--clusters", str(self.fleet.clusters_file), *extra)
+
     def start(self) -> None:
-        install = subprocess.run(
-            [sys.executable, "-m", "federation", "install", "--kubeconfig",
-             str(self.fleet.kubeconfig), "--hub-context", "hub", "--clusters",
-             str(self.fleet.clusters_file)], capture_output=True, text=True, timeout=120)
-        assert install.returncode == 0, install.stderr
+        self.install()
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import TestFleet
+from tests.conftest import TestFleet, run_kubectl
 from tests.e2e.conftest import ControlPlane
 from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
 
@@ -254,3 +255,52 @@ def _place_and_unjoin(fleet: TestFleet, name: str) -> None:
     assert result.returncode == 0, result.stderr
     assert replicas("member3") is None, "unjoin finished with the copy still in edge"
     wait_for(lambda: replicas("member1") == 2, timeout=30, what="both replicas in member1")
+
+
+def _jwt_subject(token: str) -> str:
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return str(claims["sub"])
+
+
+@pytest.mark.timeout(300)
+def test_join_with_a_service_account_stores_a_least_privilege_token(
+        fleet: TestFleet, control_plane: ControlPlane, tmp_path: Path) -> None:
+    """join --create-service-account: the Secret holds a ServiceAccount token (no client
+    certificate, nothing of the admin); the control plane places through it and cleans up
+    through it; the token cannot grant itself more (a ClusterRoleBinding is refused)."""
+    name = "sa-edge"
+    result = fedctl("join", name, "--kubeconfig", str(fleet.kubeconfig), "--context",
+                    "member3", "--create-service-account", "--token-expiration-days", "2",
+                    *hub_flags(fleet))
+    assert result.returncode == 0, result.stderr
+    assert "token expires" in result.stdout and "ServiceAccount token" in result.stdout
+    try:
+        stored = decoded_secret(fleet, name)
+        user = stored["users"][0]["user"]
+        assert set(user) == {"token"}
+        assert _jwt_subject(user["token"]) == \
+            "system:serviceaccount:federation-system:federation-control-plane"
+        admin_key = next(u["user"]["client-key-data"] for u in
+                         yaml.safe_load(fleet.kubeconfig.read_text())["users"]
+                         if u["name"] == "member3-admin")
+        assert admin_key not in yaml.safe_dump(stored)
+
+        path = tmp_path / "stored.yaml"
+        path.write_text(yaml.safe_dump(stored))
+        escalate = run_kubectl(path, name, "create", "clusterrolebinding", "sa-edge-escalate",
+                               "--clusterrole", "cluster-admin", "--user", "attacker",
+                               check=False)
+        assert escalate.returncode != 0 and "forbidden" in escalate.stderr.lower()
+        assert get_or_none(fleet, "member3", "clusterrolebinding", "sa-edge-escalate") is None
+        can = run_kubectl(path, name, "auth", "can-i", "create", "deployments", "-n", "x",
+                          check=False)
+        assert can.stdout.strip() == "yes"
+
+        wait_for(lambda: _ready(fleet, name), timeout=60, what="sa-edge Ready with capacity")
+        _place_and_unjoin(fleet, name)
+    finally:
+        fedctl("unjoin", name, "--orphan", "--kubeconfig", str(fleet.kubeconfig),
+               "--hub-context", "hub")
+    wait_for(lambda: f"cluster {name} left" in control_plane.log_path.read_text(),
+             timeout=30, what="the control plane released sa-edge")

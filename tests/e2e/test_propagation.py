@@ -193,9 +193,12 @@ def test_drift_in_a_member_is_reverted(fleet: TestFleet, ns: str) -> None:
              == {"k": "hub"}, timeout=30, what="drift reverted")
 
 
-def test_crd_and_custom_resource_are_propagated_in_order(fleet: TestFleet, ns: str) -> None:
-    """A custom resource reaches members together with its CRD, the CRD first."""
+def test_crd_and_custom_resource_are_propagated_in_order(
+        fleet: TestFleet, ns: str, control_plane: ControlPlane) -> None:
+    """A custom resource reaches members together with its CRD, the CRD first (the operator
+    grants the control plane the new kind first: `fedctl install --propagate-kinds`)."""
     group = f"g{uuid.uuid4().hex[:6]}.example.com"
+    control_plane.install("--propagate-kinds", f"widgets.{group}")
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": f"widgets.{group}"},

@@ -1,4 +1,8 @@
-"""Two `fedctl run` processes against one hub: exactly one leads; the other takes over."""
+"""Two `fedctl run` processes against one hub: exactly one leads; the other takes over.
+
+The replicas run as the control plane's least-privilege identity: the RBAC lets them
+create Leases and renew only the one named by --leader-election-id (installed per test).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TestFleet
+from tests.e2e.conftest import install
 
 
 def free_port() -> int:
@@ -56,7 +61,9 @@ class Replica:
 def replicas(fleet: TestFleet, tmp_path: Path) -> Iterator[list[Replica]]:
     """Two replicas on a fresh lease; tests may append more (same kubeconfig and lease)."""
     lease = f"rt-leader-{uuid.uuid4().hex[:6]}"
-    started = [Replica(fleet.kubeconfig, lease, tmp_path / f"replica{i}.log") for i in (1, 2)]
+    install(fleet, "--leader-election-id", lease)
+    kubeconfig = fleet.ensure_control_plane_identity()
+    started = [Replica(kubeconfig, lease, tmp_path / f"replica{i}.log") for i in (1, 2)]
     try:
         yield started
     finally:

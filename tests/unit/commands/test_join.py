@@ -113,3 +113,98 @@ def test_a_hostile_exec_kubeconfig_is_refused_before_the_hub_is_contacted(
                            str(tmp_path / "no-hub.yaml")])
     assert "exec env may not set PATH" in line and str(evil) not in line
     assert not marker.exists()
+
+
+# -- join --create-service-account --------------------------------------------------------------
+
+
+def test_the_stored_kubeconfig_keeps_server_and_ca_and_only_the_token() -> None:
+    """with_token drops every admin credential (certificate, key, exec, password)."""
+    user = {"client-certificate-data": "Y2VydA==", "client-key-data": "a2V5",
+            "exec": {"command": "aws"}, "password": "p"}
+    document: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "edge",
+        "clusters": [{"name": "edge", "cluster": {"server": "https://x",
+                                                  "certificate-authority-data": "Q0E="}}],
+        "users": [{"name": "edge", "user": user}],
+        "contexts": [{"name": "edge", "context": {"cluster": "edge", "user": "edge"}}]}
+    stored = join.with_token(document, "sa-token")
+    assert stored["users"] == [{"name": "edge", "user": {"token": "sa-token"}}]
+    assert stored["clusters"] == document["clusters"]
+    assert stored["contexts"] == document["contexts"]
+    assert "client-key-data" in document["users"][0]["user"]  # the input is left alone
+
+
+class FakeMember:
+    """Records what install_service_account asks of a member; answers TokenRequest."""
+
+    name = "edge"
+
+    def __init__(self, token: str | None = "t0ken") -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.token = token
+        self.body: Any = None
+
+    async def create(self, resource: Any, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(("create", f"{body['kind']}/{body['metadata']['name']}"))
+        return body
+
+    async def apply(self, resource: Any, body: dict[str, Any], manager: str,
+                    force: bool = False) -> dict[str, Any]:
+        self.calls.append(("apply", f"{body['kind']}/{body['metadata']['name']}"))
+        return body
+
+    async def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        self.calls.append((method, path))
+        self.body = body
+        status = {"expirationTimestamp": "2027-01-01T00:00:00Z"}
+        if self.token:
+            status["token"] = self.token
+        return {"status": status}
+
+
+async def test_service_account_setup_asks_for_a_bound_token_after_the_rbac() -> None:
+    """Namespace, ServiceAccount, member role and binding, then a TokenRequest with the
+    asked lifetime; the token and the server's expiry come back."""
+    from federation.controllers import install
+    from federation.rbac import roles
+
+    member = FakeMember()
+    token, expires = await install.install_service_account(
+        member, roles.Settings(), 86400)  # type: ignore[arg-type]
+    assert (token, expires) == ("t0ken", "2027-01-01T00:00:00Z")
+    assert member.calls == [
+        ("create", "Namespace/federation-system"),
+        ("apply", "ServiceAccount/federation-control-plane"),
+        ("apply", f"ClusterRole/{roles.MEMBER_ROLE}"),
+        ("apply", f"ClusterRoleBinding/{roles.MEMBER_ROLE}"),
+        ("POST", "/api/v1/namespaces/federation-system/serviceaccounts/"
+                 "federation-control-plane/token")]
+    assert member.body["spec"] == {"expirationSeconds": 86400}
+
+
+async def test_a_token_request_without_a_token_is_an_error_not_an_empty_credential() -> None:
+    from federation.contexts import client as kube
+    from federation.controllers import install
+    from federation.rbac import roles
+
+    with pytest.raises(kube.ApiError, match="returned no token"):
+        await install.install_service_account(FakeMember(token=None),  # type: ignore[arg-type]
+                                              roles.Settings(), 3600)
+
+
+def test_a_wildcard_kind_is_refused_before_anything_is_written(tmp_path: Any) -> None:
+    """--propagate-kinds '*' with --create-service-account: one line, exit 1, no call made
+    (the hub and member in this kubeconfig do not exist)."""
+    kubeconfig = tmp_path / "k.yaml"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "m",
+        "clusters": [{"name": "m", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "m", "user": {"token": "x"}}],
+        "contexts": [{"name": "m", "context": {"cluster": "m", "user": "m"}}]}))
+    result = CliRunner().invoke(join.join, [
+        "edge", "--kubeconfig", str(kubeconfig), "--create-service-account",
+        "--propagate-kinds", "*", "--hub-kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "error: --propagate-kinds: '*': wildcards are never granted; list the kinds")

@@ -90,12 +90,12 @@ def test_clusters_table_shows_health_room_and_workloads() -> None:
 
 
 def test_hub_values_beyond_int32_are_one_line_errors() -> None:
-    """A MemberCluster or template with a count the engine refuses: LoadError naming it."""
+    """A template with a count the engine refuses: LoadError naming it. A MemberCluster
+    stating an impossible availableReplicas is read as no estimate, as the control plane
+    reads it (the what-if must answer what the control plane would do)."""
     hostile = state()
     hostile.members[0]["status"]["availableReplicas"] = 2**40
-    expected = r"MemberCluster member1: status.availableReplicas: .*2147483647"
-    with pytest.raises(loader.LoadError, match=expected):
-        plan_live.what_if(hostile, [])
+    plan_live.what_if(hostile, [])
     hostile = state()
     hostile.templates[0]["spec"]["replicas"] = True
     with pytest.raises(loader.LoadError, match=r"Deployment shop/movable: spec.replicas: .*bool"):

@@ -1,0 +1,72 @@
+"""``fedctl rbac``: print the control plane's least-privilege RBAC for review or your own tools.
+
+The same manifests ``fedctl install`` applies (hub, and each member it
+registers) and ``fedctl join --create-service-account`` applies in a joining
+member, generated from the propagated kinds (:mod:`federation.rbac.roles`).
+``--format table`` prints every permission with what it is for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from federation.commands import errors
+from federation.rbac import roles
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def kinds_options(func: F) -> F:
+    """--propagate-kinds and --no-default-kinds, the same for rbac, install and join."""
+    func = click.option(
+        "--no-default-kinds", is_flag=True,
+        help="Grant only the --propagate-kinds, not the default workload kinds.")(func)
+    func = click.option(
+        "--propagate-kinds", "propagate_kinds", multiple=True, metavar="RESOURCE.GROUP,...",
+        help="Kinds the control plane may propagate besides the defaults, as kubectl names "
+             "them (widgets.example.com, configmaps); repeatable. Default kinds: "
+             + ", ".join(str(k) for k in roles.DEFAULT_KINDS) + ".")(func)
+    return func
+
+
+def settings(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
+             **overrides: Any) -> roles.Settings:
+    """Generator settings from the kinds options (raises :class:`roles.RBACError`)."""
+    kinds = roles.parse_kinds(propagate_kinds, defaults=not no_default_kinds)
+    return roles.Settings(kinds=kinds, **overrides)
+
+
+@click.command()
+@kinds_options
+@click.option("--only", type=click.Choice(["hub", "member"]), default=None,
+              help="Print only the hub's or only a member's manifests.")
+@click.option("--format", "output", type=click.Choice(["yaml", "table"]), default="yaml",
+              show_default=True, help="Manifests (with reasons as comments), or a Markdown "
+                                      "table of every permission and what it is for.")
+@click.option("--leader-election-namespace", default=roles.Settings.leader_election_namespace,
+              show_default=True, help="As given to `fedctl run`.")
+@click.option("--leader-election-id", default=roles.Settings.leader_election_id,
+              show_default=True, help="As given to `fedctl run`: the only Lease it may renew.")
+@errors.clear_errors_for(roles.RBACError)
+def rbac(propagate_kinds: tuple[str, ...], no_default_kinds: bool, only: str | None,
+         output: str, leader_election_namespace: str, leader_election_id: str) -> None:
+    """Print the control plane's RBAC (ClusterRoles, Roles, bindings) for hub and members."""
+    chosen = settings(propagate_kinds, no_default_kinds,
+                      leader_election_namespace=leader_election_namespace,
+                      leader_election_id=leader_election_id)
+    sections = {"hub": roles.hub(chosen), "member": roles.member(chosen)}
+    if only is not None:
+        sections = {only: sections[only]}
+    if output == "table":
+        click.echo(roles.table(sections), nl=False)
+        return
+    documents = [m for manifests in sections.values() for m in manifests]
+    documents = roles.namespace_manifests(documents) + documents
+    heading = (f"The federation control plane's RBAC ({' and '.join(sections)}), for "
+               f"{chosen.user} and ServiceAccount {chosen.namespace}/"
+               f"{chosen.service_account}.\nPropagated kinds: "
+               + ", ".join(str(k) for k in chosen.kinds) + ".")
+    click.echo(roles.render(documents, heading), nl=False)

@@ -1,0 +1,354 @@
+"""ClusterRoles, Roles and bindings for the control plane, generated from the propagated kinds.
+
+The hub gets a ClusterRole (policies, MemberClusters, bindings, Events, CRDs,
+templates of the propagated kinds), a Role in the control plane's namespace
+(joined clusters' Secrets, the deny-list ConfigMap) and a Role in the
+leader-election namespace (its own Lease). Each member gets one ClusterRole:
+the copies of the propagated kinds, their namespaces and CRDs, nodes and
+workloads for capacity. Every binding names two subjects: the user
+``federation:control-plane`` (the local fleet's client certificate, or any
+identity your authenticator maps to it) and the ServiceAccount
+``federation-system/federation-control-plane`` (``fedctl join
+--create-service-account``, or the control plane running in the hub).
+
+A kind is given as ``resource.group`` (``deployments.apps``, ``widgets.example.com``)
+or just ``resource`` for the core group (``configmaps``), as kubectl spells it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+JSON = dict[str, Any]
+
+RULES_FILE = Path(__file__).resolve().parent / "rules.yaml"
+
+NAMESPACE = "federation-system"
+"""The control plane's namespace: joined clusters' Secrets, its ServiceAccount."""
+USER = "federation:control-plane"
+SERVICE_ACCOUNT = "federation-control-plane"
+HUB_ROLE = "federation:control-plane:hub"
+MEMBER_ROLE = "federation:control-plane:member"
+NAMESPACE_ROLE = "federation:control-plane"
+LEADER_ROLE = "federation:control-plane:leader-election"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+LABELS = {"app.kubernetes.io/part-of": "federation", "app.kubernetes.io/managed-by": "fedctl"}
+
+CRD_NAMES = (
+    "propagationpolicies.policy.federation.io",
+    "clusterpropagationpolicies.policy.federation.io",
+    "overridepolicies.policy.federation.io",
+    "clusteroverridepolicies.policy.federation.io",
+    "memberclusters.cluster.federation.io",
+    "resourcebindings.work.federation.io",
+    "clusterresourcebindings.work.federation.io",
+)
+"""The hub API's CRDs (federation/crds/crds.yaml; a unit test keeps the two equal)."""
+
+
+class RBACError(ValueError):
+    """A kind list that cannot be turned into rules; the message names the option."""
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Kind:
+    """One propagated resource: its API group ("" for core) and plural."""
+
+    group: str
+    resource: str
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+DEFAULT_KINDS: tuple[Kind, ...] = (
+    Kind("", "namespaces"), Kind("", "configmaps"), Kind("", "secrets"), Kind("", "services"),
+    Kind("", "serviceaccounts"), Kind("", "persistentvolumeclaims"),
+    Kind("apps", "deployments"), Kind("apps", "statefulsets"), Kind("apps", "daemonsets"),
+    Kind("batch", "jobs"), Kind("batch", "cronjobs"),
+    Kind("networking.k8s.io", "ingresses"),
+)
+"""The common workload kinds. No RBAC kinds: see :func:`parse_kind`."""
+
+STATUS_KINDS = frozenset({Kind("apps", "deployments"), Kind("apps", "statefulsets"),
+                          Kind("apps", "replicasets")})
+"""Kinds whose hub template gets the members' summed status (status.WORKLOAD_KINDS)."""
+
+_RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def parse_kind(text: str, option: str = "--propagate-kinds") -> Kind:
+    """``resource.group`` or ``resource`` (core) as a :class:`Kind`; refuses wildcards,
+    subresources and the RBAC group (propagating Roles or bindings would let anyone who
+    may write a policy hand the control plane's rights in every member to any subject)."""
+    resource, _, group = text.strip().partition(".")
+    if "*" in text:
+        raise RBACError(f"{option}: {text!r}: wildcards are never granted; list the kinds")
+    if not _RESOURCE.match(resource) or (group and not _GROUP.match(group)):
+        raise RBACError(f"{option}: {text!r} is not resource.group (the lowercase plural, "
+                        "as in deployments.apps, configmaps, widgets.example.com)")
+    if group == RBAC_GROUP:
+        raise RBACError(f"{option}: {text!r}: RBAC kinds are not propagated: a policy author "
+                        "could grant the control plane's member rights to anyone")
+    return Kind(group, resource)
+
+
+def parse_kinds(texts: Iterable[str], defaults: bool = True,
+                option: str = "--propagate-kinds") -> tuple[Kind, ...]:
+    """The default kinds (unless ``defaults`` is False) plus ``texts``, sorted, no repeats.
+    Each text may hold several kinds separated by commas."""
+    found = set(DEFAULT_KINDS) if defaults else set()
+    for text in texts:
+        found.update(parse_kind(part, option) for part in text.split(",") if part.strip())
+    if not found:
+        raise RBACError(f"{option}: no kind to propagate")
+    return tuple(sorted(found))
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the manifests are generated for."""
+
+    kinds: tuple[Kind, ...] = DEFAULT_KINDS
+    """The propagated kinds; the common workload kinds by default, extended per fleet."""
+    namespace: str = NAMESPACE
+    """Where `fedctl join` keeps kubeconfig Secrets and the ServiceAccount lives."""
+    leader_election_namespace: str = "kube-system"
+    """`fedctl run --leader-election-namespace`'s default."""
+    leader_election_id: str = "federation-controller-manager"
+    """`fedctl run --leader-election-id`'s default: the one Lease we may renew."""
+    user: str = USER
+    """The control plane's user name (the local fleet's certificate CN)."""
+    service_account: str = SERVICE_ACCOUNT
+    """Its ServiceAccount in ``namespace`` (join --create-service-account, in-cluster)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One PolicyRule and the reason it exists."""
+
+    why: str
+    verbs: tuple[str, ...]
+    api_groups: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+    resource_names: tuple[str, ...] = ()
+    non_resource_urls: tuple[str, ...] = ()
+
+    def to_dict(self) -> JSON:
+        found: JSON = {}
+        if self.non_resource_urls:
+            found["nonResourceURLs"] = list(self.non_resource_urls)
+        else:
+            found["apiGroups"] = list(self.api_groups)
+            found["resources"] = list(self.resources)
+        if self.resource_names:
+            found["resourceNames"] = list(self.resource_names)
+        found["verbs"] = list(self.verbs)
+        return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """A Role, ClusterRole or binding; ``rules`` carry the reasons printed as comments."""
+
+    body: JSON
+    rules: tuple[Rule, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return str(self.body["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+# -- rules -----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _fixed() -> dict[str, dict[str, list[JSON]]]:
+    document = yaml.safe_load(RULES_FILE.read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def fixed_rules(cluster: str, scope: str, settings: Settings) -> tuple[Rule, ...]:
+    """The rules of ``rules.yaml`` for (hub|member, cluster|namespace|leaderElection)."""
+    values = {"crd_names": CRD_NAMES, "leader_election_id": (settings.leader_election_id,)}
+    rules = []
+    for entry in _fixed()[cluster][scope]:
+        names = entry.get("resourceNames", ())
+        if isinstance(names, str):
+            names = values[names.strip("{}")]
+        rules.append(Rule(why=" ".join(str(entry["why"]).split()),
+                          verbs=tuple(entry["verbs"]),
+                          api_groups=tuple(entry.get("apiGroups", ())),
+                          resources=tuple(entry.get("resources", ())),
+                          resource_names=tuple(names),
+                          non_resource_urls=tuple(entry.get("nonResourceURLs", ()))))
+    return tuple(rules)
+
+
+def _by_group(kinds: Iterable[Kind]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for kind in sorted(set(kinds)):
+        groups.setdefault(kind.group, []).append(kind.resource)
+    return groups
+
+
+def hub_kind_rules(kinds: Sequence[Kind]) -> tuple[Rule, ...]:
+    """Templates: cached and followed; finalizer and decision annotations written by PUT;
+    the summed member status patched onto workloads."""
+    rules = _per_group(kinds, ("get", "list", "watch", "update"), (
+        "Templates of the propagated kinds: cached and followed; the control plane writes "
+        "its finalizer and decision annotations (a PUT of the template). Never create or "
+        "delete."))
+    status = [Kind(k.group, f"{k.resource}/status") for k in kinds if k in STATUS_KINDS]
+    rules += _per_group(status, ("patch",), (
+        "Propagated workloads' status on the hub: replicas summed over the members (a "
+        "patch of the status subresource)."))
+    return tuple(rules)
+
+
+def member_kind_rules(kinds: Sequence[Kind]) -> tuple[Rule, ...]:
+    """The copies: cached, created, replaced, deleted; patched by `unjoin --orphan`."""
+    return tuple(_per_group(
+        kinds, ("get", "list", "watch", "create", "update", "patch", "delete"),
+        "Copies of the propagated kinds: cached (drift, status), created, replaced and "
+        "deleted when no longer placed; patched only by `fedctl unjoin --orphan`, which "
+        "removes our marks with the stored credentials."))
+
+
+def _per_group(kinds: Iterable[Kind], verbs: tuple[str, ...], why: str) -> list[Rule]:
+    """One rule per API group (one rule naming two groups would grant every resource name
+    in both); the reason is given in full on the first."""
+    rules: list[Rule] = []
+    for group, resources in _by_group(kinds).items():
+        reason = why if not rules else f"As above, API group {group or 'core'}."
+        rules.append(Rule(why=reason, verbs=verbs, api_groups=(group,),
+                          resources=tuple(resources)))
+    return rules
+
+
+# -- manifests -------------------------------------------------------------------------------
+
+
+def _meta(name: str, namespace: str | None = None) -> JSON:
+    meta: JSON = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(LABELS)
+    return meta
+
+
+def subjects(settings: Settings) -> list[JSON]:
+    return [{"kind": "User", "apiGroup": RBAC_GROUP, "name": settings.user},
+            {"kind": "ServiceAccount", "name": settings.service_account,
+             "namespace": settings.namespace}]
+
+
+def _role(kind: str, name: str, rules: Sequence[Rule], namespace: str | None = None
+          ) -> Manifest:
+    body = {"apiVersion": f"{RBAC_GROUP}/v1", "kind": kind, "metadata": _meta(name, namespace),
+            "rules": [r.to_dict() for r in rules]}
+    return Manifest(body, tuple(rules))
+
+
+def _binding(kind: str, name: str, role_kind: str, settings: Settings,
+             namespace: str | None = None) -> Manifest:
+    return Manifest({"apiVersion": f"{RBAC_GROUP}/v1", "kind": kind,
+                     "metadata": _meta(name, namespace),
+                     "roleRef": {"apiGroup": RBAC_GROUP, "kind": role_kind, "name": name},
+                     "subjects": subjects(settings)})
+
+
+def hub(settings: Settings) -> list[Manifest]:
+    """The hub's ClusterRole, Roles and their bindings, in apply order."""
+    cluster = (*fixed_rules("hub", "cluster", settings), *hub_kind_rules(settings.kinds))
+    own = fixed_rules("hub", "namespace", settings)
+    lease = fixed_rules("hub", "leaderElection", settings)
+    return [
+        _role("ClusterRole", HUB_ROLE, cluster),
+        _binding("ClusterRoleBinding", HUB_ROLE, "ClusterRole", settings),
+        _role("Role", NAMESPACE_ROLE, own, settings.namespace),
+        _binding("RoleBinding", NAMESPACE_ROLE, "Role", settings, settings.namespace),
+        _role("Role", LEADER_ROLE, lease, settings.leader_election_namespace),
+        _binding("RoleBinding", LEADER_ROLE, "Role", settings,
+                 settings.leader_election_namespace),
+    ]
+
+
+def member(settings: Settings) -> list[Manifest]:
+    """A member's ClusterRole and its binding."""
+    rules = (*fixed_rules("member", "cluster", settings), *member_kind_rules(settings.kinds))
+    return [_role("ClusterRole", MEMBER_ROLE, rules),
+            _binding("ClusterRoleBinding", MEMBER_ROLE, "ClusterRole", settings)]
+
+
+def namespaces(manifests: Iterable[Manifest]) -> list[str]:
+    """The namespaces the manifests need (created first when missing)."""
+    found = {str(m.body["metadata"].get("namespace") or "") for m in manifests}
+    return sorted(found - {""})
+
+
+BUILT_IN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
+def namespace_manifests(manifests: Iterable[Manifest]) -> list[Manifest]:
+    """Namespace objects for the namespaces the manifests need, so that the printed
+    manifests apply as they are (``kubectl apply -f``); built-in namespaces left out."""
+    return [Manifest({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(name)})
+            for name in namespaces(manifests) if name not in BUILT_IN_NAMESPACES]
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def render(manifests: Sequence[Manifest], heading: str = "") -> str:
+    """YAML documents, each rule preceded by its reason as a comment (kubectl-appliable)."""
+    parts = []
+    for manifest in manifests:
+        body = {k: v for k, v in manifest.body.items() if k != "rules"}
+        text = yaml.safe_dump(body, sort_keys=False)
+        if manifest.rules:
+            text += "rules:\n"
+            for rule in manifest.rules:
+                text += "".join(f"# {line}\n" for line in textwrap.wrap(rule.why, 88))
+                text += yaml.safe_dump([rule.to_dict()], sort_keys=False,
+                                       default_flow_style=None, width=92)
+        parts.append(text)
+    prefix = "".join(f"# {line}\n" for line in heading.splitlines())
+    return prefix + "---\n".join(parts)
+
+
+def table(sections: Mapping[str, Sequence[Manifest]]) -> str:
+    """A Markdown table: cluster, role, resources, verbs and why, for every rule."""
+    lines = ["| cluster | role | resources | verbs | why |", "|---|---|---|---|---|"]
+    for cluster, manifests in sections.items():
+        for manifest in manifests:
+            where = manifest.name + (f" (ns {manifest.body['metadata']['namespace']})"
+                                     if manifest.body["metadata"].get("namespace") else "")
+            for rule in manifest.rules:
+                lines.append(f"| {cluster} | {where} | {_what(rule)} | "
+                             f"{', '.join(rule.verbs)} | {rule.why} |")
+    return "\n".join(lines) + "\n"
+
+
+def _what(rule: Rule) -> str:
+    if rule.non_resource_urls:
+        return " ".join(rule.non_resource_urls)
+    group = rule.api_groups[0] if rule.api_groups else ""
+    names = f"{group or 'core'}: {', '.join(rule.resources)}"
+    if rule.resource_names:
+        names += f" (only {', '.join(rule.resource_names)})"
+    return names

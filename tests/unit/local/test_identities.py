@@ -1,0 +1,66 @@
+"""The local fleet's two identities: an admin in system:masters, the control plane in no group."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from federation.local import fleet, pki
+
+
+def subject(path: Path) -> tuple[str, list[str]]:
+    cert = x509.load_pem_x509_certificate(path.read_bytes())
+    common = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    groups = [str(a.value) for a in cert.subject.get_attributes_for_oid(
+        NameOID.ORGANIZATION_NAME)]
+    return str(common), groups
+
+
+def test_the_control_plane_certificate_names_a_user_in_no_group(tmp_path: Path) -> None:
+    """CN federation:control-plane, no O (so never system:masters), signed by the cluster CA."""
+    keys = pki.ensure(tmp_path, "member1")
+    assert subject(keys.control_plane_cert) == (pki.CONTROL_PLANE_USER, [])
+    assert subject(keys.admin_cert) == (pki.ADMIN_USER, ["system:masters"])
+    ca = x509.load_pem_x509_certificate(keys.ca_cert.read_bytes())
+    cert = x509.load_pem_x509_certificate(keys.control_plane_cert.read_bytes())
+    cert.verify_directly_issued_by(ca)
+    assert keys.control_plane_key.stat().st_mode & 0o077 == 0
+
+
+def test_an_older_pki_gets_the_control_plane_certificate_on_the_next_ensure(
+        tmp_path: Path) -> None:
+    """A fleet made before this identity existed keeps its CA and admin; only the missing
+    certificate is added."""
+    keys = pki.ensure(tmp_path, "hub")
+    admin = keys.admin_cert.read_bytes()
+    keys.control_plane_cert.unlink()
+    keys.control_plane_key.unlink()
+    again = pki.ensure(tmp_path, "hub")
+    assert again.admin_cert.read_bytes() == admin
+    assert subject(again.control_plane_cert) == (pki.CONTROL_PLANE_USER, [])
+
+
+def test_up_writes_a_second_kubeconfig_with_the_same_contexts(tmp_path: Path) -> None:
+    """kubeconfigs/local.yaml holds the admin, local-control-plane.yaml the control plane:
+    same contexts and servers, different client certificates."""
+    target = fleet.Fleet(tmp_path / "state", tmp_path / "kubeconfigs" / "local.yaml")
+    config = target._plan(2, None, None)
+    target._save(config)
+    path = target.ensure_control_plane_identity()
+    assert path == tmp_path / "kubeconfigs" / "local-control-plane.yaml"
+    admin = yaml.safe_load(target.kubeconfig.read_text())
+    plane = yaml.safe_load(path.read_text())
+    assert [c["name"] for c in plane["contexts"]] == ["hub", "member1", "member2"]
+    assert plane["clusters"] == admin["clusters"]
+    for user in plane["users"]:
+        cert = base64.b64decode(user["user"]["client-certificate-data"])
+        common = x509.load_pem_x509_certificate(cert).subject
+        assert common.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == \
+            pki.CONTROL_PLANE_USER
+    assert path.stat().st_mode & 0o077 == 0
+    target.down()
+    assert not path.exists() and not target.kubeconfig.exists()

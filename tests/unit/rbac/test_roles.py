@@ -1,0 +1,262 @@
+"""The generated RBAC: exactly the rights the control plane's calls need, never a wildcard.
+
+``allows`` below is a small model of Kubernetes' RBAC rule matching (verbs, groups,
+resources with subresources, resourceNames, nonResourceURLs with a trailing ``*``);
+the e2e suite checks the same manifests against a real API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import yaml
+
+from federation.contexts import client as kube
+from federation.controllers import api, health, install, status
+from federation.local import pki
+from federation.rbac import roles
+
+Rules = Sequence[dict[str, Any]]
+
+
+def allows(rules: Rules, verb: str, group: str, resource: str, name: str | None = None
+           ) -> bool:
+    for rule in rules:
+        if "nonResourceURLs" in rule:
+            continue
+        if (verb in rule["verbs"] and group in rule["apiGroups"]
+                and resource in rule["resources"]
+                and (not rule.get("resourceNames") or name in rule["resourceNames"])):
+            return True
+    return False
+
+
+def allows_url(rules: Rules, path: str) -> bool:
+    for rule in rules:
+        for url in rule.get("nonResourceURLs", ()):
+            if url == path or (url.endswith("*") and path.startswith(url[:-1])):
+                return "get" in rule["verbs"]
+    return False
+
+
+def by_name(manifests: Sequence[roles.Manifest], kind: str, name: str) -> dict[str, Any]:
+    found = [m.body for m in manifests if m.kind == kind and m.name == name]
+    assert len(found) == 1, f"{kind} {name}"
+    return found[0]
+
+
+HUB = roles.hub(roles.Settings())
+MEMBER = roles.member(roles.Settings())
+HUB_RULES = by_name(HUB, "ClusterRole", roles.HUB_ROLE)["rules"]
+OWN_RULES = by_name(HUB, "Role", roles.NAMESPACE_ROLE)["rules"]
+LEASE_RULES = by_name(HUB, "Role", roles.LEADER_ROLE)["rules"]
+MEMBER_RULES = by_name(MEMBER, "ClusterRole", roles.MEMBER_ROLE)["rules"]
+ALL_RULES = [*HUB_RULES, *OWN_RULES, *LEASE_RULES, *MEMBER_RULES]
+
+
+# -- never too much ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [(), ("widgets.example.com", "pods", "foos.a.b.c")])
+def test_no_rule_has_a_wildcard_or_an_escalation_verb(extra: tuple[str, ...]) -> None:
+    """No `*` in verbs, groups, resources or names; no escalate, bind or impersonate; no
+    rule on the RBAC group, whatever kinds are propagated."""
+    settings = roles.Settings(kinds=roles.parse_kinds(extra))
+    for manifest in [*roles.hub(settings), *roles.member(settings)]:
+        for rule in manifest.body.get("rules", []):
+            values = [*rule["verbs"], *rule.get("apiGroups", ()), *rule.get("resources", ()),
+                      *rule.get("resourceNames", ())]
+            assert not any("*" in v for v in values), rule
+            assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(
+                rule["verbs"]), rule
+            assert roles.RBAC_GROUP not in rule.get("apiGroups", ()), rule
+
+
+@pytest.mark.parametrize("text", ["roles.rbac.authorization.k8s.io",
+                                  "clusterrolebindings.rbac.authorization.k8s.io",
+                                  "rolebindings.rbac.authorization.k8s.io"])
+def test_rbac_kinds_are_refused(text: str) -> None:
+    """Propagating Roles or bindings would let a policy author grant the control plane's
+    member rights to anyone: refused with the option named."""
+    with pytest.raises(roles.RBACError, match=r"^--propagate-kinds: .*RBAC kinds"):
+        roles.parse_kinds([text])
+
+
+@pytest.mark.parametrize("text", ["*", "*.apps", "deployments.*", "Deployment",
+                                  "deployments/status", "deploy ments", ".apps", "x..y", "a.-b"])
+def test_malformed_or_wildcard_kinds_are_refused_in_one_line(text: str) -> None:
+    """Wildcards, Kind names, subresources and bad groups: one line naming the option."""
+    with pytest.raises(roles.RBACError) as error:
+        roles.parse_kinds([text])
+    assert str(error.value).startswith("--propagate-kinds: ")
+    assert "\n" not in str(error.value)
+
+
+def test_no_kinds_at_all_is_refused() -> None:
+    with pytest.raises(roles.RBACError, match="no kind"):
+        roles.parse_kinds([], defaults=False)
+
+
+def test_hub_templates_are_read_and_updated_never_created_or_deleted() -> None:
+    """On the hub the control plane changes templates only by PUT (finalizer, annotations)
+    and a status patch for workloads; it creates or deletes none, and writes no Secret
+    except through templates it may only update."""
+    for kind in roles.DEFAULT_KINDS:
+        for verb in ("get", "list", "watch", "update"):
+            assert allows(HUB_RULES, verb, kind.group, kind.resource), (verb, kind)
+        for verb in ("create", "delete", "patch"):
+            assert not allows(HUB_RULES, verb, kind.group, kind.resource), (verb, kind)
+    assert allows(HUB_RULES, "patch", "apps", "deployments/status")
+    assert not allows(HUB_RULES, "patch", "", "configmaps/status")
+    assert not allows(HUB_RULES, "get", "", "pods")
+
+
+def test_secrets_of_joined_clusters_are_readable_only_in_our_namespace() -> None:
+    """Joined kubeconfigs: get only, and only in federation-system (a Role there)."""
+    own = by_name(HUB, "Role", roles.NAMESPACE_ROLE)
+    assert own["metadata"]["namespace"] == "federation-system"
+    assert allows(OWN_RULES, "get", "", "secrets")
+    assert not allows(OWN_RULES, "list", "", "secrets")
+    assert not allows(OWN_RULES, "create", "", "secrets")
+
+
+def test_only_our_own_lease_can_be_renewed() -> None:
+    """Leases: create (cannot be limited by name), get/update of the configured one only."""
+    settings = roles.Settings(leader_election_namespace="ops", leader_election_id="mine")
+    lease_role = by_name(roles.hub(settings), "Role", roles.LEADER_ROLE)
+    assert lease_role["metadata"]["namespace"] == "ops"
+    rules = lease_role["rules"]
+    assert allows(rules, "create", "coordination.k8s.io", "leases")
+    assert allows(rules, "update", "coordination.k8s.io", "leases", "mine")
+    assert not allows(rules, "update", "coordination.k8s.io", "leases", "kube-scheduler")
+    assert not allows(rules, "delete", "coordination.k8s.io", "leases", "mine")
+
+
+def test_crds_are_patched_on_the_hub_only_by_name_and_never_created() -> None:
+    for name in roles.CRD_NAMES:
+        assert allows(HUB_RULES, "patch", "apiextensions.k8s.io", "customresourcedefinitions",
+                      name)
+    assert not allows(HUB_RULES, "patch", "apiextensions.k8s.io", "customresourcedefinitions",
+                      "widgets.example.com")
+    assert not allows(HUB_RULES, "create", "apiextensions.k8s.io", "customresourcedefinitions")
+
+
+def test_members_allow_copies_and_reads_but_not_node_or_crd_changes() -> None:
+    for kind in roles.DEFAULT_KINDS:
+        for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+            assert allows(MEMBER_RULES, verb, kind.group, kind.resource), (verb, kind)
+    assert not allows(MEMBER_RULES, "delete", "", "nodes")
+    assert not allows(MEMBER_RULES, "update", "apiextensions.k8s.io",
+                      "customresourcedefinitions")
+    assert not allows(MEMBER_RULES, "create", "", "pods")
+    assert not allows(MEMBER_RULES, "create", "apps", "replicasets")
+
+
+# -- enough: every call the control plane makes -----------------------------------------------
+
+
+def test_hub_rules_cover_every_call_on_our_api() -> None:
+    """Policies read and their status patched; MemberClusters read, replaced (taints) and
+    their status patched; bindings fully managed; Events created (controllers/*)."""
+    for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
+                     api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES):
+        for verb in ("get", "list", "watch"):
+            assert allows(HUB_RULES, verb, resource.group, resource.plural)
+        assert allows(HUB_RULES, "patch", resource.group, f"{resource.plural}/status")
+    clusters = api.MEMBER_CLUSTERS
+    for verb in ("get", "list", "watch", "update"):
+        assert allows(HUB_RULES, verb, clusters.group, clusters.plural)
+    assert allows(HUB_RULES, "patch", clusters.group, "memberclusters/status")
+    for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+        for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+            assert allows(HUB_RULES, verb, resource.group, resource.plural)
+        assert allows(HUB_RULES, "patch", resource.group, f"{resource.plural}/status")
+    assert allows(HUB_RULES, "create", api.EVENTS.group, api.EVENTS.plural)
+    for verb in ("get", "list", "watch"):
+        assert allows(HUB_RULES, verb, api.CRDS.group, api.CRDS.plural)
+        assert allows(HUB_RULES, verb, "", "namespaces")
+    assert allows(HUB_RULES, "create", "authentication.k8s.io", "tokenreviews")
+    assert allows(HUB_RULES, "create", "authorization.k8s.io", "subjectaccessreviews")
+
+
+def test_member_rules_cover_namespaces_crds_and_capacity() -> None:
+    """Namespaces and CRDs created before copies; nodes and workloads read for capacity
+    (health.WORKLOADS)."""
+    assert allows(MEMBER_RULES, "create", "", "namespaces")
+    assert allows(MEMBER_RULES, "create", api.CRDS.group, api.CRDS.plural)
+    for resource in (*health.WORKLOADS, kube.NODES):
+        for verb in ("list", "watch"):
+            assert allows(MEMBER_RULES, verb, resource.group, resource.plural)
+
+
+@pytest.mark.parametrize("rules", [HUB_RULES, MEMBER_RULES])
+@pytest.mark.parametrize("path", ["/readyz", "/healthz", "/api", "/apis",
+                                  "/apis/apps/v1", "/api/v1"])
+def test_probes_and_discovery_are_allowed(rules: Rules, path: str) -> None:
+    assert allows_url(rules, path)
+
+
+def test_an_extra_kind_is_granted_on_both_sides() -> None:
+    """`--propagate-kinds widgets.example.com` (the e2e Widget) adds hub read/update and
+    member management of that resource, in its own group only."""
+    settings = roles.Settings(kinds=roles.parse_kinds(["widgets.example.com"]))
+    hub_rules = by_name(roles.hub(settings), "ClusterRole", roles.HUB_ROLE)["rules"]
+    member_rules = by_name(roles.member(settings), "ClusterRole", roles.MEMBER_ROLE)["rules"]
+    assert allows(hub_rules, "update", "example.com", "widgets")
+    assert allows(member_rules, "delete", "example.com", "widgets")
+    assert not allows(member_rules, "delete", "example.com", "deployments")
+    assert not allows(member_rules, "delete", "apps", "widgets")
+
+
+# -- consistent with the rest of the code ------------------------------------------------------
+
+
+def test_crd_names_are_those_of_the_hub_api() -> None:
+    names = tuple(doc["metadata"]["name"] for doc in install.crd_documents())
+    assert sorted(names) == sorted(roles.CRD_NAMES)
+
+
+def test_status_kinds_are_the_workloads_whose_status_is_summed() -> None:
+    assert {k.resource for k in roles.STATUS_KINDS} == {
+        f"{kind.lower()}s" for kind in status.WORKLOAD_KINDS}
+
+
+def test_bindings_name_the_fleet_user_and_the_service_account() -> None:
+    for manifest in [*HUB, *MEMBER]:
+        if manifest.kind.endswith("Binding"):
+            assert manifest.body["subjects"] == [
+                {"kind": "User", "apiGroup": roles.RBAC_GROUP, "name": pki.CONTROL_PLANE_USER},
+                {"kind": "ServiceAccount", "name": "federation-control-plane",
+                 "namespace": "federation-system"}]
+            assert manifest.body["roleRef"]["name"] == manifest.name
+
+
+def test_every_rule_says_why() -> None:
+    for rule in [r for m in [*HUB, *MEMBER] for r in m.rules]:
+        assert len(rule.why) > 20
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def test_rendered_yaml_is_the_manifests_with_reasons_as_comments() -> None:
+    """`fedctl rbac` output loads back to exactly the applied objects; reasons are comments."""
+    manifests = [*roles.hub(roles.Settings()), *roles.member(roles.Settings())]
+    text = roles.render(manifests, "heading line")
+    assert list(yaml.safe_load_all(text)) == [m.body for m in manifests]
+    assert text.startswith("# heading line\n")
+    assert "# Kubeconfigs of joined clusters" in text
+
+
+def test_table_has_a_row_per_rule() -> None:
+    text = roles.table({"hub": HUB, "member": MEMBER})
+    rows = text.strip().splitlines()[2:]
+    assert len(rows) == sum(len(m.rules) for m in [*HUB, *MEMBER])
+    assert all(row.count("|") >= 6 for row in rows)
+
+
+def test_printed_manifests_create_the_namespace_they_need() -> None:
+    documents = roles.namespace_manifests(HUB)
+    assert [d.body["metadata"]["name"] for d in documents] == ["federation-system"]
