@@ -2,7 +2,7 @@
 
 The hub gets a ClusterRole (policies, MemberClusters, bindings, Events, CRDs,
 templates of the propagated kinds), a Role in the control plane's namespace
-(joined clusters' Secrets, the deny-list ConfigMap) and a Role in the
+(joined clusters' Secrets) and a Role in the
 leader-election namespace (its own Lease). Each member gets one ClusterRole:
 the copies of the propagated kinds, their namespaces and CRDs, nodes and
 workloads for capacity. Every binding names two subjects: the user
