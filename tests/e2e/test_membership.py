@@ -90,7 +90,12 @@ def test_static_members_and_a_joined_cluster_place_side_by_side(fleet: TestFleet
                                f"{name}-configmap", "-n", ns)
             scheduled = {c["type"]: c for c in binding["status"]["conditions"]}["Scheduled"]
             assert scheduled["status"] == "True", scheduled
-        assert "unknown cluster" not in plane.log_path.read_text()
+        # Other modules' leftovers on the shared hub may name member3 before it joins; what
+        # must never happen is a static member (or nothing at all) being unknown.
+        log = plane.log_path.read_text()
+        for static in ("member1", "member2"):
+            assert f"unknown cluster(s) {static}" not in log
+        assert "(known: )" not in log
 
         fleet.kubectl("hub", "delete", "configmap", "static", "mixed", "-n", ns,
                       "--wait=false")
