@@ -22,7 +22,7 @@ import click
 
 from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
-from federation.runtime import leader, manager
+from federation.runtime import auth, leader, manager
 
 log = logging.getLogger("federation.run")
 
@@ -92,13 +92,14 @@ async def serve(mgr: manager.Manager) -> None:
 
     hub_client = mgr.clusters.hub.client
     assert hub_client is not None
-    installed = await install.install_crds(hub_client)
-    log.info("hub API installed: %d CRDs", len(installed))
     reporter = asyncio.create_task(report_state(mgr), name="cluster state reporter")
     try:
+        installed = await install.install_crds(hub_client)
+        log.info("hub API installed: %d CRDs", len(installed))
         await mgr.run()
     finally:
         reporter.cancel()
+        await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
 @click.command()
@@ -110,10 +111,17 @@ async def serve(mgr: manager.Manager) -> None:
               help="Member contexts, comma-separated (default: every context but the hub).")
 @click.option("--disabled-contexts", default="",
               help="Member contexts to keep known but disabled: writes to them fail.")
-@click.option("--metrics-bind-address", default=":8080", show_default=True,
-              help='Prometheus /metrics address; "0" disables.')
-@click.option("--health-probe-bind-address", default=":8081", show_default=True,
-              help='/healthz and /readyz address; "0" disables.')
+@click.option("--metrics-bind-address", default="127.0.0.1:8080", show_default=True,
+              help='Prometheus /metrics address (":8080" for every interface); "0" disables.')
+@click.option("--health-probe-bind-address", default="127.0.0.1:8081", show_default=True,
+              help='/healthz and /readyz address (":8081" for every interface); "0" disables.')
+@click.option("--metrics-secure", is_flag=True,
+              help="Serve metrics over HTTPS; every request needs a bearer token the hub "
+                   "accepts (TokenReview) for a user allowed to get /metrics "
+                   "(SubjectAccessReview).")
+@click.option("--metrics-cert-dir", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help="Directory with tls.crt and tls.key for --metrics-secure "
+                                 "(default: a self-signed certificate made at start).")
 @click.option("--leader-elect", is_flag=True,
               help="Elect a leader with a Lease on the hub (for more than one replica).")
 @click.option("--leader-election-namespace", default="kube-system", show_default=True)
@@ -135,7 +143,8 @@ async def serve(mgr: manager.Manager) -> None:
               help="Concurrent propagation reconciles.")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
-        leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
+        metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
+        leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float, kube_api_burst: int, workers: int) -> None:
     """Run the federation control plane against the hub and member contexts."""
@@ -143,13 +152,18 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         logging.getLogger().setLevel(logging.INFO)
     settings = manager.ManagerSettings(
         metrics_bind_address=metrics_bind_address,
-        health_probe_bind_address=health_probe_bind_address, leader_elect=leader_elect,
+        health_probe_bind_address=health_probe_bind_address, metrics_secure=metrics_secure,
+        metrics_cert_dir=metrics_cert_dir, leader_elect=leader_elect,
         leader=leader.LeaderSettings(namespace=leader_election_namespace,
                                      name=leader_election_id),
         cache_sync_timeout=cache_sync_timeout)
     try:
         manager.parse_bind_address(metrics_bind_address)
         manager.parse_bind_address(health_probe_bind_address)
+        if metrics_cert_dir is not None:
+            if not metrics_secure:
+                raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
+            auth.server_tls(metrics_cert_dir, "localhost")  # fail now, naming the file
         config = kubeconfig.load(kubeconfig_path)
         client_settings = kube.ClientSettings(qps=kube_api_qps, burst=kube_api_burst)
         cluster_set = clusters.ClusterSet.from_kubeconfig(
@@ -177,4 +191,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         sys.exit(1)
     except (kube.ClientError, TimeoutError) as exc:
         click.echo(f"error: cannot install the hub API: {exc}", err=True)
+        sys.exit(1)
+    except (ValueError, OSError) as exc:  # a port in use, a certificate that will not load
+        click.echo(f"error: {exc}", err=True)
         sys.exit(1)

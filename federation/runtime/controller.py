@@ -15,7 +15,11 @@ attaches the watches to the informers of the engaged clusters.
 
 Workers never die of a reconcile: an exception is logged with the request,
 counted, and the key is retried with backoff; ``Result(requeue_after=s)``
-schedules the key again; anything else forgets the key's failures.
+schedules the key again; anything else forgets the key's failures. The one
+exception is a write refused by the leader-election fence
+(:class:`~federation.contexts.client.NotLeader`): this process has lost
+leadership and is shutting down, so the key is not retried and no traceback is
+logged.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from federation.contexts.cache import Event
-from federation.contexts.client import Resource
+from federation.contexts.client import NotLeader, Resource
+from federation.contexts.multicluster import WriteFailed
 from federation.runtime import metrics, queue, reconcile
 
 log = logging.getLogger("federation.controller")
@@ -66,6 +71,13 @@ class Watch:
         if self.predicate is not None and not self.predicate(event):
             return ()
         return self.map(event) if self.map is not None else (request_for(event),)
+
+
+def fenced(exc: BaseException) -> bool:
+    """True when a write was refused because this process no longer leads."""
+    if isinstance(exc, WriteFailed):
+        return any(isinstance(e, NotLeader) for e in exc.errors.values())
+    return isinstance(exc, NotLeader)
 
 
 class Controller:
@@ -122,6 +134,9 @@ class Controller:
         except Exception as exc:
             outcome = "error"
             self.errors += 1
+            if fenced(exc):
+                log.warning("%s: reconcile %s stopped: %s", self.name, request, exc)
+                return
             failures = self.queue.failures(request)
             log.error("%s: reconcile %s failed (attempt %d): %s", self.name, request,
                       failures + 1, exc, exc_info=not getattr(exc, "retryable", False))
