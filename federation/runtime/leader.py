@@ -151,7 +151,10 @@ class LeaderElector:
     async def _renew(self, budget: float) -> bool:
         """One renewal, abandoned when the renew deadline arrives."""
         try:
-            return await asyncio.wait_for(self._try(), budget)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a
+            # cancellation that arrives as the call completes, and the elector must stop.
+            async with asyncio.timeout(budget):
+                return await self._try()
         except TimeoutError:
             log.warning("%s: renewing the lease timed out", self.identity)
             return False
