@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -84,8 +85,25 @@ async def report_state(mgr: manager.Manager) -> None:
             last_full = time.monotonic()
 
 
+def quiet_closed_tls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler, minus one known false alarm.
+
+    uvloop reports "Fatal error on SSL protocol ... the handler is closed" when TLS
+    bytes arrive for a connection we already closed, which is what cancelling an
+    in-flight request (leadership lost, shutdown) does: the request is abandoned on
+    purpose, so this is logged at DEBUG; everything else goes to the default handler.
+    """
+    error = context.get("exception")
+    if (str(context.get("message", "")).startswith("Fatal error on SSL protocol")
+            and isinstance(error, RuntimeError) and "handler is closed" in str(error)):
+        log.debug("TLS data after close ignored: %s", error)
+        return
+    loop.default_exception_handler(context)
+
+
 async def serve(mgr: manager.Manager) -> None:
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(quiet_closed_tls)
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, mgr.stop)
     from federation.controllers import install

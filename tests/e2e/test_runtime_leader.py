@@ -197,6 +197,9 @@ def test_a_deposed_leader_makes_no_write_after_it_logs_the_loss(
               f"resuming; {refused} writes refused by the fence; late writes: {late}")
         assert before > 0, "the audit log attributed no write to the leader"
         assert late == [], f"the deposed leader wrote after losing: {late}"
+        text = leader.log.read_text()
+        for noise in ("Unclosed client session", "never awaited", "Traceback"):
+            assert noise not in text, f"{noise!r} in the deposed leader's log"
     finally:
         fleet.kubectl("hub", "-n", namespace, "delete", "configmaps,propagationpolicies",
                       "--all", "--wait=false", check=False)

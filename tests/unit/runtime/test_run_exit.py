@@ -7,6 +7,8 @@ waits on a timeout.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import subprocess
 import sys
@@ -14,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from federation.commands import run as run_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -67,3 +71,22 @@ def test_a_bad_kubeconfig_or_certificate_dir_fails_cleanly(tmp_path: Path) -> No
     for result in (missing, certs):
         for noise in ("Unclosed", "ResourceWarning", "Traceback"):
             assert noise not in result.stderr, result.stderr
+
+
+def test_tls_bytes_after_a_deliberate_close_are_not_reported_as_fatal(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """uvloop's 'Fatal error on SSL protocol ... handler is closed' after we cancelled a
+    request is DEBUG; any other loop error still reaches the default handler."""
+    loop = asyncio.new_event_loop()
+    try:
+        caplog.set_level(logging.DEBUG)
+        closed = RuntimeError("unable to perform operation on <TCPTransport closed=True>; "
+                              "the handler is closed")
+        run_command.quiet_closed_tls(loop, {"message": "Fatal error on SSL protocol",
+                                            "exception": closed})
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+        run_command.quiet_closed_tls(loop, {"message": "Task exception was never retrieved",
+                                            "exception": RuntimeError("boom")})
+        assert [r for r in caplog.records if r.levelno >= logging.ERROR]
+    finally:
+        loop.close()
