@@ -17,12 +17,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from federation.contexts import client as kube
 from federation.contexts import clusters, credentials, kubeconfig
-from federation.runtime import leader, manager
+from federation.runtime import auth, leader, manager
 
 log = logging.getLogger("federation.run")
 
@@ -84,21 +85,39 @@ async def report_state(mgr: manager.Manager) -> None:
             last_full = time.monotonic()
 
 
+def quiet_closed_tls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler, minus one known false alarm.
+
+    uvloop reports "Fatal error on SSL protocol ... the handler is closed" when TLS
+    bytes arrive for a connection we already closed, which is what cancelling an
+    in-flight request (leadership lost, shutdown) does: the request is abandoned on
+    purpose, so this is logged at DEBUG; everything else goes to the default handler.
+    """
+    error = context.get("exception")
+    if (str(context.get("message", "")).startswith("Fatal error on SSL protocol")
+            and isinstance(error, RuntimeError) and "handler is closed" in str(error)):
+        log.debug("TLS data after close ignored: %s", error)
+        return
+    loop.default_exception_handler(context)
+
+
 async def serve(mgr: manager.Manager) -> None:
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(quiet_closed_tls)
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, mgr.stop)
     from federation.controllers import install
 
     hub_client = mgr.clusters.hub.client
     assert hub_client is not None
-    installed = await install.install_crds(hub_client)
-    log.info("hub API installed: %d CRDs", len(installed))
     reporter = asyncio.create_task(report_state(mgr), name="cluster state reporter")
     try:
+        installed = await install.install_crds(hub_client)
+        log.info("hub API installed: %d CRDs", len(installed))
         await mgr.run()
     finally:
         reporter.cancel()
+        await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
 @click.command()
@@ -110,10 +129,17 @@ async def serve(mgr: manager.Manager) -> None:
               help="Member contexts, comma-separated (default: every context but the hub).")
 @click.option("--disabled-contexts", default="",
               help="Member contexts to keep known but disabled: writes to them fail.")
-@click.option("--metrics-bind-address", default=":8080", show_default=True,
-              help='Prometheus /metrics address; "0" disables.')
-@click.option("--health-probe-bind-address", default=":8081", show_default=True,
-              help='/healthz and /readyz address; "0" disables.')
+@click.option("--metrics-bind-address", default="127.0.0.1:8080", show_default=True,
+              help='Prometheus /metrics address (":8080" for every interface); "0" disables.')
+@click.option("--health-probe-bind-address", default="127.0.0.1:8081", show_default=True,
+              help='/healthz and /readyz address (":8081" for every interface); "0" disables.')
+@click.option("--metrics-secure", is_flag=True,
+              help="Serve metrics over HTTPS; every request needs a bearer token the hub "
+                   "accepts (TokenReview) for a user allowed to get /metrics "
+                   "(SubjectAccessReview).")
+@click.option("--metrics-cert-dir", type=click.Path(path_type=Path, file_okay=False),
+              default=None, help="Directory with tls.crt and tls.key for --metrics-secure "
+                                 "(default: a self-signed certificate made at start).")
 @click.option("--leader-elect", is_flag=True,
               help="Elect a leader with a Lease on the hub (for more than one replica).")
 @click.option("--leader-election-namespace", default="kube-system", show_default=True)
@@ -140,7 +166,8 @@ async def serve(mgr: manager.Manager) -> None:
                    "(comma-separated or repeated; see docs/propagation.md).")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
-        leader_elect: bool, leader_election_namespace: str, leader_election_id: str,
+        metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
+        leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float, kube_api_burst: int, workers: int,
         propagation_deny: tuple[str, ...]) -> None:
@@ -149,7 +176,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         logging.getLogger().setLevel(logging.INFO)
     settings = manager.ManagerSettings(
         metrics_bind_address=metrics_bind_address,
-        health_probe_bind_address=health_probe_bind_address, leader_elect=leader_elect,
+        health_probe_bind_address=health_probe_bind_address, metrics_secure=metrics_secure,
+        metrics_cert_dir=metrics_cert_dir, leader_elect=leader_elect,
         leader=leader.LeaderSettings(namespace=leader_election_namespace,
                                      name=leader_election_id),
         cache_sync_timeout=cache_sync_timeout)
@@ -163,6 +191,10 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     try:
         manager.parse_bind_address(metrics_bind_address)
         manager.parse_bind_address(health_probe_bind_address)
+        if metrics_cert_dir is not None:
+            if not metrics_secure:
+                raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
+            auth.server_tls(metrics_cert_dir, "localhost")  # fail now, naming the file
         config = kubeconfig.load(kubeconfig_path)
         # The allowlist covers the static contexts too: one rule for every exec plugin.
         client_settings = kube.ClientSettings(
@@ -197,4 +229,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
             hint = " (run `fedctl install` as an admin of the hub first: it creates the CRDs "\
                    "and the control plane's RBAC)"
         click.echo(f"error: cannot install the hub API: {exc}{hint}", err=True)
+        sys.exit(1)
+    except (ValueError, OSError) as exc:  # a port in use, a certificate that will not load
+        click.echo(f"error: {exc}", err=True)
         sys.exit(1)

@@ -8,12 +8,28 @@ timeout and waits for a token of the cluster's own bucket (qps/burst), so one
 busy cluster never slows the calls to another. A 429 (or a 5xx carrying
 Retry-After) is retried after the delay the server asks for, up to a bound; a
 401 renews refreshable credentials (token file, exec plugin) and retries once.
-Failures are sorted into two kinds a caller can act on:
+Failures are sorted into kinds a caller can act on:
 
 - :class:`ApiError`: the server answered with an error status (404, 409, 422...).
 - :class:`ClusterUnavailable`: no answer (refused, reset, timed out, TLS
   failure). Always retryable; a write that raised it did not happen as far as
   we can tell, and is never reported as a success.
+- :class:`NotLeader`: a write refused before it was sent because the client's
+  :class:`Fence` has lapsed. Not retryable.
+
+**Fencing.** A client may carry a :class:`Fence`: permission to write that is
+valid until a monotonic deadline, which leader election pushes forward after
+each successful renewal (``renew + renew_deadline``). Every mutating call
+(POST, PUT, PATCH, DELETE) consults it just before the request goes on the
+wire, on every attempt, and raises :class:`NotLeader` instead of sending when
+it has lapsed. The deadline is judged on the monotonic clock alone, so a
+process frozen (SIGSTOP, a VM pause) past its lease refuses to write the moment
+it resumes, before it has even learnt that someone else leads. Reads are never
+fenced: caches and probes keep running on standbys.
+
+Every call carries a ``User-Agent`` (``fedctl/<version>``, plus the process's
+leader-election identity when the manager sets one) so that the API server's
+audit log attributes each write to the process that made it.
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ from typing import Any
 
 import aiohttp
 
+from federation import __version__
 from federation.contexts import credentials, kubeconfig, ratelimit
 
 log = logging.getLogger("federation.client")
@@ -42,6 +59,14 @@ MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+
+MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+"""The HTTP methods a :class:`Fence` guards (every Kubernetes write verb)."""
+
+
+def user_agent(identity: str | None = None) -> str:
+    """``fedctl/<version>``, with ``(identity)`` when given (kubectl's form: name/version)."""
+    return f"fedctl/{__version__} ({identity})" if identity else f"fedctl/{__version__}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +121,57 @@ class ClusterUnavailable(ClientError):
 
 class CredentialsUnavailable(ClusterUnavailable):
     """No usable credential (an exec plugin failed, a token file is gone). Retryable."""
+
+
+class NotLeader(ClientError):
+    """A write refused by the client's :class:`Fence`: this process may no longer write.
+
+    Not retryable: retrying cannot help a process that lost its lease, and its
+    manager is already shutting down. The write was not sent.
+    """
+
+    retryable = False
+
+
+class Fence:
+    """Permission to write, valid while the monotonic clock is before :attr:`valid_until`.
+
+    Closed when created; :meth:`extend` opens it up to a deadline and
+    :meth:`revoke` closes it for good (a revoked fence is never extended again:
+    a deposed leader exits rather than leading twice).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.valid_until = float("-inf")
+        self.revoked: str | None = None
+        """Why the fence was revoked, or None."""
+
+    def extend(self, until: float) -> None:
+        """Allow writes until monotonic time ``until`` (never shortens, never after revoke)."""
+        if self.revoked is None:
+            self.valid_until = max(self.valid_until, until)
+
+    def revoke(self, reason: str) -> None:
+        self.revoked = reason
+        self.valid_until = float("-inf")
+
+    @property
+    def valid(self) -> bool:
+        return self.revoked is None and self.clock() < self.valid_until
+
+    def check(self, cluster: str, method: str, path: str) -> None:
+        """Raise :class:`NotLeader` unless a write may be sent now."""
+        if self.valid:
+            return
+        if self.revoked is not None:
+            why = self.revoked
+        elif self.valid_until == float("-inf"):
+            why = "not elected"
+        else:
+            why = f"lease not renewed in time ({self.clock() - self.valid_until:.1f}s late)"
+        raise NotLeader(cluster, f"{method} {path} refused, not sent: this process does "
+                                 f"not hold leadership ({why})")
 
 
 class ApiError(ClientError):
@@ -198,6 +274,9 @@ class ClusterClient:
         self.name = context.name
         self.settings = settings or ClientSettings()
         self.observer = observer
+        self.fence: Fence | None = None
+        """When set, every mutating call must pass :meth:`Fence.check` (leader election)."""
+        self.user_agent = user_agent()
         self.bucket = ratelimit.TokenBucket(self.settings.qps, self.settings.burst)
         try:
             self.credentials = credentials.for_context(context,
@@ -250,7 +329,7 @@ class ClusterClient:
             if self._session is not None:
                 self._retired.append(self._session)  # in-flight watches keep it until close
                 self._session = None
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if credential.token:
             headers["Authorization"] = f"Bearer {credential.token}"
         return headers
@@ -271,6 +350,9 @@ class ClusterClient:
             headers = await self._headers()
             if content_type:
                 headers["Content-Type"] = content_type
+            if self.fence is not None and method in MUTATING_METHODS:
+                # Last thing before the request is sent: nothing above may await after it.
+                self.fence.check(self.name, method, path)
             started = time.monotonic()
             try:
                 async with self.session.request(

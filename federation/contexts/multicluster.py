@@ -19,6 +19,10 @@ Controllers hold one :class:`MultiClusterClient` and never a bare
   misconfigured cluster raises a retryable error: it is never reported as done.
   A routed write that fails on some targets raises :class:`WriteFailed`,
   carrying what succeeded and what did not, so the caller can retry.
+  Under leader election every write also passes the fence of the target's
+  client (:class:`~federation.contexts.client.Fence`): once this process may no
+  longer lead, each raises :class:`~federation.contexts.client.NotLeader`
+  (inside :class:`WriteFailed` for a routed write) and nothing is sent.
 
 Optimistic concurrency is the server's: ``update`` sends the object's
 ``metadata.resourceVersion`` (a stale one is a 409 Conflict), ``patch`` and

@@ -63,6 +63,32 @@ LOCATIONS: tuple[tuple[str, str, str], ...] = (
 """Region, zone and provider of member i (cycling), so placements can select on all three."""
 
 
+AUDIT_POLICY = """\
+# Written by fedctl local: one Metadata line per write, nothing for reads, so that
+# tests can attribute every write to the process that made it (by its User-Agent).
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+"""
+"""The API servers' audit policy: writes only, metadata only (no bodies), to stay cheap."""
+
+AUDIT_LOG_MAX_MB = 20
+"""Audit log size before it is rotated (one old file kept): thousands of writes of
+an e2e run fit many times over; a fleet left running for days stays bounded."""
+
+
+def write_audit_policy(directory: Path) -> Path:
+    """Write :data:`AUDIT_POLICY` into ``directory``; its path."""
+    path = directory / "audit-policy.yaml"
+    directory.mkdir(parents=True, exist_ok=True)
+    path.write_text(AUDIT_POLICY)
+    return path
+
+
 class FleetError(Exception):
     """A fleet operation cannot proceed; the message is meant for the user as is."""
 
@@ -425,6 +451,10 @@ class Fleet:
             f"--service-account-signing-key-file={keys.service_account_key}",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--allow-privileged=true",
+            f"--audit-policy-file={write_audit_policy(self.cluster_dir(cluster.name))}",
+            f"--audit-log-path={self.cluster_dir(cluster.name) / 'audit.log'}",
+            f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
+            "--audit-log-maxbackup=1",
             "--profiling=false",
             "--v=0",
         ]

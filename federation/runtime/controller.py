@@ -17,7 +17,11 @@ Workers never die of a reconcile: an exception is logged with the request
 (at DEBUG when it is a :class:`ClusterUnavailable`: an outage is logged once, by
 the cluster's probe, not once per retry of every object it touches),
 counted, and the key is retried with backoff; ``Result(requeue_after=s)``
-schedules the key again; anything else forgets the key's failures.
+schedules the key again; anything else forgets the key's failures. The one
+exception is a write refused by the leader-election fence
+(:class:`~federation.contexts.client.NotLeader`): this process has lost
+leadership and is shutting down, so the key is not retried and no traceback is
+logged.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from federation.contexts.cache import Event
-from federation.contexts.client import ClusterUnavailable, Resource
+from federation.contexts.client import ClusterUnavailable, NotLeader, Resource
+from federation.contexts.multicluster import WriteFailed
 from federation.runtime import metrics, queue, reconcile
 
 log = logging.getLogger("federation.controller")
@@ -68,6 +73,13 @@ class Watch:
         if self.predicate is not None and not self.predicate(event):
             return ()
         return self.map(event) if self.map is not None else (request_for(event),)
+
+
+def fenced(exc: BaseException) -> bool:
+    """True when a write was refused because this process no longer leads."""
+    if isinstance(exc, WriteFailed):
+        return any(isinstance(e, NotLeader) for e in exc.errors.values())
+    return isinstance(exc, NotLeader)
 
 
 class Controller:
@@ -124,6 +136,9 @@ class Controller:
         except Exception as exc:
             outcome = "error"
             self.errors += 1
+            if fenced(exc):
+                log.warning("%s: reconcile %s stopped: %s", self.name, request, exc)
+                return
             failures = self.queue.failures(request)
             # A cluster being away fails every reconcile that touches it; its outage is
             # logged once, when its probe sees it go (contexts.clusters), so each retry

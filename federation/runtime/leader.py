@@ -11,7 +11,19 @@ The algorithm is client-go's leaderelection, reduced to what we use:
 - The leader renews every ``retry_period``. If it cannot renew for
   ``renew_deadline`` it stops leading (its controllers must stop) before the
   others may take over at ``lease_duration``, so two leaders never overlap as
-  long as clocks run at the same rate.
+  long as clocks run at the same rate. A leader that reads the Lease and finds
+  another holder has been deposed: it stops at once.
+- **Fencing.** Stopping the controllers is not enough: a reconcile in flight
+  could still write, and a process frozen past its lease does not know it has
+  lost until it next runs. So the elector keeps a :class:`~federation.contexts.client.Fence`
+  that every hub and member client consults before each write: it is valid
+  until ``start of the last successful renewal + renew_deadline`` on the
+  monotonic clock, and revoked on loss. The others take over no earlier than
+  ``lease_duration`` after they saw that renewal, which is later, so the
+  ``lease_duration - renew_deadline`` margin (5 s) covers the time from the
+  check to the request reaching the server. The elector writes the Lease with
+  a client of its own that carries no fence (it must renew *to* stay valid),
+  which also keeps renewals out of the controllers' rate limit.
 - Every write carries the resourceVersion that was read, so two candidates
   racing for a free Lease cannot both win: one gets a 409.
 - On clean shutdown the leader releases: it clears ``holderIdentity`` (and sets
@@ -29,9 +41,17 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
+from federation.contexts.client import (
+    JSON,
+    ApiError,
+    ClientError,
+    ClusterClient,
+    Fence,
+    Resource,
+)
 
 log = logging.getLogger("federation.leader")
 
@@ -55,6 +75,14 @@ class LeaderSettings:
     retry_period: float = 2.0
     """Seconds between attempts to acquire or renew: five tries per deadline."""
 
+    def __post_init__(self) -> None:
+        # client-go refuses the same: with renew_deadline >= lease_duration a leader
+        # could still be writing after a standby has taken over.
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                f"leader election needs 0 < retry_period ({self.retry_period}) < renew_deadline"
+                f" ({self.renew_deadline}) < lease_duration ({self.lease_duration})")
+
 
 def identity() -> str:
     """A unique identity: host name, pid and a random suffix (pids repeat in containers)."""
@@ -66,41 +94,76 @@ def _now() -> str:
 
 
 class LeaderElector:
-    """Acquires and holds the Lease; :attr:`is_leader` says whether we hold it now."""
+    """Acquires and holds the Lease; :attr:`is_leader` says whether we hold it now.
+
+    ``client`` must be a client of the hub used for nothing else (it must carry no
+    fence); :attr:`fence` is the one the manager hands to every other client.
+    ``clock`` and ``sleep`` are the monotonic clock and the sleep to use (tests
+    drive them).
+    """
 
     def __init__(self, client: ClusterClient, settings: LeaderSettings | None = None,
-                 identity_: str | None = None) -> None:
+                 identity_: str | None = None, *, fence: Fence | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.client = client
         self.settings = settings or LeaderSettings()
         self.identity = identity_ or identity()
+        self.fence = fence or Fence(clock)
+        self.clock = clock
+        self.sleep = sleep
         self.is_leader = False
         self.elected = asyncio.Event()
         self.lost = asyncio.Event()
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._lease: JSON | None = None
+        self._deposed_by: str | None = None
 
     async def run(self) -> None:
-        """Acquire, then renew until renewal fails for ``renew_deadline`` (sets :attr:`lost`)."""
+        """Acquire, then renew until renewal fails for ``renew_deadline`` or someone else
+        holds the Lease (then sets :attr:`lost` and revokes the fence)."""
         s = self.settings
         while True:
+            started = self.clock()
             if await self._try():
                 break
-            await asyncio.sleep(s.retry_period)
+            await self.sleep(s.retry_period)
+        self.fence.extend(started + s.renew_deadline)
         self.is_leader = True
         self.elected.set()
         log.info("%s: became leader (lease %s/%s)", self.identity, s.namespace, s.name)
-        last_renewal = time.monotonic()
+        last_renewal = started
         while True:
-            await asyncio.sleep(s.retry_period)
-            if await self._try():
-                last_renewal = time.monotonic()
-            elif time.monotonic() - last_renewal > s.renew_deadline:
-                self.is_leader = False
-                self.lost.set()
-                log.error("%s: could not renew the lease for %.0fs; leadership lost",
-                          self.identity, s.renew_deadline)
+            deadline = last_renewal + s.renew_deadline
+            await self.sleep(max(min(s.retry_period, deadline - self.clock()), 0.0))
+            started = self.clock()
+            if started >= deadline:  # checked first: a process resumed after a freeze
+                self._lose(f"could not renew the lease for {s.renew_deadline:.0f}s")
                 return
+            if await self._renew(deadline - started):
+                last_renewal = started
+                self.fence.extend(started + s.renew_deadline)
+            elif self._deposed_by is not None:
+                self._lose(f"the lease is held by {self._deposed_by}")
+                return
+
+    async def _renew(self, budget: float) -> bool:
+        """One renewal, abandoned when the renew deadline arrives."""
+        try:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a
+            # cancellation that arrives as the call completes, and the elector must stop.
+            async with asyncio.timeout(budget):
+                return await self._try()
+        except TimeoutError:
+            log.warning("%s: renewing the lease timed out", self.identity)
+            return False
+
+    def _lose(self, why: str) -> None:
+        self.is_leader = False
+        self.fence.revoke(f"leadership lost: {why}")
+        self.lost.set()
+        log.error("%s: %s; leadership lost", self.identity, why)
 
     async def _try(self) -> bool:
         """One attempt to acquire or renew; True when we hold the Lease afterwards."""
@@ -119,10 +182,14 @@ class LeaderElector:
         record = (spec.get("holderIdentity"), spec.get("renewTime"),
                   spec.get("leaseTransitions"))
         if record != self._observed:
-            self._observed, self._observed_at = record, time.monotonic()
+            self._observed, self._observed_at = record, self.clock()
         holder = spec.get("holderIdentity") or ""
         duration = float(spec.get("leaseDurationSeconds") or s.lease_duration)
-        expired = time.monotonic() - self._observed_at > duration
+        expired = self.clock() - self._observed_at > duration
+        if self.is_leader and holder != self.identity:
+            # We were deposed (or released by someone else): never take it back.
+            self._deposed_by = repr(holder) if holder else "nobody (released)"
+            return False
         if holder and holder != self.identity and not expired:
             return False
         return await self._write(lease)
@@ -155,9 +222,10 @@ class LeaderElector:
 
     async def release(self) -> None:
         """Give the Lease up (clean shutdown) so a standby takes over at once."""
-        if not self.is_leader or self._lease is None:
-            return
+        if not self.is_leader or self._lease is None or not self.fence.valid:
+            return  # a lapsed fence means the lease may be someone else's by now
         self.is_leader = False
+        self.fence.revoke("released the lease")
         spec = {**(self._lease.get("spec") or {}), "holderIdentity": "",
                 "leaseDurationSeconds": 1, "renewTime": _now()}
         try:

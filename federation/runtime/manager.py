@@ -18,14 +18,26 @@ It stops on :meth:`Manager.stop` (``fedctl run`` wires SIGTERM and SIGINT to
 it) or when leadership is lost. Shutdown is bounded by ``shutdown_timeout``:
 queues stop taking keys, workers finish the reconcile in hand, the Lease is
 released, informers are cancelled, connections closed; whatever is still
-running at the deadline is cancelled.
+running at the deadline is cancelled. On a **loss** of leadership nothing is
+allowed to finish: the fence (see :mod:`federation.runtime.leader`) already
+refuses every write, and controllers and runnables are cancelled at once.
 
 ``/healthz`` answers 200 while the process runs its loop. ``/readyz`` answers
-200 once caches are started and the hub's caches are synced; its body lists
-each check and each cluster (``[+]cluster/member1 ok``,
+200 once caches are started, the hub's caches have synced once, and the hub
+answers its probe *now* (``hub-available``: a hub that stops answering turns
+readiness off within two probes, about 6 s, and back on at the first answer);
+its body lists each check and each cluster (``[+]cluster/member1 ok``,
 ``[-]cluster/member2 unavailable: ...``). Members do not fail readiness: a
 control plane with one member down must stay in service for the others.
 ``?format=json`` gives the same as JSON. ``/metrics`` is Prometheus text.
+
+**Exposure.** Both servers listen on loopback by default. Cluster names and
+error details (addresses, causes) are shown only on a loopback probe server;
+on any other address the checks answer ``reason withheld`` (as kube-apiserver
+does) and the per-cluster report moves to ``/debug/clusters`` on the metrics
+server, which serves it only on loopback or with ``metrics_secure``. With
+``metrics_secure`` the metrics server speaks HTTPS and every request is
+authenticated and authorized by the hub (see :mod:`federation.runtime.auth`).
 """
 
 from __future__ import annotations
@@ -33,22 +45,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import ipaddress
 import json
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import prometheus_client
 from aiohttp import web
 
+from federation.contexts import client as kube
 from federation.contexts.cache import Informer
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
+from federation.runtime import auth, leader, metrics
 from federation.runtime import controller as controllers
-from federation.runtime import leader, metrics
 
 log = logging.getLogger("federation.manager")
 
@@ -56,6 +72,7 @@ Check = Callable[[], str | None]
 """A health or readiness check: None when fine, else why not."""
 
 Runnable = Callable[[], Awaitable[None]]
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 class LeadershipLost(Exception):
@@ -66,10 +83,25 @@ class LeadershipLost(Exception):
 class ManagerSettings:
     """Process-level settings of ``fedctl run``."""
 
-    metrics_bind_address: str = ":8080"
-    """controller-runtime's default; "0" turns the metrics server off."""
-    health_probe_bind_address: str = ":8081"
-    """controller-runtime's default; "0" turns the probe server off."""
+    metrics_bind_address: str = "127.0.0.1:8080"
+    """controller-runtime's port, on loopback: metrics name every cluster and are
+    served without authentication unless ``metrics_secure``; exposing them is a
+    choice (``:8080``), not a default. "0" turns the metrics server off."""
+    health_probe_bind_address: str = "127.0.0.1:8081"
+    """controller-runtime's port, on loopback: a kubelet probes the pod's own
+    address, so a pod sets ``:8081``; elsewhere nothing remote needs it. "0" turns
+    the probe server off."""
+    metrics_secure: bool = False
+    """Serve metrics over HTTPS, each request authenticated (TokenReview) and
+    authorized (SubjectAccessReview) by the hub. Off by default, as in
+    controller-runtime, because it needs RBAC on the hub for scrapers and for us."""
+    metrics_cert_dir: Path | None = None
+    """Directory with ``tls.crt`` and ``tls.key`` for secure metrics; without one a
+    self-signed certificate is made at start (fine behind a scraper that pins it)."""
+    metrics_auth: auth.AuthSettings = dataclasses.field(default_factory=auth.AuthSettings)
+    identity: str | None = None
+    """This process's name in the Lease and in every request's User-Agent (hence in
+    the API servers' audit logs); default: host name, pid and a random suffix."""
     leader_elect: bool = False
     """Off by default (as controller-runtime) so one process just runs; turn on
     when running more than one replica."""
@@ -96,12 +128,27 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
         raise ValueError(f"bind address {address!r} is not HOST:PORT or :PORT") from None
 
 
+def is_loopback(address: str) -> bool:
+    """True when a bind address only accepts connections from this host."""
+    bind = parse_bind_address(address)
+    if bind is None:
+        return True
+    host = bind[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name may resolve to anything
+
+
 class Manager:
     """Runs caches, controllers and runnables for one :class:`ClusterSet`."""
 
     def __init__(self, cluster_set: ClusterSet, settings: ManagerSettings | None = None) -> None:
         self.clusters = cluster_set
         self.settings = settings or ManagerSettings()
+        self.identity = self.settings.identity or leader.identity()
         self.client = MultiClusterClient(cluster_set, self.settings.field_manager)
         self.metrics = metrics.Metrics()
         self.controllers: list[controllers.Controller] = []
@@ -109,19 +156,25 @@ class Manager:
         self.cached: list[controllers.Watch] = []
         self.health_checks: dict[str, Check] = {"ping": lambda: None}
         self.ready_checks: dict[str, Check] = {"caches-started": self._caches_started,
-                                               "hub-synced": self._hub_synced}
+                                               "hub-synced": self._hub_synced,
+                                               "hub-available": self._hub_available}
         self.elector: leader.LeaderElector | None = None
+        self.fence: kube.Fence | None = None
+        """Set once leader election starts: every cluster client consults it before writing."""
+        self.reviewer: auth.Reviewer | None = None
         self.caches_started = False
         self.started = asyncio.Event()
         """Set once caches are started and synced (or timed out): the manager is ready."""
         self.started_at = time.monotonic()
         self.ports: dict[str, int] = {}
+        self.detail = is_loopback(self.settings.health_probe_bind_address)
+        """Whether /healthz and /readyz show causes and clusters (only to this host)."""
         self._stop = asyncio.Event()
         self._runners: list[web.AppRunner] = []
         self._tasks: list[asyncio.Task[Any]] = []
+        self._own_clients: list[kube.ClusterClient] = []
         for cluster in cluster_set.engaged:
-            assert cluster.client is not None
-            cluster.client.observer = self.metrics.observe_request
+            self._adopt(cluster)
         self.metrics.registry.register(metrics.StateCollector(
             cluster_set, lambda: self.controllers, lambda: self.is_leader))
 
@@ -147,15 +200,43 @@ class Manager:
     def stop(self) -> None:
         self._stop.set()
 
+    def _adopt(self, cluster: Cluster) -> None:
+        """Give a cluster's client our metrics, User-Agent and (once elected) fence."""
+        if cluster.client is None:
+            return
+        cluster.client.observer = self.metrics.observe_request
+        cluster.client.user_agent = kube.user_agent(self.identity)
+        cluster.client.fence = self.fence
+
+    def _own_client(self, settings: kube.ClientSettings) -> kube.ClusterClient:
+        """A hub client of our own, without fence (the Lease, reviews); closed at shutdown."""
+        context = self.clusters.hub.context
+        if context is None:
+            raise ValueError(f"hub {self.clusters.hub.name} has no kubeconfig context")
+        client = kube.ClusterClient(context, settings)
+        client.user_agent = kube.user_agent(self.identity)
+        self._own_clients.append(client)
+        return client
+
     # -- checks --------------------------------------------------------------------------
 
     def _caches_started(self) -> str | None:
         return None if self.caches_started else "caches are starting"
 
     def _hub_synced(self) -> str | None:
+        """The hub's caches listed once: a start gate (``hub-available`` is the live one)."""
         hub = self.clusters.hub
         if hub.cache is not None and not hub.cache.synced:
             return f"hub caches not synced ({hub.detail})"
+        return None
+
+    def _hub_available(self) -> str | None:
+        """The hub answers its probe now: without it nothing can be read fresh or written."""
+        hub = self.clusters.hub
+        if hub.available is None:
+            return "hub not probed yet"
+        if hub.available is False:
+            return f"hub unavailable: {hub.last_probe_error}"
         return None
 
     def cluster_report(self) -> dict[str, dict[str, Any]]:
@@ -176,6 +257,9 @@ class Manager:
                         clusters: bool) -> web.Response:
         results = {name: check() for name, check in checks.items()}
         ok = all(r is None for r in results.values())
+        clusters = clusters and self.detail
+        if not self.detail:
+            results = {n: r if r is None else "reason withheld" for n, r in results.items()}
         kind = request.path.strip("/")
         if request.query.get("format") == "json":
             body: dict[str, Any] = {"status": "ok" if ok else "failed",
@@ -204,26 +288,59 @@ class Manager:
         return web.Response(body=data,
                             headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
 
-    async def _serve(self, name: str, address: str,
-                     routes: list[tuple[str, Callable[[web.Request], Awaitable[web.Response]]]]
-                     ) -> None:
+    async def _clusters(self, request: web.Request) -> web.Response:
+        return web.json_response({"clusters": self.cluster_report()})
+
+    async def _serve(self, name: str, address: str, routes: list[tuple[str, Handler]], *,
+                     tls: ssl.SSLContext | None = None,
+                     middlewares: tuple[Any, ...] = ()) -> None:
         bind = parse_bind_address(address)
         if bind is None:
             return
-        app = web.Application()
+        app = web.Application(middlewares=middlewares)
         for path, handler in routes:
             app.router.add_get(path, handler)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
+        self._runners.append(runner)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(bind)
+        try:
+            sock.bind(bind)
+        except OSError as exc:
+            sock.close()
+            raise OSError(exc.errno, f"cannot serve {name} on {address}: {exc.strerror}"
+                          ) from None
         sock.listen(128)
         sock.setblocking(False)
-        await web.SockSite(runner, sock).start()
-        self._runners.append(runner)
+        await web.SockSite(runner, sock, ssl_context=tls).start()
         self.ports[name] = sock.getsockname()[1]
-        log.info("%s server listening on %s:%d", name, bind[0], self.ports[name])
+        log.info("%s server listening on %s://%s:%d", name, "https" if tls else "http",
+                 bind[0], self.ports[name])
+
+    async def _serve_metrics(self) -> None:
+        address = self.settings.metrics_bind_address
+        bind = parse_bind_address(address)
+        if bind is None:
+            return
+        routes: list[tuple[str, Handler]] = [("/metrics", self._metrics)]
+        if not self.settings.metrics_secure:
+            if is_loopback(address):
+                routes.append(("/debug/clusters", self._clusters))
+            else:
+                log.warning("metrics on %s are served to anyone who can reach them, without "
+                            "authentication; use --metrics-secure", address)
+            await self._serve("metrics", address, routes)
+            return
+        tls, fingerprint = auth.server_tls(self.settings.metrics_cert_dir, bind[0])
+        self.reviewer = auth.Reviewer(self._own_client(kube.ClientSettings(
+            qps=self.settings.metrics_auth.review_qps,
+            burst=self.settings.metrics_auth.review_burst)), self.settings.metrics_auth)
+        routes.append(("/debug/clusters", self._clusters))
+        await self._serve("metrics", address, routes, tls=tls,
+                          middlewares=(self.reviewer.middleware,))
+        log.info("metrics: TLS certificate SHA-256 %s; requests authenticated and authorized "
+                 "by the hub", fingerprint)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -242,8 +359,7 @@ class Manager:
     def engage(self, cluster: Cluster) -> None:
         """Start a cluster added at runtime (``ClusterSet.join``): the informers every watch
         asks for, with their handlers, and its probe. Its caches sync on their own."""
-        if cluster.client is not None:
-            cluster.client.observer = self.metrics.observe_request
+        self._adopt(cluster)
         if cluster.engaged:
             self._engage(cluster)
 
@@ -280,67 +396,97 @@ class Manager:
         try:
             await self._serve("health", self.settings.health_probe_bind_address,
                               [("/healthz", self._healthz), ("/readyz", self._readyz)])
-            await self._serve("metrics", self.settings.metrics_bind_address,
-                              [("/metrics", self._metrics)])
+            await self._serve_metrics()
             for cluster in self.clusters.engaged:
                 self._engage(cluster)
             sync = self._spawn(self._sync(), "cache sync")
-            await _first(sync, self._stop.wait())
+            await _first(sync, self._stop)
             self.caches_started = True
             self.started.set()
             if not self._stop.is_set():
                 lost = await self._lead_and_run()
         finally:
-            await self._shutdown()
+            await self._shutdown(lost)
         if lost:
             raise LeadershipLost("leadership lost; exiting")
 
+    def _make_elector(self) -> leader.LeaderElector:
+        """The elector, on a hub client of its own (its Lease writes must not be fenced)."""
+        lease_client = self._own_client(self._hub_client().settings)
+        return leader.LeaderElector(lease_client, self.settings.leader, self.identity)
+
     async def _lead_and_run(self) -> bool:
         """Run controllers (after winning the election, if enabled); True if leadership was lost."""
-        lost_wait: Awaitable[Any] = asyncio.Event().wait()
+        lost = asyncio.Event()
+        election: asyncio.Task[Any] | None = None
         if self.settings.leader_elect:
-            self.elector = leader.LeaderElector(self._hub_client(), self.settings.leader)
-            self._spawn(self.elector.run(), "leader election")
-            await _first(self.elector.elected.wait(), self._stop.wait())
-            if self._stop.is_set():
-                return False
+            self.elector = self._make_elector()
+            self.fence = self.elector.fence
+            for cluster in self.clusters.clusters.values():
+                self._adopt(cluster)
+            election = self._spawn(self.elector.run(), "leader election")
+            await _first(self.elector.elected, self._stop, election)
+            if self._stop.is_set() or not self.elector.elected.is_set():
+                _report_crash(election)
+                return not self._stop.is_set()
             self.metrics.leader.inc()
-            lost_wait = self.elector.lost.wait()
+            lost = self.elector.lost
         for ctl in self.controllers:
             self._spawn(ctl.run(), f"controller {ctl.name}")
         for name, runnable in self.runnables:
             self._spawn(runnable(), name)
-        await _first(self._stop.wait(), lost_wait)
+        await _first(self._stop, lost, *([election] if election else []))
+        if election is not None:
+            _report_crash(election)
         return not self._stop.is_set()
 
-    def _hub_client(self) -> Any:
+    def _hub_client(self) -> kube.ClusterClient:
         client = self.clusters.hub.client
         assert client is not None
         return client
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, lost: bool = False) -> None:
         deadline = time.monotonic() + self.settings.shutdown_timeout
         for ctl in self.controllers:
             ctl.shutdown()
         workers = [t for t in self._tasks if t.get_name().startswith("controller ")]
-        if workers:
+        if lost:
+            # Nothing may finish: the fence refuses their writes already; stop trying.
+            leading = workers + [t for t in self._tasks
+                                 if t.get_name() in {n for n, _ in self.runnables}]
+            log.warning("leadership lost: cancelling %d controllers and runnables now",
+                        len(leading))
+            for task in leading:
+                task.cancel()
+            await asyncio.gather(*leading, return_exceptions=True)
+        elif workers:
             _, pending = await asyncio.wait(workers, timeout=max(deadline - time.monotonic(), 0))
             for task in pending:
                 log.warning("%s did not finish in time; cancelling", task.get_name())
-        if self.elector is not None:
+        if self.elector is not None and not lost:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.elector.release(),
                                        max(deadline - time.monotonic(), 0.1))
+        if self.fence is not None:
+            self.fence.revoke("shutting down")
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.clusters.close(), max(deadline - time.monotonic(), 0.1))
+            await asyncio.wait_for(self.close(), max(deadline - time.monotonic(), 0.1))
+        log.info("manager stopped")
+
+    async def close(self) -> None:
+        """Close servers, caches and every connection; safe to call more than once, and on
+        a manager that never ran (``fedctl run`` calls it on every exit path)."""
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
-        log.info("manager stopped")
+        await self.clusters.close()
+        for client in self._own_clients:
+            await client.close()
+        self._own_clients.clear()
 
 
 def _informer_report(informer: Informer) -> dict[str, Any]:
@@ -349,16 +495,26 @@ def _informer_report(informer: Informer) -> dict[str, Any]:
             "restarts": informer.restarts, "last_error": informer.last_error}
 
 
-async def _first(*awaitables: Awaitable[Any]) -> None:
-    """Wait until the first of ``awaitables`` completes; cancel the rest (not shared tasks)."""
-    tasks = [a if isinstance(a, asyncio.Future) else asyncio.ensure_future(a)
-             for a in awaitables]
-    owned = [t for t, a in zip(tasks, awaitables, strict=True) if t is not a]
+async def _first(*waitables: asyncio.Event | asyncio.Future[Any]) -> None:
+    """Wait until the first event is set or future done; shared futures are left running.
+
+    Events are waited on in tasks made and cancelled here, so no ``Event.wait()``
+    coroutine is ever left un-awaited (which Python reports as a RuntimeWarning).
+    """
+    owned = [asyncio.ensure_future(w.wait()) for w in waitables
+             if isinstance(w, asyncio.Event)]
+    shared = [w for w in waitables if not isinstance(w, asyncio.Event)]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([*owned, *shared], return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in owned:
             task.cancel()
+
+
+def _report_crash(task: asyncio.Task[Any]) -> None:
+    """Log why a task that should never end on its own (the election) ended, if it did."""
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        log.error("%s failed: %r", task.get_name(), task.exception())
 
 
 def dumps(report: dict[str, Any]) -> str:

@@ -6,6 +6,9 @@ create Leases and renew only the one named by --leader-election-id (installed pe
 
 from __future__ import annotations
 
+import datetime
+import json
+import re
 import signal
 import socket
 import subprocess
@@ -21,6 +24,7 @@ import pytest
 
 from tests.conftest import TestFleet
 from tests.e2e.conftest import install
+from tests.e2e.helpers import apply, wait_for
 
 
 def free_port() -> int:
@@ -117,3 +121,100 @@ def test_exactly_one_leads_and_the_other_takes_over_within_the_lease(
         time.sleep(0.2)
     print(f"takeover after SIGKILL: {takeover:.1f}s; after SIGTERM: "
           f"{time.monotonic() - terminated:.1f}s")
+
+
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def identity_of(replica: Replica) -> str:
+    """The replica's leader-election identity, from its 'became leader' log line."""
+    found = re.search(r" (\S+): became leader", replica.log.read_text())
+    assert found, f"no 'became leader' line in {replica.log}"
+    return found.group(1)
+
+
+def logged_at(replica: Replica, text: str) -> float:
+    """Epoch seconds of the first log line containing ``text`` (log times are local)."""
+    for line in replica.log.read_text().splitlines():
+        stamp = LOG_TIME.match(line)
+        if stamp and text in line:
+            return datetime.datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    raise AssertionError(f"no log line with {text!r} in {replica.log}")
+
+
+def writes_by(fleet: TestFleet, identity: str) -> list[tuple[float, str, str, str]]:
+    """(received at, cluster, verb, URI) of every write the API servers' audit logs
+    attribute to ``identity`` (by User-Agent), on the hub and every member."""
+    found = []
+    for cluster in ("hub", *fleet.member_names):
+        path = fleet.cluster_dir(cluster) / "audit.log"
+        assert path.exists(), (f"{path} missing: the test fleet was started without audit "
+                               "logging; `fedctl local down --state-dir .fleet-test` first")
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if identity in entry.get("userAgent", ""):
+                received = datetime.datetime.fromisoformat(
+                    entry["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+                found.append((received, cluster, entry["verb"], entry["requestURI"]))
+    return sorted(found)
+
+
+@pytest.mark.timeout(240)
+def test_a_deposed_leader_makes_no_write_after_it_logs_the_loss(
+        fleet: TestFleet, replicas: list[Replica]) -> None:
+    """SIGSTOP a busy leader past its lease, let the standby take over, SIGCONT it: the
+    API servers' audit logs (hub and members) show no write from its identity after it
+    resumed, nor after its 'leadership lost' line; it exits 1."""
+    leader = wait_for_one_leader(replicas, 60)
+    standby = next(r for r in replicas if r is not leader)
+    identity = identity_of(leader)
+    namespace = f"rt-fence-{uuid.uuid4().hex[:6]}"
+    fleet.kubectl("hub", "create", "namespace", namespace)
+    policy = {"apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
+              "metadata": {"name": "all", "namespace": namespace},
+              "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}],
+                       "placement": {"replicaScheduling": {
+                           "replicaSchedulingType": "Duplicated"}}}}
+    maps = [{"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": f"cm-{i}", "namespace": namespace}, "data": {"i": str(i)}}
+            for i in range(150)]
+    try:
+        apply(fleet, "hub", policy, *maps)
+
+        # Freeze the leader while it is writing copies to the members.
+        def busy() -> bool:
+            return any(cluster != "hub" and namespace in uri
+                       for _, cluster, _, uri in writes_by(fleet, identity))
+
+        wait_for(busy, timeout=60, interval=0.1, what="the leader writing to members")
+        leader.process.send_signal(signal.SIGSTOP)
+        stopped = time.time()
+        before = len(writes_by(fleet, identity))
+        wait_for(lambda: standby.leading() is True, timeout=45, what="the standby leading")
+        resumed = time.time()
+        leader.process.send_signal(signal.SIGCONT)
+        assert leader.process.wait(timeout=40) == 1
+        lost_at = logged_at(leader, "leadership lost")
+
+        writes = writes_by(fleet, identity)
+        late = [w for w in writes if w[0] >= resumed or w[0] > lost_at]
+        refused = leader.log.read_text().count("not sent")
+        print(f"{before} writes before the freeze at {stopped:.3f}; resumed after "
+              f"{resumed - stopped:.1f}s; loss logged {lost_at - resumed:+.3f}s after "
+              f"resuming; {refused} writes refused by the fence; late writes: {late}")
+        assert before > 0, "the audit log attributed no write to the leader"
+        assert late == [], f"the deposed leader wrote after losing: {late}"
+        text = leader.log.read_text()
+        for noise in ("Unclosed client session", "never awaited", "Traceback"):
+            assert noise not in text, f"{noise!r} in the deposed leader's log"
+    finally:
+        fleet.kubectl("hub", "-n", namespace, "delete", "configmaps,propagationpolicies",
+                      "--all", "--wait=false", check=False)
+
+        def cleaned() -> bool:
+            items = json.loads(fleet.kubectl("hub", "-n", namespace, "get", "configmaps",
+                                             "-o", "json").stdout)["items"]
+            return not [i for i in items if i["metadata"]["name"].startswith("cm-")]
+
+        if standby.process.poll() is None:  # the new leader releases the finalizers
+            wait_for(cleaned, timeout=90, what="templates deleted")

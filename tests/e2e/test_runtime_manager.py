@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 
 from federation.contexts import cache, clusters, kubeconfig, multicluster
@@ -203,3 +204,111 @@ async def test_member_outage_leaves_others_flowing_and_member_catches_up(
             assert client is not None
             with contextlib.suppress(kube.ApiError):
                 await client.delete(kube.CONFIGMAPS, name, NAMESPACE)
+
+
+@contextlib.asynccontextmanager
+async def hub_only_manager(fleet: TestFleet, **settings: Any
+                           ) -> AsyncIterator[manager.Manager]:
+    """A manager on the hub alone with the default probe timing (what `fedctl run` uses)."""
+    config = kubeconfig.load(fleet.kubeconfig)
+    cluster_set = clusters.ClusterSet.from_kubeconfig(config, hub_context="hub", contexts=[])
+    mgr = manager.Manager(cluster_set, manager.ManagerSettings(
+        metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0",
+        cache_sync_timeout=10.0, shutdown_timeout=10.0, **settings))
+    mgr.cache(kube.NAMESPACES, "hub")
+    task = asyncio.create_task(mgr.run())
+    await asyncio.wait_for(mgr.started.wait(), 30)
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        await asyncio.wait_for(task, 30)
+
+
+async def wait_for_status(url: str, ok: bool, timeout: float) -> tuple[float, str]:
+    """Seconds until GET url answers 200 (ok) or anything else (not ok), and the body."""
+    started = time.monotonic()
+    while True:
+        status, body = await asyncio.to_thread(http_get, url)
+        if (status == 200) == ok:
+            return time.monotonic() - started, body
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{url} still {status} after {timeout}s: {body}")
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.timeout(240)
+async def test_readyz_fails_within_10s_of_the_hub_stopping_and_recovers(
+        fleet: TestFleet) -> None:
+    """Hub API server stopped: /readyz is not 200 within 10 s (default probe timing);
+    started again: 200."""
+    async with hub_only_manager(fleet) as mgr:
+        readyz = f"http://127.0.0.1:{mgr.ports['health']}/readyz"
+        await wait_for_status(readyz, ok=True, timeout=15)
+        # Timed from the SIGTERM: the API server takes a while to exit (it drains its
+        # watches) but fails its own /readyz at once, so it is "stopping" from then on.
+        stop = asyncio.create_task(asyncio.to_thread(fleet.stop, "hub"))
+        took, body = await wait_for_status(readyz, ok=False, timeout=10)
+        assert "[-]hub-available failed: hub unavailable" in body
+        stopping = time.monotonic()
+        await stop
+        print(f"/readyz not ready {took:.1f}s after `stop hub` began; the hub took "
+              f"{took + time.monotonic() - stopping:.1f}s to stop")
+        await asyncio.to_thread(fleet.start, "hub")
+        took, body = await wait_for_status(readyz, ok=True, timeout=15)
+        assert "[+]hub-available ok" in body
+        print(f"/readyz ready {took:.1f}s after the hub answered again")
+
+
+async def service_account_token(client: kube.ClusterClient, namespace: str, name: str) -> str:
+    """A token for a ServiceAccount from the TokenRequest API (no controller needed)."""
+    answer = await client.request(
+        "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"expirationSeconds": 600}})
+    token = answer["status"]["token"]
+    assert isinstance(token, str)
+    return token
+
+
+async def scrape(url: str, token: str | None) -> tuple[int, str]:
+    """GET over TLS without verifying (the certificate is self-signed, made at start)."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with aiohttp.ClientSession() as session, \
+            session.get(url, headers=headers, ssl=False) as response:
+        return response.status, await response.text()
+
+
+@pytest.mark.timeout(120)
+async def test_secure_metrics_authorize_by_hub_rbac(fleet: TestFleet) -> None:
+    """--metrics-secure on the real hub: a ServiceAccount bound to a ClusterRole allowing
+    get on /metrics gets 200; one without it 403; no token or a bad token 401."""
+    suffix = uuid.uuid4().hex[:6]
+    namespace, role = f"rt-metrics-{suffix}", f"rt-metrics-reader-{suffix}"
+    fleet.kubectl("hub", "create", "namespace", namespace)
+    try:
+        for account in ("scraper", "nobody"):
+            fleet.kubectl("hub", "-n", namespace, "create", "serviceaccount", account)
+        fleet.kubectl("hub", "create", "clusterrole", role, "--verb=get",
+                      "--non-resource-url=/metrics")
+        fleet.kubectl("hub", "create", "clusterrolebinding", role, f"--clusterrole={role}",
+                      f"--serviceaccount={namespace}:scraper")
+        async with hub_only_manager(fleet, metrics_secure=True) as mgr:
+            hub = mgr.clusters.hub.client
+            assert hub is not None
+            allowed = await service_account_token(hub, namespace, "scraper")
+            denied = await service_account_token(hub, namespace, "nobody")
+            url = f"https://127.0.0.1:{mgr.ports['metrics']}/metrics"
+            status, text = await scrape(url, allowed)
+            assert status == 200 and "federation_cluster_available" in text
+            status, text = await scrape(url, denied)
+            assert status == 403 and f"system:serviceaccount:{namespace}:nobody" in text
+            assert (await scrape(url, None))[0] == 401
+            assert (await scrape(url, allowed[:-4] + "AAAA"))[0] == 401
+            report = url.replace("/metrics", "/debug/clusters")
+            assert (await scrape(report, allowed))[0] == 403  # only /metrics was granted
+    finally:
+        fleet.kubectl("hub", "delete", "clusterrolebinding,clusterrole", role, check=False)
+        fleet.kubectl("hub", "-n", namespace, "delete", "serviceaccounts", "--all",
+                      check=False)
+        fleet.kubectl("hub", "delete", "namespace", namespace, "--wait=false", check=False)
