@@ -33,9 +33,10 @@ e2e: deps
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 down: $(VENV)/.installed
 	$(FEDCTL) local down
 
 clean: down
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
