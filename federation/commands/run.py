@@ -1,16 +1,15 @@
 """``fedctl run``: the control plane process (manager, caches, controllers).
 
-Controllers are registered in :data:`CONTROLLERS`, one ``"module:function"``
-line each, imported when ``run`` starts; each function receives the
-:class:`~federation.runtime.manager.Manager` and adds its controllers (see
-docs/runtime.md). Until the first controller lands, ``run`` caches Namespaces
-in every engaged cluster and reports cluster state as it changes.
+The flags become settings values (the manager's, the clients', the controllers'), and
+:func:`federation.controllers.setup.setup` receives the manager and the controllers'
+:class:`~federation.controllers.setup.Settings`: that function is the one list of the
+controllers (see docs/runtime.md). ``run`` then installs the hub API, runs the manager
+until a signal or lost leadership, and reports cluster state as it changes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import signal
 import sys
@@ -26,9 +25,6 @@ from federation.contexts import clusters, credentials, kubeconfig
 from federation.runtime import auth, leader, manager
 
 log = logging.getLogger("federation.run")
-
-CONTROLLERS: list[str] = ["federation.controllers.setup:setup"]
-"""Setup functions, ``"module:function"``, each called with the manager to add controllers."""
 
 REPORT_INTERVAL = 60.0
 """Seconds between full state reports; changes are reported as they happen."""
@@ -49,14 +45,6 @@ def _split(value: str | None) -> list[str] | None:
     if value is None:
         return None
     return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def load_setups(names: list[str]) -> list[Callable[[manager.Manager], None]]:
-    setups = []
-    for name in names:
-        module_name, _, attr = name.partition(":")
-        setups.append(getattr(importlib.import_module(module_name), attr))
-    return setups
 
 
 def state_table(mgr: manager.Manager) -> str:
@@ -208,15 +196,13 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     mgr = manager.Manager(cluster_set, settings)
-    mgr.cache(kube.NAMESPACES, "all")
     from federation.controllers import propagation
     from federation.controllers import setup as controllers_setup
 
-    controllers_setup.SETTINGS = propagation.PropagationSettings(
-        cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list)
-    controllers_setup.ALLOWED_EXEC = allow_exec
-    for setup in load_setups(CONTROLLERS):
-        setup(mgr)
+    controllers_setup.setup(mgr, controllers_setup.Settings(
+        propagation=propagation.PropagationSettings(
+            cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
+        allowed_exec=allow_exec))
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             runner.run(serve(mgr))

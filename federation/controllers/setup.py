@@ -1,4 +1,8 @@
-"""Wiring the controllers into a manager (what ``fedctl run`` registers).
+"""Wiring the controllers into a manager: the one list of what ``fedctl run`` registers.
+
+:func:`setup` is that list, read top to bottom; ``fedctl run`` calls it once with the
+manager and a :class:`Settings` built from its flags (nothing here is a module global a
+caller overwrites, so two managers in one process, as in tests, cannot leak into each other).
 
 - ``propagation``: templates of every kind a policy selects (see
   :mod:`federation.controllers.propagation`). Policy events start following
@@ -9,16 +13,17 @@
   keeps on the hub (those kinds are never followed: no informer is started).
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup), with propagation's worker count and backoff cap.
-- ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
-  Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
   (see :mod:`federation.controllers.health`); MemberCluster changes requeue
   templates only when they can change a placement (not a capacity refresh).
+- ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
+  Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -43,12 +48,20 @@ from federation.runtime.reconcile import Request
 
 log = logging.getLogger("federation.setup")
 
-ALLOWED_EXEC: tuple[str, ...] = ()
-"""Exec-plugin commands allowed in joined clusters' kubeconfigs beyond the built-in
-allowlist (``fedctl run --allow-exec-command``, the same as ``fedctl join``'s)."""
 
-SETTINGS = propagation.PropagationSettings()
-"""Propagation settings for :func:`setup` (``fedctl run`` sets them from its flags)."""
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the controllers take from ``fedctl run``'s flags."""
+
+    propagation: propagation.PropagationSettings = dataclasses.field(
+        default_factory=propagation.PropagationSettings)
+    """Workers, backoff, clean-up wait and deny list; clean-up and policy validation use
+    the same values (see :class:`~federation.controllers.propagation.PropagationSettings`)."""
+
+    allowed_exec: tuple[str, ...] = ()
+    """Exec-plugin commands allowed in joined clusters' kubeconfigs beyond the built-in
+    allowlist: none by default, because a joined cluster's kubeconfig is hub data that
+    would otherwise run a program here (``--allow-exec-command``, as for ``fedctl join``)."""
 
 
 def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
@@ -63,17 +76,17 @@ def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
 class Wiring:
     """The propagation controller with its kind tracker, for tests and `fedctl run`."""
 
-    def __init__(self, mgr: manager.Manager) -> None:
+    def __init__(self, mgr: manager.Manager, settings: propagation.PropagationSettings) -> None:
         self.mgr = mgr
         hub = mgr.clusters.hub.name
         self.recorder = events.Recorder(mgr.client, hub)
         self.controller = controller.Controller(
-            "propagation", self._reconcile, workers=SETTINGS.workers,
-            queue_settings=queue.QueueSettings(max_delay=SETTINGS.max_backoff))
+            "propagation", self._reconcile, workers=settings.workers,
+            queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
-                                 self.controller.queue.add_after, SETTINGS.deny_list)
+                                 self.controller.queue.add_after, settings.deny_list)
         self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
-                                                 self.recorder, SETTINGS)
+                                                 self.recorder, settings)
         self._tracking: set[asyncio.Task[None]] = set()
 
     async def _reconcile(self, request: Request) -> Any:
@@ -121,26 +134,37 @@ class Wiring:
         self.mgr.add(ctl)
 
 
-def setup(mgr: manager.Manager) -> None:
-    """Register every controller of the product with ``mgr``."""
-    wiring = Wiring(mgr)
+def setup(mgr: manager.Manager, settings: Settings) -> None:
+    """Register every controller of the product with ``mgr``: the table of contents."""
+    wiring = Wiring(mgr, settings.propagation)
     wiring.install()
-    hub = mgr.clusters.hub.name
+    mgr.add(_validation(mgr, wiring.recorder, settings.propagation))
+    mgr.add(_cleanup(mgr, wiring.recorder, settings.propagation))
+    health.install(mgr, wiring.recorder)
+    membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec)
+    wiring.reconciler.failover.requeue = wiring.controller.queue.add_after
+
+
+def _validation(mgr: manager.Manager, recorder: events.Recorder,
+                settings: propagation.PropagationSettings) -> controller.Controller:
     validation = controller.Controller(
         "policy-validation",
-        policies.Reconciler(mgr.client, hub, wiring.recorder, SETTINGS.deny_list), workers=1)
+        policies.Reconciler(mgr.client, mgr.clusters.hub.name, recorder, settings.deny_list),
+        workers=1)
     for resource in policies.BY_KIND.values():
         validation.watch(resource, clusters="hub")
-    mgr.add(validation)
+    return validation
+
+
+def _cleanup(mgr: manager.Manager, recorder: events.Recorder,
+             settings: propagation.PropagationSettings) -> controller.Controller:
     # As many workers as propagation: after an outage there are as many leftovers to finish
     # as there are templates to fix, and each waits on a member's API server.
     leftovers = controller.Controller(
-        "cleanup", cleanup.Reconciler(mgr.client, hub, wiring.recorder, SETTINGS.retry_pending),
-        workers=SETTINGS.workers,
-        queue_settings=queue.QueueSettings(max_delay=SETTINGS.max_backoff))
+        "cleanup",
+        cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, recorder, settings.retry_pending),
+        workers=settings.workers,
+        queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")
     leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
-    mgr.add(leftovers)
-    health.install(mgr, wiring.recorder)
-    membership.install(mgr, wiring.recorder, wiring.kinds, ALLOWED_EXEC)
-    wiring.reconciler.failover.requeue = wiring.controller.queue.add_after
+    return leftovers

@@ -176,15 +176,15 @@ class RecordingManager:
         return None
 
 
-def test_cleanup_runs_as_many_workers_as_propagation(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cleanup_runs_as_many_workers_as_propagation() -> None:
     """After an outage the clean-up has as many bindings to finish as propagation has
     templates: one worker (1.7 bindings/s) is not enough; both follow the same setting."""
     from federation.controllers import setup
 
-    monkeypatch.setattr(setup, "SETTINGS", propagation.PropagationSettings(workers=7,
-                                                                           retry_pending=2.5))
+    settings = setup.Settings(propagation=propagation.PropagationSettings(workers=7,
+                                                                          retry_pending=2.5))
     mgr = RecordingManager()
-    setup.setup(mgr)  # type: ignore[arg-type]
+    setup.setup(mgr, settings)  # type: ignore[arg-type]
     assert mgr.controllers["cleanup"].workers == mgr.controllers["propagation"].workers == 7
     leftovers = mgr.controllers["cleanup"].reconcile_func.__self__  # type: ignore[attr-defined]
     assert leftovers.retry == 2.5
