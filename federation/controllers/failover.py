@@ -102,20 +102,14 @@ class Judgement:
     evicted_at: float | None = None
 
 
-@dataclasses.dataclass(frozen=True)
-class Behaviour:
-    """A policy's ``spec.failover.cluster``: how old copies are purged."""
-
-    purge_mode: str = "Gracefully"
-    grace_period: float | None = None
-
-
 @dataclasses.dataclass
 class Outcome:
     """What the failover transformers decided for one template (kept on the Build)."""
 
     judgements: dict[str, Judgement] = dataclasses.field(default_factory=dict)
-    behaviour: Behaviour = dataclasses.field(default_factory=Behaviour)
+    behaviour: policy_.ClusterFailoverBehavior = dataclasses.field(
+        default_factory=policy_.ClusterFailoverBehavior)
+    """The policy's ``spec.failover.cluster`` (Karmada's defaults when it has none)."""
     held: dict[str, str] = dataclasses.field(default_factory=dict)
     """Clusters whose old copy is kept for now (graceful eviction) -> why."""
 
@@ -213,17 +207,12 @@ def engine_view(cluster: clusters_.Cluster, judgement: Judgement,
     return cluster.model_copy(update={"taints": taints})
 
 
-def behaviour(policy_doc: Mapping[str, Any]) -> Behaviour:
-    """``spec.failover.cluster`` of a policy object (Karmada's names; defaults documented)."""
-    failover = (policy_doc.get("spec") or {}).get("failover") or {}
-    cluster = failover.get("cluster") if isinstance(failover, dict) else None
-    if not isinstance(cluster, dict):
-        return Behaviour()
-    mode = str(cluster.get("purgeMode") or "Gracefully")
-    if mode not in ("Gracefully", "Directly"):
-        mode = "Gracefully"
-    grace = cluster.get("gracePeriodSeconds")
-    return Behaviour(mode, float(grace) if isinstance(grace, int | float) else None)
+def behaviour(policy: policy_.Policy) -> policy_.ClusterFailoverBehavior:
+    """``spec.failover.cluster`` of a policy, defaults filled (validated when loaded)."""
+    failover = policy.spec.failover
+    if failover is None or failover.cluster is None:
+        return policy_.ClusterFailoverBehavior()
+    return failover.cluster
 
 
 def copies_ready(desired: Mapping[str, JSON], live: Mapping[str, JSON | None]) -> bool:
@@ -320,7 +309,7 @@ async def apply_failover(r: Reconciler, build: Build) -> None:
     failover = r.failover
     now = failover.clock()
     outcome = build.failover
-    outcome.behaviour = behaviour(build.policy_doc)
+    outcome.behaviour = behaviour(build.policy)
     previous = build.previous
     replica_less = resources_.from_manifest(build.template).replicas == 0
     moving = sum(previous.get(c.name, 0) for c in build.clusters
@@ -355,8 +344,8 @@ async def plan_graceful_eviction(r: Reconciler, build: Build) -> None:
         failover.budget.release(template_key(build))
     if outcome.behaviour.purge_mode != "Gracefully":
         return
-    grace = outcome.behaviour.grace_period
-    grace = failover.settings.grace_period if grace is None else grace
+    seconds = outcome.behaviour.grace_period_seconds
+    grace = failover.settings.grace_period if seconds is None else float(seconds)
     now = failover.clock()
     for cluster, evicted_at in outcome.evicted.items():
         if cluster not in build.removals or ready or now >= evicted_at + grace:

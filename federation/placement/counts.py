@@ -35,6 +35,9 @@ Groups = Annotated[int, Strict(), Field(ge=0, le=INT32_MAX)]
 Seconds = Annotated[int, Strict(), Field(ge=-(2**63), le=INT64_MAX)]
 """An int64 duration in seconds (tolerationSeconds; Kubernetes treats negatives as 0)."""
 
+PositiveSeconds = Annotated[int, Strict(), Field(ge=1, le=INT32_MAX)]
+"""An int32 duration that must be positive (Karmada's ``gracePeriodSeconds``)."""
+
 Flag = Annotated[bool, Strict()]
 """A boolean that must be written as one (``true``/``false``), not ``1`` or ``"yes"``."""
 

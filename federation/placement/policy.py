@@ -4,8 +4,11 @@ A Karmada user's policy loads unchanged except for ``apiVersion``; files with
 ``policy.karmada.io/v1alpha1`` load too. Models use Karmada's camelCase names as
 aliases over snake_case attributes and forbid unknown fields, so a typo such as
 ``clusterAfinity`` is an error naming its path rather than a silently ignored
-key. Karmada fields that do not affect placement (``failover``,
-``conflictResolution``, ...) are accepted and ignored.
+key. ``failover`` and ``conflictResolution`` are typed here for the controllers
+that honour them (failover, propagation's conflict check); a part of them we do
+not implement (``failover.application``) is refused by :func:`problems`, never
+loaded and ignored. Other Karmada fields that do not affect placement
+(``propagateDeps``, ``schedulerName``, ...) are accepted and ignored.
 
 Our extensions live under ``placement.replicaScheduling`` and are documented in
 docs/placement.md: ``replicaBounds`` (per-cluster minReplicas/maxReplicas, for
@@ -153,17 +156,64 @@ class ResourceSelector(_Model):
     label_selector: LabelSelector | None = None
 
 
+class ClusterFailoverBehavior(_Model):
+    """``spec.failover.cluster``: what happens to the old copies when a cluster's replicas
+    move (the move itself is opted into with a not-ready ``clusterTolerations`` entry)."""
+
+    purge_mode: Literal["Gracefully", "Directly"] = "Gracefully"
+    """Gracefully: old copies go once the new ones are ready (or the grace period ends);
+    Directly: at once. Karmada's names and default."""
+    grace_period_seconds: counts.PositiveSeconds | None = None
+    """Our extension: the longest a graceful eviction waits (None: the controller's
+    default, 600 s as Karmada's graceful eviction timeout)."""
+
+
+class DecisionConditions(_Model):
+    toleration_seconds: counts.Seconds | None = None
+
+
+class StatePreservationRule(_Model):
+    alias_label_name: str = Field(min_length=1)
+    json_path: str = Field(min_length=1)
+
+
+class StatePreservation(_Model):
+    rules: list[StatePreservationRule]
+
+
+class ApplicationFailoverBehavior(_Model):
+    """Karmada's ``spec.failover.application`` (moving an unhealthy workload). Typed so
+    a Karmada policy is read exactly, then refused by :func:`problems`: we do not
+    implement it, and a field we load is honoured or refused."""
+
+    decision_conditions: DecisionConditions
+    purge_mode: Literal["Immediately", "Graciously", "Never"] = "Graciously"
+    grace_period_seconds: counts.PositiveSeconds | None = None
+    state_preservation: StatePreservation | None = None
+
+
+class FailoverBehavior(_Model):
+    """``spec.failover``: Karmada's FailoverBehavior."""
+
+    application: ApplicationFailoverBehavior | None = None
+    cluster: ClusterFailoverBehavior | None = None
+
+
 class PropagationSpec(_Model):
     resource_selectors: list[ResourceSelector]
     placement: Placement = Field(default_factory=Placement)
     priority: counts.Int32 = 0
+    failover: FailoverBehavior | None = None
+    """How replicas move off a NotReady cluster; None: Karmada's defaults (see
+    :mod:`federation.controllers.failover`)."""
+    conflict_resolution: Literal["Abort", "Overwrite"] = "Abort"
+    """What propagation does with a member object it did not create: Abort (leave it,
+    report the conflict) or Overwrite (take it over). Karmada's values and default."""
     # Karmada fields accepted so Karmada policies load unchanged; placement ignores them.
     propagate_deps: Any = None
     preemption: Any = None
     dependent_overrides: Any = None
     scheduler_name: Any = None
-    failover: Any = None
-    conflict_resolution: Any = None
     activation_preference: Any = None
     suspension: Any = None
     preserve_resources_on_deletion: Any = None
@@ -245,6 +295,10 @@ def problems(policy: Policy) -> list[Problem]:
             path = f"spec.resourceSelectors[{i}].labelSelector"
             found += _label_selector_problems(path, selector.label_selector)
     found += _placement_problems("spec.placement", spec.placement)
+    if spec.failover is not None and spec.failover.application is not None:
+        found.append(("spec.failover.application",
+                      "application failover is not supported; replicas move off NotReady "
+                      "clusters with a clusterTolerations entry and spec.failover.cluster"))
     return found
 
 

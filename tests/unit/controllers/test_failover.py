@@ -141,14 +141,24 @@ def test_evicted_cluster_replicas_go_elsewhere() -> None:
 # -- behaviour, readiness of new copies ------------------------------------------------------
 
 
+def policy_with(failover_spec: dict[str, Any] | None) -> policy_.Policy:
+    spec: dict[str, Any] = {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}
+    if failover_spec is not None:
+        spec["failover"] = failover_spec
+    return policy_.Policy.model_validate({
+        "apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "web", "namespace": "shop"}, "spec": spec})
+
+
 def test_behaviour_defaults_to_graceful() -> None:
-    """purgeMode defaults to Gracefully; Directly and gracePeriodSeconds are read."""
-    assert failover.behaviour({}) == failover.Behaviour("Gracefully", None)
-    doc = {"spec": {"failover": {"cluster": {"purgeMode": "Directly",
-                                             "gracePeriodSeconds": 30}}}}
-    assert failover.behaviour(doc) == failover.Behaviour("Directly", 30.0)
-    assert failover.behaviour({"spec": {"failover": {"cluster": {"purgeMode": "x"}}}}) \
-        == failover.Behaviour("Gracefully", None)
+    """purgeMode defaults to Gracefully; Directly and gracePeriodSeconds are read, typed."""
+    defaults: list[dict[str, Any] | None] = [None, {}, {"cluster": {}}]
+    for default in defaults:
+        found = failover.behaviour(policy_with(default))
+        assert (found.purge_mode, found.grace_period_seconds) == ("Gracefully", None)
+    found = failover.behaviour(policy_with({"cluster": {"purgeMode": "Directly",
+                                                        "gracePeriodSeconds": 30}}))
+    assert (found.purge_mode, found.grace_period_seconds) == ("Directly", 30)
 
 
 def deployment(replicas: int, ready: int) -> dict[str, Any]:

@@ -41,15 +41,19 @@ def member(name: str, down_since: float | None = None) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": {"taints": taints}}
 
 
-def build(name: str, tolerate: int | None) -> propagation.Build:
+def build(name: str, tolerate: int | None,
+          failover_spec: dict[str, Any] | None = None) -> propagation.Build:
     tolerations = [] if tolerate is None else [
         {"key": failover.NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute",
          "tolerationSeconds": tolerate}]
+    spec: dict[str, Any] = {
+        "resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+        "placement": {"clusterTolerations": tolerations}}
+    if failover_spec is not None:
+        spec["failover"] = failover_spec
     policy = policy_.Policy.model_validate({
         "apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
-        "metadata": {"name": name, "namespace": "shop"},
-        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
-                 "placement": {"clusterTolerations": tolerations}}})
+        "metadata": {"name": name, "namespace": "shop"}, "spec": spec})
     template = {"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": name, "namespace": "shop", "annotations": {
                     "federation.io/replicas": '{"member1": 2, "member2": 2, "member3": 2}'}}}
@@ -99,8 +103,9 @@ def copy(replicas: int, ready: int) -> dict[str, Any]:
             "status": {"observedGeneration": 1, "readyReplicas": ready}}
 
 
-async def evicted_build(r: FakeReconciler, new_ready: int) -> propagation.Build:
-    b = build("web", 30)
+async def evicted_build(r: FakeReconciler, new_ready: int,
+                        failover_spec: dict[str, Any] | None = None) -> propagation.Build:
+    b = build("web", 30, failover_spec)
     await failover.apply_failover(r, b)  # type: ignore[arg-type]
     b.desired = {"member1": copy(3, 0), "member3": copy(3, 0)}
     b.live = {"member1": copy(3, new_ready), "member3": copy(3, new_ready)}
@@ -131,12 +136,36 @@ async def test_old_copy_goes_once_new_copies_are_ready() -> None:
     assert r.failover.budget.in_use == 0
 
 
+async def test_purge_mode_directly_from_the_policy_deletes_at_once() -> None:
+    """spec.failover.cluster.purgeMode: Directly, read from the typed policy: no wait."""
+    r = FakeReconciler([member("member2", down_since=T0)])
+    b = await evicted_build(r, new_ready=0, failover_spec={"cluster": {"purgeMode": "Directly"}})
+    assert b.failover.behaviour.purge_mode == "Directly"
+    await failover.plan_graceful_eviction(r, b)  # type: ignore[arg-type]
+    assert [v.cluster for v in b.dag if v.action is plan.Action.DELETE] == ["member2"]
+    assert not b.failover.held
+
+
+async def test_grace_period_from_the_policy_bounds_the_wait() -> None:
+    """gracePeriodSeconds read from the policy: evicted 270 s ago, past its 60 s grace
+    (the same template without the field still waits: the default grace is 600 s)."""
+    r = FakeReconciler([member("member2", down_since=T0 - 300)])
+    b = await evicted_build(r, new_ready=0,
+                            failover_spec={"cluster": {"gracePeriodSeconds": 60}})
+    assert b.failover.behaviour.grace_period_seconds == 60
+    await failover.plan_graceful_eviction(r, b)  # type: ignore[arg-type]
+    assert [v.cluster for v in b.dag if v.action is plan.Action.DELETE] == ["member2"]
+    default = FakeReconciler([member("member2", down_since=T0 - 300)])
+    held = await evicted_build(default, new_ready=0)
+    await failover.plan_graceful_eviction(default, held)  # type: ignore[arg-type]
+    assert "member2" in held.failover.held
+
+
 async def test_grace_period_bounds_the_wait() -> None:
     """Past gracePeriodSeconds the old copy goes even if the new ones never got ready."""
     r = FakeReconciler([member("member2", down_since=T0 - 1000)])
     b = await evicted_build(r, new_ready=0)
-    b.policy_doc = {"spec": {"failover": {"cluster": {"gracePeriodSeconds": 60}}}}
-    b.failover.behaviour = failover.behaviour(b.policy_doc)
+    b.failover.behaviour = policy_.ClusterFailoverBehavior(grace_period_seconds=60)
     await failover.plan_graceful_eviction(r, b)  # type: ignore[arg-type]
     assert [v.cluster for v in b.dag if v.action is plan.Action.DELETE] == ["member2"]
 

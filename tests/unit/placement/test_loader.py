@@ -102,6 +102,17 @@ def test_cross_field_rule_is_reported_with_path() -> None:
     )
 
 
+def test_bad_failover_is_reported_with_path() -> None:
+    """An unknown purgeMode is named, not read as the default."""
+    bad = POLICY + "  failover: {cluster: {purgeMode: Later}}\n"
+    message = error([("p.yaml", bad)])
+    assert message.startswith("p.yaml: spec.failover.cluster.purgeMode: ")
+    assert "'Gracefully' or 'Directly'" in message
+    bad = POLICY + "  failover: {application: {decisionConditions: {}}}\n"
+    assert error([("p.yaml", bad)]).startswith(
+        "p.yaml: spec.failover.application: application failover is not supported")
+
+
 def test_several_problems_are_counted_on_one_line() -> None:
     """More than one problem: the first is shown and the rest counted."""
     bad = POLICY + "  placement: {clusterAfinity: {}, spreadConstrains: []}\n"

@@ -25,13 +25,11 @@ def test_unknown_api_version_is_rejected() -> None:
 
 
 def test_karmada_fields_outside_placement_are_accepted_and_ignored() -> None:
-    """failover, conflictResolution, propagateDeps ... load without error."""
+    """propagateDeps, schedulerName, suspension ... load without error."""
     doc = make_policy().model_dump(by_alias=True)
     doc["spec"].update(
         {
             "propagateDeps": True,
-            "conflictResolution": "Overwrite",
-            "failover": {"application": {}},
             "schedulerName": "default-scheduler",
             "preemption": "Never",
             "suspension": {"dispatching": False},
@@ -40,7 +38,74 @@ def test_karmada_fields_outside_placement_are_accepted_and_ignored() -> None:
             "preserveResourcesOnDeletion": False,
         }
     )
-    assert policy.Policy.model_validate(doc).spec.failover == {"application": {}}
+    assert policy.Policy.model_validate(doc).spec.propagate_deps is True
+
+
+def with_spec(**spec: Any) -> dict[str, Any]:
+    doc = make_policy().model_dump(by_alias=True, exclude_none=True)
+    doc["spec"].update(spec)
+    return doc
+
+
+def test_failover_and_conflict_resolution_are_typed_with_karmada_defaults() -> None:
+    """No failover: None (the controller's defaults); conflictResolution defaults to Abort."""
+    spec = policy.Policy.model_validate(with_spec()).spec
+    assert spec.failover is None
+    assert spec.conflict_resolution == "Abort"
+    doc = with_spec(conflictResolution="Overwrite",
+                    failover={"cluster": {"purgeMode": "Directly", "gracePeriodSeconds": 30}})
+    spec = policy.Policy.model_validate(doc).spec
+    assert spec.conflict_resolution == "Overwrite"
+    assert spec.failover is not None and spec.failover.cluster is not None
+    assert spec.failover.cluster.purge_mode == "Directly"
+    assert spec.failover.cluster.grace_period_seconds == 30
+    empty = policy.Policy.model_validate(with_spec(failover={"cluster": {}})).spec.failover
+    assert empty is not None and empty.cluster == policy.ClusterFailoverBehavior()
+    assert empty.cluster.purge_mode == "Gracefully"
+
+
+@pytest.mark.parametrize(
+    ("spec", "loc"),
+    [
+        ({"conflictResolution": "Replace"}, ("spec", "conflictResolution")),
+        ({"conflictResolution": None}, ("spec", "conflictResolution")),
+        ({"failover": {"cluster": {"purgeMode": "Graciously"}}},
+         ("spec", "failover", "cluster", "purgeMode")),
+        ({"failover": {"cluster": {"gracePeriodSeconds": 0}}},
+         ("spec", "failover", "cluster", "gracePeriodSeconds")),
+        ({"failover": {"cluster": {"gracePeriodSeconds": "60"}}},
+         ("spec", "failover", "cluster", "gracePeriodSeconds")),
+        ({"failover": {"cluster": {"gracePeriodSecond": 60}}},
+         ("spec", "failover", "cluster", "gracePeriodSecond")),
+        ({"failover": {"cluster": {"statePreservation": {"rules": []}}}},
+         ("spec", "failover", "cluster", "statePreservation")),
+        ({"failover": {"clusters": {}}}, ("spec", "failover", "clusters")),
+        ({"failover": "yes"}, ("spec", "failover")),
+        ({"failover": {"application": {"decisionConditions": {"tolerationSecond": 1}}}},
+         ("spec", "failover", "application", "decisionConditions", "tolerationSecond")),
+    ],
+)
+def test_bad_failover_or_conflict_resolution_is_refused_at_its_path(
+    spec: dict[str, Any], loc: tuple[str, ...]
+) -> None:
+    """A typo, a wrong value or an unsupported field fails at its path, not a silent default."""
+    with pytest.raises(pydantic.ValidationError) as caught:
+        policy.Policy.model_validate(with_spec(**spec))
+    assert caught.value.errors()[0]["loc"] == loc
+
+
+def test_application_failover_is_read_then_refused() -> None:
+    """Karmada's application failover parses (so typos are named) but is a problem: we do
+    not move unhealthy workloads, and a field we load is honoured or refused."""
+    doc = with_spec(failover={"application": {
+        "decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Never",
+        "gracePeriodSeconds": 30,
+        "statePreservation": {"rules": [{"aliasLabelName": "a", "jsonPath": "{.x}"}]}}})
+    loaded = policy.Policy.model_validate(doc)
+    assert loaded.spec.failover is not None and loaded.spec.failover.application is not None
+    found = policy.problems(loaded)
+    assert [path for path, _ in found] == ["spec.failover.application"]
+    assert "not supported" in found[0][1]
 
 
 def test_unknown_fields_are_rejected_with_their_path() -> None:
