@@ -90,7 +90,3 @@ def parse(selector: str | Mapping[str, str] | Selector | None) -> Selector:
                               for k, v in sorted(selector.items())))
     return Selector(tuple(_requirement(term) for term in _split(selector)))
 
-
-def to_string(selector: Mapping[str, str]) -> str:
-    """A mapping as the ``labelSelector`` query parameter."""
-    return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))

@@ -63,7 +63,6 @@ JSON = dict[str, Any]
 
 NOT_READY_TAINT = "cluster.federation.io/not-ready"
 """The key of both taints the health controller puts on a NotReady cluster."""
-OUR_TAINT_PREFIX = "cluster.federation.io/"
 FOREVER = -1.0
 
 

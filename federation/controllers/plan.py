@@ -69,8 +69,6 @@ class Action(enum.Enum):
     """POST: the object must not exist (someone else's object is never taken over)."""
     UPDATE = "update"
     """PUT with the live resourceVersion: a concurrent change fails instead of being lost."""
-    APPLY = "apply"
-    """Server-side apply, for objects only we write (ResourceBindings)."""
     STATUS = "status"
     """Merge patch of the status subresource."""
     DELETE = "delete"
@@ -164,6 +162,7 @@ class Writer(Protocol):
 
     async def update(self, cluster: str, obj: JSON) -> JSON: ...
 
+    # No action uses it any more; kept while propagation's SharedCreates still forwards it.
     async def apply(self, cluster: str, obj: JSON) -> JSON: ...
 
     async def patch_status(self, cluster: str, obj: JSON) -> JSON: ...
@@ -210,11 +209,6 @@ class Report:
     def failed(self) -> list[Outcome]:
         return [o for o in self.outcomes.values() if not o.ok]
 
-    def by_cluster(self) -> dict[str, list[Outcome]]:
-        grouped: dict[str, list[Outcome]] = {}
-        for outcome in self.outcomes.values():
-            grouped.setdefault(outcome.vertex.cluster, []).append(outcome)
-        return grouped
 
 
 async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
@@ -257,6 +251,5 @@ def _not_attempted(before: Outcome) -> str:
 
 async def _write(writer: Writer, vertex: Vertex) -> JSON:
     verbs = {Action.CREATE: writer.create, Action.UPDATE: writer.update,
-             Action.APPLY: writer.apply, Action.STATUS: writer.patch_status,
-             Action.DELETE: writer.delete}
+             Action.STATUS: writer.patch_status, Action.DELETE: writer.delete}
     return await verbs[vertex.action](vertex.cluster, vertex.obj)

@@ -31,7 +31,6 @@ Health = Literal["Healthy", "Progressing", "Unknown"]
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 SUMMED_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas",
                  "currentReplicas", "unavailableReplicas")
-OUR_CONDITIONS = ("Scheduled", "Applied", "Healthy", "Conflict", "CleanupPending")
 
 
 def now() -> str:

@@ -573,9 +573,6 @@ class Fleet:
         processes.spawn(argv, self.simulator_pid_file, self.simulator_log_file, env=env)
         progress(f"simulator started (log: {self.simulator_log_file})")
 
-    def stop_simulator(self) -> bool:
-        return processes.terminate(self.simulator_pid_file)
-
     # -- control plane -------------------------------------------------------------------
 
     @property

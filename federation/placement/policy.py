@@ -35,7 +35,6 @@ GROUP_VERSION = "policy.federation.io/v1alpha1"
 KARMADA_GROUP_VERSION = "policy.karmada.io/v1alpha1"
 API_VERSIONS = (GROUP_VERSION, KARMADA_GROUP_VERSION)
 KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
-SPREAD_FIELDS = ("cluster", "region", "zone", "provider")
 
 Problem = tuple[str, str]
 """A validation problem: (field path such as ``spec.placement.x[0].y``, what is wrong)."""
