@@ -15,25 +15,30 @@ A member context whose server is the hub's own API server reuses the hub's
 client rather than opening a second pool to the same server; it keeps its own
 name and informers, so events and requests stay keyed by the member's name.
 
-Availability comes from a probe of ``/readyz`` every ``probe_interval``;
-``failure_threshold`` failures in a row mark a cluster unavailable, one
-success marks it available again. Each transition is logged once (ERROR when
-the cluster goes, INFO with the outage's length when it is back); the work that
-fails meanwhile retries quietly. Writes to an unavailable, disabled or
+Availability is the cluster's one health signal (:mod:`federation.contexts.health`):
+a single prober per engaged cluster, whose *ready* state is :attr:`Cluster.available`.
+Each flip is logged once (ERROR when the cluster goes, INFO with the outage's
+length when it is back) and handed to the availability listeners (ready flips)
+and the health listeners (any flip, for the MemberCluster conditions); the work
+that fails meanwhile retries quietly. Writes to an unavailable, disabled or
 misconfigured cluster fail at once with a retryable error (see
 :meth:`Cluster.check_writable`) instead of tying a worker up in timeouts.
+
+Everything an engaged cluster runs (client, informers, prober, tasks) belongs to
+its :class:`~federation.contexts.engagement.Engagement`; :meth:`ClusterSet.leave`
+stops it in one call and then tells the leave listeners, so modules that keep
+per-cluster state forget it in the same step.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from federation.contexts import cache, discovery, kubeconfig
+from federation.contexts import cache, discovery, health, kubeconfig
 from federation.contexts.client import (
     ClientError,
     ClientSettings,
@@ -41,6 +46,7 @@ from federation.contexts.client import (
     ClusterUnavailable,
     Observer,
 )
+from federation.contexts.engagement import Engagement
 
 log = logging.getLogger("federation.clusters")
 
@@ -53,15 +59,8 @@ class ClusterSettings:
 
     client: ClientSettings = dataclasses.field(default_factory=ClientSettings)
     cache: cache.CacheSettings = dataclasses.field(default_factory=cache.CacheSettings)
-    probe_interval: float = 3.0
-    """Seconds between /readyz probes: a member that dies is marked unavailable
-    within two probes (about 6 s), at the cost of one tiny call per 3 s per cluster."""
-    probe_timeout: float = 2.0
-    """A loopback or LAN /readyz answers in milliseconds; 2 s without an answer
-    is a frozen or overloaded server."""
-    failure_threshold: int = 2
-    """Failed probes in a row before a cluster is unavailable: one slow answer on
-    a loaded machine should not flip it; two in a row are not chance."""
+    health: health.HealthSettings = dataclasses.field(default_factory=health.HealthSettings)
+    """The one probe of every cluster (period, timeout, thresholds); see its fields."""
 
 
 class ClusterDisabled(ClusterUnavailable):
@@ -76,6 +75,9 @@ class UnknownCluster(ClientError):
     """No cluster of that name in this control plane."""
 
     retryable = False
+
+
+Listener = Callable[["Cluster"], None]
 
 
 class Cluster:
@@ -98,18 +100,43 @@ class Cluster:
         self.cache = cache.ClusterCache(client, self.settings.cache, cluster=name) if client \
             else None
         self.discovery = discovery.Discovery(client) if client else None
-        self.available: bool | None = None
-        self.availability_listeners: list[Callable[[Cluster], None]] = []
+        self.health = health.Health(name, self.settings.health)
+        """The one health signal of this cluster (see :mod:`federation.contexts.health`)."""
+        self.engagement: Engagement | None = None
+        """Its client, caches, prober and tasks under one cancel scope (None when there is
+        no client to engage)."""
+        if client is not None and self.cache is not None:
+            self.engagement = Engagement(
+                name, client, self.cache,
+                health.ProbeLoop(client, self.health, self.on_transition),
+                owns_client=shares_client_of is None)
+        self.availability_listeners: list[Listener] = []
         """Called (synchronously, in the loop) whenever :attr:`available` changes: work
         that failed because the cluster was away can be retried at once."""
-        self.last_probe_error: str | None = None
+        self.health_listeners: list[Listener] = []
+        """Called whenever *ready* or *reachable* flips (the MemberCluster conditions)."""
         self.changed_at = time.monotonic()
+        self._was_down = False
         self.joined = False
         """Added at runtime (:meth:`ClusterSet.join`), not from the static contexts."""
-        self._failures = 0
 
     def __repr__(self) -> str:
         return f"<Cluster {self.name} {self.state}>"
+
+    @property
+    def available(self) -> bool | None:
+        """Whether the cluster is ready now, by its prober (None: not decided yet)."""
+        return self.health.ready.value
+
+    @available.setter
+    def available(self, value: bool | None) -> None:
+        """Set the state without a probe or listeners (fakes and tests)."""
+        self.health.assume(value)
+
+    @property
+    def last_probe_error(self) -> str | None:
+        """Why the cluster is not available (the last probe's outcome), else None."""
+        return None if self.available else self.health.detail
 
     @property
     def engaged(self) -> bool:
@@ -149,47 +176,32 @@ class Cluster:
                                                 "write not done")
         return self.client
 
-    def _set_available(self, value: bool, error: str | None) -> None:
-        changed = value != self.available
-        if changed:
+    def on_transition(self, transition: health.Transition) -> None:
+        """The prober saw a flip: log it once, wake the informers, tell the listeners."""
+        if transition.ready_changed:
             now = time.monotonic()
-            away_for = now - self.changed_at
-            self.changed_at = now
-            if value:
+            away_for, self.changed_at = now - self.changed_at, now
+            if transition.ready:
                 log.info("cluster %s is available%s", self.name,
-                         f" again after {away_for:.0f}s" if self.available is False else "")
+                         f" again after {away_for:.0f}s" if self._was_down else "")
                 for informer in self.cache.informers.values() if self.cache else ():
                     informer.wake()
             else:
                 # The one ERROR of an outage: every reconcile that fails because of it
                 # retries at DEBUG (runtime.controller), and this line says why.
-                log.error("cluster %s is unavailable: %s", self.name, error)
-        self.available = value
-        self.last_probe_error = error
-        if changed:
-            for listener in list(self.availability_listeners):
-                listener(self)
+                log.error("cluster %s is unavailable: %s", self.name, transition.detail)
+            self._was_down = not transition.ready
+            _call(self.availability_listeners, self)
+        _call(self.health_listeners, self)
 
-    async def probe(self) -> bool:
-        """One /readyz call; updates :attr:`available` (after ``failure_threshold`` misses)."""
-        if self.client is None:
-            return False
+
+def _call(listeners: list[Listener], cluster: Cluster) -> None:
+    """Call each listener; one that raises is logged and must not stop the prober."""
+    for listener in list(listeners):
         try:
-            await self.client.request_raw("/readyz", timeout=self.settings.probe_timeout)
-        except ClientError as exc:
-            self._failures += 1
-            if self._failures >= self.settings.failure_threshold or self.available is None:
-                self._set_available(False, str(exc).removeprefix(f"{self.client.name}: "))
-            return False
-        self._failures = 0
-        self._set_available(True, None)
-        return True
-
-    async def run_probes(self) -> None:
-        """Probe until cancelled."""
-        while True:
-            await self.probe()
-            await asyncio.sleep(self.settings.probe_interval)
+            listener(cluster)
+        except Exception:
+            log.exception("listener %r of cluster %s failed", listener, cluster.name)
 
 
 class ClusterSet:
@@ -201,7 +213,9 @@ class ClusterSet:
         if len(hubs) != 1:
             raise ValueError("a cluster set needs exactly one hub")
         self.hub = hubs[0]
-        self.member_availability_listeners: list[Callable[[Cluster], None]] = []
+        self.member_availability_listeners: list[Listener] = []
+        self.member_health_listeners: list[Listener] = []
+        self.leave_listeners: list[Callable[[str], None]] = []
 
     @property
     def members(self) -> list[Cluster]:
@@ -225,11 +239,23 @@ class ClusterSet:
     def __iter__(self) -> Iterable[Cluster]:
         return iter(self.clusters.values())
 
-    def on_member_availability(self, listener: Callable[[Cluster], None]) -> None:
+    def on_member_availability(self, listener: Listener) -> None:
         """Call ``listener`` when any member's availability changes, joined ones included."""
         self.member_availability_listeners.append(listener)
         for cluster in self.members:
             cluster.availability_listeners.append(listener)
+
+    def on_member_health(self, listener: Listener) -> None:
+        """Call ``listener`` when any member's *ready* or *reachable* state flips (once per
+        flip, from its one prober), joined ones included."""
+        self.member_health_listeners.append(listener)
+        for cluster in self.members:
+            cluster.health_listeners.append(listener)
+
+    def on_leave(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener`` with a member's name once it has left (:meth:`leave`): state
+        kept per cluster elsewhere is forgotten in the same step as its engagement stops."""
+        self.leave_listeners.append(listener)
 
     def join(self, name: str, config: kubeconfig.KubeConfig,
              observer: Observer | None = None) -> Cluster:
@@ -240,6 +266,7 @@ class ClusterSet:
         cluster = _member(config, name, False, self.hub, self.hub.settings, observer)
         cluster.joined = True
         cluster.availability_listeners.extend(self.member_availability_listeners)
+        cluster.health_listeners.extend(self.member_health_listeners)
         self.clusters[name] = cluster
         return cluster
 
@@ -255,24 +282,25 @@ class ClusterSet:
         return cluster
 
     async def leave(self, name: str) -> None:
-        """Remove a member added by :meth:`join`: its caches stop, its connections close."""
+        """Remove a member added by :meth:`join` (or :meth:`refuse`): its engagement stops in
+        one call (prober, informers, tasks, connections), then the leave listeners hear it."""
         cluster = self.clusters.get(name)
         if cluster is None or not cluster.joined:
             return
         del self.clusters[name]
-        if cluster.cache is not None:
-            await cluster.cache.stop()
-        if cluster.client is not None and cluster.shares_client_of is None:
-            await cluster.client.close()
+        if cluster.engagement is not None:
+            await cluster.engagement.stop()
+        for listener in list(self.leave_listeners):
+            try:
+                listener(name)
+            except Exception:
+                log.exception("leave listener %r failed for cluster %s", listener, name)
 
     async def close(self) -> None:
-        seen: set[int] = set()
-        for cluster in self.clusters.values():
-            if cluster.cache is not None:
-                await cluster.cache.stop()
-            if cluster.client is not None and id(cluster.client) not in seen:
-                seen.add(id(cluster.client))
-                await cluster.client.close()
+        """Stop every engagement; clients shared with the hub's are closed last, by the hub's."""
+        engagements = [c.engagement for c in self.clusters.values() if c.engagement]
+        for engagement in sorted(engagements, key=lambda e: e.owns_client):
+            await engagement.stop()
 
     @classmethod
     def from_kubeconfig(cls, config: kubeconfig.KubeConfig, *, hub_context: str | None = None,

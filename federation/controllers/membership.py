@@ -8,8 +8,10 @@ exec plugin on the allowlist), adds the cluster to the ClusterSet and has the
 manager engage it: its informers start with every watch's handlers, the
 health controller starts probing it, propagation can place on it. A changed
 Secret (new resourceVersion) re-engages the cluster with the new credentials;
-a deleted MemberCluster disengages it (caches stopped, connections closed;
-copies in it are left alone: ``fedctl unjoin`` moves or orphans them first).
+a deleted MemberCluster disengages it: one call (``Manager.disengage``) stops its
+engagement (prober, informers, tasks, connections) and tells the leave listeners
+(the kinds discovered in it, the health controller's capacity clock); copies in
+it are left alone: ``fedctl unjoin`` moves or orphans them first.
 
 A static context of the same name (from ``fedctl run --contexts``) wins: the
 Secret is ignored and a warning event says so. A Secret that cannot be used
@@ -24,7 +26,7 @@ MemberCluster ``Ready=Unknown`` (``NotEngaged``) with the reason as its message.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from federation.contexts import client as kube
@@ -43,11 +45,9 @@ RETRY = 10.0
 
 class Reconciler:
     def __init__(self, mgr: manager.Manager, recorder: events.Recorder,
-                 kinds: KindTracker | None = None,
                  allowed_exec: Iterable[str] = ()) -> None:
         self.mgr = mgr
         self.recorder = recorder
-        self.kinds = kinds
         self.allowed_exec = tuple(allowed_exec)
         self.hub = mgr.clusters.hub.name
         self.versions: dict[str, str] = {}
@@ -110,18 +110,26 @@ class Reconciler:
             return
         await self.mgr.disengage(name)
         self.versions.pop(name, None)
-        if cluster.error:
-            return  # a refused join: nothing was engaged, nothing to report
-        if self.kinds is not None:
-            for key in [k for k in self.kinds.member_resources if k[0] == name]:
-                del self.kinds.member_resources[key]
-        log.info("cluster %s left", name)
+        if not cluster.error:  # a refused join: nothing was engaged, nothing to report
+            log.info("cluster %s left", name)
+
+
+def forget_kinds(kinds: KindTracker) -> Callable[[str], None]:
+    """A leave listener: the resources discovered in a member that left are forgotten."""
+
+    def forget(name: str) -> None:
+        for key in [k for k in kinds.member_resources if k[0] == name]:
+            del kinds.member_resources[key]
+
+    return forget
 
 
 def install(mgr: manager.Manager, recorder: events.Recorder,
             kinds: KindTracker | None = None, allowed_exec: Iterable[str] = ()) -> None:
     """Add the ``membership`` controller to a manager."""
-    ctl = controller.Controller("membership", Reconciler(mgr, recorder, kinds, allowed_exec),
+    ctl = controller.Controller("membership", Reconciler(mgr, recorder, allowed_exec),
                                 workers=1)
     ctl.watch(api.MEMBER_CLUSTERS, clusters="hub")
+    if kinds is not None:
+        mgr.clusters.on_leave(forget_kinds(kinds))
     mgr.add(ctl)

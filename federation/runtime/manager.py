@@ -4,9 +4,11 @@ Start order, as in controller-runtime:
 
 1. The health and metrics servers, so a probe gets an answer (``/readyz``:
    not ready yet) while the rest starts.
-2. For every engaged cluster: its /readyz probe, and the informers that the
-   controllers' watches (and :meth:`Manager.cache`) ask for, with the
-   controllers' event handlers attached.
+2. For every engaged cluster, its engagement
+   (:class:`~federation.contexts.engagement.Engagement`): its one prober (the
+   cluster's health signal) and the informers that the controllers' watches
+   (and :meth:`Manager.cache`) ask for, with the controllers' event handlers
+   attached.
 3. Cache sync, for all clusters at once, each bounded by ``cache_sync_timeout``:
    a member that is down or stuck is reported and left to catch up on its own;
    it never holds up the others. Only then is the manager ready.
@@ -24,8 +26,10 @@ refuses every write, and controllers and runnables are cancelled at once.
 
 ``/healthz`` answers 200 while the process runs its loop. ``/readyz`` answers
 200 once caches are started, the hub's caches have synced once, and the hub
-answers its probe *now* (``hub-available``: a hub that stops answering turns
-readiness off within two probes, about 6 s, and back on at the first answer);
+is ready by its one prober *now* (``hub-available``: the same health signal as
+every cluster's, so a hub that stops answering turns readiness off after
+``failure_threshold`` failed probes, 4-6 s by default, and back on after
+``success_threshold`` answers);
 its body lists each check and each cluster (``[+]cluster/member1 ok``,
 ``[-]cluster/member2 unavailable: ...``). Members do not fail readiness: a
 control plane with one member down must stay in service for the others.
@@ -231,10 +235,12 @@ class Manager:
         return None
 
     def _hub_available(self) -> str | None:
-        """The hub answers its probe now: without it nothing can be read fresh or written."""
+        """The hub is ready by its prober now: without it nothing can be read fresh or written."""
         hub = self.clusters.hub
         if hub.available is None:
-            return "hub not probed yet"
+            probes = hub.health.probes
+            return "hub not probed yet" if not probes else \
+                f"hub not judged yet after {probes} probes: {hub.health.detail}"
         if hub.available is False:
             return f"hub unavailable: {hub.last_probe_error}"
         return None
@@ -246,6 +252,9 @@ class Manager:
             report[cluster.name] = {
                 "role": "hub" if cluster.is_hub else "member",
                 "state": cluster.state, "detail": cluster.detail,
+                "health": {"ready": cluster.health.ready.value,
+                           "reachable": cluster.health.reachable.value,
+                           "probe": cluster.health.detail, "probes": cluster.health.probes},
                 "synced": bool(cluster.cache and cluster.cache.synced),
                 "informers": {i.resource.plural: _informer_report(i) for i in informers},
             }
@@ -345,7 +354,8 @@ class Manager:
     # -- lifecycle -----------------------------------------------------------------------
 
     def _engage(self, cluster: Cluster) -> None:
-        assert cluster.cache is not None
+        """Attach the informers every watch asks for, then start the cluster's engagement."""
+        assert cluster.cache is not None and cluster.engagement is not None
         for ctl in self.controllers:
             for watch in ctl.watches:
                 if watch.applies_to(cluster.name, cluster.is_hub, cluster.is_member):
@@ -353,21 +363,18 @@ class Manager:
         for watch in self.cached:
             if watch.applies_to(cluster.name, cluster.is_hub, cluster.is_member):
                 cluster.cache.informer(watch.resource)
-        cluster.cache.start()
-        self._spawn(cluster.run_probes(), f"probe of {cluster.name}")
+        cluster.engagement.start()
 
     def engage(self, cluster: Cluster) -> None:
         """Start a cluster added at runtime (``ClusterSet.join``): the informers every watch
-        asks for, with their handlers, and its probe. Its caches sync on their own."""
+        asks for, with their handlers, and its prober. Its caches sync on their own."""
         self._adopt(cluster)
         if cluster.engaged:
             self._engage(cluster)
 
     async def disengage(self, name: str) -> None:
-        """Stop a cluster added at runtime: its probe, caches and connections."""
-        for task in [t for t in self._tasks if t.get_name() == f"probe of {name}"]:
-            task.cancel()
-            self._tasks.remove(task)
+        """Remove a cluster added at runtime: one call stops its engagement (prober,
+        informers, tasks, connections) and tells the leave listeners."""
         await self.clusters.leave(name)
 
     def _spawn(self, coroutine: Awaitable[Any], name: str) -> asyncio.Task[Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from federation.contexts import cache, clusters, kubeconfig, multicluster
+from federation.contexts import cache, clusters, health, kubeconfig, multicluster
 from federation.contexts import client as kube
 from federation.runtime import controller, manager, reconcile
 from federation.runtime.reconcile import Request
@@ -78,7 +78,7 @@ async def ensure_namespace(cluster_set: clusters.ClusterSet, name: str) -> None:
 async def running(fleet: TestFleet) -> AsyncIterator[tuple[manager.Manager, Recorder]]:
     config = kubeconfig.load(fleet.kubeconfig)
     settings = clusters.ClusterSettings(
-        cache=cache.CacheSettings(backoff_max=4.0), probe_interval=1.0)
+        cache=cache.CacheSettings(backoff_max=4.0), health=health.HealthSettings(period=1.0))
     cluster_set = clusters.ClusterSet.from_kubeconfig(config, hub_context="hub",
                                                       settings=settings)
     await ensure_namespace(cluster_set, NAMESPACE)

@@ -1,4 +1,4 @@
-"""Health: thresholds, the /readyz-then-/healthz probe, taints, what requeues templates."""
+"""The cluster-health controller: conditions, taints and events follow the one prober."""
 
 from __future__ import annotations
 
@@ -6,60 +6,11 @@ from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
-from federation.contexts.client import ApiError, ClusterUnavailable
+from federation.contexts.health import Health
 from federation.controllers import api, failover, health
-
-
-def test_threshold_needs_enough_results_in_a_row() -> None:
-    """One or two failures do not flip a ready cluster; the third does; two successes
-    bring it back, and a success in between resets the count."""
-    tracker = health.Threshold(success_threshold=2, failure_threshold=3, value=True)
-    assert not tracker.observe(False, 1) and not tracker.observe(False, 2)
-    assert not tracker.observe(True, 3)  # the run is broken
-    assert not tracker.observe(False, 4) and not tracker.observe(False, 5)
-    assert tracker.observe(False, 6) and tracker.value is False and tracker.changed_at == 6
-    assert not tracker.observe(True, 7)
-    assert tracker.observe(True, 8) and tracker.value is True
-
-
-def test_first_result_decides_an_unknown_state() -> None:
-    """Nothing known yet: the first probe sets the state (there is nothing to protect)."""
-    tracker = health.Threshold(2, 3)
-    assert tracker.observe(False, 1) and tracker.value is False
-
-
-class FakeClient:
-    name = "member2"
-
-    def __init__(self, answers: dict[str, Exception | None]) -> None:
-        self.answers = answers
-        self.paths: list[str] = []
-
-    async def request_raw(self, path: str, timeout: float | None = None) -> bytes:
-        self.paths.append(path)
-        error = self.answers.get(path)
-        if error is not None:
-            raise error
-        return b"ok"
-
-
-async def test_probe_falls_back_to_healthz() -> None:
-    """/readyz 404 (or 403): /healthz decides."""
-    client = FakeClient({"/readyz": ApiError("member2", 404, "NotFound", "")})
-    result = await health.probe(client, 1.0)  # type: ignore[arg-type]
-    assert result == health.ProbeResult(True, True, "GET /healthz: ok")
-    assert client.paths == ["/readyz", "/healthz"]
-
-
-async def test_probe_tells_unready_from_unreachable() -> None:
-    """A 500 answer is reachable but not ready; no answer is neither."""
-    failing = FakeClient({"/readyz": ApiError("member2", 500, "", "[-]etcd failed")})
-    result = await health.probe(failing, 1.0)  # type: ignore[arg-type]
-    assert (result.reachable, result.ready) == (True, False)
-    silent = FakeClient({"/readyz": ClusterUnavailable("member2", "GET /readyz: timed out")})
-    result = await health.probe(silent, 1.0)  # type: ignore[arg-type]
-    assert (result.reachable, result.ready) == (False, False)
-    assert result.detail == "GET /readyz: GET /readyz: timed out"
+from federation.runtime.reconcile import Request, Result
+from tests.unit.contexts import probes
+from tests.unit.controllers.fakes import FakeMC, FakeRecorder, cluster_set
 
 
 def test_taints_added_with_time_added_and_removed_keeping_others() -> None:
@@ -77,7 +28,8 @@ def test_taints_added_with_time_added_and_removed_keeping_others() -> None:
 
 def test_conditions_say_why() -> None:
     """Ready and Reachable with reasons: unreachable vs answering-but-not-ready."""
-    state = health.MemberHealth(health.HealthSettings(), ready=False, reachable=True)
+    state = Health("member2")
+    state.ready.value, state.reachable.value = False, True
     state.detail = "GET /readyz: 500"
     found = {c["type"]: c for c in health.conditions(state, [])}
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "ClusterNotReady")
@@ -114,19 +66,102 @@ def test_workloads_watched_for_capacity() -> None:
 
 async def test_member_cluster_deleted_under_the_reconcile_is_done_not_a_traceback() -> None:
     """`fedctl unjoin` deleted the MemberCluster after our cache read it: the status write's
-    404 ends the reconcile quietly, and the left cluster's health state is dropped."""
-    from tests.unit.controllers.fakes import FakeMC, FakeRecorder, cluster_set
-
-    mc = FakeMC(cluster_set("member1"))
+    404 ends the reconcile quietly, and nothing of the member is kept."""
+    mc = FakeMC(cluster_set("member1", "member2"))
     stale = member({"conditions": [{"type": "Ready", "status": "True"}]})
-    controller = health.HealthController(mc.clusters, mc, FakeRecorder(),  # type: ignore[arg-type]
-                                         clock=lambda: 1_700_000_000.0)
-    controller.health["member2"] = health.MemberHealth(health.HealthSettings(), ready=False,
-                                                       reachable=False)
+    controller = health.HealthController(mc.clusters, mc, FakeRecorder())  # type: ignore[arg-type]
+    mc.clusters.get("member2").available = False
+    controller._capacity_at["member2"] = 1.0
 
     async def cached(*_: Any, **__: Any) -> dict[str, Any]:
         return dict(stale)
 
     mc.get = cached  # type: ignore[method-assign]
     assert await controller.reconcile(controller.request("member2")) is None
-    assert "member2" not in controller.health
+    assert "member2" not in controller._capacity_at
+
+
+def installed(*members: str) -> tuple[FakeMC, health.HealthController, list[Request],
+                                      FakeRecorder]:
+    """The controller wired as `install` does, its queue a list."""
+    mc = FakeMC(cluster_set(*members))
+    for name in members:
+        mc.put("hub", {"apiVersion": "cluster.federation.io/v1alpha1", "kind": "MemberCluster",
+                       "metadata": {"name": name},
+                       "status": {"conditions": [{"type": "Ready", "status": "True",
+                                                  "reason": "ClusterReady",
+                                                  "message": "GET /readyz: ok"},
+                                                 {"type": "Reachable", "status": "True",
+                                                  "reason": "ProbeAnswered",
+                                                  "message": "GET /readyz: ok"}],
+                                  "resourceSummary": {}}})
+    recorder = FakeRecorder()
+    controller = health.HealthController(mc.clusters, mc, recorder)  # type: ignore[arg-type]
+    queued: list[Request] = []
+    controller.enqueue = queued.append
+    mc.clusters.on_member_health(controller.on_health)
+    return mc, controller, queued, recorder
+
+
+async def test_one_prober_drives_available_conditions_taints_and_one_event() -> None:
+    """member2's one prober fails three times: Cluster.available, the availability
+    listeners, the health queue, the Ready/Reachable conditions, the taints and the
+    Event all follow that one flip, each once; flapping before it changes nothing."""
+    mc, controller, queued, recorder = installed("member1", "member2")
+    member2 = mc.clusters.get("member2")
+    member2.available = True
+    heard: list[bool | None] = []
+    mc.clusters.on_member_availability(lambda c: heard.append(c.available))
+    refused = probes.result(False, "GET /readyz: connection refused")
+    for outcome in (refused, probes.result(True), refused, refused, probes.result(True)):
+        await probes.probe(member2, outcome)  # flapping: never three failures in a row
+    assert member2.available is True and heard == [] and queued == []
+    await probes.probe(member2, refused, times=3, now=1_700_000_100.0)
+    assert member2.available is False and heard == [False]
+    assert queued == [controller.request("member2")]
+    assert await controller.reconcile(queued[0]) == Result(requeue_after=10.0)
+    doc = mc.find("hub", "MemberCluster", "member2") or {}
+    found = {c["type"]: (c["status"], c["reason"]) for c in doc["status"]["conditions"]}
+    assert found == {"Ready": ("False", "ClusterUnreachable"),
+                     "Reachable": ("False", "ProbeFailed")}
+    assert [(t["effect"], t["timeAdded"]) for t in doc["spec"]["taints"]] == [
+        ("NoSchedule", "2023-11-14T22:15:00Z"), ("NoExecute", "2023-11-14T22:15:00Z")]
+    assert [e[1] for e in recorder.events] == ["ClusterUnreachable"]
+    await probes.probe(member2, refused, times=5)  # more of the same: nothing new
+    await controller.reconcile(queued[0])
+    assert len(queued) == 1 and len(recorder.events) == 1 and heard == [False]
+    await probes.probe(member2, probes.result(True))
+    assert member2.available is False  # one answer while it restarts is not a recovery
+    await probes.probe(member2, probes.result(True))
+    assert member2.available is True and heard == [False, True] and len(queued) == 2
+    await controller.reconcile(queued[1])
+    doc = mc.find("hub", "MemberCluster", "member2") or {}
+    assert doc["spec"]["taints"] == []
+    assert [e[1] for e in recorder.events] == ["ClusterUnreachable", "ClusterReady"]
+
+
+async def test_answering_but_not_ready_is_one_flip_of_ready_only() -> None:
+    """/readyz 500 three times: Ready=False ClusterNotReady, still Reachable; the prober
+    reports it once, and the written condition says why."""
+    mc, controller, queued, recorder = installed("member1")
+    member1 = mc.clusters.get("member1")
+    member1.available = True
+    sick = probes.result(False, "GET /readyz: 500 [-]etcd failed", reachable=True)
+    await probes.probe(member1, sick, times=4)
+    assert queued == [controller.request("member1")]
+    await controller.reconcile(queued[0])
+    doc = mc.find("hub", "MemberCluster", "member1") or {}
+    ready = next(c for c in doc["status"]["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "ClusterNotReady")
+    assert ready["message"] == "GET /readyz: 500 [-]etcd failed"
+    assert [e[1] for e in recorder.events] == ["ClusterNotReady"]
+
+
+async def test_a_left_member_is_forgotten_through_the_leave_listener() -> None:
+    """ClusterSet.leave tells the controller; its capacity clock for the member goes."""
+    mc, controller, _, _ = installed("member1")
+    mc.clusters.on_leave(controller.forget)
+    mc.clusters.get("member1").joined = True
+    controller._capacity_at["member1"] = 5.0
+    await mc.clusters.leave("member1")
+    assert "member1" not in controller._capacity_at and "member1" not in mc.clusters.clusters

@@ -152,3 +152,29 @@ async def test_a_fixed_secret_joins_and_a_deleted_member_is_forgotten(
     assert "edge" not in cluster_set.clusters and not reconciler.refusals
     assert not marker.exists()
     await cluster_set.close()
+
+
+async def test_leaving_is_one_call_that_reaches_every_listener() -> None:
+    """A deleted MemberCluster: the membership reconciler's one disengage stops the
+    engagement and the leave listeners forget the member's discovered kinds."""
+    cluster_set = hub_only()
+    hub = FakeHub(MEMBER, secret_with({"token": "good"}))
+    mgr = FakeManager(cluster_set, hub)
+    reconciler = membership.Reconciler(mgr, FakeRecorder())  # type: ignore[arg-type]
+
+    class Kinds:
+        member_resources = {("edge", "Deployment.apps"): kube.DEPLOYMENTS,
+                            ("member1", "Deployment.apps"): kube.DEPLOYMENTS}
+
+    kinds = Kinds()
+    cluster_set.on_leave(membership.forget_kinds(kinds))  # type: ignore[arg-type]
+    request = Request("hub", "MemberCluster.cluster.federation.io", "", "edge")
+    assert await reconciler.reconcile(request) is None
+    engagement = cluster_set.clusters["edge"].engagement
+    assert engagement is not None
+    engagement.start()
+    hub.member = {**MEMBER, "metadata": {**MEMBER["metadata"], "deletionTimestamp": "now"}}
+    await reconciler.reconcile(request)
+    assert engagement.stopped and engagement.tasks == []
+    assert list(kinds.member_resources) == [("member1", "Deployment.apps")]
+    await cluster_set.close()

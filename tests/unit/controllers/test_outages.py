@@ -10,8 +10,10 @@ import pytest
 
 from federation.contexts.client import ApiError, ClusterUnavailable
 from federation.contexts.clusters import Cluster
+from federation.contexts.health import ProbeLoop
 from federation.controllers import propagation
 from federation.runtime import controller
+from tests.unit.contexts import probes
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeWriter,
@@ -47,8 +49,9 @@ async def test_an_outage_logs_one_error_and_retries_at_debug(
     mc = FakeMC(cluster_set(*MEMBERS))
     member2 = mc.clusters.get("member2")
     probe = FlakyProbeClient()
-    member2.client = probe  # type: ignore[assignment]
-    assert await member2.probe()
+    prober = ProbeLoop(probe, member2.health, member2.on_transition)
+    await prober.once()
+    assert member2.available
     names = [f"t{i}" for i in range(20)]
     for name in names:
         mc.put("hub", duplicated_policy(name, MEMBERS))
@@ -57,14 +60,15 @@ async def test_an_outage_logs_one_error_and_retries_at_debug(
     probe.up = False
     mc.down.add("member2")
     for attempt in range(20):
-        await member2.probe()
+        await prober.once()
         if attempt % 4 == 0:
             for name in names:
                 await ctl._process(request_for(mc.find("hub", "ConfigMap", name, "shop")
                                                or {}))
     probe.up = True
     mc.down.discard("member2")
-    await member2.probe()
+    await prober.once()
+    await prober.once()  # success_threshold: two answers in a row
     ctl.shutdown()
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert [r.getMessage() for r in errors] == [
@@ -146,12 +150,13 @@ async def test_skipped_copies_carry_the_cause_of_the_failed_namespace(
            "namespaces is forbidden" in str(failure.value)
 
 
-def test_cluster_transitions_are_logged_once_each(caplog: pytest.LogCaptureFixture) -> None:
+async def test_cluster_transitions_are_logged_once_each(
+        caplog: pytest.LogCaptureFixture) -> None:
     """Repeated probe results of the same state log nothing more."""
     caplog.set_level(logging.INFO)
     member = Cluster("m1")
-    for value in (True, True, False, False, False, True, True):
-        member._set_available(value, None if value else "refused")
+    for value in (True, True, False, False, False, False, True, True, True):
+        await probes.probe(member, probes.result(value, None if value else "refused"))
     lines = [(r.levelname, r.getMessage().split(" after ")[0]) for r in caplog.records]
     assert lines == [("INFO", "cluster m1 is available"),
                      ("ERROR", "cluster m1 is unavailable: refused"),

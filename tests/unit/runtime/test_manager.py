@@ -20,6 +20,7 @@ from federation.commands import run as run_command
 from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
 from federation.runtime import controller, leader, manager, reconcile
+from tests.unit.contexts import probes as probes_
 from tests.unit.runtime.test_leader import Leases, VirtualTime
 
 pytestmark = pytest.mark.timeout(20)
@@ -74,15 +75,19 @@ async def test_readyz_follows_the_hubs_probe_both_ways(
     hub = mgr.clusters.hub
     status, text = await get(url)
     assert status == 503 and "[-]hub-available failed: hub not probed yet" in text
-    hub._set_available(True, None)
+    await probes_.settle(hub, probes_.result(True))
     status, text = await get(url)
     assert status == 200 and "[+]hub-available ok" in text
-    hub._set_available(False, "GET /readyz: connection refused")
+    await probes_.probe(hub, probes_.result(False, "GET /readyz: connection refused"))
+    assert (await get(url))[0] == 200  # one failure is not an outage
+    await probes_.settle(hub, probes_.result(False, "GET /readyz: connection refused"))
     status, text = await get(url)
     assert status == 503 and "hub unavailable: GET /readyz: connection refused" in text
     status, text = await get(url + "?format=json")
     assert status == 503 and '"hub-available": "hub unavailable' in text
-    hub._set_available(True, None)
+    await probes_.probe(hub, probes_.result(True))
+    assert (await get(url))[0] == 503  # one answer while it restarts is not a recovery
+    await probes_.probe(hub, probes_.result(True))
     assert (await get(url))[0] == 200
 
 
@@ -98,7 +103,8 @@ async def test_causes_and_clusters_are_withheld_off_loopback(
         health_probe_bind_address=":8081"))
     assert not exposed.detail
     mgr.detail = False  # the same server, as if bound to every interface
-    mgr.clusters.hub._set_available(False, "GET https://10.0.0.1:6443/readyz: refused")
+    await probes_.settle(mgr.clusters.hub,
+                         probes_.result(False, "GET https://10.0.0.1:6443/readyz: refused"))
     for query in ("", "?format=json"):
         status, text = await get(url + query)
         assert status == 503 and "reason withheld" in text
