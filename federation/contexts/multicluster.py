@@ -268,6 +268,11 @@ class MultiClusterClient:
                   cluster: str, allow_stale: bool = False,
                   copy: Literal[False]) -> cache.ReadOnly | None: ...
 
+    @overload
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False,
+                  copy: bool) -> JSON | cache.ReadOnly | None: ...
+
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
                   cluster: str, allow_stale: bool = False,
                   copy: bool = True) -> JSON | cache.ReadOnly | None:
@@ -290,6 +295,12 @@ class MultiClusterClient:
                    clusters: Sequence[str] | None = None,
                    label_selector: str | Mapping[str, str] | None = None,
                    allow_stale: bool = False, copy: Literal[False]) -> ListView: ...
+
+    @overload
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None,
+                   label_selector: str | Mapping[str, str] | None = None,
+                   allow_stale: bool = False, copy: bool) -> ListResult | ListView: ...
 
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    clusters: Sequence[str] | None = None,
