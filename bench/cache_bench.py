@@ -15,19 +15,25 @@ In one run:
    made, so ~1.0 means it keeps up);
 3. **memory**: resident memory (RSS) grown by holding the N cached Pods, per
    object, vs. each Pod's JSON size; and the bytes a store retains per object by
-   tracemalloc (RSS understates when the allocator reuses memory freed earlier).
+   tracemalloc (RSS understates when the allocator reuses memory freed earlier);
+4. **reads**: the multi-cluster client's cached reads of the N Pods, a ``list`` of
+   the namespace and a ``get`` of each, as deep copies (``copy=True``, the default)
+   vs. the cached objects themselves (``copy=False``): microseconds per object and
+   the ratio copy/no-copy.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import os
 import sys
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,7 +47,7 @@ from client_bench import (
     fleet_from_args,
 )
 
-from federation.contexts import cache, kubeconfig
+from federation.contexts import cache, clusters, kubeconfig, multicluster
 from federation.contexts import client as kube
 
 
@@ -67,8 +73,46 @@ async def raw_read(client: kube.ClusterClient) -> tuple[float, int, int]:
             return time.perf_counter() - started, objects, size
 
 
+def best(rounds: int, call: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[float]]:
+    async def timed() -> float:
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await call()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    return timed
+
+
+async def reads(client: kube.ClusterClient, count: int) -> dict[str, tuple[float, float]]:
+    """Seconds per object (copy, no copy) of cached list and get, through the client."""
+    cluster = clusters.Cluster(client.name, is_hub=True, client=client)
+    cluster.available = True
+    mc = multicluster.MultiClusterClient(clusters.ClusterSet([cluster]))
+    names = [f"bench-{i:05d}" for i in range(count)]
+
+    async def get_all(copy: bool) -> None:
+        for name in names:
+            await mc.get(PODS, name, NAMESPACE, cluster=client.name, copy=copy)
+
+    found: dict[str, tuple[float, float]] = {}
+    try:
+        await mc.list(PODS, NAMESPACE, clusters=[client.name], copy=False)  # list and sync
+        for label, call in (("list", lambda copy: mc.list(PODS, NAMESPACE,
+                                                          clusters=[client.name], copy=copy)),
+                            ("get", get_all)):
+            copied = await best(5, functools.partial(call, True))()
+            shared = await best(5, functools.partial(call, False))()
+            found[label] = (copied / count, shared / count)
+    finally:
+        assert cluster.cache is not None
+        await cluster.cache.stop()
+    return found
+
+
 async def measure(context: kubeconfig.Context, count: int, updates: int) -> None:
-    settings = kube.ClientSettings(qps=1000, burst=1000, request_timeout=120)
+    settings = kube.ClientSettings(request_timeout=120)  # no client-side limit (the default)
     async with kube.connect(context, settings) as client:
         await ensure_pods(client, count)
         raw_seconds = min([(await raw_read(client))[0] for _ in range(3)])
@@ -123,6 +167,8 @@ async def measure(context: kubeconfig.Context, count: int, updates: int) -> None
         gc.collect()
         traced = tracemalloc.get_traced_memory()[0] / len(second.store)
         tracemalloc.stop()
+        del second
+        read_costs = await reads(client, count)
 
     per_object = (memory_after - memory_before) / objects
     print(f"\n{objects} Pods on {context.name}, {size / objects:.0f} B of JSON each")
@@ -139,6 +185,9 @@ async def measure(context: kubeconfig.Context, count: int, updates: int) -> None
           f"   ratio to its JSON {per_object / (size / objects):.2f}")
     print(f"memory retained per cached Pod   {traced / 1024:>9.1f} KiB"
           f"   ratio to its JSON {traced / (size / objects):.2f}   (tracemalloc)")
+    for label, (copied, shared) in read_costs.items():
+        print(f"read   {label:<4} copy / no copy     {copied * 1e6:>7.1f} / {shared * 1e6:.2f} "
+              f"µs/object   ratio {copied / shared:.0f}")
 
 
 def main() -> None:

@@ -15,6 +15,11 @@ The same list of N Pods is read several ways, in one run, best of R rounds:
 For each: microseconds per object and retained memory per object (tracemalloc
 of the decoded result), and ratios to the thin client. docs/runtime.md records
 the numbers and the decision.
+
+``--writes W`` (``--writes-only`` to skip the reads) measures the client-side rate
+limit instead: W ConfigMap creates, 16 in flight, with the old default limit (50 qps,
+burst 100) and with none (today's default), alternating, best of 3 each: writes per
+second and the ratio.
 """
 
 from __future__ import annotations
@@ -116,7 +121,7 @@ async def best(rounds: int, read: Callable[[], Awaitable[Any]]) -> tuple[float, 
 
 
 async def measure(context: kubeconfig.Context, count: int, rounds: int) -> None:
-    settings = kube.ClientSettings(qps=1000, burst=1000, request_timeout=120)
+    settings = kube.ClientSettings(request_timeout=120)  # no client-side limit (the default)
     async with kube.connect(context, settings) as client:
         await ensure_pods(client, count)
         path = PODS.path(NAMESPACE)
@@ -198,15 +203,62 @@ def yaml_config(context: kubeconfig.Context) -> dict[str, Any]:
             "contexts": [{"name": context.name, "context": {"cluster": "c", "user": "u"}}]}
 
 
+async def write_rate(context: kubeconfig.Context, settings: kube.ClientSettings,
+                     count: int) -> float:
+    """Creates per second of ``count`` ConfigMaps, 16 in flight (then deleted, untimed)."""
+    async with kube.connect(context, settings) as client:
+        gate = asyncio.Semaphore(16)
+        prefix = f"w{time.time_ns()}"
+
+        async def create(index: int) -> None:
+            async with gate:
+                await client.create(kube.CONFIGMAPS, {
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": f"{prefix}-{index}", "namespace": NAMESPACE,
+                                 "labels": {"bench": prefix}}, "data": {"k": "v"}})
+
+        started = time.perf_counter()
+        await asyncio.gather(*(create(i) for i in range(count)))
+        seconds = time.perf_counter() - started
+        await client.request("DELETE", kube.CONFIGMAPS.path(NAMESPACE),
+                             params={"labelSelector": f"bench={prefix}"}, timeout=120)
+        return count / seconds
+
+
+async def measure_writes(context: kubeconfig.Context, count: int) -> None:
+    limited = kube.ClientSettings(qps=50.0, burst=100, request_timeout=120)
+    unlimited = kube.ClientSettings(request_timeout=120)
+    async with kube.connect(context, unlimited) as client:
+        try:
+            await client.create(kube.NAMESPACES, {"metadata": {"name": NAMESPACE}})
+        except kube.ApiError as exc:
+            if exc.status != 409:
+                raise
+    rates: dict[str, list[float]] = {"limited": [], "unlimited": []}
+    for _ in range(3):
+        rates["limited"].append(await write_rate(context, limited, count))
+        rates["unlimited"].append(await write_rate(context, unlimited, count))
+    old, new = max(rates["limited"]), max(rates["unlimited"])
+    print(f"\n{count} creates on {context.name}, 16 in flight, best of 3")
+    print(f"client limit 50 qps / burst 100 (old default) {old:>8.0f} writes/s")
+    print(f"no client-side limit (default)                {new:>8.0f} writes/s"
+          f"   ratio {new / old:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--writes", type=int, default=600)
+    parser.add_argument("--writes-only", action="store_true")
     add_fleet_arguments(parser)
     args = parser.parse_args()
     target = fleet_from_args(args)
     context = kubeconfig.load(target.kubeconfig).context(args.context)
-    asyncio.run(measure(context, args.pods, args.rounds))
+    if not args.writes_only:
+        asyncio.run(measure(context, args.pods, args.rounds))
+    if args.writes:
+        asyncio.run(measure_writes(context, args.writes))
 
 
 if __name__ == "__main__":

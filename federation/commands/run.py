@@ -142,10 +142,12 @@ async def serve(mgr: manager.Manager) -> None:
               help="Exec-plugin command (bare name or absolute path) the kubeconfig's and "
                    "joined clusters' contexts may use, beyond the built-in allowlist "
                    "(repeatable; match what `fedctl join` was allowed).")
-@click.option("--kube-api-qps", type=float, default=kube.ClientSettings.qps, show_default=True,
-              help="Requests per second to each cluster (the hub included).")
-@click.option("--kube-api-burst", type=int, default=kube.ClientSettings.burst,
-              show_default=True, help="Requests allowed at once above --kube-api-qps.")
+@click.option("--kube-api-qps", type=float, default=None,
+              help="Client-side limit of requests per second to each cluster (the hub "
+                   "included). Default: none, the API servers' Priority and Fairness "
+                   "decides (docs/runtime.md).")
+@click.option("--kube-api-burst", type=int, default=None,
+              help="Requests allowed at once above --kube-api-qps (default: twice it).")
 @click.option("--workers", type=int, default=16, show_default=True,
               help="Concurrent propagation reconciles.")
 @click.option("--propagation-deny", "propagation_deny", multiple=True, metavar="RULES",
@@ -157,7 +159,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
         leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
-        kube_api_qps: float, kube_api_burst: int, workers: int,
+        kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
         propagation_deny: tuple[str, ...]) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:

@@ -21,8 +21,14 @@ fresh even when nothing changes. How it reacts to what goes wrong:
 
 Objects are stored as the server's JSON with ``metadata.managedFields``
 removed (often half of an object's size, and nothing a controller reads).
-Stored dicts are shared: callers must not mutate them (the multi-cluster
-client hands out copies). Indexes: ``namespace``, ``owner`` (owner UIDs) and
+Stored dicts are shared and handed out as they are, typed :data:`ReadOnly`:
+**copy only what you are about to change** (controller-runtime's
+``UnsafeDisableDeepCopy``, kopf's read-only bodies). Deep-copying every object
+a reader touches was most of the control plane's CPU; a reader that wants to
+edit copies the one object (or the one field) it edits, right before editing
+it. The informer itself never edits a stored dict: a change arrives as a new
+object that replaces the old one, so a reference taken earlier stays a
+consistent snapshot of its version. Indexes: ``namespace``, ``owner`` (owner UIDs) and
 ``label`` (``key=value``), plus any added with :meth:`Store.add_index`.
 
 Event handlers are plain functions called synchronously in the informer's
@@ -50,6 +56,10 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 WatchState = Literal["pending", "listing", "watching", "backoff", "stopped"]
 WATCH_STATES: tuple[WatchState, ...] = ("pending", "listing", "watching", "backoff", "stopped")
 IndexFunc = Callable[[JSON], Iterable[str]]
+ReadOnly = Mapping[str, Any]
+"""A cached object as handed out without a copy: shared with the cache and every
+other reader, so never to be mutated (not even nested dicts and lists; the type
+guards only the top level). ``copy.deepcopy`` it, or the part to change, first."""
 Key = tuple[str, str]  # (namespace or "", name)
 
 
@@ -87,6 +97,9 @@ class Event:
     resource: Resource
     obj: JSON
     old: JSON | None = None
+    initial: bool = False
+    """Part of a first list (or replayed to a handler added late): the state found at
+    start, not a change. A priority queue puts these behind new and changed objects."""
 
 
 Handler = Callable[[Event], None]
@@ -226,7 +239,7 @@ class Informer:
         """Register ``handler``; it is called at once with ADDED for every object already cached."""
         self.handlers.append(handler)
         for obj in list(self.store.objects.values()):
-            self._call(handler, Event("ADDED", self.cluster, self.resource, obj))
+            self._call(handler, Event("ADDED", self.cluster, self.resource, obj, initial=True))
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
         """True once the first list is stored; False if ``timeout`` passed first."""
@@ -316,13 +329,16 @@ class Informer:
                 return
 
     def _replace(self, items: list[JSON]) -> None:
+        # Only the first list is "what was there at start"; a relist's differences are
+        # changes missed while away, as urgent as any watch event.
+        initial = self.lists == 0
         seen: set[Key] = set()
         for obj in items:
             key = object_key(obj)
             seen.add(key)
             old = self.store.put(obj)
             if old is None:
-                self._emit(Event("ADDED", self.cluster, self.resource, obj))
+                self._emit(Event("ADDED", self.cluster, self.resource, obj, initial=initial))
             elif _version(old) != _version(obj):
                 self._emit(Event("MODIFIED", self.cluster, self.resource, obj, old))
         for key in [k for k in self.store.objects if k not in seen]:

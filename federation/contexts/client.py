@@ -4,8 +4,11 @@ Objects stay the JSON the API server sent: no model classes on the hot path
 (the official client's model deserialisation costs several times the parse).
 One :class:`ClusterClient` owns one aiohttp session with a TLS context built
 from a :class:`~federation.contexts.kubeconfig.Context`. Every call has a
-timeout and waits for a token of the cluster's own bucket (qps/burst), so one
-busy cluster never slows the calls to another. A 429 (or a 5xx carrying
+timeout. There is no client-side rate limit unless one is set (``qps``): the
+API servers' Priority and Fairness decides, and says so with 429 and
+Retry-After (controller-runtime's default since v0.21, on SIG API Machinery's
+advice); when set, the limit is the cluster's own bucket, so one busy cluster
+never slows the calls to another. A 429 (or a 5xx carrying
 Retry-After) is retried after the delay the server asks for, up to a bound; a
 401 renews refreshable credentials (token file, exec plugin) and retries once.
 Failures are sorted into kinds a caller can act on:
@@ -203,14 +206,20 @@ class ClientSettings:
     so 3 s only ever fires on a dead or frozen peer."""
     pool_size: int = 32
     """Connections per cluster: watches hold one each; writes share the rest."""
-    qps: float = 50.0
-    """Sustained requests per second to one cluster. client-go's 5 qps starves a
-    controller that fans out to many objects; controller-runtime users routinely
-    raise it to 20-50. 50 keeps one busy controller from flooding a member's
-    apiserver (its default max-requests-inflight is 400)."""
-    burst: int = 100
-    """Requests allowed at once above ``qps``: a resync or a relist of a few kinds
-    issues tens of calls together, and they should not queue behind each other."""
+    qps: float | None = None
+    """Sustained requests per second to one cluster, or None for no client-side limit
+    (the default). API servers from 1.20 on serve API Priority and Fairness, which
+    queues and sheds load by flow on the server, fairly between clients, and answers
+    429 with Retry-After (honoured below) when a flow is over its share; a client
+    bucket only guesses at that capacity. Measured on the local fleet
+    (docs/runtime.md), the old 50 qps capped propagation at a fraction of what the
+    hub accepts. controller-runtime dropped its default limit for the same reason
+    (v0.21, kubernetes-sigs/controller-runtime#3119). Set it (``--kube-api-qps``)
+    for an API server without APF or a hub shared with more important clients."""
+    burst: int | None = None
+    """Requests allowed at once above ``qps``; None with a ``qps`` means twice ``qps``
+    (client-go's ratio is 2: 5/10), so a relist of a few kinds does not queue
+    behind itself. Only meaningful with ``qps``."""
     max_retries: int = 5
     """Retries of a call the server throttled (429, or 5xx with Retry-After).
     client-go retries 10 times; 5 bounds the worst case near a minute with the cap below."""
@@ -221,6 +230,26 @@ class ClientSettings:
     """Exec plugin commands this client may run. None (the CLI, on a user's own
     kubeconfig) trusts the kubeconfig as kubectl does; the control plane sets it, since
     its kubeconfigs may come from the hub (see :func:`credentials.check_exec`)."""
+
+    def __post_init__(self) -> None:
+        # Refused here, naming the flag, rather than silently ignored or failing later
+        # per cluster: a limit the user set is honoured exactly or not accepted.
+        if self.qps is None and self.burst is not None:
+            raise ValueError("--kube-api-burst needs --kube-api-qps (without a qps there "
+                             "is no client-side limit for a burst to apply to)")
+        if self.qps is not None and not self.qps > 0:
+            raise ValueError(f"--kube-api-qps must be > 0, got {self.qps:g} (leave it unset "
+                             "for no client-side limit)")
+        if self.burst is not None and self.burst < 1:
+            raise ValueError(f"--kube-api-burst must be >= 1, got {self.burst}")
+
+
+def rate_limit(settings: ClientSettings) -> ratelimit.TokenBucket | None:
+    """The bucket ``settings`` ask for (validated by :class:`ClientSettings`), or None."""
+    if settings.qps is None:
+        return None
+    burst = settings.burst if settings.burst is not None else max(int(settings.qps * 2), 1)
+    return ratelimit.TokenBucket(settings.qps, burst)
 
 
 Observer = Callable[[str, str, str, float], None]
@@ -277,7 +306,8 @@ class ClusterClient:
         self.fence: Fence | None = None
         """When set, every mutating call must pass :meth:`Fence.check` (leader election)."""
         self.user_agent = user_agent()
-        self.bucket = ratelimit.TokenBucket(self.settings.qps, self.settings.burst)
+        self.bucket = rate_limit(self.settings)
+        """The client-side limit, or None (the default: the server's APF decides)."""
         try:
             self.credentials = credentials.for_context(context,
                                                         self.settings.exec_allowlist)
@@ -346,7 +376,8 @@ class ClusterClient:
         reauthenticated = False
         retries = 0
         while True:
-            await self.bucket.acquire()
+            if self.bucket is not None:
+                await self.bucket.acquire()
             headers = await self._headers()
             if content_type:
                 headers["Content-Type"] = content_type

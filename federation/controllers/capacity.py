@@ -126,7 +126,7 @@ async def estimate_capacity(r: Reconciler, build: Build) -> None:
     if build.policy is None or build.template.get("kind") not in (
             "Deployment", "StatefulSet", "ReplicaSet"):
         return
-    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub])
+    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub], copy=False)
     summaries = {str(d["metadata"]["name"]): (d.get("status") or {}).get("resourceSummary")
                  for d in listing.items.get(r.hub, [])}
     requests = pod_requests(build.template)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, events, manifests, status
@@ -49,7 +50,7 @@ class Reconciler:
     async def reconcile(self, request: Request) -> Result | None:
         resource = api.RESOURCE_BINDINGS if request.namespace else api.CLUSTER_RESOURCE_BINDINGS
         binding = await self.mc.get(resource, request.name, request.namespace or None,
-                                    cluster=self.hub)
+                                    cluster=self.hub, copy=False)
         if binding is None or not (binding.get("spec") or {}).get("templateDeleted"):
             return None
         pending = list(binding["spec"].get("pendingCleanup") or [])
@@ -81,7 +82,7 @@ class Reconciler:
                                       namespace=meta.get("namespace"))
         return Result(requeue_after=self.retry)
 
-    async def _claimed_uid(self, binding: JSON) -> str | None:
+    async def _claimed_uid(self, binding: ReadOnly) -> str | None:
         """The UID of a live hub template of the binding's name (a re-created one), if any."""
         target = (binding.get("spec") or {}).get("resource") or {}
         writer = self.mc.cluster(self.hub)
@@ -99,7 +100,7 @@ class Reconciler:
         uid = live["metadata"].get("uid")
         return str(uid) if uid else None
 
-    async def _clean(self, binding: JSON, cluster: str) -> bool:
+    async def _clean(self, binding: ReadOnly, cluster: str) -> bool:
         """True when ``cluster`` holds no copy of the deleted template any more."""
         target = (binding.get("spec") or {}).get("resource") or {}
         try:

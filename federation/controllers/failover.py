@@ -301,7 +301,7 @@ async def apply_failover(r: Reconciler, build: Build) -> None:
     """Judge every cluster for this policy and show the engine ready, held or evicted."""
     if build.policy is None:
         return
-    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub])
+    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub], copy=False)
     taints = {str(d["metadata"]["name"]): (d.get("spec") or {}).get("taints") or []
               for d in listing.items.get(r.hub, [])}
     tolerate = toleration_time(build.policy.spec.placement.cluster_tolerations)

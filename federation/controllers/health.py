@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.contexts.cache import Event
+from federation.contexts.cache import Event, ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.health import Health
@@ -135,7 +135,8 @@ class HealthController:
     # -- the reconciler ------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
-        doc = await self.mc.get(api.MEMBER_CLUSTERS, request.name, cluster=self.hub)
+        doc = await self.mc.get(api.MEMBER_CLUSTERS, request.name, cluster=self.hub,
+                                copy=False)
         if doc is None or doc["metadata"].get("deletionTimestamp"):
             self.forget(request.name)
             return None
@@ -150,7 +151,7 @@ class HealthController:
             self.forget(request.name)
             return None
 
-    async def _reconcile(self, name: str, doc: JSON) -> Result | None:
+    async def _reconcile(self, name: str, doc: ReadOnly) -> Result | None:
         cluster = self.clusters.clusters.get(name)
         health = cluster.health if cluster is not None and cluster.engaged else None
         if health is None or health.ready.value is None:
@@ -186,7 +187,7 @@ class HealthController:
         return all(i.synced.is_set() and i.state == "watching"
                    for i in cluster.cache.informers.values())
 
-    async def _not_probed(self, doc: JSON) -> None:
+    async def _not_probed(self, doc: ReadOnly) -> None:
         name = doc["metadata"]["name"]
         cluster = self.clusters.clusters.get(name)
         if cluster is not None and cluster.engaged:
@@ -199,7 +200,7 @@ class HealthController:
         if not same_conditions(previous, unknown):
             await self._write_status(doc, unknown, None)
 
-    async def _summary(self, name: str, doc: JSON) -> JSON | None:
+    async def _summary(self, name: str, doc: ReadOnly) -> JSON | None:
         """A fresh resource summary when due (and the member's caches can say), else None."""
         now = time.monotonic()
         have = (doc.get("status") or {}).get("resourceSummary")
@@ -207,8 +208,9 @@ class HealthController:
                 < self.settings.capacity_interval * 0.9:
             return None
         try:
-            nodes = await self.mc.list(kube.NODES, clusters=[name])
-            workloads = [await self.mc.list(r, clusters=[name]) for r in WORKLOADS]
+            nodes = await self.mc.list(kube.NODES, clusters=[name], copy=False)
+            workloads = [await self.mc.list(r, clusters=[name], copy=False)
+                         for r in WORKLOADS]
         except ClientError:
             return None
         if nodes.errors or any(w.errors for w in workloads):
@@ -218,14 +220,16 @@ class HealthController:
                  for o in w.items.get(name, [])]
         return capacity.summary(nodes.items.get(name, []), items)
 
-    async def _write_taints(self, doc: JSON, taints: list[JSON]) -> JSON:
-        doc["spec"] = {**(doc.get("spec") or {}), "taints": taints}
+    async def _write_taints(self, doc: ReadOnly, taints: list[JSON]) -> JSON:
+        # A new top level and spec: ``doc`` is the cache's own (copy what you change).
+        body = {**doc, "spec": {**(doc.get("spec") or {}), "taints": taints}}
         log.info("cluster %s: taints now %s", doc["metadata"]["name"],
                  ", ".join(f"{t['key']}:{t['effect']}" for t in taints) or "none")
-        written: JSON = await self.mc.cluster(self.hub).update(doc, resource=api.MEMBER_CLUSTERS)
+        written: JSON = await self.mc.cluster(self.hub).update(body,
+                                                               resource=api.MEMBER_CLUSTERS)
         return written
 
-    async def _write_status(self, doc: JSON, new_conditions: list[JSON],
+    async def _write_status(self, doc: ReadOnly, new_conditions: list[JSON],
                             summary: JSON | None) -> JSON:
         """Merge-patch our status fields; the object as written (its new resourceVersion)."""
         previous = list((doc.get("status") or {}).get("conditions") or [])
@@ -236,7 +240,7 @@ class HealthController:
             api.MEMBER_CLUSTERS, doc["metadata"]["name"], {"status": body})
         return written
 
-    async def _event(self, doc: JSON, previous: Sequence[Mapping[str, Any]],
+    async def _event(self, doc: ReadOnly, previous: Sequence[Mapping[str, Any]],
                      new: Sequence[JSON]) -> None:
         before = {c.get("type"): c.get("status") for c in previous}
         ready = next(c for c in new if c["type"] == "Ready")

@@ -25,12 +25,14 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.controllers import deny
-from federation.runtime import reconcile
+from federation.runtime import controller, reconcile
 
 log = logging.getLogger("federation.kinds")
 
-Enqueue = Callable[[reconcile.Request], None]
-EnqueueAfter = Callable[[reconcile.Request, float], None]
+Enqueue = Callable[[reconcile.Request, int], None]
+"""Queue a request with a priority (``WorkQueue.add``)."""
+EnqueueAfter = Callable[[reconcile.Request, float, int], None]
+"""Queue a request after a delay, with a priority (``WorkQueue.add_after``)."""
 
 MEMBER_EVENT_DELAY = 0.5
 """Seconds a member event waits before it reconciles its template. A new copy's status
@@ -108,17 +110,19 @@ class KindTracker:
         meta = event.obj.get("metadata") or {}
         self.enqueue(reconcile.Request(self.clusters.hub.name,
                                        reconcile.group_kind(event.resource),
-                                       str(meta.get("namespace") or ""), str(meta["name"])))
+                                       str(meta.get("namespace") or ""), str(meta["name"])),
+                     controller.priority_of(event))
 
     def _copy_event(self, event: Event) -> None:
         """A member object changed: reconcile the hub template of the same identity."""
         meta = event.obj.get("metadata") or {}
         request = reconcile.Request(self.clusters.hub.name, reconcile.group_kind(event.resource),
                                     str(meta.get("namespace") or ""), str(meta["name"]))
+        priority = controller.priority_of(event)
         if self.enqueue_after is not None:
-            self.enqueue_after(request, MEMBER_EVENT_DELAY)
+            self.enqueue_after(request, MEMBER_EVENT_DELAY, priority)
         else:
-            self.enqueue(request)
+            self.enqueue(request, priority)
 
     def templates(self, group_kind: str | None = None) -> list[reconcile.Request]:
         """Requests for every cached template (of one kind, or of all tracked kinds)."""

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig, minify
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError
 from federation.controllers import api, events
 from federation.controllers.kinds import KindTracker
@@ -57,7 +57,8 @@ class Reconciler:
 
     async def reconcile(self, request: Request) -> Result | None:
         name = request.name
-        doc = await self.mgr.client.get(api.MEMBER_CLUSTERS, name, cluster=self.hub)
+        doc = await self.mgr.client.get(api.MEMBER_CLUSTERS, name, cluster=self.hub,
+                                        copy=False)
         ref = ((doc or {}).get("spec") or {}).get("kubeconfigSecretRef")
         if doc is None or doc["metadata"].get("deletionTimestamp") or not ref:
             await self._leave(name)
@@ -94,7 +95,7 @@ class Reconciler:
                                                          f"{ref.get('namespace')}/{ref['name']}")
         return None
 
-    async def _refuse(self, doc: dict[str, Any], name: str, reason: str) -> Result:
+    async def _refuse(self, doc: ReadOnly, name: str, reason: str) -> Result:
         """Nothing of a refused Secret is used: the cluster is known with the reason only."""
         await self._leave(name)
         self.mgr.clusters.refuse(name, f"not joined: {reason}")

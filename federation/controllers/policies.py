@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, deny, events, overrides, status
@@ -30,7 +31,7 @@ BY_KIND = {r.kind: r for r in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION
                                api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES)}
 
 
-def problem(doc: JSON) -> str | None:
+def problem(doc: ReadOnly) -> str | None:
     """Why the policy is invalid (field path and message), or None."""
     body = {k: v for k, v in doc.items() if k != "status"}
     where = f"{doc.get('kind')} {doc['metadata'].get('name')}"
@@ -46,7 +47,7 @@ def problem(doc: JSON) -> str | None:
     return None
 
 
-def denials(doc: JSON, rules: deny.DenyList) -> str | None:
+def denials(doc: ReadOnly, rules: deny.DenyList) -> str | None:
     """What a propagation policy selects that is never propagated, or None."""
     if doc.get("kind") in overrides.KINDS:
         return None
@@ -67,7 +68,7 @@ class Reconciler:
     async def reconcile(self, request: Request) -> Result | None:
         resource: Resource = BY_KIND[request.kind.split(".", 1)[0]]
         doc = await self.mc.get(resource, request.name, request.namespace or None,
-                                cluster=self.hub)
+                                cluster=self.hub, copy=False)
         if doc is None:
             return None
         found = problem(doc)
@@ -90,11 +91,11 @@ class Reconciler:
             namespace=meta.get("namespace"))
         return None
 
-    async def _denials(self, doc: JSON) -> str | None:
+    async def _denials(self, doc: ReadOnly) -> str | None:
         """:func:`denials`, counting the namespaces MemberClusters keep credentials in."""
         rules = self.rules
         if doc.get("kind") not in overrides.KINDS:
-            listing = await self.mc.list(api.MEMBER_CLUSTERS, clusters=[self.hub])
+            listing = await self.mc.list(api.MEMBER_CLUSTERS, clusters=[self.hub], copy=False)
             rules = rules.with_rules(deny.credential_rules(listing.items.get(self.hub, [])))
         return denials(doc, rules)
 

@@ -115,8 +115,9 @@ class Wiring:
     def on_available(self, cluster: Cluster) -> None:
         """A member came back: retry every template now, not at the end of its backoff."""
         if cluster.available:
+            # A backlog, not news: templates created meanwhile go first.
             for request in self.kinds.templates():
-                self.controller.queue.add(request)
+                self.controller.queue.add(request, queue.LOW_PRIORITY)
 
     def install(self) -> None:
         self.mgr.clusters.on_member_availability(self.on_available)

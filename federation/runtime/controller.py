@@ -11,7 +11,11 @@ Each :class:`Watch` names a resource, which clusters to watch it in (``"hub"``,
 ``"members"``, ``"all"`` or a tuple of names) and optionally a ``map`` from an
 event to the requests it should trigger (default: the object itself, in the
 cluster it was seen in) and a ``predicate`` to drop events. The manager
-attaches the watches to the informers of the engaged clusters.
+attaches the watches to the informers of the engaged clusters. Requests from an
+informer's first list (or a cache replayed to a late handler) are queued at
+:data:`~federation.runtime.queue.LOW_PRIORITY`, everything else at the default
+priority, so new and changed objects are reconciled before the backlog of a
+start; retries and requeues keep the priority the request was handed out with.
 
 Workers never die of a reconcile: an exception is logged with the request
 (at DEBUG when it is a :class:`ClusterUnavailable`: an outage is logged once, by
@@ -75,6 +79,11 @@ class Watch:
         return self.map(event) if self.map is not None else (request_for(event),)
 
 
+def priority_of(event: Event) -> int:
+    """Low for the state found at start (a first list), the default for a change."""
+    return queue.LOW_PRIORITY if event.initial else queue.DEFAULT_PRIORITY
+
+
 def fenced(exc: BaseException) -> bool:
     """True when a write was refused because this process no longer leads."""
     if isinstance(exc, WriteFailed):
@@ -108,8 +117,9 @@ class Controller:
         """The informer event handler for ``watch``: map the event and queue the requests."""
 
         def enqueue(event: Event) -> None:
+            priority = priority_of(event)
             for request in watch.requests(event):
-                self.queue.add(request)
+                self.queue.add(request, priority)
 
         return enqueue
 
@@ -122,13 +132,14 @@ class Controller:
     async def _worker(self) -> None:
         with contextlib.suppress(queue.ShutDown):
             while True:
-                request = await self.queue.get()
+                request, priority = await self.queue.get_with_priority()
                 try:
-                    await self._process(request)
+                    await self._process(request, priority)
                 finally:
                     self.queue.done(request)
 
-    async def _process(self, request: reconcile.Request) -> None:
+    async def _process(self, request: reconcile.Request,
+                       priority: int = queue.DEFAULT_PRIORITY) -> None:
         started = time.monotonic()
         outcome = "success"
         try:
@@ -146,12 +157,12 @@ class Controller:
             level = logging.DEBUG if isinstance(exc, ClusterUnavailable) else logging.ERROR
             log.log(level, "%s: reconcile %s failed (attempt %d): %s", self.name, request,
                     failures + 1, exc, exc_info=not getattr(exc, "retryable", False))
-            self.queue.add_rate_limited(request)
+            self.queue.add_rate_limited(request, priority)
         else:
             self.queue.forget(request)
             if result is not None and result.requeue_after is not None:
                 outcome = "requeue_after"
-                self.queue.add_after(request, result.requeue_after)
+                self.queue.add_after(request, result.requeue_after, priority)
         finally:
             self.reconciles += 1
             if self.metrics is not None:

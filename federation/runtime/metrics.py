@@ -129,14 +129,20 @@ class StateCollector(Collector):
         retries = CounterMetricFamily("federation_workqueue_retries",
                                       "Keys re-added after a failed reconcile.",
                                       labels=["controller"])
+        by_priority = GaugeMetricFamily("federation_workqueue_depth_by_priority",
+                                        "Keys waiting for a worker, by priority (0 changes, "
+                                        "-100 the state found at start).",
+                                        labels=["controller", "priority"])
         for controller in self.controllers():
             queue = controller.queue
             depth.add_metric([controller.name], float(len(queue)))
+            for priority, count in sorted(queue.depth_by_priority().items()):
+                by_priority.add_metric([controller.name, str(priority)], float(count))
             waiting.add_metric([controller.name], float(queue.waiting))
             busy.add_metric([controller.name], float(queue.processing))
             adds.add_metric([controller.name], float(queue.adds))
             retries.add_metric([controller.name], float(queue.retries))
-        yield from (depth, waiting, busy, adds, retries)
+        yield from (depth, by_priority, waiting, busy, adds, retries)
 
 
 def _resource_label(informer: cache.Informer) -> str:

@@ -1,21 +1,32 @@
-"""The work queue: de-duplicating, one worker per key, rate limited per key and overall.
+"""The work queue: prioritised, de-duplicating, one worker per key, rate limited per key.
 
-The concurrency model is client-go's workqueue, in one event loop:
+The concurrency model is client-go's workqueue, in one event loop, with the
+priorities of controller-runtime's ``priorityqueue``:
 
-- ``queue`` is the FIFO of keys waiting for a worker; ``dirty`` is the set of
-  keys that need processing (waiting or not); ``processing`` is the set of keys
-  a worker holds right now.
-- :meth:`WorkQueue.add` of a key that is already dirty does nothing (events
-  arriving in a burst cost one reconcile). Adding a key a worker holds marks it
-  dirty but does not queue it: :meth:`WorkQueue.done` queues it again when the
-  worker lets go, so a key is never handed to two workers at once, and a change
-  during a reconcile is never lost.
-- :meth:`WorkQueue.add_after` keeps one timer per key, the earliest asked for.
+- Every key waits with a **priority** (an int, higher first; :data:`DEFAULT_PRIORITY`
+  for changes, :data:`LOW_PRIORITY` for the state found at start). Among keys of
+  one priority the order is first come, first served. So after a restart with
+  thousands of templates listed at low priority, a template created or changed
+  now (a watch event at the default priority) is the next one handed out,
+  instead of waiting behind the whole initial list.
+- ``dirty`` is the set of keys that need processing (waiting or not), each with
+  the highest priority asked for; ``processing`` is the set of keys a worker
+  holds right now.
+- :meth:`WorkQueue.add` of a key that is already waiting does nothing, except
+  raise its priority if the new add asks for a higher one (events arriving in a
+  burst cost one reconcile; an initial-list key that then changes is promoted).
+  Adding a key a worker holds marks it dirty but does not queue it:
+  :meth:`WorkQueue.done` queues it again when the worker lets go, so a key is
+  never handed to two workers at once, and a change during a reconcile is never
+  lost.
+- :meth:`WorkQueue.add_after` keeps one timer per key, the earliest asked for,
+  with the highest priority asked for.
 - :meth:`WorkQueue.add_rate_limited` (after a failed reconcile) waits the larger
   of the key's own backoff, ``base_delay`` doubling per failure up to
   ``max_delay``, and the overall token bucket (``qps``/``burst``), which bounds
   the retry rate when many keys fail together. :meth:`WorkQueue.forget` (after
-  a success) resets the key's backoff.
+  a success) resets the key's backoff. Retries and requeues keep the priority
+  the key was handed out with (:meth:`WorkQueue.get_with_priority`).
 """
 
 from __future__ import annotations
@@ -23,12 +34,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import heapq
+import itertools
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from federation.contexts.ratelimit import TokenBucket
 
 K = TypeVar("K", bound=Hashable)
+
+DEFAULT_PRIORITY = 0
+"""New and changed objects, explicit adds (controller-runtime's default, 0)."""
+LOW_PRIORITY = -100
+"""The state found at start: a first list, a handler replaying a cache, a resync
+(controller-runtime's ``handler.LowPriority``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,15 +93,19 @@ class RateLimiter(Generic[K]):
 
 
 class WorkQueue(Generic[K]):
-    """Keys waiting for workers; see the module docstring for the rules."""
+    """Keys waiting for workers, highest priority first; see the module docstring."""
 
     def __init__(self, name: str, settings: QueueSettings | None = None) -> None:
         self.name = name
         self.limiter: RateLimiter[K] = RateLimiter(settings or QueueSettings())
-        self._queue: collections.deque[K] = collections.deque()
-        self._dirty: set[K] = set()
-        self._processing: set[K] = set()
-        self._timers: dict[K, tuple[float, asyncio.TimerHandle]] = {}
+        self._heap: list[tuple[int, int, K]] = []
+        """(-priority, order, key); an entry whose (priority, order) is no longer the key's
+        in :attr:`_queued` is stale (the key was promoted or handed out) and is skipped."""
+        self._queued: dict[K, tuple[int, int]] = {}
+        self._order = itertools.count()
+        self._dirty: dict[K, int] = {}
+        self._processing: dict[K, int] = {}
+        self._timers: dict[K, tuple[float, asyncio.TimerHandle, int]] = {}
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._shutting_down = False
         self.adds = 0
@@ -90,7 +113,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Keys waiting for a worker (the queue depth)."""
-        return len(self._queue)
+        return len(self._queued)
 
     @property
     def processing(self) -> int:
@@ -101,14 +124,28 @@ class WorkQueue(Generic[K]):
         """Keys scheduled for later (requeue-after or backoff)."""
         return len(self._timers)
 
-    def add(self, key: K) -> None:
-        if self._shutting_down or key in self._dirty:
+    def depth_by_priority(self) -> dict[int, int]:
+        """Keys waiting for a worker, by priority."""
+        return dict(collections.Counter(p for p, _ in self._queued.values()))
+
+    def add(self, key: K, priority: int = DEFAULT_PRIORITY) -> None:
+        if self._shutting_down:
             return
-        self.adds += 1
-        self._dirty.add(key)
-        if key not in self._processing:
-            self._queue.append(key)
-            self._notify()
+        current = self._dirty.get(key)
+        if current is not None and current >= priority:
+            return
+        if current is None:
+            self.adds += 1
+        self._dirty[key] = priority
+        if key in self._processing:
+            return  # done() queues it, with this priority
+        queued = self._queued.get(key)
+        self._push(key, priority, queued[1] if queued is not None else next(self._order))
+
+    def _push(self, key: K, priority: int, order: int) -> None:
+        self._queued[key] = (priority, order)
+        heapq.heappush(self._heap, (-priority, order, key))
+        self._notify()
 
     def _notify(self) -> None:
         while self._waiters:
@@ -117,29 +154,32 @@ class WorkQueue(Generic[K]):
                 waiter.set_result(None)
                 return
 
-    def add_after(self, key: K, delay: float) -> None:
-        """Add ``key`` after ``delay`` seconds (at once if <= 0); keeps the earliest time."""
+    def add_after(self, key: K, delay: float, priority: int = DEFAULT_PRIORITY) -> None:
+        """Add ``key`` after ``delay`` seconds (at once if <= 0); keeps the earliest time
+        and the highest priority."""
         if self._shutting_down:
             return
         if delay <= 0:
-            self.add(key)
+            self.add(key, priority)
             return
         loop = asyncio.get_running_loop()
         at = loop.time() + delay
         current = self._timers.get(key)
         if current is not None:
+            priority = max(priority, current[2])
             if current[0] <= at:
+                self._timers[key] = (current[0], current[1], priority)
                 return
             current[1].cancel()
-        self._timers[key] = (at, loop.call_at(at, self._fire, key))
+        self._timers[key] = (at, loop.call_at(at, self._fire, key), priority)
 
     def _fire(self, key: K) -> None:
-        self._timers.pop(key, None)
-        self.add(key)
+        _, _, priority = self._timers.pop(key)
+        self.add(key, priority)
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K, priority: int = DEFAULT_PRIORITY) -> None:
         self.retries += 1
-        self.add_after(key, self.limiter.when(key))
+        self.add_after(key, self.limiter.when(key), priority)
 
     def forget(self, key: K) -> None:
         self.limiter.forget(key)
@@ -149,7 +189,11 @@ class WorkQueue(Generic[K]):
 
     async def get(self) -> K:
         """The next key; the caller must call :meth:`done` with it. Raises :class:`ShutDown`."""
-        while not self._queue:
+        return (await self.get_with_priority())[0]
+
+    async def get_with_priority(self) -> tuple[K, int]:
+        """The next key (highest priority, then oldest) and the priority it waited with."""
+        while not self._queued:
             if self._shutting_down:
                 raise ShutDown()
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -157,25 +201,30 @@ class WorkQueue(Generic[K]):
             try:
                 await waiter
             except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled() and self._queue:
+                if waiter.done() and not waiter.cancelled() and self._queued:
                     self._notify()  # pass the wake-up on to another worker
                 raise
-        key = self._queue.popleft()
-        self._processing.add(key)
-        self._dirty.discard(key)
-        return key
+        while True:
+            negative, order, key = heapq.heappop(self._heap)
+            if self._queued.get(key) == (-negative, order):
+                break
+        del self._queued[key]
+        priority = self._dirty.pop(key, -negative)
+        self._processing[key] = priority
+        return key, priority
 
     def done(self, key: K) -> None:
-        self._processing.discard(key)
-        if key in self._dirty and not self._shutting_down:
-            self._queue.append(key)
-            self._notify()
+        self._processing.pop(key, None)
+        priority = self._dirty.get(key)
+        if priority is not None and not self._shutting_down:
+            self._push(key, priority, next(self._order))
 
     def shutdown(self) -> None:
         """Stop accepting keys; workers drain nothing more and get :class:`ShutDown`."""
         self._shutting_down = True
-        self._queue.clear()
-        for _, timer in self._timers.values():
+        self._heap.clear()
+        self._queued.clear()
+        for _, timer, _ in self._timers.values():
             timer.cancel()
         self._timers.clear()
         while self._waiters:

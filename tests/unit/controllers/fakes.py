@@ -9,9 +9,9 @@ every call with ClusterUnavailable. Every write is recorded in :attr:`FakeMC.wri
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Sequence
+from copy import deepcopy
 from typing import Any
 
 from federation.contexts import client as kube
@@ -59,18 +59,18 @@ class FakeMC:
 
     def put(self, cluster: str, obj: JSON) -> JSON:
         """Store ``obj`` as the server would (uid, resourceVersion), without recording."""
-        stored = copy.deepcopy(obj)
+        stored = deepcopy(obj)
         meta = stored.setdefault("metadata", {})
         meta.setdefault("uid", f"uid-{next(self._versions)}")
         meta["resourceVersion"] = str(next(self._versions))
         self.objects[self._key(cluster, KINDS[stored["kind"]], meta.get("namespace"),
                                meta["name"])] = stored
-        return copy.deepcopy(stored)
+        return deepcopy(stored)
 
     def find(self, cluster: str, kind: str, name: str, namespace: str | None = None
              ) -> JSON | None:
         found = self.objects.get(self._key(cluster, KINDS[kind], namespace, name))
-        return copy.deepcopy(found) if found is not None else None
+        return deepcopy(found) if found is not None else None
 
     def set_down(self, name: str, down: bool) -> None:
         (self.down.add if down else self.down.discard)(name)
@@ -88,22 +88,24 @@ class FakeMC:
     # -- the multi-cluster client's surface ----------------------------------------------
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
-                  cluster: str, allow_stale: bool = False) -> JSON | None:
+                  cluster: str, allow_stale: bool = False, copy: bool = True) -> JSON | None:
+        """As the cache: ``copy=False`` hands out the stored object itself (shared)."""
         self._check(cluster)
         if (cluster, resource.kind, name) in self.unseen:
             return None
         found = self.objects.get(self._key(cluster, resource, namespace, name))
-        return copy.deepcopy(found) if found is not None else None
+        return deepcopy(found) if found is not None and copy else found
 
     async def list(self, resource: Resource, namespace: str | None = None, *,
-                   clusters: Sequence[str] | None = None, **_: Any) -> ListResult:
+                   clusters: Sequence[str] | None = None, copy: bool = True,
+                   **_: Any) -> ListResult:
         result = ListResult()
         for name in clusters or [c.name for c in self.clusters.members]:
             if name in self.down:
                 result.errors[name] = ClusterUnavailable(name, "unavailable")
                 continue
             result.items[name] = [
-                copy.deepcopy(o) for (c, plural, ns, _), o in sorted(self.objects.items())
+                deepcopy(o) if copy else o for (c, plural, ns, _), o in sorted(self.objects.items())
                 if c == name and plural == resource.plural
                 and (namespace is None or ns == namespace)]
         return result
@@ -135,7 +137,7 @@ class FakeWriter:
         return KINDS[str(obj.get("kind"))]
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
-        return copy.deepcopy(self._stored(resource, name, namespace))
+        return deepcopy(self._stored(resource, name, namespace))
 
     async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
         self.mc._check(self.name)
@@ -154,7 +156,7 @@ class FakeWriter:
         version = meta.get("resourceVersion")
         if version and version != stored["metadata"]["resourceVersion"]:
             raise ApiError(self.name, 409, "Conflict", "the object has been modified")
-        updated = copy.deepcopy(obj)
+        updated = deepcopy(obj)
         updated["metadata"]["uid"] = stored["metadata"]["uid"]
         updated["status"] = stored.get("status", updated.get("status"))
         self._record("update", resource, meta["name"])
@@ -166,7 +168,7 @@ class FakeWriter:
         stored = self._stored(resource, name, namespace)
         if resource_version and resource_version != stored["metadata"]["resourceVersion"]:
             raise ApiError(self.name, 409, "Conflict", "the object has been modified")
-        updated = copy.deepcopy(stored)
+        updated = deepcopy(stored)
         for key, value in patch.items():
             if key != "metadata":
                 updated[key] = {**(updated.get(key) or {}), **value}

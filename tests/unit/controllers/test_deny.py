@@ -162,7 +162,7 @@ def tracker() -> tuple[kinds.KindTracker, FakeDiscovery]:
     discovery = FakeDiscovery()
     hub = types.SimpleNamespace(discovery=discovery, cache=object(), name="hub")
     fake_clusters: Any = types.SimpleNamespace(hub=hub, members=[])
-    return kinds.KindTracker(fake_clusters, lambda _: None), discovery
+    return kinds.KindTracker(fake_clusters, lambda _, __: None), discovery
 
 
 @pytest.mark.parametrize(("api_version", "kind"), [

@@ -26,7 +26,7 @@ class FakeHub:
         self.status_patches: list[dict[str, Any]] = []
 
     async def get(self, resource: kube.Resource, name: str, namespace: str | None = None,
-                  cluster: str | None = None) -> dict[str, Any]:
+                  cluster: str | None = None, copy: bool = True) -> dict[str, Any]:
         return self.secret if resource.kind == "Secret" else self.member
 
     def cluster(self, name: str) -> FakeHub:

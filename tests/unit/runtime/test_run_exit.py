@@ -68,7 +68,10 @@ def test_a_bad_kubeconfig_or_certificate_dir_fails_cleanly(tmp_path: Path) -> No
                        "--metrics-cert-dir", str(tmp_path))
     assert certs.returncode == 1 and "--metrics-cert-dir" in certs.stderr
     assert "tls.crt" in certs.stderr
-    for result in (missing, certs):
+    burst = fedctl_run("--kubeconfig", str(config), "--kube-api-burst", "10")
+    assert burst.returncode == 1
+    assert "error: --kube-api-burst needs --kube-api-qps" in burst.stderr
+    for result in (missing, certs, burst):
         for noise in ("Unclosed", "ResourceWarning", "Traceback"):
             assert noise not in result.stderr, result.stderr
 
