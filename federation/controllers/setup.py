@@ -8,7 +8,8 @@
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started).
 - ``cleanup``: copies left behind by deleted templates (bindings with
-  pending cleanup), with propagation's worker count and backoff cap.
+  pending cleanup), with propagation's worker count and backoff cap; a binding
+  whose template is gone (deleted while nobody watched) goes to propagation.
 - ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
   Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
@@ -38,6 +39,7 @@ from federation.controllers import (
     propagation,
 )
 from federation.controllers.kinds import KindTracker
+from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
@@ -53,11 +55,7 @@ SETTINGS = propagation.PropagationSettings()
 
 def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
     """(apiVersion, kind) pairs a policy's resourceSelectors name (even if invalid)."""
-    found = set()
-    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
-        if isinstance(selector, dict) and selector.get("apiVersion") and selector.get("kind"):
-            found.add((str(selector["apiVersion"]), str(selector["kind"])))
-    return found
+    return policies_.selected_kinds([policy])
 
 
 class Wiring:
@@ -135,7 +133,8 @@ def setup(mgr: manager.Manager) -> None:
     # As many workers as propagation: after an outage there are as many leftovers to finish
     # as there are templates to fix, and each waits on a member's API server.
     leftovers = controller.Controller(
-        "cleanup", cleanup.Reconciler(mgr.client, hub, wiring.recorder, SETTINGS.retry_pending),
+        "cleanup", cleanup.Reconciler(mgr.client, hub, wiring.recorder, SETTINGS.retry_pending,
+                                      SETTINGS.cleanup_wait, gone=wiring.controller.queue.add),
         workers=SETTINGS.workers,
         queue_settings=queue.QueueSettings(max_delay=SETTINGS.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")
@@ -143,4 +142,3 @@ def setup(mgr: manager.Manager) -> None:
     mgr.add(leftovers)
     health.install(mgr, wiring.recorder)
     membership.install(mgr, wiring.recorder, wiring.kinds, ALLOWED_EXEC)
-    wiring.reconciler.failover.requeue = wiring.controller.queue.add_after
