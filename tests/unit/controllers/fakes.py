@@ -156,7 +156,9 @@ class FakeWriter:
             raise ApiError(self.name, 409, "Conflict", "the object has been modified")
         updated = copy.deepcopy(obj)
         updated["metadata"]["uid"] = stored["metadata"]["uid"]
-        updated["status"] = stored.get("status", updated.get("status"))
+        if resource not in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+            # A status subresource: a PUT keeps the stored status (bindings have none).
+            updated["status"] = stored.get("status", updated.get("status"))
         self._record("update", resource, meta["name"])
         return self.mc.put(self.name, updated)
 
