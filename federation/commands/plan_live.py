@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
 
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
-from federation.controllers import api, failover, propagation
+from federation.controllers import api, failover
+from federation.hub import clusters as hub_clusters
+from federation.hub import policies as hub_policies
+from federation.hub import records
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader, matching
 from federation.placement import policy as policy_
@@ -36,6 +39,8 @@ class HubState:
     policies: list[JSON]
     members: list[JSON]
     templates: list[JSON]
+    bindings: list[JSON] = dataclasses.field(default_factory=list)
+    """ResourceBindings: the record of each template's current decision."""
 
 
 async def read(context: kubeconfig.Context) -> HubState:
@@ -45,6 +50,9 @@ async def read(context: kubeconfig.Context) -> HubState:
         for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
             policies += (await hub.list(resource)).get("items", [])
         members = (await hub.list(api.MEMBER_CLUSTERS)).get("items", [])
+        bindings: list[JSON] = []
+        for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+            bindings += (await hub.list(resource)).get("items", [])
         finder = discovery.Discovery(hub)
         templates: list[JSON] = []
         for api_version, kind in sorted(selected_kinds(policies)):
@@ -56,23 +64,33 @@ async def read(context: kubeconfig.Context) -> HubState:
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
                 templates.append(item)
-    return HubState(policies, members, templates)
+    return HubState(policies, members, templates, bindings)
 
 
-def selected_kinds(policies: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    found = set()
-    for doc in policies:
-        for selector in (doc.get("spec") or {}).get("resourceSelectors") or []:
-            if isinstance(selector, dict) and selector.get("apiVersion") and selector.get("kind"):
-                found.add((str(selector["apiVersion"]), str(selector["kind"])))
-    return found
+selected_kinds = hub_policies.selected_kinds
+
+
+def previous_decisions(state: HubState) -> dict[tuple[str, str], dict[str, int]]:
+    """(namespace, binding name) -> the decision recorded there, for live templates."""
+    return {(str(b["metadata"].get("namespace") or ""), str(b["metadata"]["name"])):
+            records.decision(b) for b in state.bindings
+            if not (b.get("spec") or {}).get("templateDeleted")}
+
+
+def previous_of(template: Mapping[str, Any],
+                recorded: Mapping[tuple[str, str], dict[str, int]]) -> dict[str, int]:
+    meta = template.get("metadata") or {}
+    key = (str(meta.get("namespace") or ""),
+           records.binding_name(str(meta.get("name")), str(template.get("kind"))))
+    return dict(recorded.get(key, {}))
 
 
 def what_if(state: HubState, failed: Sequence[str], now: float | None = None
             ) -> list[engine.Planned]:
     """Place every selected template as the controller would, with ``failed`` down for good."""
     now = time.time() if now is None else now
-    policies = [p for p in (propagation.parse_policy(d) for d in state.policies) if p]
+    policies = [p for p in (hub_policies.parse_policy(d) for d in state.policies) if p]
+    recorded = previous_decisions(state)
     raw = {str(d["metadata"]["name"]): d for d in state.members}
     clusters = [_member_cluster(d) for d in state.members]
     by_name = {c.name: c for c in clusters}
@@ -83,7 +101,7 @@ def what_if(state: HubState, failed: Sequence[str], now: float | None = None
         if not found:
             continue
         policy = found[0]
-        previous = propagation.decision_from(template)
+        previous = previous_of(template, recorded)
         fleet = [failover.engine_view(c, _judge(c, policy, raw[c.name], failed, now),
                                       holds_copy=resource.replicas == 0 and c.name in previous)
                  for c in clusters]
@@ -105,7 +123,7 @@ _MEMBER_FIELDS = {"name": "metadata.name", "labels": "metadata.labels",
 def _member_cluster(doc: Mapping[str, Any]) -> clusters_.Cluster:
     """A MemberCluster as the engine sees it; a value out of range is one line (exit 1)."""
     try:
-        return propagation.member_cluster(doc, True)
+        return hub_clusters.member_cluster(doc, True)
     except pydantic.ValidationError as error:
         found = loader.from_validation(f"MemberCluster {doc['metadata']['name']}", error)
         field = str(error.errors()[0]["loc"][0])

@@ -1,44 +1,43 @@
-"""ResourceBindings: the hub's record of one template's placement and status.
+"""ResourceBindings: the hub's one record of a template's placement and status.
 
 Every propagated template gets a binding in the hub, named ``<name>-<kind>``
 (lower case), in the template's namespace (a ``ClusterResourceBinding`` for a
-cluster-scoped template). Its spec is the decision (policy, replicas per
-cluster, the explanation); its status holds the conditions (Scheduled,
-Applied, Healthy, Conflict, CleanupPending) for every kind, and
-``aggregatedStatus``: per cluster whether the copy was applied, the error
-when not, its health and the member's own status fields.
+cluster-scoped template). It is the only place the control plane remembers
+anything about the template: its spec is the decision (policy, replicas per
+cluster, the explanation), ``pendingCleanup`` (clusters still holding a copy to
+delete), ``orphan`` and ``templateDeleted``; its status holds the conditions
+(Scheduled, Applied, Healthy, Conflict, CleanupPending) and ``aggregatedStatus``:
+per cluster whether the copy was applied, the error when not, its health and the
+member's own status fields. Templates carry no finalizer and no annotation of ours.
 
-A binding never outlives its template by accident: every template that gets
-one carries our finalizer, failed placements included, and the finalizer goes
-only once the binding is deleted. It stays behind on purpose only when copies
-could not be deleted (a member was unreachable past the wait): then
-``spec.templateDeleted`` is true, ``spec.pendingCleanup`` lists those clusters,
-and the cleanup controller finishes the job when they return.
+A binding never outlives its template: when the template is gone (its delete is
+seen by the watch; at start, by the clean-up controller listing bindings), its
+copies are deleted and then the binding. It stays behind only while copies could
+not be deleted (a member was unreachable): then ``spec.templateDeleted`` is true,
+``spec.pendingCleanup`` lists those clusters, and the cleanup controller finishes
+the job when they return.
 
-Such a leftover is never overwritten. A template re-created under the same
-name inherits its pending clean-up (:func:`leftover`): the new template's
-reconcile records those clusters on the template (its own pending clean-up,
-before any member write) and only then rewrites the binding, so at every moment
-one record holds the list.
+Such a leftover is never overwritten by accident. A template re-created under the
+same name inherits its pending clean-up (:func:`leftover`): the new template's
+binding takes the list over in the same write that makes it its own, so at every
+moment one record holds the list.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.client import Resource
 from federation.controllers import api, status
+from federation.hub import records
 from federation.placement import decision as decision_
-from federation.placement import policy as policy_
 
 JSON = dict[str, Any]
 
 
 def binding_name(template: Mapping[str, Any]) -> str:
-    name = f"{template['metadata']['name']}-{str(template.get('kind', '')).lower()}"
-    return re.sub(r"[^a-z0-9.-]", "-", name.lower())[:253]
+    return records.binding_name(str(template["metadata"]["name"]), str(template.get("kind", "")))
 
 
 def binding_resource(template: Mapping[str, Any]) -> Resource:
@@ -62,44 +61,66 @@ def leftover(binding: Mapping[str, Any] | None, template: Mapping[str, Any]) -> 
     return sorted(str(c) for c in spec.get("pendingCleanup") or [])
 
 
-def binding(template: Mapping[str, Any], decision: decision_.Decision | None,
-            policy: policy_.Policy | None, conditions: Sequence[JSON],
+def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str, int],
+            decision: decision_.Decision | None, conditions: Sequence[JSON],
             copies: Mapping[str, JSON | None], failed: Mapping[str, str],
             unreachable: Mapping[str, str], pending: Sequence[str],
-            orphan_of_deleted: bool = False) -> dict[str, JSON]:
-    """The binding object (for server-side apply) and its status (for the subresource)."""
+            deleted: bool = False) -> JSON:
+    """The whole binding, spec and status: the CRD has no status subresource, so one POST
+    or PUT carries both (see docs/propagation.md, the write budget)."""
     meta = template["metadata"]
     resource = binding_resource(template)
-    identity: JSON = {"apiVersion": resource.api_version, "kind": resource.kind,
-                      "metadata": {"name": binding_name(template),
-                                   "labels": {api.BINDING_LABEL: str(template["kind"]).lower()}}}
+    obj: JSON = {"apiVersion": resource.api_version, "kind": resource.kind,
+                 "metadata": {"name": binding_name(template),
+                              "labels": {api.BINDING_LABEL: str(template["kind"]).lower()}}}
     if meta.get("namespace"):
-        identity["metadata"]["namespace"] = meta["namespace"]
+        obj["metadata"]["namespace"] = meta["namespace"]
     spec: JSON = {
         "resource": {k: v for k, v in (("apiVersion", template.get("apiVersion")),
                                        ("kind", template.get("kind")),
                                        ("namespace", meta.get("namespace")),
                                        ("name", meta.get("name")), ("uid", meta.get("uid")))
                      if v},
-        "templateDeleted": orphan_of_deleted,
+        "templateDeleted": deleted,
+        "pendingCleanup": list(pending),
+        "clusters": [{"name": n, "replicas": r} for n, r in placed.items()],
     }
-    if orphan_of_deleted:
-        # In the spec, written in one request with templateDeleted: the cleanup controller
-        # must never see a deleted template's binding without its list of pending clusters.
-        spec["pendingCleanup"] = list(pending)
+    if (meta.get("annotations") or {}).get(api.ORPHAN_ANNOTATION) == "true":
+        spec["orphan"] = True
     if policy is not None:
-        spec["policy"] = f"{policy.kind} {policy.ref}"
+        spec["policy"] = policy
     if decision is not None:
         spec["replicas"] = decision.replicas
-        spec["clusters"] = [{"name": n, "replicas": r} for n, r in decision.clusters.items()]
         spec["summary"] = summary(decision)
         spec["explanation"] = list(decision.explanation)
         if decision.pending:
             spec["pendingReplicas"] = decision.pending
-    new_status: JSON = {"conditions": list(conditions), "pendingCleanup": list(pending),
-                        "aggregatedStatus": aggregated(copies, failed, unreachable)}
-    return {"object": {**identity, "spec": spec},
-            "status": {**identity, "status": new_status}}
+    obj["spec"] = spec
+    obj["status"] = {"conditions": list(conditions),
+                     "aggregatedStatus": aggregated(copies, failed, unreachable)}
+    return obj
+
+
+def same_record(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+    """Whether writing ``wanted`` over ``current`` would change what anyone acts on: the
+    spec, the labels, each condition's type, status and reason, and per cluster whether the
+    copy is applied and its error. Members' status fields and messages alone never cause a
+    write (they are refreshed with the next write that happens): see the write budget."""
+    if current is None:
+        return False
+    if current.get("spec") != wanted.get("spec") or \
+            (current.get("metadata", {}).get("labels") or {}) != wanted["metadata"]["labels"]:
+        return False
+    return _significant(current.get("status")) == _significant(wanted.get("status"))
+
+
+def _significant(state: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    state = state or {}
+    conditions = sorted((str(c.get("type")), c.get("status"), c.get("reason"))
+                        for c in state.get("conditions") or [])
+    clusters = sorted((str(e.get("cluster")), e.get("applied"), e.get("error"))
+                      for e in state.get("aggregatedStatus") or [])
+    return tuple(conditions), tuple(clusters)
 
 
 def summary(decision: decision_.Decision) -> str:

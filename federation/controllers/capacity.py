@@ -23,13 +23,9 @@ then stays unready in that member, as it would on a real scheduler.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from federation.controllers import api
 from federation.placement import counts
-
-if TYPE_CHECKING:
-    from federation.controllers.propagation import Build, Reconciler
 
 JSON = dict[str, Any]
 RESOURCES = ("cpu", "memory", "pods")
@@ -116,25 +112,3 @@ def estimate(resource_summary: Mapping[str, Any], requests: Mapping[str, float])
             if amount > 0 and name in left]
     # A summary claiming absurd room is capped at what a replica count can hold.
     return min(max(min(fits), 0), counts.INT32_MAX) if fits else 0
-
-
-async def estimate_capacity(r: Reconciler, build: Build) -> None:
-    """availableReplicas of each cluster for this template, from its resource summary.
-
-    A number the MemberCluster states itself (``status.availableReplicas``) wins.
-    """
-    if build.policy is None or build.template.get("kind") not in (
-            "Deployment", "StatefulSet", "ReplicaSet"):
-        return
-    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub], copy=False)
-    summaries = {str(d["metadata"]["name"]): (d.get("status") or {}).get("resourceSummary")
-                 for d in listing.items.get(r.hub, [])}
-    requests = pod_requests(build.template)
-    updated = []
-    for cluster in build.clusters:
-        found = summaries.get(cluster.name)
-        if cluster.available_replicas is None and isinstance(found, dict):
-            cluster = cluster.model_copy(
-                update={"available_replicas": estimate(found, requests)})
-        updated.append(cluster)
-    build.clusters = updated

@@ -1,9 +1,13 @@
 """Finishing deletions a template could not wait for.
 
-When a template is deleted while a member holding its copy is unreachable,
-the propagation controller waits a bounded time, then releases the template
-and leaves its ResourceBinding with ``spec.templateDeleted: true`` and
-``spec.pendingCleanup`` listing those members. This controller retries them:
+When a template is deleted while a member holding its copy is unreachable, the
+propagation controller deletes what it can and leaves the ResourceBinding with
+``spec.templateDeleted: true`` and ``spec.pendingCleanup`` listing those members
+(templates carry no finalizer: the delete itself is never held). A Warning event
+says so once copies have been pending ``cleanup_wait`` seconds. A binding whose
+template is gone but which is not marked (the template was deleted while no
+control plane ran: every binding is seen at start) is handed to propagation's
+queue, which finalises it. This controller retries them:
 on every binding event, every MemberCluster change and every few seconds, it
 deletes our copy (only ours: the ownership label is checked) in each member
 listed in ``spec.pendingCleanup`` it can reach, and deletes the binding when none
@@ -23,12 +27,14 @@ precondition, so a copy rewritten between our read and our delete survives.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, events, manifests, status
+from federation.controllers import api, events, failover, manifests, status
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.cleanup")
@@ -41,17 +47,27 @@ PropagationSettings.retry_pending)."""
 
 class Reconciler:
     def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
-                 retry: float = RETRY) -> None:
+                 retry: float = RETRY, wait: float = 30.0,
+                 gone: Callable[[Request], None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder
         self.retry = retry
+        self.wait = wait
+        """PropagationSettings.cleanup_wait: how long pending copies are quiet."""
+        self.gone = gone
+        """Hands a binding whose template is gone to propagation's queue (the wiring)."""
+        self.clock = clock
 
     async def reconcile(self, request: Request) -> Result | None:
         resource = api.RESOURCE_BINDINGS if request.namespace else api.CLUSTER_RESOURCE_BINDINGS
         binding = await self.mc.get(resource, request.name, request.namespace or None,
                                     cluster=self.hub, copy=False)
-        if binding is None or not (binding.get("spec") or {}).get("templateDeleted"):
+        if binding is None:
+            return None
+        if not (binding.get("spec") or {}).get("templateDeleted"):
+            await self._check_template(binding)
             return None
         pending = list(binding["spec"].get("pendingCleanup") or [])
         left = [cluster for cluster in pending if not await self._clean(binding, cluster)]
@@ -69,18 +85,53 @@ class Reconciler:
             log.info("%s: pending copies removed from %s", meta["name"], ", ".join(pending))
             return None
         if left != pending:
-            await writer.patch(resource, meta["name"], {"spec": {"pendingCleanup": left}},
-                               namespace=meta.get("namespace"),
-                               resource_version=meta.get("resourceVersion"))
+            # One merge patch, spec and status (bindings have no status subresource).
             conditions = [status.condition(
                 "CleanupPending", True, "MemberUnreachable",
                 f"copies still to delete in {', '.join(left)}",
                 (binding.get("status") or {}).get("conditions") or [])]
-            await writer.patch_status(resource, meta["name"],
-                                      {"status": {"pendingCleanup": left,
-                                                  "conditions": conditions}},
-                                      namespace=meta.get("namespace"))
+            await writer.patch(resource, meta["name"],
+                               {"spec": {"pendingCleanup": left},
+                                "status": {"conditions": conditions}},
+                               namespace=meta.get("namespace"),
+                               resource_version=meta.get("resourceVersion"))
+        await self._warn_if_lasting(binding, left)
         return Result(requeue_after=self.retry)
+
+    async def _warn_if_lasting(self, binding: ReadOnly, left: list[str]) -> None:
+        """A Warning event once copies have been pending longer than ``wait`` seconds."""
+        pending = next((c for c in (binding.get("status") or {}).get("conditions") or []
+                        if c.get("type") == "CleanupPending"), None)
+        since = failover.parse_time((pending or {}).get("lastTransitionTime"))
+        if since is None or self.clock() - since < self.wait:
+            return
+        target = (binding.get("spec") or {}).get("resource") or {}
+        message = (f"{target.get('kind')} {target.get('name')} deleted; copies left in "
+                   f"{', '.join(left)} (unreachable for {self.wait:.0f}s) are deleted when "
+                   "they return")
+        await self.recorder.emit(binding, "Warning", "CleanupPending", message)
+
+    async def _check_template(self, binding: ReadOnly) -> None:
+        """A binding whose template is gone (deleted while nobody watched: found at start)
+        goes to propagation, which finalises it; a live template's binding is left alone."""
+        target = (binding.get("spec") or {}).get("resource") or {}
+        if self.gone is None or not target.get("kind") or not target.get("name"):
+            return
+        try:
+            resource = await self.mc.cluster(self.hub).resource(target)
+            live = await self.mc.get(resource, target["name"], target.get("namespace"),
+                                     cluster=self.hub)
+        except ClientError as exc:
+            if getattr(exc, "retryable", False):
+                raise
+            live = None  # the hub serves no such kind any more
+            resource = None
+        if live is not None and live["metadata"].get("uid") == target.get("uid"):
+            return
+        kind = f"{target['kind']}.{resource.group}" if resource is not None and \
+            resource.group else str(target["kind"])
+        self.gone(Request(self.hub, kind, str(target.get("namespace") or ""),
+                          str(target["name"])))
 
     async def _claimed_uid(self, binding: ReadOnly) -> str | None:
         """The UID of a live hub template of the binding's name (a re-created one), if any."""

@@ -46,17 +46,12 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from federation.controllers import api, plan, status
+from federation.controllers import status
 from federation.placement import clusters as clusters_
 from federation.placement import policy as policy_
-from federation.placement import resources as resources_
 from federation.placement import selection
-from federation.runtime.reconcile import Request, group_kind
-
-if TYPE_CHECKING:
-    from federation.controllers.propagation import Build, Reconciler
 
 log = logging.getLogger("federation.failover")
 JSON = dict[str, Any]
@@ -271,89 +266,13 @@ class DisruptionBudget:
 
 
 class Failover:
-    """Per-process failover state: the budget, and a way to revisit a template later."""
+    """Per-process failover state: the budget and its clock. Revisiting a template later is
+    a transformer's requeue verdict, not this object's business."""
 
     def __init__(self, settings: FailoverSettings | None = None,
-                 requeue: Callable[[Request, float], None] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.settings = settings or FailoverSettings()
         self.budget = DisruptionBudget(self.settings.max_moving_replicas,
                                        self.settings.lease_timeout)
-        self.requeue = requeue
-        """Set by the wiring to the propagation queue's ``add_after``."""
         self.clock = clock
 
-    def revisit(self, r: Reconciler, build: Build, delay: float) -> None:
-        if self.requeue is not None:
-            request = Request(r.hub, group_kind(build.resource), build.namespace or "",
-                              build.name)
-            self.requeue(request, max(delay, 0.05))
-
-
-def template_key(build: Build) -> str:
-    return f"{group_kind(build.resource)}/{build.namespace or ''}/{build.name}"
-
-
-# -- transformers (read only; see federation.controllers.propagation) -----------------------
-
-
-async def apply_failover(r: Reconciler, build: Build) -> None:
-    """Judge every cluster for this policy and show the engine ready, held or evicted."""
-    if build.policy is None:
-        return
-    listing = await r.mc.list(api.MEMBER_CLUSTERS, clusters=[r.hub], copy=False)
-    taints = {str(d["metadata"]["name"]): (d.get("spec") or {}).get("taints") or []
-              for d in listing.items.get(r.hub, [])}
-    tolerate = toleration_time(build.policy.spec.placement.cluster_tolerations)
-    failover = r.failover
-    now = failover.clock()
-    outcome = build.failover
-    outcome.behaviour = behaviour(build.policy)
-    previous = build.previous
-    replica_less = resources_.from_manifest(build.template).replicas == 0
-    moving = sum(previous.get(c.name, 0) for c in build.clusters
-                 if judge(c.ready, taints.get(c.name, []), tolerate, now).state
-                 is State.EVICTED)
-    admitted = moving == 0 or failover.budget.admit(template_key(build), moving)
-    shown = []
-    for cluster in build.clusters:
-        judgement = judge(cluster.ready, taints.get(cluster.name, []), tolerate, now)
-        if judgement.state is State.EVICTED and not admitted and previous.get(cluster.name):
-            judgement = Judgement(State.HELD, "waiting for the fleet's disruption budget "
-                                              f"({failover.budget.in_use}/"
-                                              f"{failover.budget.max_moving} replicas moving)")
-            failover.revisit(r, build, failover.settings.budget_retry)
-        if judgement.deadline is not None:
-            failover.revisit(r, build, judgement.deadline - now + 0.1)
-        if judgement.state is not State.READY:
-            build.notes.append(f"failover: {cluster.name} {judgement.state.value}: "
-                               f"{judgement.reason}")
-        outcome.judgements[cluster.name] = judgement
-        shown.append(engine_view(cluster, judgement,
-                                 holds_copy=replica_less and cluster.name in previous))
-    build.clusters = shown
-
-
-async def plan_graceful_eviction(r: Reconciler, build: Build) -> None:
-    """Keep old copies on evicted clusters until the new copies are ready (or grace ends)."""
-    outcome = build.failover
-    failover = r.failover
-    ready = copies_ready(build.desired, build.live)
-    if ready:
-        failover.budget.release(template_key(build))
-    if outcome.behaviour.purge_mode != "Gracefully":
-        return
-    seconds = outcome.behaviour.grace_period_seconds
-    grace = failover.settings.grace_period if seconds is None else float(seconds)
-    now = failover.clock()
-    for cluster, evicted_at in outcome.evicted.items():
-        if cluster not in build.removals or ready or now >= evicted_at + grace:
-            continue
-        for vertex in list(build.dag):
-            if vertex.cluster == cluster and vertex.action is plan.Action.DELETE:
-                del build.dag.vertices[vertex.key]
-        outcome.held[cluster] = "graceful eviction: old copy kept until the new copies " \
-                                "are ready"
-        build.notes.append(f"failover: {cluster}: {outcome.held[cluster]} (at most until "
-                           f"{format_time(evicted_at + grace)})")
-        failover.revisit(r, build, evicted_at + grace - now + 0.1)

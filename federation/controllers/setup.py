@@ -12,7 +12,8 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started).
 - ``cleanup``: copies left behind by deleted templates (bindings with
-  pending cleanup), with propagation's worker count and backoff cap.
+  pending cleanup), with propagation's worker count and backoff cap; a binding
+  whose template is gone (deleted while nobody watched) goes to propagation.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
   (see :mod:`federation.controllers.health`); MemberCluster changes requeue
   templates only when they can change a placement (not a capacity refresh).
@@ -43,6 +44,7 @@ from federation.controllers import (
     propagation,
 )
 from federation.controllers.kinds import KindTracker
+from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
@@ -66,11 +68,7 @@ class Settings:
 
 def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
     """(apiVersion, kind) pairs a policy's resourceSelectors name (even if invalid)."""
-    found = set()
-    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
-        if isinstance(selector, dict) and selector.get("apiVersion") and selector.get("kind"):
-            found.add((str(selector["apiVersion"]), str(selector["kind"])))
-    return found
+    return policies_.selected_kinds([policy])
 
 
 class Wiring:
@@ -140,10 +138,9 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     wiring = Wiring(mgr, settings.propagation)
     wiring.install()
     mgr.add(_validation(mgr, wiring.recorder, settings.propagation))
-    mgr.add(_cleanup(mgr, wiring.recorder, settings.propagation))
+    mgr.add(_cleanup(mgr, wiring, settings.propagation))
     health.install(mgr, wiring.recorder)
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec)
-    wiring.reconciler.failover.requeue = wiring.controller.queue.add_after
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,
@@ -157,13 +154,15 @@ def _validation(mgr: manager.Manager, recorder: events.Recorder,
     return validation
 
 
-def _cleanup(mgr: manager.Manager, recorder: events.Recorder,
+def _cleanup(mgr: manager.Manager, wiring: Wiring,
              settings: propagation.PropagationSettings) -> controller.Controller:
     # As many workers as propagation: after an outage there are as many leftovers to finish
     # as there are templates to fix, and each waits on a member's API server.
     leftovers = controller.Controller(
         "cleanup",
-        cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, recorder, settings.retry_pending),
+        cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, wiring.recorder,
+                           settings.retry_pending, settings.cleanup_wait,
+                           gone=wiring.controller.queue.add),
         workers=settings.workers,
         queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")

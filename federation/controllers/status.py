@@ -33,6 +33,10 @@ SUMMED_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedRepli
                  "currentReplicas", "unavailableReplicas")
 
 
+OUR_CONDITIONS = ("Scheduled", "Applied", "Healthy", "Conflict", "CleanupPending")
+"""The conditions propagation writes on bindings and templates (others are left alone)."""
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -107,10 +107,11 @@ EQUAL = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weigh
 
 
 def decision(fleet: TestFleet, name: str, namespace: str) -> dict[str, int]:
-    template = get_json(fleet, "hub", "deployment", name, "-n", namespace)
-    raw = (template["metadata"].get("annotations") or {}).get("federation.io/replicas") or "{}"
-    found: dict[str, int] = json.loads(raw)
-    return {k: v for k, v in found.items() if v}
+    """The decision on the template's record, its ResourceBinding."""
+    binding = get_json(fleet, "hub", "resourcebindings.work.federation.io",
+                       f"{name}-deployment", "-n", namespace)
+    return {e["name"]: e["replicas"] for e in binding["spec"].get("clusters") or []
+            if e.get("replicas")}
 
 
 def ready_on(fleet: TestFleet, name: str, namespace: str,

@@ -361,10 +361,10 @@ def test_recreated_template_finishes_its_predecessors_cleanup(fleet: TestFleet,
 
         def taken_over(name: str) -> bool:
             found = binding_of(fleet, f"{name}-configmap", ns) or {}
-            spec, state = found.get("spec") or {}, found.get("status") or {}
+            spec = found.get("spec") or {}
             return (spec.get("resource") or {}).get("uid") == uids[name] and \
                 spec.get("templateDeleted") is False and \
-                state.get("pendingCleanup") == ["member2"]
+                spec.get("pendingCleanup") == ["member2"]
 
         for name in ("again", "back"):
             wait_for(partial(taken_over, name), timeout=60,
@@ -383,7 +383,7 @@ def test_recreated_template_finishes_its_predecessors_cleanup(fleet: TestFleet,
     wait_for(new_copy_in_member2, timeout=90, what="member2 holds the new back, and only it")
     def nothing_pending(name: str) -> bool:
         found = binding_of(fleet, f"{name}-configmap", ns) or {}
-        return (found.get("status") or {}).get("pendingCleanup") == []
+        return (found.get("spec") or {}).get("pendingCleanup") == []
 
     for name in ("again", "back"):
         wait_for(partial(nothing_pending, name), timeout=60,
@@ -395,14 +395,14 @@ def test_recreated_template_finishes_its_predecessors_cleanup(fleet: TestFleet,
 
 
 def test_failed_placement_leaves_no_binding_behind(fleet: TestFleet, ns: str) -> None:
-    """A template whose placement fails still gets our finalizer; deleting it deletes its
-    ResourceBinding too."""
+    """A template whose placement fails still gets its ResourceBinding (its record; templates
+    carry no finalizer); deleting it deletes the binding too."""
     apply(fleet, "hub", deployment("nowhere-else", ns, 2),
           weighted_policy("nowhere-else", ns, {"member1": 1, "member9": 1}))
     wait_for(lambda: binding_conditions(fleet, "nowhere-else-deployment", ns).get("Scheduled"),
              timeout=60, what="Scheduled condition")
     template = get_json(fleet, "hub", "deployment", "nowhere-else", "-n", ns)
-    assert "federation.io/propagation" in template["metadata"].get("finalizers", [])
+    assert "federation.io/propagation" not in template["metadata"].get("finalizers", [])
     fleet.kubectl("hub", "delete", "deployment", "nowhere-else", "-n", ns, "--wait=false")
     wait_for(partial(absent, fleet, "hub", "deployment", "nowhere-else", ns), timeout=60,
              what="template deleted")

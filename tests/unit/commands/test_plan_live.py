@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import pytest
@@ -40,16 +39,22 @@ def policy(name: str, tolerate: int | None) -> dict[str, Any]:
 
 def deployment(name: str) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "shop", "annotations": {
-                "federation.io/replicas": json.dumps({m: 2 for m in MEMBERS})}},
-            "spec": {"replicas": 6}}
+            "metadata": {"name": name, "namespace": "shop"}, "spec": {"replicas": 6}}
+
+
+def binding(name: str) -> dict[str, Any]:
+    """The template's ResourceBinding: the record of its current decision (2 each)."""
+    return {"apiVersion": "work.federation.io/v1alpha1", "kind": "ResourceBinding",
+            "metadata": {"name": f"{name}-deployment", "namespace": "shop"},
+            "spec": {"clusters": [{"name": m, "replicas": 2} for m in MEMBERS]}}
 
 
 def state() -> plan_live.HubState:
     return plan_live.HubState(
         policies=[policy("movable", 30), policy("pinned", None)],
         members=[member(m) for m in MEMBERS],
-        templates=[deployment("movable"), deployment("pinned")])
+        templates=[deployment("movable"), deployment("pinned")],
+        bindings=[binding("movable"), binding("pinned")])
 
 
 def test_failed_member_moves_only_opted_in_workloads() -> None:

@@ -9,6 +9,7 @@ every call with ClusterUnavailable. Every write is recorded in :attr:`FakeMC.wri
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Sequence
 from copy import deepcopy
@@ -158,7 +159,9 @@ class FakeWriter:
             raise ApiError(self.name, 409, "Conflict", "the object has been modified")
         updated = deepcopy(obj)
         updated["metadata"]["uid"] = stored["metadata"]["uid"]
-        updated["status"] = stored.get("status", updated.get("status"))
+        if resource not in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+            # A status subresource: a PUT keeps the stored status (bindings have none).
+            updated["status"] = stored.get("status", updated.get("status"))
         self._record("update", resource, meta["name"])
         return self.mc.put(self.name, updated)
 
@@ -246,3 +249,70 @@ def duplicated_policy(name: str, clusters: Sequence[str], namespace: str = "shop
                      "placement": {"clusterAffinity": {"clusterNames": list(clusters)},
                                    "replicaScheduling": {
                                        "replicaSchedulingType": "Duplicated"}}}}
+
+
+class FakeContext:
+    """A :class:`~federation.controllers.propagation.TransformContext` over plain lists:
+    hub objects by kind, member copies by cluster, a fixed clock. It has no writer."""
+
+    def __init__(self, lists: dict[str, list[JSON]] | None = None,
+                 members: Sequence[str] = ("member1", "member2", "member3"),
+                 copies: dict[str, JSON | None] | None = None,
+                 failover: Any = None, now: float = 0.0,
+                 settings: propagation.PropagationSettings | None = None) -> None:
+        from federation.controllers import failover as failover_
+        from federation.controllers import scheduling
+
+        self.lists = lists or {}
+        self.copies = copies or {}
+        self.down: set[str] = set()
+        self._members = [propagation.Member(m, False, True) for m in members]
+        self._settings = settings or propagation.PropagationSettings()
+        self._failover = failover or failover_.Failover(clock=lambda: now)
+        self._scheduler = scheduling.Scheduler(5.0, 1)
+        self._now = now
+
+    hub = "hub"
+
+    @property
+    def settings(self) -> propagation.PropagationSettings:
+        return self._settings
+
+    @property
+    def scheduler(self) -> Any:
+        return self._scheduler
+
+    @property
+    def failover(self) -> Any:
+        return self._failover
+
+    @property
+    def deny_list(self) -> Any:
+        return self._settings.deny_list
+
+    def now(self) -> float:
+        return self._now
+
+    def members(self) -> list[propagation.Member]:
+        return list(self._members)
+
+    async def get(self, resource: Resource, name: str, namespace: str | None,
+                  cluster: str) -> JSON | None:
+        if cluster in self.down:
+            raise ClusterUnavailable(cluster, "unavailable")
+        for obj in self.lists.get(resource.kind, []):
+            meta = obj["metadata"]
+            if meta["name"] == name and meta.get("namespace") == namespace:
+                return copy.deepcopy(obj)
+        return None
+
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[JSON]:
+        return [copy.deepcopy(o) for o in self.lists.get(resource.kind, [])
+                if namespace is None or o["metadata"].get("namespace") == namespace]
+
+    async def copy(self, hub_resource: Resource, cluster: str, name: str,
+                   namespace: str | None) -> JSON | None:
+        if cluster in self.down:
+            raise ClusterUnavailable(cluster, "unavailable")
+        found = self.copies.get(cluster)
+        return copy.deepcopy(found) if found is not None else None

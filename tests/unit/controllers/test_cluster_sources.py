@@ -11,16 +11,26 @@ from tests.unit.controllers.fakes import cluster_set
 
 
 def registered(name: str, **labels: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels},
-            "spec": {"region": "eu"}, "status": {"conditions": [
-                {"type": "Ready", "status": "True"}]}}
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"region": "eu"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
 
 
 def joined_config(name: str) -> kubeconfig.KubeConfig:
-    return kubeconfig.merge([(Path("secret"), {
-        "clusters": [{"name": name, "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": name, "user": {"token": "t"}}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]})])
+    return kubeconfig.merge(
+        [
+            (
+                Path("secret"),
+                {
+                    "clusters": [{"name": name, "cluster": {"server": "https://127.0.0.1:1"}}],
+                    "users": [{"name": name, "user": {"token": "t"}}],
+                    "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+                },
+            )
+        ]
+    )
 
 
 def test_static_members_stay_known_when_a_cluster_joins() -> None:
@@ -29,8 +39,12 @@ def test_static_members_stay_known_when_a_cluster_joins() -> None:
     clusters = cluster_set("member1", "member2")
     joined = clusters.join("member3", joined_config("member3"))
     joined.available = True
-    found = {c.name: c for c in propagation.placement_clusters(
-        [registered("member3", tier="edge")], clusters)}
+    found = {
+        c.name: c
+        for c in propagation.placement_clusters(
+            [registered("member3", tier="edge")], propagation.members_of(clusters)
+        )
+    }
     assert sorted(found) == ["member1", "member2", "member3"]
     assert found["member3"].labels == {"tier": "edge"} and found["member3"].region == "eu"
     assert found["member1"].ready and not found["member1"].labels
@@ -40,7 +54,9 @@ def test_a_member_cluster_not_yet_engaged_hides_nobody() -> None:
     """The moment between `fedctl join` writing its MemberCluster and the control plane
     engaging it: the static members are still there (never `known: ` nothing)."""
     clusters = cluster_set("member1", "member2")
-    found = propagation.placement_clusters([registered("member3")], clusters)
+    found = propagation.placement_clusters(
+        [registered("member3")], propagation.members_of(clusters)
+    )
     assert [c.name for c in found] == ["member1", "member2"]
 
 
@@ -50,7 +66,10 @@ def test_unreachable_and_disabled_members_are_known_but_not_ready() -> None:
     clusters = cluster_set("member1", "member2", "member3")
     clusters.get("member2").available = False
     clusters.get("member3").disabled = True
-    found = {c.name: c.ready for c in propagation.placement_clusters([], clusters)}
+    found = {
+        c.name: c.ready
+        for c in propagation.placement_clusters([], propagation.members_of(clusters))
+    }
     assert found == {"member1": True, "member2": False, "member3": False}
 
 
@@ -58,6 +77,12 @@ def test_the_hub_is_a_target_only_when_registered() -> None:
     """The hub is no member unless a MemberCluster names it."""
     clusters = cluster_set("member1")
     clusters.get("hub").is_member = True
-    assert [c.name for c in propagation.placement_clusters([], clusters)] == ["member1"]
-    assert [c.name for c in propagation.placement_clusters([registered("hub")], clusters)] \
-        == ["hub", "member1"]
+    assert [
+        c.name for c in propagation.placement_clusters([], propagation.members_of(clusters))
+    ] == ["member1"]
+    assert [
+        c.name
+        for c in propagation.placement_clusters(
+            [registered("hub")], propagation.members_of(clusters)
+        )
+    ] == ["hub", "member1"]

@@ -12,9 +12,11 @@ from federation.commands import join, run
 from federation.contexts import client as kube
 from federation.contexts.multicluster import ListResult
 from federation.controllers import api, deny, kinds, plan, policies, propagation, setup
+from federation.controllers.propagation import load_policy, render
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import loader
+from tests.unit.controllers.fakes import FakeContext
 
 DEFAULT = deny.DenyList()
 
@@ -226,9 +228,8 @@ class FakeRecorder:
         self.events.append((str(obj["metadata"]["name"]), kind, reason, message))
 
 
-def reconciler(lists: dict[str, list[dict[str, Any]]]) -> Any:
-    return types.SimpleNamespace(mc=FakeMC(lists), hub="hub",
-                                 settings=propagation.PropagationSettings())
+def reconciler(lists: dict[str, list[dict[str, Any]]]) -> FakeContext:
+    return FakeContext(lists)
 
 
 def build_for(template: dict[str, Any]) -> propagation.Build:
@@ -247,11 +248,11 @@ async def test_a_selected_denied_secret_is_skipped(namespace: str,
     r = reconciler({"ClusterPropagationPolicy": [cluster_policy(
         {"apiVersion": "v1", "kind": "Secret"})], "MemberCluster": members})
     build = build_for(secret(namespace))
-    await propagation.load_policy(r, build)
+    await load_policy.load_policy(r, build)
     assert build.policy is None and build.denied is not None
     assert build.denied[1].namespace == namespace
     allowed = build_for(secret("shop"))
-    await propagation.load_policy(r, allowed)
+    await load_policy.load_policy(r, allowed)
     assert allowed.policy is not None and allowed.denied is None
 
 
@@ -295,7 +296,7 @@ async def test_render_stops_a_template_selected_by_a_refused_override() -> None:
     build.clusters = [clusters_.Cluster(name="member1")]
     build.decision = decision_.Decision(replicas=0, clusters={"member1": 0})
     with pytest.raises(propagation.Problem) as caught:
-        await propagation.render(r, build)
+        await render.render(r, build)
     assert (caught.value.condition, caught.value.reason) == ("Applied", "OverrideRefused")
     assert str(caught.value) == (
         "OverridePolicy shop/evil is refused: overrideRules[0].overriders.plaintext[0]: "

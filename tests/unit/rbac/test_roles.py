@@ -172,7 +172,8 @@ def test_hub_rules_cover_every_call_on_our_api() -> None:
     for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
         for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
             assert allows(HUB_RULES, verb, resource.group, resource.plural)
-        assert allows(HUB_RULES, "patch", resource.group, f"{resource.plural}/status")
+        # One record, one request: bindings have no status subresource.
+        assert not allows(HUB_RULES, "patch", resource.group, f"{resource.plural}/status")
     assert allows(HUB_RULES, "create", api.EVENTS.group, api.EVENTS.plural)
     for verb in ("get", "list", "watch"):
         assert allows(HUB_RULES, verb, api.CRDS.group, api.CRDS.plural)

@@ -1,0 +1,146 @@
+"""What the transformers learn and intend for one template, and what they answer.
+
+A transformer reads (through a :class:`~.context.TransformContext`) and adds to a
+:class:`Build`: facts (the policy, the clusters, the decision, the live copies) and
+vertices of its plan. It answers with a :class:`Verdict`: go on (``None``), stop the
+chain (nothing more to decide: no policy selects the template), or go on and look
+again after some seconds (a held cluster's toleration ends, the disruption budget
+frees). Bad input (a policy naming an unknown cluster, a refused override) raises
+:class:`Problem`: shown as a condition and an event, retried only when inputs change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from federation.contexts.client import Resource
+from federation.controllers import deny, plan
+from federation.controllers import failover as failover_
+from federation.hub import records
+from federation.placement import clusters as clusters_
+from federation.placement import decision as decision_
+from federation.placement import policy as policy_
+
+JSON = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A transformer's answer: stop the chain, and/or look again after some seconds."""
+
+    stop: bool = False
+    requeue_after: float | None = None
+
+
+STOP = Verdict(stop=True)
+
+
+def requeue(after: float) -> Verdict:
+    return Verdict(requeue_after=max(after, 0.05))
+
+
+class Problem(Exception):
+    """Bad input: shown as a condition and an event, retried only when inputs change."""
+
+    def __init__(self, condition: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.condition = condition
+        self.reason = reason
+
+
+@dataclasses.dataclass
+class Build:
+    """What the transformers learned and intend for one template."""
+
+    template: JSON
+    resource: Resource
+    hub: str
+    binding: JSON | None = None
+    """The template's ResourceBinding as cached: the record of the previous round."""
+    policy: policy_.Policy | None = None
+    policy_doc: JSON = dataclasses.field(default_factory=dict)
+    member_docs: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    """MemberCluster objects by name, read once per reconcile (by load_clusters)."""
+    clusters: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
+    decision: decision_.Decision | None = None
+    desired: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    live: dict[str, JSON | None] = dataclasses.field(default_factory=dict)
+    unreachable: dict[str, str] = dataclasses.field(default_factory=dict)
+    causes: dict[str, BaseException] = dataclasses.field(default_factory=dict)
+    """The error behind each :attr:`unreachable` entry (an outage, or a real refusal)."""
+    conflicts: dict[str, str] = dataclasses.field(default_factory=dict)
+    removals: list[str] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    dag: plan.Plan = dataclasses.field(default_factory=plan.Plan)
+    shared: set[str] = dataclasses.field(default_factory=set)
+    """Keys of dependency creates (a Namespace, a CRD) that other templates may make too."""
+    failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
+    """Per-cluster failover judgements and old copies kept by graceful eviction."""
+    denied: tuple[JSON, deny.Rule] | None = None
+    """The policy that selected a denied object, and the deny rule it matched."""
+    requeue_after: float | None = None
+    """The soonest look-again any transformer asked for."""
+
+    @property
+    def meta(self) -> JSON:
+        found: JSON = self.template.setdefault("metadata", {})
+        return found
+
+    @property
+    def namespace(self) -> str | None:
+        return self.meta.get("namespace")
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+    @property
+    def uid(self) -> str:
+        return str(self.meta.get("uid") or "")
+
+    @property
+    def own_binding(self) -> JSON | None:
+        """The binding when it is this template's record (not a deleted predecessor's)."""
+        return self.binding if records.owned_by(self.binding, self.uid) else None
+
+    @property
+    def previous(self) -> dict[str, int]:
+        """The last decision, from the binding (the next round's *previous*)."""
+        return records.decision(self.own_binding)
+
+    @property
+    def inherited(self) -> list[str]:
+        """Clusters still holding copies of a deleted earlier template of the same name:
+        its leftover binding's pending clean-up, which this template's record takes over."""
+        if self.binding is None or self.own_binding is not None:
+            return []
+        if (self.binding.get("spec") or {}).get("templateDeleted"):
+            return records.pending(self.binding)
+        return records.holders(self.binding)  # deleted while nobody watched: all it had
+
+    @property
+    def pending_before(self) -> list[str]:
+        """Clusters whose copies were to be deleted: this template's, and inherited ones."""
+        return sorted(set(records.pending(self.own_binding)) | set(self.inherited))
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted(self.decision.clusters) if self.decision else []
+
+    @property
+    def previous_conditions(self) -> list[JSON]:
+        return list(((self.own_binding or {}).get("status") or {}).get("conditions") or [])
+
+    def note_unreachable(self, cluster: str, exc: BaseException) -> None:
+        self.unreachable[cluster] = str(exc)
+        self.causes[cluster] = exc
+
+    def answer(self, verdict: Verdict | None) -> bool:
+        """Take a transformer's verdict in; True when the chain must stop."""
+        if verdict is None:
+            return False
+        if verdict.requeue_after is not None:
+            self.requeue_after = verdict.requeue_after if self.requeue_after is None \
+                else min(self.requeue_after, verdict.requeue_after)
+        return verdict.stop

@@ -1,0 +1,25 @@
+"""Transformer: availableReplicas of each cluster for this template, from its MemberCluster's
+resource summary (see :mod:`federation.controllers.capacity`). A number the MemberCluster
+states itself (``status.availableReplicas``) wins."""
+
+from __future__ import annotations
+
+from federation.controllers import capacity, status
+from federation.controllers.propagation.build import Build, Verdict
+from federation.controllers.propagation.context import TransformContext
+
+
+async def estimate_capacity(ctx: TransformContext, build: Build) -> Verdict | None:
+    if build.template.get("kind") not in status.WORKLOAD_KINDS:
+        return None
+    requests = capacity.pod_requests(build.template)
+    updated = []
+    for cluster in build.clusters:
+        found = (build.member_docs.get(cluster.name, {}).get("status") or {}
+                 ).get("resourceSummary")
+        if cluster.available_replicas is None and isinstance(found, dict):
+            cluster = cluster.model_copy(
+                update={"available_replicas": capacity.estimate(found, requests)})
+        updated.append(cluster)
+    build.clusters = updated
+    return None

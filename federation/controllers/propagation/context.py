@@ -1,0 +1,143 @@
+"""The read-only context transformers see, and the one implementation over the caches.
+
+A transformer is handed a :class:`TransformContext`, never the reconciler: cached gets
+and lists of hub and member objects, the members as plain values, the placement
+scheduler, the failover state, the clock and the deny list. Nothing in it can write: no
+client, no cluster object, no queue. That is a fact of the types (mypy rejects a
+transformer that reaches for a writer: ``tests/unit/controllers/propagation`` checks
+it), not a convention. :class:`CacheContext` is the implementation over the
+multi-cluster client; its writer-capable parts are private to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from federation.contexts.client import Resource
+from federation.contexts.clusters import ClusterSet
+from federation.contexts.multicluster import MultiClusterClient
+from federation.controllers import deny, scheduling
+from federation.controllers import failover as failover_
+from federation.controllers.kinds import KindTracker
+from federation.controllers.propagation.settings import PropagationSettings
+from federation.runtime.reconcile import group_kind
+
+JSON = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """What placement needs to know of one cluster of the ClusterSet."""
+
+    name: str
+    is_hub: bool
+    reachable: bool
+    """Engaged and answering (its probe has not failed)."""
+
+
+def members_of(clusters: ClusterSet) -> list[Member]:
+    """The ClusterSet's members as values (engaged and answering: reachable)."""
+    return [Member(c.name, c.is_hub, c.engaged and c.available is not False)
+            for c in clusters.members]
+
+
+class TransformContext(Protocol):
+    """What a transformer may use: reads, pure services, the clock. No writer."""
+
+    @property
+    def hub(self) -> str: ...
+
+    @property
+    def settings(self) -> PropagationSettings: ...
+
+    @property
+    def scheduler(self) -> scheduling.Scheduler: ...
+
+    @property
+    def failover(self) -> failover_.Failover: ...
+
+    @property
+    def deny_list(self) -> deny.DenyList: ...
+
+    def now(self) -> float: ...
+
+    def members(self) -> Sequence[Member]: ...
+
+    async def get(self, resource: Resource, name: str, namespace: str | None,
+                  cluster: str) -> JSON | None: ...
+
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[JSON]:
+        """Hub objects of ``resource`` (from the hub's cache)."""
+        ...
+
+    async def copy(self, hub_resource: Resource, cluster: str, name: str,
+                   namespace: str | None) -> JSON | None:
+        """The member object of the template's identity in ``cluster``, or None. Raises a
+        :class:`~federation.contexts.client.ClientError` when the member cannot be read."""
+        ...
+
+
+class CacheContext:
+    """:class:`TransformContext` over the multi-cluster client's caches."""
+
+    def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
+                 settings: PropagationSettings, scheduler: scheduling.Scheduler,
+                 failover: failover_.Failover) -> None:
+        self._mc = mc
+        self._clusters = clusters
+        self._kinds = kinds
+        self._settings = settings
+        self._scheduler = scheduler
+        self._failover = failover
+
+    @property
+    def hub(self) -> str:
+        return self._clusters.hub.name
+
+    @property
+    def settings(self) -> PropagationSettings:
+        return self._settings
+
+    @property
+    def scheduler(self) -> scheduling.Scheduler:
+        return self._scheduler
+
+    @property
+    def failover(self) -> failover_.Failover:
+        return self._failover
+
+    @property
+    def deny_list(self) -> deny.DenyList:
+        return self._settings.deny_list
+
+    def now(self) -> float:
+        return self._failover.clock()
+
+    def members(self) -> list[Member]:
+        return members_of(self._clusters)
+
+    async def get(self, resource: Resource, name: str, namespace: str | None,
+                  cluster: str) -> JSON | None:
+        return await self._mc.get(resource, name, namespace, cluster=cluster)
+
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[JSON]:
+        listing = await self._mc.list(resource, namespace, clusters=[self.hub])
+        error = listing.errors.get(self.hub)
+        if error is not None:
+            raise error
+        return list(listing.items.get(self.hub, []))
+
+    async def copy(self, hub_resource: Resource, cluster: str, name: str,
+                   namespace: str | None) -> JSON | None:
+        kind = group_kind(hub_resource)
+        resource = self._kinds.member_resource(cluster, kind)
+        if resource is None:
+            await self._kinds.track_members(hub_resource, [self._clusters.get(cluster)])
+            resource = self._kinds.member_resource(cluster, kind)
+        if resource is None:
+            # The member does not serve this kind (yet): no copy can exist there.
+            self._clusters.get(cluster).check_writable()
+            return None
+        return await self._mc.get(resource, name, namespace, cluster=cluster)

@@ -1,0 +1,56 @@
+"""Transformer: create / update / nothing per chosen cluster, against the member cache.
+
+A foreign object is a conflict, never overwritten unless the policy says
+``conflictResolution: Overwrite``. A copy vertex carries the template's identity, which
+the executor checks before writing.
+"""
+
+from __future__ import annotations
+
+from federation.contexts.client import ClientError
+from federation.controllers import manifests, plan
+from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.propagation.context import TransformContext
+
+
+async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
+    overwrite = build.policy is not None and \
+        build.policy.spec.conflict_resolution == "Overwrite"
+    for cluster, desired in build.desired.items():
+        if cluster in build.unreachable:
+            continue
+        try:
+            live = await ctx.copy(build.resource, cluster, build.name, build.namespace)
+        except ClientError as exc:
+            build.note_unreachable(cluster, exc)
+            continue
+        build.live[cluster] = live
+        vertex = copy_vertex(cluster, desired, live, overwrite,
+                             expect=plan.Identity.of(build.template))
+        if vertex is None:
+            build.conflicts[cluster] = (
+                f"{build.resource.kind} {build.namespace + '/' if build.namespace else ''}"
+                f"{build.name} exists and is not managed by federation "
+                "(set conflictResolution: Overwrite in the policy to take it over)")
+            continue
+        added = build.dag.add(vertex)
+        for other in list(build.dag):
+            if other.cluster == cluster and other is not added and \
+                    other.obj.get("kind") in ("Namespace", "CustomResourceDefinition"):
+                build.dag.depend(added, on=other)
+    return None
+
+
+def copy_vertex(cluster: str, desired: JSON, live: JSON | None, overwrite: bool,
+                expect: plan.Identity | None = None) -> plan.Vertex | None:
+    """Create, update or nothing for one copy; None for a foreign object we may not touch.
+    ``expect`` (the template's identity) is what the executor checks before writing."""
+    if live is None:
+        return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing", expect=expect)
+    if not manifests.is_ours(live) and not overwrite:
+        return None
+    why = manifests.needs_write(desired, live) if manifests.is_ours(live) else "taking over"
+    if why is None:
+        return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
+    return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,
+                       expect=expect)

@@ -1,0 +1,101 @@
+"""The one writer: plans are executed through :class:`Writer`, over the multi-cluster client.
+
+:func:`execute` is :func:`federation.controllers.plan.execute` with this controller's
+two rules on top: a create, update or apply of a denied object in a member is refused
+here too, whatever planned it (:class:`Writer`), and creating a dependency several
+templates share (their Namespace, a CRD) counts as done when it already exists
+(:class:`SharedCreates`: 409 AlreadyExists because another template's reconcile made it
+first). Nothing else in the package holds a client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from federation.contexts.client import ApiError
+from federation.contexts.multicluster import MultiClusterClient
+from federation.controllers import deny, plan
+
+JSON = dict[str, Any]
+
+
+async def execute(dag: plan.Plan, writer: plan.Writer, shared: Iterable[str] = ()
+                  ) -> plan.Report:
+    return await plan.execute(dag, SharedCreates(writer, set(shared)))
+
+
+class SharedCreates:
+    """The executor's writer for one plan: creating a dependency several templates share
+    (their Namespace, a CRD) counts as done when it already exists (409 AlreadyExists:
+    another template's reconcile made it first). Other writes pass through unchanged."""
+
+    def __init__(self, writer: plan.Writer, shared: set[str]) -> None:
+        self.writer = writer
+        self.shared = shared
+
+    async def create(self, cluster: str, obj: JSON) -> JSON:
+        try:
+            return await self.writer.create(cluster, obj)
+        except ApiError as exc:
+            if exc.status == 409 and exc.reason == "AlreadyExists" and \
+                    plan.vertex_key(cluster, obj) in self.shared:
+                return obj
+            raise
+
+    async def update(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.update(cluster, obj)
+
+    async def apply(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.apply(cluster, obj)
+
+    async def patch_status(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.patch_status(cluster, obj)
+
+    async def delete(self, cluster: str, obj: JSON) -> JSON:
+        return await self.writer.delete(cluster, obj)
+
+
+class Writer:
+    """The executor's writes, through the multi-cluster client only. A create, update or
+    apply of a denied object in a member is refused here too, whatever planned it."""
+
+    def __init__(self, mc: MultiClusterClient, hub: str,
+                 denied: deny.DenyList | None = None) -> None:
+        self.mc = mc
+        self.hub = hub
+        self.denied = denied if denied is not None else deny.DenyList()
+
+    def _check(self, cluster: str, obj: JSON) -> None:
+        if cluster == self.hub:
+            return
+        rule = self.denied.object_rule(obj)
+        if rule is not None:
+            raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster} is on "
+                              f"the propagation deny list ({rule})")
+
+    async def create(self, cluster: str, obj: JSON) -> JSON:
+        self._check(cluster, obj)
+        return await self.mc.cluster(cluster).create(obj)
+
+    async def update(self, cluster: str, obj: JSON) -> JSON:
+        self._check(cluster, obj)
+        return await self.mc.cluster(cluster).update(obj)
+
+    async def apply(self, cluster: str, obj: JSON) -> JSON:
+        self._check(cluster, obj)
+        return await self.mc.cluster(cluster).apply(obj)
+
+    async def patch_status(self, cluster: str, obj: JSON) -> JSON:
+        writer = self.mc.cluster(cluster)
+        resource = await writer.resource(obj)
+        meta = obj["metadata"]
+        return await writer.patch_status(resource, meta["name"], {"status": obj["status"]},
+                                         namespace=meta.get("namespace"))
+
+    async def delete(self, cluster: str, obj: JSON) -> JSON:
+        writer = self.mc.cluster(cluster)
+        meta = obj["metadata"]
+        return await writer.delete(await writer.resource(obj), meta["name"],
+                                   meta.get("namespace"), uid=meta.get("uid"))
+

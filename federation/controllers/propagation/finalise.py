@@ -1,0 +1,80 @@
+"""Finalisation: a template that is gone, or that no policy selects any more.
+
+Templates carry no finalizer (Karmada's way): ``kubectl delete`` of a template returns
+at once, and the delete, seen by the watch (or, after a restart, by the clean-up
+controller finding a binding whose template is gone), brings the reconcile here. The
+binding is the record of where copies are: each is deleted (only ours, only this
+template's), then the binding. A member that cannot be reached keeps its copy on the
+record: the binding becomes ``templateDeleted`` with ``pendingCleanup`` and a
+``CleanupPending`` condition, and the clean-up controller finishes when it returns. A
+binding whose ``spec.orphan`` is true (the template was annotated
+``federation.io/orphan: "true"``) is deleted and its copies stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from federation.contexts.client import ClientError, Resource
+from federation.controllers import manifests, plan
+from federation.controllers.propagation.build import JSON
+from federation.controllers.propagation.context import TransformContext
+from federation.controllers.propagation.record import pending_condition
+from federation.hub import records
+
+
+async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
+                       namespace: str | None, clusters: Sequence[str], uid: str | None,
+                       unreachable: dict[str, str]) -> plan.Plan:
+    """Deletes of our copies (of template ``uid`` when given) in ``clusters``; clusters that
+    cannot be read are added to ``unreachable``."""
+    dag = plan.Plan()
+    known = {m.name for m in ctx.members()}
+    for cluster in clusters:
+        if cluster not in known:
+            continue
+        try:
+            live = await ctx.copy(hub_resource, cluster, name, namespace)
+        except ClientError as exc:
+            unreachable[cluster] = str(exc)
+            continue
+        if live is None or not manifests.is_ours(live):
+            continue
+        marked = (live["metadata"].get("annotations") or {}).get(
+            manifests.TEMPLATE_UID_ANNOTATION)
+        if uid and marked and marked != uid:
+            continue  # a newer template's copy: not ours to delete
+        dag.add(plan.Vertex(cluster, plan.Action.DELETE, live, reason="template gone"))
+    return dag
+
+
+def left_after(report: plan.Report, unreachable: dict[str, str]) -> dict[str, str]:
+    """Clusters whose copy is still there, and why."""
+    return {**unreachable, **{o.vertex.cluster: o.error or "delete failed"
+                              for o in report.failed()}}
+
+
+def record_plan(hub: str, binding: JSON, left: dict[str, str], deleted: bool) -> plan.Plan:
+    """Delete the binding when nothing is left; else record what is, once."""
+    dag = plan.Plan()
+    if not left:
+        dag.add(plan.Vertex(hub, plan.Action.DELETE, binding, reason="nothing left"))
+        return dag
+    pending = sorted(left)
+    spec = dict(binding.get("spec") or {})
+    if spec.get("pendingCleanup") == pending and bool(spec.get("templateDeleted")) == deleted:
+        return dag
+    previous = (binding.get("status") or {}).get("conditions") or []
+    spec.update(pendingCleanup=pending, templateDeleted=deleted,
+                clusters=[] if deleted else spec.get("clusters") or [])
+    updated = {**binding, "spec": spec,
+               "status": {**(binding.get("status") or {}),
+                          "conditions": [pending_condition(pending, previous)]}}
+    dag.add(plan.Vertex(hub, plan.Action.UPDATE, updated, reason="pending clean-up"))
+    return dag
+
+
+def holders(binding: JSON) -> list[str]:
+    if (binding.get("spec") or {}).get("orphan"):
+        return records.pending(binding)
+    return records.holders(binding)

@@ -1,0 +1,65 @@
+"""Transformer: the winning PropagationPolicy or ClusterPropagationPolicy.
+
+An object on the deny list (:mod:`federation.controllers.deny`) is treated as if no
+policy selected it (the reconciler reports it once on the policy); no policy at all
+stops the chain: the reconciler then removes whatever this template had placed.
+"""
+
+from __future__ import annotations
+
+import pydantic
+
+from federation.controllers import api, deny
+from federation.controllers.propagation.build import JSON, STOP, Build, Problem, Verdict
+from federation.controllers.propagation.context import TransformContext
+from federation.hub import policies
+from federation.placement import matching
+from federation.placement import policy as policy_
+from federation.placement import resources as resources_
+
+
+def template_resource(build: Build) -> resources_.Resource:
+    """The template as the placement engine sees it; a template the engine cannot take
+    (replicas that are not an int32, a kind that is not a string) is bad input, shown as a
+    condition, not an exception retried for ever."""
+    try:
+        return resources_.from_manifest(build.template)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "template"
+        raise Problem("Scheduled", "InvalidTemplate", f"{where}: {first['msg']}") from None
+
+
+async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
+    resource = template_resource(build)
+    found: list[tuple[policy_.Policy, JSON]] = []
+    for kind in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
+        if kind.namespaced and build.namespace is None:
+            continue
+        for doc in await ctx.list(kind, build.namespace if kind.namespaced else None):
+            policy = policies.parse_policy(doc)
+            if policy is not None and matching.matches(policy, resource):
+                found.append((policy, doc))
+    if not found:
+        return STOP
+    found.sort(key=lambda pair: matching.precedence(pair[0]))
+    rule = await denied_by(ctx, build.template)
+    if rule is not None:
+        build.denied = (found[0][1], rule)
+        return STOP
+    build.policy, build.policy_doc = found[0]
+    build.notes.append(matching.describe(found[0][0], [p for p, _ in found[1:]]))
+    return None
+
+
+async def denied_by(ctx: TransformContext, template: JSON) -> deny.Rule | None:
+    """The deny rule the template matches (Secrets also: a namespace holding a joined
+    cluster's kubeconfig, wherever a MemberCluster points), or None."""
+    rules = ctx.deny_list
+    if deny.group_kind_of(template) == deny.SECRET:
+        rules = rules.with_rules(deny.credential_rules(await ctx.list(api.MEMBER_CLUSTERS)))
+    return rules.object_rule(template)
+
+
+def api_ref(policy: policy_.Policy | None) -> str:
+    return f"{policy.kind} {policy.ref}" if policy is not None else "no policy"

@@ -1,0 +1,287 @@
+"""The propagation reconciler: Init -> Build -> Execute -> Record.
+
+Init reads the template and its binding (the record) from the caches. Build runs the
+transformer chain (:data:`TRANSFORMERS`) against a read-only
+:class:`~.context.TransformContext`; each adds to the :class:`~.build.Build` and its plan
+and answers with a verdict. Execute hands the plan to the executor, the only writer.
+Record builds a second, small plan from what the execution reported: the binding and
+the template's status, each only when it changed. A gone template, or one no policy
+selects any more, goes to finalisation (:mod:`.finalise`), whose deletes and record are
+plans too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from federation.contexts.client import ClientError, ClusterUnavailable, Resource
+from federation.contexts.clusters import ClusterSet
+from federation.contexts.multicluster import MultiClusterClient
+from federation.controllers import api, bindings, deny, events, plan, scheduling, status
+from federation.controllers import failover as failover_
+from federation.controllers.kinds import KindTracker
+from federation.controllers.propagation import (
+    capacity,
+    copies,
+    dependencies,
+    eviction,
+    executor,
+    failover,
+    finalise,
+    load_clusters,
+    load_policy,
+    record,
+    removals,
+    render,
+    schedule,
+)
+from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.propagation.context import CacheContext, TransformContext
+from federation.controllers.propagation.settings import PropagationSettings
+from federation.hub import records
+from federation.runtime.reconcile import Request, Result
+
+log = logging.getLogger("federation.propagation")
+
+Transformer = Callable[[TransformContext, Build], Awaitable[Verdict | None]]
+
+TRANSFORMERS: tuple[Transformer, ...] = (
+    load_policy.load_policy,          # the winning policy; none (or denied): stop
+    load_clusters.load_clusters,      # the ClusterSet as placement input
+    capacity.estimate_capacity,       # availableReplicas from resource summaries
+    failover.apply_failover,          # ready / held / evicted, per policy
+    schedule.schedule,                # the placement engine, off the loop, on a budget
+    render.render,                    # per-cluster manifests, overrides, identity
+    dependencies.plan_dependencies,   # Namespace and CRD first
+    copies.plan_copies,               # create / update / nothing; conflicts
+    removals.plan_removals,           # copies on clusters no longer chosen
+    eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
+)
+"""The chain, in order. House rules: one concern per transformer; transformers read
+(through the context) and add to the build; they never write and never queue."""
+
+LEGACY_FINALIZER = "federation.io/propagation"
+LEGACY_ANNOTATIONS = ("federation.io/replicas", "federation.io/policy",
+                      "federation.io/pending-cleanup", "federation.io/placement")
+"""What earlier versions put on templates; removed (once) from a template that has it."""
+
+
+class Reconciler:
+    """Reconciles hub templates (requests in the hub cluster, of tracked kinds)."""
+
+    def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
+                 recorder: events.Recorder,
+                 settings: PropagationSettings | None = None) -> None:
+        self.kinds = kinds
+        self.recorder = recorder
+        self.settings = settings or PropagationSettings()
+        self.hub = clusters.hub.name
+        self.writer: plan.Writer = executor.Writer(mc, self.hub, self.settings.deny_list)
+        self.scheduler = scheduling.Scheduler(self.settings.schedule_budget,
+                                              self.settings.schedule_threads)
+        self.failover = failover_.Failover()
+        self.context: TransformContext = CacheContext(mc, clusters, kinds, self.settings,
+                                                      self.scheduler, self.failover)
+        self._denials_reported: set[tuple[str, str]] = set()
+        """(policy uid, deny rule) pairs already reported by an event on the policy."""
+
+    async def execute(self, dag: plan.Plan, shared: set[str] | None = None) -> plan.Report:
+        return await executor.execute(dag, self.writer, shared or ())
+
+    # -- Init -------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        resource = self.kinds.resource(request.kind)
+        if resource is None:
+            return None
+        ctx = self.context
+        namespace = request.namespace or None
+        template = await ctx.get(resource, request.name, namespace, self.hub)
+        binding_resource = api.RESOURCE_BINDINGS if namespace else api.CLUSTER_RESOURCE_BINDINGS
+        binding = await ctx.get(binding_resource,
+                                records.binding_name(request.name, resource.kind),
+                                namespace, self.hub)
+        if template is None or template["metadata"].get("deletionTimestamp"):
+            await self._release_legacy(template)
+            if template is None:
+                return await self.template_gone(resource, request.name, namespace, binding)
+            return None  # its delete, seen by the watch, brings it back here
+        build = Build(template=template, resource=resource, hub=self.hub, binding=binding)
+        try:
+            for transformer in TRANSFORMERS:
+                if build.answer(await transformer(ctx, build)):
+                    break
+        except Problem as problem:
+            return await self._report_problem(build, problem)
+        if build.policy is None:
+            if build.denied is not None:
+                await self._report_denied(build, *build.denied)
+            return await self._unpropagate(build)
+        report = await self.execute(build.dag, build.shared)
+        return await self._record(build, report)
+
+    # -- Record -----------------------------------------------------------------------------
+
+    async def _record(self, build: Build, report: plan.Report) -> Result | None:
+        failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
+                  if o.vertex.cluster != self.hub}
+        removed = [c for c in build.removals if c not in failed
+                   and c not in build.unreachable and c not in build.failover.held]
+        pending = sorted((set(build.pending_before) | set(build.removals))
+                         - set(build.targets) - set(removed))
+        copies_now = record.copies_after(build, report)
+        conds = record.conditions(build, failed, pending, copies_now)
+        await record.emit_transitions(self.recorder, build, conds)
+        assert build.decision is not None
+        wanted = bindings.binding(build.template, load_policy.api_ref(build.policy),
+                                  build.decision.clusters, build.decision, conds, copies_now,
+                                  failed, build.unreachable, pending)
+        writes = self._legacy_marks(build.template)
+        record.add_binding(writes, self.hub, wanted, build.binding)
+        template_status = record.template_status_write(build.template, copies_now, conds)
+        if template_status is not None:
+            record.add_template_status(writes, self.hub, build.template, template_status)
+        (await self.execute(writes)).raise_for_failure()
+        refused = {o.vertex.cluster for o in report.failed() if o.refused}
+        if (set(failed) - refused) or build.unreachable:
+            # A refused write cannot succeed on a retry; only a change of inputs requeues it.
+            raise copies_failed(build, report, self.hub)
+        after = [t for t in (build.requeue_after,
+                             self.settings.retry_pending if pending else None) if t is not None]
+        return Result(requeue_after=min(after)) if after else None
+
+    def _legacy_marks(self, template: JSON) -> plan.Plan:
+        """A template an earlier version marked: drop its finalizer and annotations, once."""
+        writes = plan.Plan()
+        meta = template["metadata"]
+        annotations = meta.get("annotations") or {}
+        if LEGACY_FINALIZER not in (meta.get("finalizers") or []) and \
+                not any(key in annotations for key in LEGACY_ANNOTATIONS):
+            return writes
+        cleaned = {**template, "metadata": {
+            **meta, "finalizers": [f for f in meta.get("finalizers") or []
+                                   if f != LEGACY_FINALIZER],
+            "annotations": {k: v for k, v in annotations.items()
+                            if k not in LEGACY_ANNOTATIONS}}}
+        writes.add(plan.Vertex(self.hub, plan.Action.UPDATE, cleaned, reason="legacy marks"))
+        return writes
+
+    async def _release_legacy(self, template: JSON | None) -> None:
+        if template is not None:
+            (await self.execute(self._legacy_marks(template))).raise_for_failure()
+
+    # -- bad input ----------------------------------------------------------------------------
+
+    async def _report_problem(self, build: Build, problem: Problem) -> Result | None:
+        """Bad input: a condition and an event; no copy of the last decision is changed (bad
+        input changes nothing that runs), while pending clean-up goes on."""
+        log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
+                 problem)
+        await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
+        if build.policy is None and build.inherited:
+            return None  # nothing of ours to record: the leftover stays the clean-up's
+        previous = build.previous
+        unreachable = dict(build.unreachable)
+        cleaning = sorted(set(build.pending_before) - set(previous))
+        dag = await finalise.removal_plan(self.context, build.resource, build.name,
+                                          build.namespace, cleaning, None, unreachable)
+        report = await self.execute(dag)
+        pending = sorted(finalise.left_after(report, unreachable))
+        before = build.previous_conditions
+        conds = [status.condition(problem.condition, False, problem.reason, str(problem),
+                                  before)]
+        if pending:
+            conds.append(record.pending_condition(pending, before))
+        wanted = bindings.binding(build.template, load_policy.api_ref(build.policy)
+                                  if build.policy else None, previous, build.decision
+                                  if build.decision and build.decision.ok else None,
+                                  conds, {}, {}, unreachable, pending)
+        writes = self._legacy_marks(build.template)
+        record.add_binding(writes, self.hub, wanted, build.binding)
+        template_status = status.template_status(build.template, {}, conds)
+        if template_status is not None:
+            template_status = {**(build.template.get("status") or {}),
+                               "conditions": template_status["conditions"]}
+            if record.template_status_write(build.template, {}, conds) is not None or \
+                    not status.same_status(build.template.get("status"), template_status):
+                record.add_template_status(writes, self.hub, build.template, template_status)
+        (await self.execute(writes)).raise_for_failure()
+        return Result(requeue_after=self.settings.retry_pending) if pending else None
+
+    async def _report_denied(self, build: Build, policy_doc: JSON, rule: deny.Rule) -> None:
+        """A Warning event on the policy, once per (policy, rule): the first object it skips."""
+        key = (str(policy_doc["metadata"].get("uid")), str(rule))
+        if key in self._denials_reported:
+            return
+        if len(self._denials_reported) >= 10000:
+            self._denials_reported.clear()
+        self._denials_reported.add(key)
+        where = f"{build.namespace}/" if build.namespace else ""
+        message = (f"{build.resource.kind} {where}{build.name} is not propagated: deny list "
+                   f"rule {rule} ({rule.describe()}); every object it matches is skipped")
+        log.info("%s %s: %s", policy_doc.get("kind"), policy_doc["metadata"].get("name"),
+                 message)
+        await self.recorder.emit(policy_doc, "Warning", "Denied", message)
+
+    # -- finalisation ---------------------------------------------------------------------------
+
+    async def _unpropagate(self, build: Build) -> Result | None:
+        """No policy selects the template (any more): remove its copies, then its binding."""
+        binding = build.own_binding
+        writes = self._legacy_marks(build.template)
+        if binding is None:
+            (await self.execute(writes)).raise_for_failure()
+            return None
+        unreachable: dict[str, str] = {}
+        dag = await finalise.removal_plan(self.context, build.resource, build.name,
+                                          build.namespace, records.holders(binding),
+                                          build.uid, unreachable)
+        left = finalise.left_after(await self.execute(dag), unreachable)
+        for vertex in finalise.record_plan(self.hub, binding, left, deleted=False):
+            writes.add(vertex)
+        (await self.execute(writes)).raise_for_failure()
+        return Result(requeue_after=self.settings.retry_pending) if left else None
+
+    async def template_gone(self, resource: Resource, name: str, namespace: str | None,
+                            binding: JSON | None) -> Result | None:
+        """The template is gone: its copies, then its binding (see :mod:`.finalise`)."""
+        spec = (binding or {}).get("spec") or {}
+        target = spec.get("resource") or {}
+        if binding is None or spec.get("templateDeleted") or \
+                target.get("kind") != resource.kind or target.get("name") != name:
+            return None
+        unreachable: dict[str, str] = {}
+        dag = await finalise.removal_plan(self.context, resource, name, namespace,
+                                          finalise.holders(binding), target.get("uid"),
+                                          unreachable)
+        left = finalise.left_after(await self.execute(dag), unreachable)
+        for cluster, why in sorted(left.items()):
+            # Every retry of an outage: DEBUG (the cluster's transition is logged once).
+            log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,
+                      why)
+        (await self.execute(finalise.record_plan(self.hub, binding, left, deleted=True))
+         ).raise_for_failure()
+        return None
+
+
+def copies_failed(build: Build, report: plan.Report, hub: str) -> ClientError:
+    """The error a reconcile with failed member writes raises: :class:`ClusterUnavailable`
+    (retried quietly: the cluster's outage is logged once, by its probe) when every cause
+    is a cluster being away, else :class:`CopiesFailed` (logged as an error)."""
+    failed = [o for o in report.failed() if o.vertex.cluster != hub]
+    messages = {**build.unreachable, **{o.vertex.cluster: o.error or "failed" for o in failed}}
+    causes = [*build.causes.values(), *(o.exception for o in failed if o.attempted)]
+    names = ",".join(sorted(messages))
+    short = {name: message.removeprefix(f"{name}: ") for name, message in messages.items()}
+    text = "; ".join(message if len(short) == 1 else f"{name}: {message}"
+                     for name, message in sorted(short.items()))
+    if all(isinstance(cause, ClusterUnavailable) for cause in causes):
+        return ClusterUnavailable(names, text)
+    return CopiesFailed(names, text)
+
+
+class CopiesFailed(ClientError):
+    """Some member writes failed for a reason other than an outage (each cause is named)."""
+
+    retryable = True

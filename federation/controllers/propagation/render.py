@@ -1,0 +1,52 @@
+"""Transformer: per-cluster manifests (replicas, overrides, ownership marks).
+
+An override policy that would change a protected field (see
+:func:`federation.controllers.overrides.refusals`) stops the template
+(``Applied=False``, ``OverrideRefused``); copy vertices also carry the template's
+identity, which the executor checks before writing.
+"""
+
+from __future__ import annotations
+
+from federation.controllers import api, manifests, overrides
+from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.propagation.context import TransformContext
+from federation.controllers.propagation.load_policy import template_resource
+from federation.placement import policy as policy_
+
+
+async def render(ctx: TransformContext, build: Build) -> Verdict | None:
+    assert build.policy is not None and build.decision is not None
+    resource = template_resource(build)
+    chosen = overrides.applicable(await load_overrides(ctx, build.namespace), resource)
+    for policy in chosen:
+        found = overrides.refusals(policy)
+        if found:
+            raise Problem("Applied", "OverrideRefused",
+                          f"{policy.kind} {policy.ref} is refused: {found[0]}")
+    divided = policy_.mode(build.policy.spec.placement) is not policy_.Mode.DUPLICATED
+    by_name = {c.name: c for c in build.clusters}
+    for cluster, replicas in build.decision.clusters.items():
+        manifest = manifests.render(build.template, replicas, divided)
+        try:
+            applied = overrides.apply_all(manifest, by_name[cluster], chosen)
+        except overrides.OverrideRefused as exc:
+            raise Problem("Applied", "OverrideRefused", f"{cluster}: {exc}") from None
+        except overrides.OverrideError as exc:
+            raise Problem("Applied", "OverrideFailed", f"{cluster}: {exc}") from None
+        build.desired[cluster] = manifests.mark(applied.manifest, build.uid)
+    return None
+
+
+async def load_overrides(ctx: TransformContext, namespace: str | None
+                         ) -> list[overrides.OverridePolicy]:
+    found = []
+    for kind in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES):
+        if kind.namespaced and namespace is None:
+            continue
+        for doc in await ctx.list(kind, namespace if kind.namespaced else None):
+            try:
+                found.append(overrides.parse({k: v for k, v in doc.items() if k != "status"}))
+            except overrides.OverrideError:
+                continue  # reported on the policy itself
+    return found

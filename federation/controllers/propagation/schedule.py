@@ -1,0 +1,65 @@
+"""Transformer: the placement engine, fed the previous decision (from the binding), run
+off the event loop within its budget (:mod:`federation.controllers.scheduling`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from federation.controllers import scheduling
+from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.propagation.context import TransformContext
+from federation.controllers.propagation.load_policy import api_ref, template_resource
+from federation.placement import engine
+from federation.placement import policy as policy_
+from federation.placement import resources as resources_
+
+
+async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
+    assert build.policy is not None
+    unknown = unknown_cluster_names(build.policy, {c.name for c in build.clusters})
+    if unknown:
+        raise Problem("Scheduled", "UnknownCluster",
+                      f"{api_ref(build.policy)} names unknown cluster(s) "
+                      f"{', '.join(unknown)} (known: "
+                      f"{', '.join(sorted(c.name for c in build.clusters))})")
+    resource = template_resource(build)
+    key = schedule_key(build, resource)
+    why = ctx.scheduler.timed_out(key)
+    if why is None:
+        try:
+            decision = await ctx.scheduler.run(engine.place, resource, build.policy,
+                                               build.clusters, build.previous, key=key)
+        except scheduling.BudgetExceeded as exc:
+            why = str(exc)
+    if why is not None:
+        raise Problem("Scheduled", "ScheduleTimeout",
+                      f"{api_ref(build.policy)}: {why}; not tried again until the template "
+                      "or the policy changes")
+    decision = dataclasses.replace(decision, explanation=(*build.notes, *decision.explanation))
+    build.decision = decision
+    if not decision.ok:
+        raise Problem("Scheduled", "ScheduleFailed", f"{decision.error}")
+    return None
+
+
+def schedule_key(build: Build, resource: resources_.Resource) -> tuple[str, ...]:
+    """What a placement that ran out of budget is remembered by: the template as the engine
+    sees it and the policy's version. Cluster changes (capacity, readiness) are left out on
+    purpose: they requeue every template, and must not rerun a hopeless placement each time."""
+    policy_meta = build.policy_doc.get("metadata") or {}
+    return (build.uid, resource.model_dump_json(),
+            str(policy_meta.get("uid")), str(policy_meta.get("resourceVersion")),
+            api_ref(build.policy))
+
+
+def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:
+    placement = policy.spec.placement
+    named: list[str] = []
+    for _, affinity in policy_.affinity_terms(placement):
+        if affinity is not None:
+            named += affinity.cluster_names
+    strategy = placement.replica_scheduling
+    if strategy and strategy.weight_preference:
+        for rule in strategy.weight_preference.static_weight_list:
+            named += rule.target_cluster.cluster_names
+    return sorted(set(named) - known)
