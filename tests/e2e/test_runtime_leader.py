@@ -159,11 +159,11 @@ def writes_by(fleet: TestFleet, identity: str) -> list[tuple[float, str, str, st
     return sorted(found)
 
 
-@pytest.mark.timeout(240)
 IN_FLIGHT = 0.5
 """Seconds after the loss line within which a request frozen mid-flight may still arrive."""
 
 
+@pytest.mark.timeout(240)
 def test_a_deposed_leader_makes_no_write_after_it_logs_the_loss(
         fleet: TestFleet, replicas: list[Replica]) -> None:
     """SIGSTOP a busy leader past its lease, let the standby take over, SIGCONT it: the
