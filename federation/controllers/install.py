@@ -49,8 +49,12 @@ async def install_crds(client: ClusterClient) -> list[str]:
     """Apply every CRD and wait until all are established; their names."""
     names = []
     for doc in crd_documents():
-        await client.apply(api.CRDS, doc, FIELD_MANAGER, force=True)
-        names.append(doc["metadata"]["name"])
+        name = doc["metadata"]["name"]
+        # Skip a CRD the hub already serves as ours: a restart of the control plane then
+        # writes nothing to the hub (even a no-op apply is a PATCH the server must process).
+        if not contains(await client.get(api.CRDS, name), doc):
+            await client.apply(api.CRDS, doc, FIELD_MANAGER, force=True)
+        names.append(name)
     deadline = time.monotonic() + ESTABLISH_TIMEOUT
     for name in names:
         while not _established(await client.get(api.CRDS, name)):
@@ -58,6 +62,18 @@ async def install_crds(client: ClusterClient) -> list[str]:
                 raise TimeoutError(f"CRD {name} not established after {ESTABLISH_TIMEOUT:.0f}s")
             await asyncio.sleep(0.2)
     return names
+
+
+def contains(live: Any, wanted: Any) -> bool:
+    """True when ``live`` holds every field of ``wanted`` with the same value (the server adds
+    defaults, so a live object is a superset of what we applied; lists match item by item)."""
+    if isinstance(wanted, Mapping):
+        return isinstance(live, Mapping) and all(
+            key in live and contains(live[key], value) for key, value in wanted.items())
+    if isinstance(wanted, list):
+        return isinstance(live, list) and len(live) == len(wanted) and all(
+            contains(have, want) for have, want in zip(live, wanted, strict=True))
+    return bool(live == wanted)
 
 
 def _established(crd: Mapping[str, Any]) -> bool:
