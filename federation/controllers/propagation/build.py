@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.controllers import deny, plan
 from federation.controllers import failover as failover_
@@ -59,8 +60,10 @@ class Build:
     binding: JSON | None = None
     """The template's ResourceBinding as cached: the record of the previous round."""
     policy: policy_.Policy | None = None
-    policy_doc: JSON = dataclasses.field(default_factory=dict)
-    member_docs: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    policy_doc: ReadOnly = dataclasses.field(default_factory=dict)
+    """The winning policy as cached (read-only: shared with the cache, never changed)."""
+    member_docs: dict[str, ReadOnly] = dataclasses.field(default_factory=dict)
+    """MemberClusters as cached, by name (read-only, shared with the cache)."""
     """MemberCluster objects by name, read once per reconcile (by load_clusters)."""
     clusters: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
     decision: decision_.Decision | None = None
@@ -77,7 +80,7 @@ class Build:
     """Keys of dependency creates (a Namespace, a CRD) that other templates may make too."""
     failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
     """Per-cluster failover judgements and old copies kept by graceful eviction."""
-    denied: tuple[JSON, deny.Rule] | None = None
+    denied: tuple[ReadOnly, deny.Rule] | None = None
     """The policy that selected a denied object, and the deny rule it matched."""
     requeue_after: float | None = None
     """The soonest look-again any transformer asked for."""

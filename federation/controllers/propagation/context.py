@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
@@ -68,7 +69,7 @@ class TransformContext(Protocol):
     async def get(self, resource: Resource, name: str, namespace: str | None,
                   cluster: str) -> JSON | None: ...
 
-    async def list(self, resource: Resource, namespace: str | None = None) -> list[JSON]:
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
         """Hub objects of ``resource`` (from the hub's cache)."""
         ...
 
@@ -122,8 +123,10 @@ class CacheContext:
                   cluster: str) -> JSON | None:
         return await self._mc.get(resource, name, namespace, cluster=cluster)
 
-    async def list(self, resource: Resource, namespace: str | None = None) -> list[JSON]:
-        listing = await self._mc.list(resource, namespace, clusters=[self.hub])
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
+        # The cached objects themselves: policies, overrides and MemberClusters are only
+        # read here (parsed or summarised), and copying them was most of our CPU.
+        listing = await self._mc.list(resource, namespace, clusters=[self.hub], copy=False)
         error = listing.errors.get(self.hub)
         if error is not None:
             raise error

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pydantic
 
+from federation.contexts.cache import ReadOnly
 from federation.controllers import api, deny
 from federation.controllers.propagation.build import JSON, STOP, Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
@@ -32,7 +33,7 @@ def template_resource(build: Build) -> resources_.Resource:
 
 async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
     resource = template_resource(build)
-    found: list[tuple[policy_.Policy, JSON]] = []
+    found: list[tuple[policy_.Policy, ReadOnly]] = []
     for kind in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
         if kind.namespaced and build.namespace is None:
             continue

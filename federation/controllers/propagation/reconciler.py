@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
@@ -209,7 +210,7 @@ class Reconciler:
         (await self.execute(writes)).raise_for_failure()
         return Result(requeue_after=self.settings.retry_pending) if pending else None
 
-    async def _report_denied(self, build: Build, policy_doc: JSON, rule: deny.Rule) -> None:
+    async def _report_denied(self, build: Build, policy_doc: ReadOnly, rule: deny.Rule) -> None:
         """A Warning event on the policy, once per (policy, rule): the first object it skips."""
         key = (str(policy_doc["metadata"].get("uid")), str(rule))
         if key in self._denials_reported:

@@ -12,6 +12,7 @@ from federation.controllers import api, manifests, overrides
 from federation.controllers.propagation.build import Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import template_resource
+from federation.hub import parsed
 from federation.placement import policy as policy_
 
 
@@ -38,6 +39,11 @@ async def render(ctx: TransformContext, build: Build) -> Verdict | None:
     return None
 
 
+_parsed_override = parsed.Memo(
+    lambda doc: overrides.parse({k: v for k, v in doc.items() if k != "status"}))
+"""Override policies parsed once per version (:mod:`federation.hub.parsed`)."""
+
+
 async def load_overrides(ctx: TransformContext, namespace: str | None
                          ) -> list[overrides.OverridePolicy]:
     found = []
@@ -46,7 +52,7 @@ async def load_overrides(ctx: TransformContext, namespace: str | None
             continue
         for doc in await ctx.list(kind, namespace if kind.namespaced else None):
             try:
-                found.append(overrides.parse({k: v for k, v in doc.items() if k != "status"}))
+                found.append(_parsed_override(doc))
             except overrides.OverrideError:
                 continue  # reported on the policy itself
     return found

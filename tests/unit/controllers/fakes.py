@@ -16,6 +16,7 @@ from copy import deepcopy
 from typing import Any
 
 from federation.contexts import client as kube
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
@@ -27,6 +28,9 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.MEMBER_CLUSTERS, api.CRDS)}
+
+
+_UIDS = itertools.count(1)
 
 
 class FakeCluster(Cluster):
@@ -62,7 +66,9 @@ class FakeMC:
         """Store ``obj`` as the server would (uid, resourceVersion), without recording."""
         stored = deepcopy(obj)
         meta = stored.setdefault("metadata", {})
-        meta.setdefault("uid", f"uid-{next(self._versions)}")
+        # Unique across fakes, as a real server's uids are: parsed policies are memoised by
+        # (uid, resourceVersion) for the life of the process.
+        meta.setdefault("uid", f"uid-{next(_UIDS)}")
         meta["resourceVersion"] = str(next(self._versions))
         self.objects[self._key(cluster, KINDS[stored["kind"]], meta.get("namespace"),
                                meta["name"])] = stored
@@ -306,7 +312,7 @@ class FakeContext:
                 return copy.deepcopy(obj)
         return None
 
-    async def list(self, resource: Resource, namespace: str | None = None) -> list[JSON]:
+    async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
         return [copy.deepcopy(o) for o in self.lists.get(resource.kind, [])
                 if namespace is None or o["metadata"].get("namespace") == namespace]
 
