@@ -1,0 +1,80 @@
+"""The copies transformer: create / update / nothing per cluster against the member's
+copy; a foreign object is a conflict; unreadable members are noted, not guessed."""
+
+from __future__ import annotations
+
+from federation.contexts import client as kube
+from federation.controllers import manifests, plan, propagation
+from federation.controllers.propagation.copies import plan_copies
+from federation.placement import loader
+from tests.unit.controllers.fakes import JSON, FakeContext, config_map, duplicated_policy
+
+
+def desired(uid: str = "u1") -> JSON:
+    return manifests.mark(manifests.render(config_map("a"), None, False), uid)
+
+
+def build(*clusters: str, overwrite: bool = False) -> propagation.Build:
+    template = {**config_map("a"), "metadata": {"name": "a", "namespace": "shop",
+                                                "uid": "u1"}}
+    found = propagation.Build(template=template, resource=kube.CONFIGMAPS, hub="hub")
+    policy = duplicated_policy("a", clusters)
+    if overwrite:
+        policy["spec"]["conflictResolution"] = "Overwrite"
+    found.policy = loader.parse_policy(policy, "test")
+    found.desired = {c: desired() for c in clusters}
+    return found
+
+
+async def test_foreign_object_is_a_conflict_with_a_hint() -> None:
+    """Someone else's ConfigMap: no vertex, a conflict message naming the object and the
+    way to take it over."""
+    ctx = FakeContext(copies={"member1": config_map("a", data="theirs")})
+    b = build("member1")
+    await plan_copies(ctx, b)
+    assert len(b.dag) == 0
+    assert b.conflicts == {"member1": "ConfigMap shop/a exists and is not managed by "
+                           "federation (set conflictResolution: Overwrite in the policy "
+                           "to take it over)"}
+
+
+async def test_overwrite_policy_takes_a_foreign_object_over() -> None:
+    """conflictResolution: Overwrite turns the conflict into an update with the template's
+    identity for the executor to check."""
+    ctx = FakeContext(copies={"member1": config_map("a", data="theirs")})
+    b = build("member1", overwrite=True)
+    await plan_copies(ctx, b)
+    (vertex,) = list(b.dag)
+    assert vertex.action is plan.Action.UPDATE and vertex.reason == "taking over"
+    assert vertex.expect == plan.Identity.of(b.template)
+    assert not b.conflicts
+
+
+async def test_unreadable_member_is_noted_and_already_unreachable_is_skipped() -> None:
+    """A member whose copy cannot be read is unreachable (with its cause); one noted
+    unreachable earlier (by dependencies) is not read again; neither gets a vertex."""
+    ctx = FakeContext()
+    ctx.down.add("member2")
+    b = build("member1", "member2", "member3")
+    b.note_unreachable("member3", kube.ClusterUnavailable("member3", "gone"))
+    await plan_copies(ctx, b)
+    assert [v.cluster for v in b.dag] == ["member1"]
+    assert set(b.unreachable) == {"member2", "member3"}
+    assert "member2" not in b.live and "member3" not in b.live
+
+
+async def test_copy_waits_for_its_namespace_and_crd_in_the_same_cluster() -> None:
+    """The copy depends on the dependency vertices of its own cluster, not another's."""
+    ctx = FakeContext()
+    b = build("member1", "member2")
+    namespaces = {c: b.dag.add(plan.Vertex(c, plan.Action.CREATE, {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}))
+        for c in ("member1", "member2")}
+    crd = b.dag.add(plan.Vertex("member1", plan.Action.CREATE, {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"}}))
+    await plan_copies(ctx, b)
+    copy1 = next(v for v in b.dag if v.cluster == "member1" and v.obj["kind"] == "ConfigMap")
+    copy2 = next(v for v in b.dag if v.cluster == "member2" and v.obj["kind"] == "ConfigMap")
+    assert copy1.depends_on == {namespaces["member1"].key, crd.key}
+    assert copy2.depends_on == {namespaces["member2"].key}
