@@ -91,3 +91,15 @@ def test_arguments_refuse_unknown_scenarios_and_zero_sizes() -> None:
         bench.parse_args(["--templates", "0"])
     with pytest.raises(SystemExit):
         bench.parse_args(["--paced-rate", "0"])
+
+
+def test_member_cluster_heartbeats_are_not_charged_to_templates() -> None:
+    counts = bench.mutating_requests("\n".join([
+        _line("201", "deployments", "", "POST", 10),
+        _line("200", "resourcebindings", "", "POST", 10),
+        _line("200", "memberclusters", "status", "PATCH", 40)]))
+    assert bench.heartbeats(counts) == 40
+    run = bench.Run(latencies=[], copies_per_second=0.0, hub_writes=counts,
+                    member_writes=bench.collections.Counter(), own_writes=10, cpu=0.0,
+                    complete=True, templates=10, members=3, elapsed=1.0)
+    assert run.hub_writes_per_template == 1.0
