@@ -1,0 +1,105 @@
+"""The propagation bench's pure parts: metric parsing, percentiles, policies, arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+PATH = Path(__file__).resolve().parents[3] / "bench" / "propagation_bench.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("propagation_bench", PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load()
+
+def _line(code: str, resource: str, subresource: str, verb: str, value: int) -> str:
+    return (f'apiserver_request_total{{code="{code}",component="apiserver",group="g",'
+            f'resource="{resource}",subresource="{subresource}",verb="{verb}"}} {value}')
+
+
+METRICS = "\n".join([
+    "# HELP apiserver_request_total Counter of apiserver requests",
+    _line("201", "deployments", "", "POST", 500),
+    _line("200", "deployments", "status", "PATCH", 12),
+    _line("200", "deployments", "", "LIST", 40),
+    _line("409", "resourcebindings", "", "PUT", 3),
+    _line("422", "endpoints", "", "POST", 6),
+    _line("200", "customresourcedefinitions", "", "APPLY", 7),
+    'apiserver_request_duration_seconds_count{verb="POST"} 99',
+])
+
+
+def test_mutating_requests_counts_writes_only_and_names_failures() -> None:
+    counts = bench.mutating_requests(METRICS)
+    assert counts == {"POST deployments": 500, "PATCH deployments/status": 12,
+                      "PUT resourcebindings (409)": 3, "APPLY customresourcedefinitions": 7}
+
+
+def test_delta_keeps_what_grew() -> None:
+    before = bench.mutating_requests(METRICS)
+    after = bench.mutating_requests(METRICS.replace("} 12", "} 15"))
+    assert bench.delta(after, before) == {"PATCH deployments/status": 3}
+
+
+def test_percentile_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert bench.percentile(values, 0.5) == 50.0
+    assert bench.percentile(values, 0.99) == 99.0
+    assert bench.percentile([3.0], 0.99) == 3.0
+    assert math.isnan(bench.percentile([], 0.5))
+
+
+def test_judged_marks_missing_values_as_failures() -> None:
+    assert bench.judged("s", "m", math.nan, ".2f", "<= 1", lambda v: v <= 1).verdict == "FAIL"
+    assert bench.judged("s", "m", 0.5, ".2f", "<= 1", lambda v: v <= 1).verdict == "PASS"
+
+
+def test_divided_policy_names_every_member_with_equal_weight() -> None:
+    placement = bench.policy("ns", ["member1", "member2"], divided=True)["spec"]["placement"]
+    assert placement["clusterAffinity"] == {"clusterNames": ["member1", "member2"]}
+    weights = placement["replicaScheduling"]["weightPreference"]["staticWeightList"]
+    assert [w["weight"] for w in weights] == [1, 1]
+
+
+def test_copy_ready_needs_observed_generation_and_ready_replicas() -> None:
+    copy = {"metadata": {"generation": 2}, "spec": {"replicas": 2},
+            "status": {"observedGeneration": 1, "readyReplicas": 2}}
+    assert not bench.copy_ready(copy)
+    copy["status"]["observedGeneration"] = 2
+    assert bench.copy_ready(copy)
+    copy["status"]["readyReplicas"] = 1
+    assert not bench.copy_ready(copy)
+
+
+def test_arguments_refuse_unknown_scenarios_and_zero_sizes() -> None:
+    assert bench.parse_args(["--scenarios", "burst, paced"]).scenarios == ["burst", "paced"]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--scenarios", "bursty"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--templates", "0"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--paced-rate", "0"])
+
+
+def test_member_cluster_heartbeats_are_not_charged_to_templates() -> None:
+    counts = bench.mutating_requests("\n".join([
+        _line("201", "deployments", "", "POST", 10),
+        _line("200", "resourcebindings", "", "POST", 10),
+        _line("200", "memberclusters", "status", "PATCH", 40)]))
+    assert bench.heartbeats(counts) == 40
+    run = bench.Run(latencies=[], copies_per_second=0.0, hub_writes=counts,
+                    member_writes=bench.collections.Counter(), own_writes=10, cpu=0.0,
+                    complete=True, templates=10, members=3, elapsed=1.0)
+    assert run.hub_writes_per_template == 1.0
