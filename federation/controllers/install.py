@@ -52,7 +52,7 @@ async def install_crds(client: ClusterClient) -> list[str]:
         name = doc["metadata"]["name"]
         # Skip a CRD the hub already serves as ours: a restart of the control plane then
         # writes nothing to the hub (even a no-op apply is a PATCH the server must process).
-        if not contains(await client.get(api.CRDS, name), doc):
+        if not contains(await _served(client, name), doc):
             await client.apply(api.CRDS, doc, FIELD_MANAGER, force=True)
         names.append(name)
     deadline = time.monotonic() + ESTABLISH_TIMEOUT
@@ -62,6 +62,15 @@ async def install_crds(client: ClusterClient) -> list[str]:
                 raise TimeoutError(f"CRD {name} not established after {ESTABLISH_TIMEOUT:.0f}s")
             await asyncio.sleep(0.2)
     return names
+
+
+async def _served(client: ClusterClient, name: str) -> JSON | None:
+    try:
+        return await client.get(api.CRDS, name)
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
 
 
 def contains(live: Any, wanted: Any) -> bool:

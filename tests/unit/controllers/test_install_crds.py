@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from federation.contexts.client import ApiError
 from federation.controllers import install
 
 
@@ -16,7 +17,9 @@ class Hub:
         self.applied: list[str] = []
 
     async def get(self, resource: Any, name: str) -> Any:
-        return copy.deepcopy(self.served.get(name))
+        if name not in self.served:  # as the real client answers a missing object
+            raise ApiError("hub", 404, "NotFound", f"{name} not found")
+        return copy.deepcopy(self.served[name])
 
     async def apply(self, resource: Any, doc: dict[str, Any], manager: str,
                     force: bool = False) -> dict[str, Any]:
