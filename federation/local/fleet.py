@@ -573,6 +573,11 @@ class Fleet:
         processes.spawn(argv, self.simulator_pid_file, self.simulator_log_file, env=env)
         progress(f"simulator started (log: {self.simulator_log_file})")
 
+    def stop_simulator(self) -> bool:
+        """Stop the simulator (benchmarks pause it to count only the control plane's
+        member writes); True when it was running."""
+        return processes.terminate(self.simulator_pid_file)
+
     # -- control plane -------------------------------------------------------------------
 
     @property
