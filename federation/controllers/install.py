@@ -3,7 +3,12 @@
 ``fedctl install`` and ``fedctl run`` both call :func:`install_crds`: a
 server-side apply of every CRD in ``federation/crds/crds.yaml`` (idempotent,
 and an upgrade when the file changed), then a wait until each is Established
-so that the informers started next do not begin with a 404.
+so that the informers started next do not begin with a 404. Each applied CRD
+carries the digest of its document (``federation.io/crd-digest``); ``fedctl run``
+applies only the CRDs whose digest differs, so a restart with nothing to upgrade
+sends no write to the hub (a no-op apply is still a mutating request the hub
+serves and counts). ``fedctl install`` applies every CRD whatever its digest, so
+an admin's install also reverts hand edits of our CRDs.
 
 :func:`install_rbac` applies the control plane's least-privilege RBAC
 (:mod:`federation.rbac.roles`) to one cluster, the same way: server-side apply,
@@ -15,6 +20,8 @@ a joining member's.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,12 +52,32 @@ def crd_documents() -> list[JSON]:
     return [doc for doc in yaml.safe_load_all(api.CRD_FILE.read_text()) if doc]
 
 
-async def install_crds(client: ClusterClient) -> list[str]:
-    """Apply every CRD and wait until all are established; their names."""
+CRD_DIGEST_ANNOTATION = "federation.io/crd-digest"
+
+
+def crd_digest(doc: Mapping[str, Any]) -> str:
+    """A digest of a CRD document as shipped (before the digest annotation is added)."""
+    encoded = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def with_digest(doc: JSON) -> JSON:
+    meta = doc.get("metadata") or {}
+    annotations = {**(meta.get("annotations") or {}), CRD_DIGEST_ANNOTATION: crd_digest(doc)}
+    return {**doc, "metadata": {**meta, "annotations": annotations}}
+
+
+async def install_crds(client: ClusterClient, *, only_changed: bool = False) -> list[str]:
+    """Apply every CRD (with ``only_changed``, those whose live digest differs from the
+    shipped document's, or that are not established) and wait until all are established;
+    their names."""
     names = []
     for doc in crd_documents():
-        await client.apply(api.CRDS, doc, FIELD_MANAGER, force=True)
-        names.append(doc["metadata"]["name"])
+        name = doc["metadata"]["name"]
+        names.append(name)
+        if only_changed and await _current(client, name, crd_digest(doc)):
+            continue
+        await client.apply(api.CRDS, with_digest(doc), FIELD_MANAGER, force=True)
     deadline = time.monotonic() + ESTABLISH_TIMEOUT
     for name in names:
         while not _established(await client.get(api.CRDS, name)):
@@ -58,6 +85,18 @@ async def install_crds(client: ClusterClient) -> list[str]:
                 raise TimeoutError(f"CRD {name} not established after {ESTABLISH_TIMEOUT:.0f}s")
             await asyncio.sleep(0.2)
     return names
+
+
+async def _current(client: ClusterClient, name: str, digest: str) -> bool:
+    """The live CRD is the shipped one (same digest) and is served."""
+    try:
+        live = await client.get(api.CRDS, name)
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(CRD_DIGEST_ANNOTATION) == digest and _established(live)
 
 
 def _established(crd: Mapping[str, Any]) -> bool:
