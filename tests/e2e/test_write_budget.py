@@ -49,7 +49,7 @@ leader election's (off here: no lease is written, the exclusion only keeps a fut
 default honest). Everything else written on the hub during the window counts, including
 events about other objects and the policy's own status: strict, not flattering."""
 
-Key = tuple[str, str, str]  # (resource, subresource, verb)
+Key = tuple[str, str, str, str]  # (resource, subresource, verb, HTTP code)
 _SAMPLE = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -64,7 +64,8 @@ def mutating_requests(fleet: TestFleet, context: str) -> Counter[Key]:
             continue
         labels = dict(_LABEL.findall(match["labels"]))
         if labels.get("verb") in MUTATING and labels.get("dry_run", "") == "":
-            key = (labels.get("resource", ""), labels.get("subresource", ""), labels["verb"])
+            key = (labels.get("resource", ""), labels.get("subresource", ""), labels["verb"],
+                   labels.get("code", ""))
             counts[key] += int(float(match["value"]))
     return counts
 
@@ -76,8 +77,10 @@ def delta(after: Counter[Key], before: Counter[Key],
 
 
 def breakdown(counts: Counter[Key]) -> str:
-    return ", ".join(f"{verb} {resource}{'/' + sub if sub else ''}: {n}"
-                     for (resource, sub, verb), n in sorted(counts.items())) or "none"
+    """Per resource and verb; answers other than 2xx (a 409 retried) named with their code."""
+    return ", ".join(f"{verb} {resource}{'/' + sub if sub else ''}"
+                     f"{'' if code.startswith('2') else ' ' + code}: {n}"
+                     for (resource, sub, verb, code), n in sorted(counts.items())) or "none"
 
 
 def wait_quiet(read: Callable[[], Counter[Key]], still: float = 3.0,
