@@ -100,7 +100,7 @@ async def serve(mgr: manager.Manager) -> None:
     assert hub_client is not None
     reporter = asyncio.create_task(report_state(mgr), name="cluster state reporter")
     try:
-        installed = await install.install_crds(hub_client)
+        installed = await install.install_crds(hub_client, only_changed=True)
         log.info("hub API installed: %d CRDs", len(installed))
         await mgr.run()
     finally:

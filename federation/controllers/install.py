@@ -3,7 +3,12 @@
 ``fedctl install`` and ``fedctl run`` both call :func:`install_crds`: a
 server-side apply of every CRD in ``federation/crds/crds.yaml`` (idempotent,
 and an upgrade when the file changed), then a wait until each is Established
-so that the informers started next do not begin with a 404.
+so that the informers started next do not begin with a 404. Each applied CRD
+carries the digest of its document (``federation.io/crd-digest``); ``fedctl run``
+applies only the CRDs whose digest differs, so a restart with nothing to upgrade
+sends no write to the hub (a no-op apply is still a mutating request the hub
+serves and counts). ``fedctl install`` applies every CRD whatever its digest, so
+an admin's install also reverts hand edits of our CRDs.
 
 :func:`install_rbac` applies the control plane's least-privilege RBAC
 (:mod:`federation.rbac.roles`) to one cluster, the same way: server-side apply,
@@ -15,6 +20,8 @@ a joining member's.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,16 +52,32 @@ def crd_documents() -> list[JSON]:
     return [doc for doc in yaml.safe_load_all(api.CRD_FILE.read_text()) if doc]
 
 
-async def install_crds(client: ClusterClient) -> list[str]:
-    """Apply every CRD and wait until all are established; their names."""
+CRD_DIGEST_ANNOTATION = "federation.io/crd-digest"
+
+
+def crd_digest(doc: Mapping[str, Any]) -> str:
+    """A digest of a CRD document as shipped (before the digest annotation is added)."""
+    encoded = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def with_digest(doc: JSON) -> JSON:
+    meta = doc.get("metadata") or {}
+    annotations = {**(meta.get("annotations") or {}), CRD_DIGEST_ANNOTATION: crd_digest(doc)}
+    return {**doc, "metadata": {**meta, "annotations": annotations}}
+
+
+async def install_crds(client: ClusterClient, *, only_changed: bool = False) -> list[str]:
+    """Apply every CRD (with ``only_changed``, those whose live digest differs from the
+    shipped document's, or that are not established) and wait until all are established;
+    their names."""
     names = []
     for doc in crd_documents():
         name = doc["metadata"]["name"]
-        # Skip a CRD the hub already serves as ours: a restart of the control plane then
-        # writes nothing to the hub (even a no-op apply is a PATCH the server must process).
-        if not contains(await _served(client, name), doc):
-            await client.apply(api.CRDS, doc, FIELD_MANAGER, force=True)
         names.append(name)
+        if only_changed and await _current(client, name, crd_digest(doc)):
+            continue
+        await client.apply(api.CRDS, with_digest(doc), FIELD_MANAGER, force=True)
     deadline = time.monotonic() + ESTABLISH_TIMEOUT
     for name in names:
         while not _established(await client.get(api.CRDS, name)):
@@ -64,25 +87,16 @@ async def install_crds(client: ClusterClient) -> list[str]:
     return names
 
 
-async def _served(client: ClusterClient, name: str) -> JSON | None:
+async def _current(client: ClusterClient, name: str, digest: str) -> bool:
+    """The live CRD is the shipped one (same digest) and is served."""
     try:
-        return await client.get(api.CRDS, name)
+        live = await client.get(api.CRDS, name)
     except ApiError as exc:
         if exc.status == 404:
-            return None
+            return False
         raise
-
-
-def contains(live: Any, wanted: Any) -> bool:
-    """True when ``live`` holds every field of ``wanted`` with the same value (the server adds
-    defaults, so a live object is a superset of what we applied; lists match item by item)."""
-    if isinstance(wanted, Mapping):
-        return isinstance(live, Mapping) and all(
-            key in live and contains(live[key], value) for key, value in wanted.items())
-    if isinstance(wanted, list):
-        return isinstance(live, list) and len(live) == len(wanted) and all(
-            contains(have, want) for have, want in zip(live, wanted, strict=True))
-    return bool(live == wanted)
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(CRD_DIGEST_ANNOTATION) == digest and _established(live)
 
 
 def _established(crd: Mapping[str, Any]) -> bool:

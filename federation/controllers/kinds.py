@@ -19,7 +19,8 @@ hub's Events from flooding the queue.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
@@ -39,6 +40,19 @@ MEMBER_EVENT_DELAY = 0.5
 changes several times within a second (created, progressing, ready) in every member;
 waiting half a second lets the queue fold those into one reconcile and one status write
 instead of one each, while drift is still reverted well within a second."""
+
+
+_BOOKKEEPING = ("resourceVersion", "managedFields")
+
+
+def status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when a template changed in its status only (and the server's bookkeeping)."""
+    if {k: v for k, v in old.items() if k not in ("status", "metadata")} != \
+            {k: v for k, v in new.items() if k not in ("status", "metadata")}:
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return {k: v for k, v in old_meta.items() if k not in _BOOKKEEPING} == \
+        {k: v for k, v in new_meta.items() if k not in _BOOKKEEPING}
 
 
 class KindTracker:
@@ -107,6 +121,10 @@ class KindTracker:
             cluster.cache.informer(resource).add_handler(self._copy_event)
 
     def _template_event(self, event: Event) -> None:
+        if event.old is not None and status_only(event.old, event.obj):
+            # Our own status write (the only status writer of a hub template): reconciling
+            # it again would race our binding write against a stale cache, for nothing.
+            return
         meta = event.obj.get("metadata") or {}
         self.enqueue(reconcile.Request(self.clusters.hub.name,
                                        reconcile.group_kind(event.resource),

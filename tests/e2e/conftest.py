@@ -60,6 +60,10 @@ class ControlPlane:
 
     def start(self) -> None:
         self.install()
+        self.launch()
+
+    def launch(self) -> None:
+        """`fedctl run` alone (a restart: no `fedctl install` and its admin writes)."""
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -1,59 +1,98 @@
-"""The hub API install: a restart of the control plane writes nothing when the CRDs are ours."""
+"""install_crds: `fedctl run` applies only CRDs that changed, so a restart writes nothing."""
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+import asyncio
+from typing import Any, cast
 
-from federation.contexts.client import ApiError
+import pytest
+
+from federation.contexts.client import ApiError, ClusterClient, Resource
 from federation.controllers import install
 
+JSON = dict[str, Any]
+ESTABLISHED = {"conditions": [{"type": "Established", "status": "True"}]}
 
-class Hub:
-    """A hub that serves CRDs with server defaults added, and records every apply."""
 
-    def __init__(self, served: dict[str, Any]) -> None:
-        self.served = served
+class FakeHub:
+    """CRDs by name; every apply recorded (and stored as the server would, established)."""
+
+    def __init__(self) -> None:
+        self.crds: dict[str, JSON] = {}
         self.applied: list[str] = []
 
-    async def get(self, resource: Any, name: str) -> Any:
-        if name not in self.served:  # as the real client answers a missing object
+    async def apply(self, resource: Resource, body: JSON, manager: str, force: bool) -> JSON:
+        assert force and manager == install.FIELD_MANAGER
+        name = body["metadata"]["name"]
+        self.applied.append(name)
+        self.crds[name] = {**body, "status": ESTABLISHED}
+        return self.crds[name]
+
+    async def get(self, resource: Resource, name: str) -> JSON:
+        if name not in self.crds:
             raise ApiError("hub", 404, "NotFound", f"{name} not found")
-        return copy.deepcopy(self.served[name])
-
-    async def apply(self, resource: Any, doc: dict[str, Any], manager: str,
-                    force: bool = False) -> dict[str, Any]:
-        self.applied.append(doc["metadata"]["name"])
-        served = copy.deepcopy(doc)
-        served["spec"]["conversion"] = {"strategy": "None"}  # a server default
-        served["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
-        self.served[doc["metadata"]["name"]] = served
-        return served
+        return self.crds[name]
 
 
-async def test_first_install_applies_every_crd_and_a_restart_applies_none() -> None:
-    """Absent CRDs are applied; the same CRDs served (with server defaults) are skipped."""
-    hub = Hub({})
-    names = await install.install_crds(hub)  # type: ignore[arg-type]
-    assert hub.applied == names and names
+def run(hub: FakeHub, only_changed: bool) -> list[str]:
+    return asyncio.run(install.install_crds(cast(ClusterClient, hub), only_changed=only_changed))
+
+
+def names() -> list[str]:
+    return [doc["metadata"]["name"] for doc in install.crd_documents()]
+
+
+def test_run_applies_nothing_when_every_crd_is_current() -> None:
+    hub = FakeHub()
+    assert run(hub, only_changed=False) == names()
     hub.applied.clear()
-    assert await install.install_crds(hub) == names  # type: ignore[arg-type]
+    assert run(hub, only_changed=True) == names()
     assert hub.applied == []
 
 
-async def test_a_changed_crd_is_applied_again() -> None:
-    """A served CRD that differs from ours (an older version of the project) is re-applied."""
-    hub = Hub({})
-    names = await install.install_crds(hub)  # type: ignore[arg-type]
-    hub.served[names[0]]["spec"]["versions"][0]["name"] = "v0"
+def test_install_applies_every_crd_even_when_current() -> None:
+    hub = FakeHub()
+    run(hub, only_changed=False)
     hub.applied.clear()
-    await install.install_crds(hub)  # type: ignore[arg-type]
-    assert hub.applied == [names[0]]
+    run(hub, only_changed=False)
+    assert hub.applied == names()
 
 
-def test_contains_is_a_superset_check() -> None:
-    """Live objects carry server defaults: extra keys are fine, a different value is not."""
-    assert install.contains({"a": 1, "b": [{"c": 2, "d": 3}]}, {"b": [{"c": 2}]})
-    assert not install.contains({"a": 1}, {"a": 2})
-    assert not install.contains({"b": [1, 2]}, {"b": [1]})
-    assert not install.contains(None, {"a": 1})
+@pytest.mark.parametrize("change", ["missing", "old digest", "no digest", "not established"])
+def test_run_applies_a_crd_that_differs_or_is_not_served(change: str) -> None:
+    hub = FakeHub()
+    run(hub, only_changed=False)
+    hub.applied.clear()
+    target = names()[0]
+    crd = hub.crds[target]
+    if change == "missing":
+        del hub.crds[target]
+    elif change == "old digest":
+        crd["metadata"]["annotations"][install.CRD_DIGEST_ANNOTATION] = "0" * 16
+    elif change == "no digest":
+        del crd["metadata"]["annotations"][install.CRD_DIGEST_ANNOTATION]
+    else:
+        crd["status"] = {"conditions": [{"type": "Established", "status": "False"}]}
+        hub.crds[target] = crd
+    run(hub, only_changed=True)
+    assert hub.applied == [target]
+
+
+def test_the_digest_is_of_the_shipped_document_and_ignores_its_own_annotation() -> None:
+    doc = install.crd_documents()[0]
+    marked = install.with_digest(doc)
+    assert marked["metadata"]["annotations"][install.CRD_DIGEST_ANNOTATION] == \
+        install.crd_digest(doc)
+    assert "annotations" not in doc["metadata"] or \
+        install.CRD_DIGEST_ANNOTATION not in doc["metadata"]["annotations"]
+    assert install.crd_digest({**doc, "spec": {**doc["spec"], "scope": "Other"}}) != \
+        install.crd_digest(doc)
+
+
+def test_a_server_error_reading_a_crd_is_not_taken_for_absent() -> None:
+    class Broken(FakeHub):
+        async def get(self, resource: Resource, name: str) -> JSON:
+            raise ApiError("hub", 403, "Forbidden", "no")
+
+    with pytest.raises(ApiError, match="403"):
+        run(Broken(), only_changed=True)

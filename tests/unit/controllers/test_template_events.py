@@ -1,0 +1,42 @@
+"""A template's own status write does not reconcile it again; every other change does."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from federation.controllers import kinds
+
+
+def deployment() -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "1",
+                         "generation": 1, "labels": {"app": "web"}},
+            "spec": {"replicas": 3}, "status": {}}
+
+
+def test_a_status_write_is_status_only() -> None:
+    """Our status write changes status and resourceVersion: nothing to reconcile."""
+    old = deployment()
+    new = copy.deepcopy(old)
+    new["status"] = {"readyReplicas": 3}
+    new["metadata"]["resourceVersion"] = "2"
+    new["metadata"]["managedFields"] = [{"manager": "fedctl"}]
+    assert kinds.status_only(old, new)
+
+
+def test_spec_labels_annotations_and_deletion_are_changes() -> None:
+    """A scale, a relabel, an annotation (orphan) or a delete is reconciled."""
+    changes: tuple[Callable[[dict[str, Any]], object], ...] = (
+        lambda d: d["spec"].update(replicas=4),
+        lambda d: d["metadata"]["labels"].update(tier="x"),
+        lambda d: d["metadata"].setdefault("annotations", {}).update(
+            {"federation.io/orphan": "true"}),
+        lambda d: d["metadata"].update(deletionTimestamp="2026-11-23T00:00:00Z"),
+    )
+    for change in changes:
+        old = deployment()
+        new = copy.deepcopy(old)
+        change(new)
+        assert not kinds.status_only(old, new)
