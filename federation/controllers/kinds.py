@@ -121,7 +121,8 @@ class KindTracker:
             cluster.cache.informer(resource).add_handler(self._copy_event)
 
     def _template_event(self, event: Event) -> None:
-        if event.old is not None and status_only(event.old, event.obj):
+        if event.type == "MODIFIED" and event.old is not None and \
+                status_only(event.old, event.obj):
             # Our own status write (the only status writer of a hub template): reconciling
             # it again would race our binding write against a stale cache, for nothing.
             return

@@ -40,3 +40,25 @@ def test_spec_labels_annotations_and_deletion_are_changes() -> None:
         new = copy.deepcopy(old)
         change(new)
         assert not kinds.status_only(old, new)
+
+
+def test_a_delete_is_always_reconciled() -> None:
+    """Templates carry no finalizer: the DELETED event looks like the last state (status
+    only differs), and must still reach the queue, or copies would never be removed."""
+    from federation.contexts import client as kube
+    from federation.contexts.cache import Event
+    from tests.unit.controllers.fakes import cluster_set
+
+    queued: list[Any] = []
+
+    def enqueue(request: Any, priority: int = 0) -> None:
+        queued.append(request)
+
+    tracker = kinds.KindTracker(cluster_set("member1"), enqueue)
+    old = deployment()
+    gone = copy.deepcopy(old)
+    gone["metadata"]["resourceVersion"] = "2"
+    tracker._template_event(Event("DELETED", "hub", kube.DEPLOYMENTS, gone, old))
+    assert [r.name for r in queued] == ["web"]
+    tracker._template_event(Event("MODIFIED", "hub", kube.DEPLOYMENTS, gone, old))
+    assert len(queued) == 1  # a status-only modification is not queued
