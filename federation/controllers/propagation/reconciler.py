@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import ClientError, ClusterUnavailable, Resource
+from federation.contexts.client import ApiError, ClientError, ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, bindings, deny, events, plan, scheduling, status
@@ -143,7 +143,7 @@ class Reconciler:
         template_status = record.template_status_write(build.template, copies_now, conds)
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
-        (await self.execute(writes)).raise_for_failure()
+        raise_for_hub_failure(await self.execute(writes))
         refused = {o.vertex.cluster for o in report.failed() if o.refused}
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
@@ -170,7 +170,7 @@ class Reconciler:
 
     async def _release_legacy(self, template: JSON | None) -> None:
         if template is not None:
-            (await self.execute(self._legacy_marks(template))).raise_for_failure()
+            raise_for_hub_failure(await self.execute(self._legacy_marks(template)))
 
     # -- bad input ----------------------------------------------------------------------------
 
@@ -179,7 +179,9 @@ class Reconciler:
         input changes nothing that runs), while pending clean-up goes on."""
         log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
                  problem)
-        await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
+        if not already_reported(build.previous_conditions, problem):
+            # The binding's condition outlives this process: a restart does not repeat it.
+            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
         if build.policy is None and build.inherited:
             return None  # nothing of ours to record: the leftover stays the clean-up's
         previous = build.previous
@@ -207,13 +209,13 @@ class Reconciler:
             if record.template_status_write(build.template, {}, conds) is not None or \
                     not status.same_status(build.template.get("status"), template_status):
                 record.add_template_status(writes, self.hub, build.template, template_status)
-        (await self.execute(writes)).raise_for_failure()
+        raise_for_hub_failure(await self.execute(writes))
         return Result(requeue_after=self.settings.retry_pending) if pending else None
 
     async def _report_denied(self, build: Build, policy_doc: ReadOnly, rule: deny.Rule) -> None:
         """A Warning event on the policy, once per (policy, rule): the first object it skips."""
         key = (str(policy_doc["metadata"].get("uid")), str(rule))
-        if key in self._denials_reported:
+        if key in self._denials_reported or policy_says_denied(policy_doc, rule):
             return
         if len(self._denials_reported) >= 10000:
             self._denials_reported.clear()
@@ -232,7 +234,7 @@ class Reconciler:
         binding = build.own_binding
         writes = self._legacy_marks(build.template)
         if binding is None:
-            (await self.execute(writes)).raise_for_failure()
+            raise_for_hub_failure(await self.execute(writes))
             return None
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
@@ -241,7 +243,7 @@ class Reconciler:
         left = finalise.left_after(await self.execute(dag), unreachable)
         for vertex in finalise.record_plan(self.hub, binding, left, deleted=False):
             writes.add(vertex)
-        (await self.execute(writes)).raise_for_failure()
+        raise_for_hub_failure(await self.execute(writes))
         return Result(requeue_after=self.settings.retry_pending) if left else None
 
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
@@ -261,8 +263,8 @@ class Reconciler:
             # Every retry of an outage: DEBUG (the cluster's transition is logged once).
             log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,
                       why)
-        (await self.execute(finalise.record_plan(self.hub, binding, left, deleted=True))
-         ).raise_for_failure()
+        raise_for_hub_failure(await self.execute(
+            finalise.record_plan(self.hub, binding, left, deleted=True)))
         return None
 
 
@@ -280,6 +282,40 @@ def copies_failed(build: Build, report: plan.Report, hub: str) -> ClientError:
     if all(isinstance(cause, ClusterUnavailable) for cause in causes):
         return ClusterUnavailable(names, text)
     return CopiesFailed(names, text)
+
+
+def policy_says_denied(policy_doc: ReadOnly, rule: deny.Rule) -> bool:
+    """The policy's own Denied condition (policy-validation, with its event) names the rule
+    already: a restart of ours does not repeat it."""
+    return any(c.get("type") == "Denied" and c.get("status") == "True"
+               and f"[{rule}]" in str(c.get("message"))
+               for c in (policy_doc.get("status") or {}).get("conditions") or [])
+
+
+def already_reported(previous: list[JSON], problem: Problem) -> bool:
+    """The recorded conditions already state this problem (same type, reason, message)."""
+    return any(c.get("type") == problem.condition and c.get("status") == "False"
+               and c.get("reason") == problem.reason and c.get("message") == str(problem)
+               for c in previous)
+
+
+class StaleRecord(ClientError):
+    """A hub write met a newer object than our cache held (409: another reconcile or a
+    user wrote first). Level-triggered: the next attempt reads the fresh object."""
+
+    retryable = True
+
+
+def raise_for_hub_failure(report: plan.Report) -> None:
+    """Raise the first failed hub write; an optimistic-concurrency 409 (AlreadyExists on a
+    create our cache did not see yet, Conflict on an update) is a quiet retry, not a bug."""
+    for outcome in report.failed():
+        exc = outcome.exception
+        if isinstance(exc, ApiError) and exc.status == 409:
+            raise StaleRecord(outcome.vertex.cluster,
+                              f"{outcome.vertex.describe()}: {exc.reason}, cache behind; "
+                              "retrying") from None
+    report.raise_for_failure()
 
 
 class CopiesFailed(ClientError):
