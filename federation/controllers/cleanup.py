@@ -99,11 +99,13 @@ class Reconciler:
         return Result(requeue_after=self.retry)
 
     async def _warn_if_lasting(self, binding: ReadOnly, left: list[str]) -> None:
-        """A Warning event once copies have been pending longer than ``wait`` seconds."""
+        """A Warning event once copies have been pending longer than ``wait`` seconds: in the
+        few retries after the deadline passes, so a restart of ours long after it does not
+        repeat it (the binding's CleanupPending condition keeps saying so meanwhile)."""
         pending = next((c for c in (binding.get("status") or {}).get("conditions") or []
                         if c.get("type") == "CleanupPending"), None)
         since = failover.parse_time((pending or {}).get("lastTransitionTime"))
-        if since is None or self.clock() - since < self.wait:
+        if since is None or not self.wait <= self.clock() - since < self.wait + 3 * self.retry:
             return
         target = (binding.get("spec") or {}).get("resource") or {}
         message = (f"{target.get('kind')} {target.get('name')} deleted; copies left in "

@@ -91,8 +91,9 @@ class Reconciler:
         self.refusals.pop(name, None)
         log.info("cluster %s joined from Secret %s/%s: %s", name, ref.get("namespace"),
                  ref["name"], cluster.detail)
-        await self.recorder.emit(doc, "Normal", "Joined", f"engaged from Secret "
-                                                         f"{ref.get('namespace')}/{ref['name']}")
+        if not _was_ready(doc):  # re-engaging at our own restart is not news
+            await self.recorder.emit(doc, "Normal", "Joined", f"engaged from Secret "
+                                                             f"{ref.get('namespace')}/{ref['name']}")
         return None
 
     async def _refuse(self, doc: ReadOnly, name: str, reason: str) -> Result:
@@ -101,7 +102,8 @@ class Reconciler:
         self.mgr.clusters.refuse(name, f"not joined: {reason}")
         if self.refusals.get(name) != reason:
             self.refusals[name] = reason
-            await self.recorder.emit(doc, "Warning", "JoinFailed", reason)
+            if not _ready_says(doc, reason):  # recorded before our restart: said already
+                await self.recorder.emit(doc, "Warning", "JoinFailed", reason)
             log.warning("cannot engage %s: %s", name, reason)
         return Result(requeue_after=RETRY)
 
@@ -134,3 +136,20 @@ def install(mgr: manager.Manager, recorder: events.Recorder,
     if kinds is not None:
         mgr.clusters.on_leave(forget_kinds(kinds))
     mgr.add(ctl)
+
+
+def _ready_condition(doc: ReadOnly) -> ReadOnly:
+    for condition in (doc.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return {}
+
+
+def _was_ready(doc: ReadOnly) -> bool:
+    """The MemberCluster says Ready: it was engaged before (this process restarted)."""
+    return _ready_condition(doc).get("status") == "True"
+
+
+def _ready_says(doc: ReadOnly, reason: str) -> bool:
+    """The MemberCluster's Ready condition already carries this refusal's reason."""
+    return reason in str(_ready_condition(doc).get("message") or "")
