@@ -226,10 +226,33 @@ class LeaderElector:
             return  # a lapsed fence means the lease may be someone else's by now
         self.is_leader = False
         self.fence.revoke("released the lease")
-        spec = {**(self._lease.get("spec") or {}), "holderIdentity": "",
-                "leaseDurationSeconds": 1, "renewTime": _now()}
+        lease = self._lease
+        for _ in range(2):
+            spec = {**(lease.get("spec") or {}), "holderIdentity": "",
+                    "leaseDurationSeconds": 1, "renewTime": _now()}
+            try:
+                await self.client.replace(LEASES, {**lease, "spec": spec})
+                log.info("%s: released the lease", self.identity)
+                return
+            except ApiError as exc:
+                # A renewal in flight when the release began moved the resourceVersion on:
+                # re-read, and give the Lease up if it is still ours.
+                if exc.status != 409:
+                    log.warning("%s: could not release the lease: %s", self.identity, exc)
+                    return
+                fresh = await self._fresh_lease()
+                if fresh is None or (fresh.get("spec") or {}).get("holderIdentity") != \
+                        self.identity:
+                    return
+                lease = fresh
+            except ClientError as exc:
+                log.warning("%s: could not release the lease: %s", self.identity, exc)
+                return
+        log.warning("%s: could not release the lease: it kept changing", self.identity)
+
+    async def _fresh_lease(self) -> JSON | None:
+        s = self.settings
         try:
-            await self.client.replace(LEASES, {**self._lease, "spec": spec})
-            log.info("%s: released the lease", self.identity)
-        except ClientError as exc:
-            log.warning("%s: could not release the lease: %s", self.identity, exc)
+            return await self.client.get(LEASES, s.name, s.namespace)
+        except ClientError:
+            return None

@@ -183,6 +183,26 @@ async def test_renewals_failing_for_the_deadline_lose_leadership_when_the_fence_
     assert task.done() and elector.lost.is_set()
 
 
+async def test_release_survives_a_version_moved_on_by_an_inflight_renewal() -> None:
+    """The Lease changed since we last read it (a renewal landed): the release re-reads it
+    and, still ours, hands it back; someone else's Lease is never released."""
+    time, leases = VirtualTime(), Leases()
+    elector, task = await elected(leases, time)
+    task.cancel()
+    assert leases.lease is not None
+    leases.version += 1  # our own renewal, written after the elector's last read
+    leases.lease["metadata"]["resourceVersion"] = str(leases.version)
+    await elector.release()
+    assert leases.lease["spec"]["holderIdentity"] == ""
+
+    time, leases = VirtualTime(), Leases()
+    elector, task = await elected(leases, time)
+    task.cancel()
+    leases.take_over("rival")
+    await elector.release()
+    assert leases.lease is not None and leases.lease["spec"]["holderIdentity"] == "rival"
+
+
 async def test_release_on_clean_shutdown_clears_the_holder_and_closes_the_fence() -> None:
     """SIGTERM: the Lease is handed back at once, and nothing is written after it."""
     time, leases = VirtualTime(), Leases()
