@@ -55,7 +55,7 @@ async def read(context: kubeconfig.Context) -> HubState:
             bindings += (await hub.list(resource)).get("items", [])
         finder = discovery.Discovery(hub)
         templates: list[JSON] = []
-        for api_version, kind in sorted(selected_kinds(policies)):
+        for api_version, kind in sorted(hub_policies.selected_kinds(policies)):
             try:
                 resource = await finder.resolve(api_version, kind)
             except kube.ClientError:
@@ -66,8 +66,6 @@ async def read(context: kubeconfig.Context) -> HubState:
                 templates.append(item)
     return HubState(policies, members, templates, bindings)
 
-
-selected_kinds = hub_policies.selected_kinds
 
 
 def previous_decisions(state: HubState) -> dict[tuple[str, str], dict[str, int]]:

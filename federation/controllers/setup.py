@@ -66,11 +66,6 @@ class Settings:
     would otherwise run a program here (``--allow-exec-command``, as for ``fedctl join``)."""
 
 
-def selected_kinds(policy: dict[str, Any]) -> set[tuple[str, str]]:
-    """(apiVersion, kind) pairs a policy's resourceSelectors name (even if invalid)."""
-    return policies_.selected_kinds([policy])
-
-
 class Wiring:
     """The propagation controller with its kind tracker, for tests and `fedctl run`."""
 
@@ -91,7 +86,7 @@ class Wiring:
         return await self.reconciler.reconcile(request)
 
     def on_policy(self, event: Event) -> Iterable[Request]:
-        for api_version, kind in selected_kinds(event.obj):
+        for api_version, kind in policies_.selected_kinds([event.obj]):
             if self.kinds.denied_rule(api_version, kind) is not None:
                 continue  # the policy's Denied condition says so (policy-validation)
             task = asyncio.ensure_future(self._track(api_version, kind))

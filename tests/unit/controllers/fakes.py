@@ -32,6 +32,9 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
 
 _UIDS = itertools.count(1)
 
+MEMBERS = ("member1", "member2", "member3")
+"""The members most tests place on."""
+
 
 class FakeCluster(Cluster):
     """A cluster with no client that counts as engaged (the fake client answers for it)."""
@@ -73,6 +76,10 @@ class FakeMC:
         self.objects[self._key(cluster, KINDS[stored["kind"]], meta.get("namespace"),
                                meta["name"])] = stored
         return deepcopy(stored)
+
+    def hub_writes(self) -> list[tuple[str, str, str]]:
+        """The recorded writes that went to the hub."""
+        return [w for w in self.writes if w[1] == "hub"]
 
     def find(self, cluster: str, kind: str, name: str, namespace: str | None = None
              ) -> JSON | None:

@@ -10,6 +10,7 @@ import pytest
 from federation.contexts.client import ClusterUnavailable
 from federation.controllers import bindings, cleanup, manifests
 from tests.unit.controllers.fakes import (
+    MEMBERS,
     FakeMC,
     FakeRecorder,
     cluster_set,
@@ -18,8 +19,6 @@ from tests.unit.controllers.fakes import (
     reconciler,
     request_for,
 )
-
-MEMBERS = ("member1", "member2", "member3")
 
 
 def old_copy(name: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from federation.controllers import propagation
 from federation.runtime import controller
 from tests.unit.contexts import probes
 from tests.unit.controllers.fakes import (
+    MEMBERS,
     FakeMC,
     FakeWriter,
     cluster_set,
@@ -23,8 +24,6 @@ from tests.unit.controllers.fakes import (
     reconciler,
     request_for,
 )
-
-MEMBERS = ("member1", "member2", "member3")
 
 
 class FlakyProbeClient:

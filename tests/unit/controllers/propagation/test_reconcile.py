@@ -9,6 +9,7 @@ from pathlib import Path
 from mypy import api as mypy_api
 
 from tests.unit.controllers.fakes import (
+    MEMBERS,
     FakeMC,
     cluster_set,
     config_map,
@@ -16,12 +17,6 @@ from tests.unit.controllers.fakes import (
     reconciler,
     request_for,
 )
-
-MEMBERS = ("member1", "member2", "member3")
-
-
-def hub_writes(mc: FakeMC) -> list[tuple[str, str, str]]:
-    return [w for w in mc.writes if w[1] == "hub"]
 
 
 async def test_create_costs_one_hub_write_and_nothing_changed_costs_none() -> None:
@@ -32,7 +27,7 @@ async def test_create_costs_one_hub_write_and_nothing_changed_costs_none() -> No
     template = mc.put("hub", config_map("a"))
     r = reconciler(mc)
     assert await r.reconcile(request_for(template)) is None
-    assert hub_writes(mc) == [("create", "hub", "ResourceBinding/a-configmap")]
+    assert mc.hub_writes() == [("create", "hub", "ResourceBinding/a-configmap")]
     assert {w[1] for w in mc.writes if w[2] == "ConfigMap/a"} == set(MEMBERS)
     binding = mc.find("hub", "ResourceBinding", "a-configmap", "shop")
     assert binding is not None
@@ -72,14 +67,14 @@ async def test_template_gone_with_a_member_down_leaves_the_record_to_cleanup() -
     await r.reconcile(request_for(template))
     del mc.objects[("hub", "configmaps", "shop", "c")]
     mc.set_down("member2", True)
-    before = len(hub_writes(mc))
+    before = len(mc.hub_writes())
     assert await r.reconcile(request_for(template)) is None
     binding = mc.find("hub", "ResourceBinding", "c-configmap", "shop")
     assert binding is not None
     assert binding["spec"]["templateDeleted"] is True
     assert binding["spec"]["pendingCleanup"] == ["member2"]
     assert "CleanupPending" in {c["type"] for c in binding["status"]["conditions"]}
-    assert len(hub_writes(mc)) - before == 1
+    assert len(mc.hub_writes()) - before == 1
     assert mc.find("member1", "ConfigMap", "c", "shop") is None
 
 

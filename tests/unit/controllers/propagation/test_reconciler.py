@@ -7,6 +7,7 @@ from federation.controllers import deny, propagation
 from federation.controllers.propagation.reconciler import LEGACY_FINALIZER
 from federation.runtime.reconcile import Request, Result
 from tests.unit.controllers.fakes import (
+    MEMBERS,
     FakeMC,
     cluster_set,
     config_map,
@@ -14,12 +15,6 @@ from tests.unit.controllers.fakes import (
     reconciler,
     request_for,
 )
-
-MEMBERS = ("member1", "member2", "member3")
-
-
-def hub_writes(mc: FakeMC) -> list[tuple[str, str, str]]:
-    return [w for w in mc.writes if w[1] == "hub"]
 
 
 async def placed(name: str) -> tuple[FakeMC, propagation.Reconciler]:
@@ -57,9 +52,9 @@ async def test_policy_removed_with_a_member_down_records_pending_once_and_retrie
     assert binding is not None
     assert binding["spec"]["pendingCleanup"] == ["member2"]
     assert binding["spec"]["templateDeleted"] is False
-    before = len(hub_writes(mc))
+    before = len(mc.hub_writes())
     assert await r.reconcile(request_for(template)) == result
-    assert len(hub_writes(mc)) == before
+    assert len(mc.hub_writes()) == before
 
 
 async def test_template_never_placed_without_policy_writes_nothing() -> None:
@@ -98,7 +93,7 @@ async def test_legacy_finalizer_and_annotations_are_removed_once() -> None:
     template = mc.put("hub", marked)
     r = reconciler(mc)
     await r.reconcile(request_for(template))
-    assert ("update", "hub", "ConfigMap/e") in hub_writes(mc)
+    assert ("update", "hub", "ConfigMap/e") in mc.hub_writes()
     stored = mc.find("hub", "ConfigMap", "e", "shop")
     assert stored is not None
     assert stored["metadata"]["finalizers"] == ["someone/else"]
