@@ -27,13 +27,14 @@ CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", namespaced=False)
 
 FINALIZER = "federation.io/propagation"
-"""On every propagated template: its member copies are cleaned before it goes."""
+"""Legacy: the finalizer earlier versions put on templates (the binding is the record now;
+propagation removes it, once, from a template that has it)."""
 REPLICAS_ANNOTATION = "federation.io/replicas"
-"""On templates: the decision, a JSON map cluster -> replicas (the next round's *previous*)."""
+"""Legacy: the decision earlier versions kept on templates (now the binding's spec)."""
 POLICY_ANNOTATION = "federation.io/policy"
-"""On templates: the policy that placed it (``KIND NAMESPACE/NAME``)."""
+"""Legacy: the placing policy earlier versions kept on templates (now the binding's spec)."""
 PENDING_CLEANUP_ANNOTATION = "federation.io/pending-cleanup"
-"""On templates: JSON list of clusters still holding a copy that must be removed."""
+"""Legacy: pending clean-up earlier versions kept on templates (now the binding's spec)."""
 ORPHAN_ANNOTATION = "federation.io/orphan"
 """On templates: ``"true"`` keeps member copies when the template is deleted."""
 BINDING_LABEL = "federation.io/template-kind"

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError, ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import PLACEMENT_ANNOTATION, MultiClusterClient
 from federation.controllers import api, bindings, deny, events, plan, scheduling, status
 from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
@@ -62,9 +62,9 @@ TRANSFORMERS: tuple[Transformer, ...] = (
 """The chain, in order. House rules: one concern per transformer; transformers read
 (through the context) and add to the build; they never write and never queue."""
 
-LEGACY_FINALIZER = "federation.io/propagation"
-LEGACY_ANNOTATIONS = ("federation.io/replicas", "federation.io/policy",
-                      "federation.io/pending-cleanup", "federation.io/placement")
+LEGACY_FINALIZER = api.FINALIZER
+LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
+                      api.PENDING_CLEANUP_ANNOTATION, PLACEMENT_ANNOTATION)
 """What earlier versions put on templates; removed (once) from a template that has it."""
 
 
