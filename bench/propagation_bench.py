@@ -189,9 +189,12 @@ class ControlPlane:
     own kubeconfig, at its default flags plus ``extra``; tracked by the fleet's pid file,
     so `fedctl local down` stops it too."""
 
-    def __init__(self, fleet: fleet_lib.Fleet, extra: Sequence[str]) -> None:
+    def __init__(self, fleet: fleet_lib.Fleet, extra: Sequence[str],
+                 profile: str | None = None) -> None:
         self.fleet = fleet
         self.extra = list(extra)
+        self.profile = profile
+        self.starts = 0
         self.metrics_port = self.health_port = 0
         self.session: aiohttp.ClientSession | None = None
 
@@ -214,7 +217,10 @@ class ControlPlane:
                                f"({self.fleet.control_plane_pid_file})")
         self.metrics_port, self.health_port = free_port(), free_port()
         identity = self.fleet.ensure_control_plane_identity()
-        argv = [sys.executable, "-m", "federation", "run", "--kubeconfig", str(identity),
+        self.starts += 1
+        launcher = ["-m", "federation"] if self.profile is None else [
+            str(ROOT / "bench" / "cpu_profile.py"), f"{self.profile}.{self.starts}"]
+        argv = [sys.executable, *launcher, "run", "--kubeconfig", str(identity),
                 "--hub-context", "hub",
                 "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
                 "--health-probe-bind-address", f"127.0.0.1:{self.health_port}", *self.extra]
@@ -459,7 +465,7 @@ class Bench:
         self.rows: list[Row] = []
         self.fleet = fleet_lib.Fleet(Path(args.state_dir), Path(args.kubeconfig))
         self.owned_fleet = False
-        self.plane = ControlPlane(self.fleet, args.control_plane_arg)
+        self.plane = ControlPlane(self.fleet, args.control_plane_arg, args.profile_cpu)
         self.clients: Clients | None = None
         self.namespaces = 0
 
@@ -774,6 +780,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="leave a fleet the bench started")
     parser.add_argument("--control-plane-arg", action="append", default=[],
                         help="an extra `fedctl run` flag (repeatable; the targets assume none)")
+    parser.add_argument("--profile-cpu", metavar="FILE",
+                        help="run the control plane under cProfile counting CPU time; "
+                             "FILE.N is written at the Nth control plane's exit")
     args = parser.parse_args(argv)
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     unknown = sorted(set(args.scenarios) - set(SCENARIOS))

@@ -1,4 +1,4 @@
-"""The multi-cluster client: reads from caches, writes routed by context.
+"""The multi-cluster client: reads from caches, writes to one named context each.
 
 Controllers hold one :class:`MultiClusterClient` and never a bare
 :class:`ClusterClient`. As in controller-runtime, reads and writes differ:
@@ -16,19 +16,16 @@ Controllers hold one :class:`MultiClusterClient` and never a bare
   with a retryable :class:`~federation.contexts.client.ClusterUnavailable`, or,
   for a list across clusters, with an entry in :attr:`ListResult.errors`; its
   stale items are returned only when asked for (``allow_stale=True``).
-- **Writes** go to API servers. :meth:`MultiClusterClient.cluster` gives a
-  :class:`ClusterWriter` bound to one explicit context; the routed verbs
-  (:meth:`~MultiClusterClient.create`, ``update``, ``patch``, ``apply``,
-  ``delete``) send the object to every context listed in its placement
-  annotation, :data:`PLACEMENT_ANNOTATION` (a JSON list of context names), or
-  to ``cluster=`` when given. A write to a disabled, unavailable or
-  misconfigured cluster raises a retryable error: it is never reported as done.
-  A routed write that fails on some targets raises :class:`WriteFailed`,
-  carrying what succeeded and what did not, so the caller can retry.
-  Under leader election every write also passes the fence of the target's
-  client (:class:`~federation.contexts.client.Fence`): once this process may no
-  longer lead, each raises :class:`~federation.contexts.client.NotLeader`
-  (inside :class:`WriteFailed` for a routed write) and nothing is sent.
+- **Writes** go to API servers, always to one named context:
+  :meth:`MultiClusterClient.cluster` gives a :class:`ClusterWriter` bound to it.
+  There is no write "to wherever the object belongs": which clusters get what is
+  the propagation plan's decision, and each of its vertices names its cluster, so
+  a failure is reported per cluster by the plan's executor. A write to a
+  disabled, unavailable or misconfigured cluster raises a retryable error: it is
+  never reported as done. Under leader election every write also passes the
+  fence of the target's client (:class:`~federation.contexts.client.Fence`):
+  once this process may no longer lead, each raises
+  :class:`~federation.contexts.client.NotLeader` and nothing is sent.
 
 Optimistic concurrency is the server's: ``update`` sends the object's
 ``metadata.resourceVersion`` (a stale one is a 409 Conflict), ``patch`` and
@@ -44,8 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
@@ -60,64 +56,10 @@ from federation.contexts.client import (
 )
 from federation.contexts.clusters import Cluster, ClusterSet
 
-PLACEMENT_ANNOTATION = "federation.io/placement"
-"""Annotation listing the contexts an object belongs in, as a JSON list of names
-(``["member1", "member3"]``). The propagation controller writes it on hub objects."""
-
 READ_SYNC_TIMEOUT = 10.0
 """Seconds a read waits for an informer started by that read to list: a first
 list of a few thousand objects takes well under a second; a member that needs
 longer is treated as unavailable for that read."""
-
-
-class PlacementError(ClientError):
-    """An object's placement annotation is missing or not a JSON list of names."""
-
-    retryable = False
-
-
-class WriteFailed(ClientError):
-    """A routed write failed on some targets; ``done`` has the others' results."""
-
-    def __init__(self, done: Mapping[str, JSON], errors: Mapping[str, Exception]) -> None:
-        detail = "; ".join(f"{name}: {_message(err)}" for name, err in sorted(errors.items()))
-        super().__init__(",".join(sorted(errors)), f"write failed: {detail}")
-        self.done = dict(done)
-        self.errors = dict(errors)
-
-    @property
-    def retryable(self) -> bool:
-        return all(getattr(e, "retryable", False) for e in self.errors.values())
-
-
-def _message(error: Exception) -> str:
-    if isinstance(error, ClientError):
-        return str(error).removeprefix(f"{error.cluster}: ")
-    return f"{type(error).__name__}: {error}"
-
-
-def placement_of(obj: Mapping[str, Any]) -> list[str]:
-    """The contexts named by ``obj``'s placement annotation."""
-    meta = obj.get("metadata") or {}
-    raw = (meta.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
-    where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-    if raw is None:
-        raise PlacementError(where, f"no {PLACEMENT_ANNOTATION} annotation and no cluster given")
-    try:
-        names = json.loads(raw)
-    except ValueError:
-        names = None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise PlacementError(where, f"{PLACEMENT_ANNOTATION} must be a JSON list of context "
-                                    f"names, got {raw!r}")
-    return list(dict.fromkeys(names))
-
-
-def with_placement(obj: JSON, clusters: Iterable[str]) -> JSON:
-    """``obj`` with its placement annotation set to ``clusters`` (sorted), in place."""
-    meta = obj.setdefault("metadata", {})
-    meta.setdefault("annotations", {})[PLACEMENT_ANNOTATION] = json.dumps(sorted(clusters))
-    return obj
 
 
 T = TypeVar("T", JSON, cache.ReadOnly)
@@ -229,7 +171,7 @@ class ClusterWriter:
 
 
 class MultiClusterClient:
-    """Cached reads across clusters; writes routed to the clusters they belong in."""
+    """Cached reads across clusters; writes through one named cluster's writer."""
 
     def __init__(self, clusters: ClusterSet, field_manager: str = "federation") -> None:
         self.clusters = clusters
@@ -347,73 +289,6 @@ class MultiClusterClient:
         return await self.list(resource, namespace, clusters=clusters,
                                label_selector=label_selector, allow_stale=allow_stale,
                                copy=False)
-
-    # -- routed writes -------------------------------------------------------------------
-
-    def targets(self, obj: Mapping[str, Any], cluster: str | None) -> Sequence[str]:
-        return [cluster] if cluster is not None else placement_of(obj)
-
-    async def _each(self, names: Sequence[str],
-                    call: Callable[[ClusterWriter], Awaitable[JSON]]) -> dict[str, JSON]:
-        done: dict[str, JSON] = {}
-        errors: dict[str, Exception] = {}
-
-        async def one(name: str) -> None:
-            try:
-                done[name] = await call(self.cluster(name))
-            except ClientError as exc:
-                errors[name] = exc
-
-        await asyncio.gather(*(one(n) for n in names))
-        if errors:
-            if len(names) == 1:
-                raise errors[names[0]]
-            raise WriteFailed(done, errors)
-        return done
-
-    async def create(self, obj: JSON, *, cluster: str | None = None,
-                     resource: Resource | None = None) -> dict[str, JSON]:
-        """Create ``obj`` in each target cluster; results by cluster."""
-        return await self._each(self.targets(obj, cluster),
-                                lambda w: w.create(deepcopy(obj), resource=resource))
-
-    async def update(self, obj: JSON, *, cluster: str | None = None,
-                     resource: Resource | None = None) -> dict[str, JSON]:
-        return await self._each(self.targets(obj, cluster),
-                                lambda w: w.update(deepcopy(obj), resource=resource))
-
-    async def apply(self, obj: JSON, *, cluster: str | None = None,
-                    resource: Resource | None = None, force: bool = True) -> dict[str, JSON]:
-        return await self._each(self.targets(obj, cluster),
-                                lambda w: w.apply(deepcopy(obj), resource=resource,
-                                                  force=force))
-
-    async def patch(self, obj: JSON, patch: JSON, *, cluster: str | None = None,
-                    resource: Resource | None = None, content_type: str = MERGE_PATCH,
-                    resource_version: str | None = None) -> dict[str, JSON]:
-        """Patch the object named by ``obj`` (routed by ``obj``'s placement)."""
-        meta = obj["metadata"]
-
-        async def call(writer: ClusterWriter) -> JSON:
-            target = resource if resource is not None else await writer.resource(obj)
-            return await writer.patch(target, meta["name"], patch,
-                                      namespace=meta.get("namespace"),
-                                      resource_version=resource_version,
-                                      content_type=content_type)
-
-        return await self._each(self.targets(obj, cluster), call)
-
-    async def delete(self, obj: JSON, *, cluster: str | None = None,
-                     resource: Resource | None = None) -> dict[str, JSON]:
-        """Delete the object named by ``obj`` from each target (no preconditions: the
-        copies in different clusters have different versions and UIDs)."""
-        meta = obj["metadata"]
-
-        async def call(writer: ClusterWriter) -> JSON:
-            target = resource if resource is not None else await writer.resource(obj)
-            return await writer.delete(target, meta["name"], meta.get("namespace"))
-
-        return await self._each(self.targets(obj, cluster), call)
 
 
 def _copy(obj: cache.ReadOnly) -> JSON:

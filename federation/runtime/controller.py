@@ -40,7 +40,6 @@ from typing import Literal
 
 from federation.contexts.cache import Event
 from federation.contexts.client import ClusterUnavailable, NotLeader, Resource
-from federation.contexts.multicluster import WriteFailed
 from federation.runtime import metrics, queue, reconcile
 
 log = logging.getLogger("federation.controller")
@@ -86,8 +85,6 @@ def priority_of(event: Event) -> int:
 
 def fenced(exc: BaseException) -> bool:
     """True when a write was refused because this process no longer leads."""
-    if isinstance(exc, WriteFailed):
-        return any(isinstance(e, NotLeader) for e in exc.errors.values())
     return isinstance(exc, NotLeader)
 
 

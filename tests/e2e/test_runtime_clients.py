@@ -105,20 +105,21 @@ async def test_watch_410_gone_relists(fleet: TestFleet,
 
 
 @pytest.mark.timeout(120)
-async def test_writes_route_by_placement_and_honour_resource_versions(
+async def test_writes_reach_their_cluster_and_honour_resource_versions(
         cluster_set: clusters.ClusterSet) -> None:
-    """Routed create/apply/patch/update/delete reach exactly the placed clusters; stale
-    resourceVersions are rejected with 409 and reads come from the caches."""
+    """create/apply/patch/update/delete through a cluster's writer reach exactly that
+    cluster; stale resourceVersions are rejected with 409 and reads come from the caches."""
     mc = multicluster.MultiClusterClient(cluster_set, field_manager="rt-test")
     for cluster in cluster_set.engaged:
         assert cluster.cache is not None
         cluster.cache.start()
-    obj = multicluster.with_placement(configmap("routed", a="1"), ["member1", "member3"])
+    targets = ("member1", "member3")
     try:
-        created = await mc.create(obj)
-        assert set(created) == {"member1", "member3"}
-        applied = await mc.apply(multicluster.with_placement(configmap("routed", a="2"),
-                                                             ["member1", "member3"]))
+        for name in targets:
+            created = await mc.cluster(name).create(configmap("routed", a="1"))
+            assert created["data"] == {"a": "1"}
+        applied = {name: await mc.cluster(name).apply(configmap("routed", a="2"))
+                   for name in targets}
         assert all(o["data"]["a"] == "2" for o in applied.values())
         assert "routed" not in {o["metadata"]["name"] for o in
                                 (await mc.list(kube.CONFIGMAPS, NAMESPACE,
@@ -152,8 +153,8 @@ async def test_writes_route_by_placement_and_honour_resource_versions(
         updated = await writer.update({**fresh, "data": {"a": "6"}})
         assert updated["data"] == {"a": "6"}
 
-        deleted = await mc.delete(obj)
-        assert set(deleted) == {"member1", "member3"}
+        for name in targets:
+            await mc.cluster(name).delete(kube.CONFIGMAPS, "routed", NAMESPACE)
         with pytest.raises(kube.ApiError) as missing:
             await writer.get(kube.CONFIGMAPS, "routed", NAMESPACE)
         assert missing.value.status == 404

@@ -16,9 +16,15 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import ApiError, ClientError, ClusterUnavailable, Resource
+from federation.contexts.client import (
+    ApiError,
+    ClientError,
+    ClusterUnavailable,
+    NotLeader,
+    Resource,
+)
 from federation.contexts.clusters import ClusterSet
-from federation.contexts.multicluster import PLACEMENT_ANNOTATION, MultiClusterClient
+from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, bindings, deny, events, plan, scheduling, status
 from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
@@ -64,7 +70,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
 
 LEGACY_FINALIZER = api.FINALIZER
 LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
-                      api.PENDING_CLEANUP_ANNOTATION, PLACEMENT_ANNOTATION)
+                      api.PENDING_CLEANUP_ANNOTATION, api.PLACEMENT_ANNOTATION)
 """What earlier versions put on templates; removed (once) from a template that has it."""
 
 
@@ -269,12 +275,17 @@ class Reconciler:
 
 
 def copies_failed(build: Build, report: plan.Report, hub: str) -> ClientError:
-    """The error a reconcile with failed member writes raises: :class:`ClusterUnavailable`
-    (retried quietly: the cluster's outage is logged once, by its probe) when every cause
-    is a cluster being away, else :class:`CopiesFailed` (logged as an error)."""
+    """The error a reconcile with failed member writes raises: the fence's
+    :class:`NotLeader` when this process no longer leads (the controller then stops
+    retrying), :class:`ClusterUnavailable` (retried quietly: the cluster's outage is logged
+    once, by its probe) when every cause is a cluster being away, else
+    :class:`CopiesFailed` (logged as an error)."""
     failed = [o for o in report.failed() if o.vertex.cluster != hub]
     messages = {**build.unreachable, **{o.vertex.cluster: o.error or "failed" for o in failed}}
     causes = [*build.causes.values(), *(o.exception for o in failed if o.attempted)]
+    fenced = next((c for c in causes if isinstance(c, NotLeader)), None)
+    if fenced is not None:
+        return fenced
     names = ",".join(sorted(messages))
     short = {name: message.removeprefix(f"{name}: ") for name, message in messages.items()}
     text = "; ".join(message if len(short) == 1 else f"{name}: {message}"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from federation.contexts import cache, credentials, multicluster, ratelimit, selectors
+from federation.contexts import cache, credentials, ratelimit, selectors
 from federation.contexts.client import retry_after
 from federation.runtime.manager import parse_bind_address
 
@@ -67,18 +67,6 @@ def test_store_indexes_follow_updates_and_deletes() -> None:
     assert store.by_index("label", "app=b") == [changed]
     store.remove(("ns", "x"))
     assert len(store) == 0 and store.list("ns") == []
-
-
-def test_placement_annotation_is_a_json_list_of_contexts() -> None:
-    """with_placement writes a sorted JSON list; placement_of reads it and rejects junk."""
-    obj = multicluster.with_placement({"metadata": {"name": "x"}}, ["m2", "m1"])
-    assert obj["metadata"]["annotations"][multicluster.PLACEMENT_ANNOTATION] == '["m1", "m2"]'
-    assert multicluster.placement_of(obj) == ["m1", "m2"]
-    obj["metadata"]["annotations"][multicluster.PLACEMENT_ANNOTATION] = "m1"
-    with pytest.raises(multicluster.PlacementError, match="JSON list"):
-        multicluster.placement_of(obj)
-    with pytest.raises(multicluster.PlacementError, match=r"no federation\.io/placement"):
-        multicluster.placement_of({"metadata": {"name": "y"}})
 
 
 def test_exec_credential_parsing_never_echoes_secrets() -> None:

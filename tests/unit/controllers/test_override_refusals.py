@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from federation.contexts.multicluster import PLACEMENT_ANNOTATION
 from federation.controllers import api, manifests, overrides, policies
 from federation.placement import clusters
 
@@ -177,7 +176,7 @@ def test_every_mark_the_control_plane_writes_is_protected() -> None:
     marked = manifests.mark(config_map(), "uid-1")
     keys = [*marked["metadata"]["labels"], *marked["metadata"]["annotations"]]
     ours = [k for k in keys if k not in ("app", "note")]
-    ours += [PLACEMENT_ANNOTATION, api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
+    ours += [api.PLACEMENT_ANNOTATION, api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
              api.PENDING_CLEANUP_ANNOTATION, api.ORPHAN_ANNOTATION, api.BINDING_LABEL]
     assert len(ours) >= 8 and all(overrides.is_our_key(k) for k in ours)
     assert not overrides.is_our_key("notfederation.io/x")

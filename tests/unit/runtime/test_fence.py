@@ -14,7 +14,6 @@ from aiohttp import web
 
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
-from federation.contexts.multicluster import WriteFailed
 from federation.runtime import controller, reconcile
 
 # Async fixtures run in the session's loop (pyproject); the tests must share it.
@@ -123,7 +122,7 @@ async def test_a_fenced_reconcile_is_not_retried() -> None:
         nonlocal calls
         calls += 1
         called.set()
-        raise WriteFailed({}, {"member1": refused, "member2": refused})
+        raise refused
 
     ctl = controller.Controller("fenced", writes, workers=1)
     request = reconcile.Request("hub", "ConfigMap", "ns", "x")

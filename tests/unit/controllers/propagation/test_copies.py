@@ -78,3 +78,17 @@ async def test_copy_waits_for_its_namespace_and_crd_in_the_same_cluster() -> Non
     copy2 = next(v for v in b.dag if v.cluster == "member2" and v.obj["kind"] == "ConfigMap")
     assert copy1.depends_on == {namespaces["member1"].key, crd.key}
     assert copy2.depends_on == {namespaces["member2"].key}
+
+
+def test_a_fenced_copy_ends_the_reconcile_as_not_leader() -> None:
+    """A copy the fence refused (this process no longer leads) surfaces as the fence's own
+    NotLeader, which the controller does not retry, even beside another cluster's outage."""
+    b = build("member1", "member2")
+    refused = kube.NotLeader("member1", "PUT refused, not sent")
+    b.note_unreachable("member1", refused)
+    b.note_unreachable("member2", kube.ClusterUnavailable("member2", "gone"))
+    assert propagation.copies_failed(b, plan.Report({}), "hub") is refused
+    b.causes.pop("member1")
+    b.unreachable.pop("member1")
+    assert isinstance(propagation.copies_failed(b, plan.Report({}), "hub"),
+                      kube.ClusterUnavailable)
