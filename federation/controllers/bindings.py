@@ -63,7 +63,7 @@ def leftover(binding: Mapping[str, Any] | None, template: Mapping[str, Any]) -> 
 
 def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str, int],
             decision: decision_.Decision | None, conditions: Sequence[JSON],
-            copies: Mapping[str, JSON | None], failed: Mapping[str, str],
+            copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
             unreachable: Mapping[str, str], pending: Sequence[str],
             deleted: bool = False) -> JSON:
     """The whole binding, spec and status: the CRD has no status subresource, so one POST
@@ -130,7 +130,7 @@ def summary(decision: decision_.Decision) -> str:
     return ",".join(decision.clusters)
 
 
-def aggregated(copies: Mapping[str, JSON | None], failed: Mapping[str, str],
+def aggregated(copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
                unreachable: Mapping[str, str]) -> list[JSON]:
     entries = []
     for cluster in sorted(set(copies) | set(failed) | set(unreachable)):

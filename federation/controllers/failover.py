@@ -209,7 +209,8 @@ def behaviour(policy: policy_.Policy) -> policy_.ClusterFailoverBehavior:
     return failover.cluster
 
 
-def copies_ready(desired: Mapping[str, JSON], live: Mapping[str, JSON | None]) -> bool:
+def copies_ready(desired: Mapping[str, Mapping[str, Any]],
+                 live: Mapping[str, Mapping[str, Any] | None]) -> bool:
     """Every target's copy exists with the desired replica count ready (old copies may go)."""
     for cluster, wanted in desired.items():
         copy = live.get(cluster)

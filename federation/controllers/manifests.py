@@ -41,6 +41,8 @@ APPLIED_HASH_ANNOTATION = f"{DOMAIN}/applied-hash"
 _DROPPED_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp",
                      "managedFields", "selfLink", "deletionTimestamp",
                      "deletionGracePeriodSeconds", "ownerReferences", "finalizers")
+_ALLOCATING_KINDS = frozenset(("Service", "Job", "PersistentVolumeClaim", "ServiceAccount"))
+"""Kinds whose API server fills fields in that :func:`_drop_allocated` removes."""
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",
                         "deployment.kubernetes.io/revision")
 _REPLICA_FIELD = {"Job": "parallelism"}
@@ -65,22 +67,31 @@ def replica_field(template: Mapping[str, Any]) -> str | None:
 
 
 def render(template: Mapping[str, Any], replicas: int | None, divided: bool) -> JSON:
-    """The copy of ``template`` for one cluster, before overrides and ownership marks."""
-    manifest = copy.deepcopy(dict(template))
-    manifest.pop("status", None)
-    meta = manifest.setdefault("metadata", {})
-    for key in _DROPPED_METADATA:
-        meta.pop(key, None)
+    """The copy of ``template`` for one cluster, before overrides and ownership marks.
+
+    Copy-on-write: the top level, ``metadata`` and whatever render changes are new; the
+    rest (a pod template, a ConfigMap's data) is shared with ``template``, which may be a
+    cached object. The result is to be read, marked (:func:`mark` replaces metadata maps
+    only) and sent; whoever changes more copies first (overrides do). Deep copies of
+    whole templates were a third of the control plane's CPU in a burst."""
+    manifest = {key: value for key, value in template.items() if key != "status"}
+    meta = {key: value for key, value in (template.get("metadata") or {}).items()
+            if key not in _DROPPED_METADATA}
+    manifest["metadata"] = meta
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if not k.startswith(f"{DOMAIN}/") and k not in _DROPPED_ANNOTATIONS}
     labels = {k: v for k, v in (meta.get("labels") or {}).items()
               if not k.startswith(f"{DOMAIN}/")}
     _set_or_drop(meta, "annotations", annotations)
     _set_or_drop(meta, "labels", labels)
-    _drop_allocated(manifest)
+    if manifest.get("kind") in _ALLOCATING_KINDS:
+        for key in ("spec", "secrets"):
+            if key in manifest:
+                manifest[key] = copy.deepcopy(manifest[key])  # changed below: ours
+        _drop_allocated(manifest)
     field = replica_field(manifest)
     if divided and field and replicas is not None:
-        manifest.setdefault("spec", {})[field] = replicas
+        manifest["spec"] = {**(manifest.get("spec") or {}), field: replicas}
     return manifest
 
 
@@ -96,8 +107,14 @@ def mark(manifest: JSON, template_uid: str) -> JSON:
 
 
 def digest(manifest: Mapping[str, Any]) -> str:
-    content = copy.deepcopy(dict(manifest))
-    (content.get("metadata", {}).get("annotations") or {}).pop(APPLIED_HASH_ANNOTATION, None)
+    """The content hash of ``manifest`` without its own hash annotation (stable across
+    versions: a change here would rewrite every copy once)."""
+    content: Mapping[str, Any] = manifest
+    meta = manifest.get("metadata") or {}
+    annotations = meta.get("annotations")
+    if annotations and APPLIED_HASH_ANNOTATION in annotations:
+        content = {**manifest, "metadata": {**meta, "annotations": {
+            k: v for k, v in annotations.items() if k != APPLIED_HASH_ANNOTATION}}}
     encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(encoded).hexdigest()[:16]
 

@@ -173,14 +173,18 @@ class Applied:
 
 def apply_all(manifest: JSON, cluster: clusters_.Cluster,
               policies: Sequence[OverridePolicy]) -> Applied:
-    """Apply every rule of ``policies`` that targets ``cluster``, in the documented order."""
-    result = copy.deepcopy(manifest)
+    """Apply every rule of ``policies`` that targets ``cluster``, in the documented order.
+    ``manifest`` is not changed (it may share values with a cached template): the first
+    rule that applies works on a deep copy, and with none ``manifest`` itself is returned."""
+    result = manifest
     notes: list[str] = []
     for policy in policies:
         for index, rule in enumerate(policy.spec.override_rules):
             target = rule.target_cluster
             if target is not None and selection.affinity_mismatch(cluster, target) is not None:
                 continue
+            if result is manifest:
+                result = copy.deepcopy(manifest)
             where = f"{policy.kind} {policy.ref} overrideRules[{index}]"
             before = protected_values(result)
             try:

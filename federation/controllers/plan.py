@@ -99,6 +99,15 @@ class Vertex:
                f"in {self.cluster}"
 
 
+def reference(obj: Mapping[str, Any]) -> JSON:
+    """What a DELETE vertex needs of ``obj`` (kind, name, namespace, the UID precondition),
+    as a new dict: ``obj`` may be a cached object, shared and never to be changed."""
+    meta = obj.get("metadata") or {}
+    kept = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion")
+            if meta.get(key)}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
 def vertex_key(cluster: str, obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata", {})
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]

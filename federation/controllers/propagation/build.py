@@ -54,21 +54,24 @@ class Problem(Exception):
 class Build:
     """What the transformers learned and intend for one template."""
 
-    template: JSON
+    template: ReadOnly
+    """The template as cached (read-only: shared with the cache; what is written is a
+    rendered copy, see :mod:`.render`)."""
     resource: Resource
     hub: str
-    binding: JSON | None = None
-    """The template's ResourceBinding as cached: the record of the previous round."""
+    binding: ReadOnly | None = None
+    """The template's ResourceBinding as cached (read-only): the previous round's record."""
     policy: policy_.Policy | None = None
     policy_doc: ReadOnly = dataclasses.field(default_factory=dict)
     """The winning policy as cached (read-only: shared with the cache, never changed)."""
     member_docs: dict[str, ReadOnly] = dataclasses.field(default_factory=dict)
-    """MemberClusters as cached, by name (read-only, shared with the cache)."""
-    """MemberCluster objects by name, read once per reconcile (by load_clusters)."""
+    """MemberClusters as cached, by name (read-only, shared with the cache), read once
+    per reconcile (by load_clusters)."""
     clusters: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
     decision: decision_.Decision | None = None
     desired: dict[str, JSON] = dataclasses.field(default_factory=dict)
-    live: dict[str, JSON | None] = dataclasses.field(default_factory=dict)
+    live: dict[str, ReadOnly | None] = dataclasses.field(default_factory=dict)
+    """Each chosen cluster's copy as cached (read-only), None where there is none."""
     unreachable: dict[str, str] = dataclasses.field(default_factory=dict)
     causes: dict[str, BaseException] = dataclasses.field(default_factory=dict)
     """The error behind each :attr:`unreachable` entry (an outage, or a real refusal)."""
@@ -86,8 +89,8 @@ class Build:
     """The soonest look-again any transformer asked for."""
 
     @property
-    def meta(self) -> JSON:
-        found: JSON = self.template.setdefault("metadata", {})
+    def meta(self) -> ReadOnly:
+        found: ReadOnly = self.template.get("metadata") or {}
         return found
 
     @property
@@ -103,7 +106,7 @@ class Build:
         return str(self.meta.get("uid") or "")
 
     @property
-    def own_binding(self) -> JSON | None:
+    def own_binding(self) -> ReadOnly | None:
         """The binding when it is this template's record (not a deleted predecessor's)."""
         return self.binding if records.owned_by(self.binding, self.uid) else None
 

@@ -67,14 +67,16 @@ class TransformContext(Protocol):
     def members(self) -> Sequence[Member]: ...
 
     async def get(self, resource: Resource, name: str, namespace: str | None,
-                  cluster: str) -> JSON | None: ...
+                  cluster: str) -> ReadOnly | None:
+        """One object from ``cluster``'s cache, read-only (shared with the cache)."""
+        ...
 
     async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
         """Hub objects of ``resource`` (from the hub's cache)."""
         ...
 
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
-                   namespace: str | None) -> JSON | None:
+                   namespace: str | None) -> ReadOnly | None:
         """The member object of the template's identity in ``cluster``, or None. Raises a
         :class:`~federation.contexts.client.ClientError` when the member cannot be read."""
         ...
@@ -120,8 +122,9 @@ class CacheContext:
         return members_of(self._clusters)
 
     async def get(self, resource: Resource, name: str, namespace: str | None,
-                  cluster: str) -> JSON | None:
-        return await self._mc.get(resource, name, namespace, cluster=cluster)
+                  cluster: str) -> ReadOnly | None:
+        # No copy: transformers only read, and what is written is rendered afresh.
+        return await self._mc.get(resource, name, namespace, cluster=cluster, copy=False)
 
     async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
         # The cached objects themselves: policies, overrides and MemberClusters are only
@@ -133,7 +136,7 @@ class CacheContext:
         return list(listing.items.get(self.hub, []))
 
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
-                   namespace: str | None) -> JSON | None:
+                   namespace: str | None) -> ReadOnly | None:
         kind = group_kind(hub_resource)
         resource = self._kinds.member_resource(cluster, kind)
         if resource is None:
@@ -143,4 +146,4 @@ class CacheContext:
             # The member does not serve this kind (yet): no copy can exist there.
             self._clusters.get(cluster).check_writable()
             return None
-        return await self._mc.get(resource, name, namespace, cluster=cluster)
+        return await self._mc.get(resource, name, namespace, cluster=cluster, copy=False)

@@ -7,6 +7,7 @@ the executor checks before writing.
 
 from __future__ import annotations
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
 from federation.controllers import manifests, plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
@@ -41,7 +42,7 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
     return None
 
 
-def copy_vertex(cluster: str, desired: JSON, live: JSON | None, overwrite: bool,
+def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: bool,
                 expect: plan.Identity | None = None) -> plan.Vertex | None:
     """Create, update or nothing for one copy; None for a foreign object we may not touch.
     ``expect`` (the template's identity) is what the executor checks before writing."""

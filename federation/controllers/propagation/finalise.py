@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
 from federation.controllers import manifests, plan
-from federation.controllers.propagation.build import JSON
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition
 from federation.hub import records
@@ -44,7 +44,8 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
             manifests.TEMPLATE_UID_ANNOTATION)
         if uid and marked and marked != uid:
             continue  # a newer template's copy: not ours to delete
-        dag.add(plan.Vertex(cluster, plan.Action.DELETE, live, reason="template gone"))
+        dag.add(plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
+                            reason="template gone"))
     return dag
 
 
@@ -54,11 +55,13 @@ def left_after(report: plan.Report, unreachable: dict[str, str]) -> dict[str, st
                               for o in report.failed()}}
 
 
-def record_plan(hub: str, binding: JSON, left: dict[str, str], deleted: bool) -> plan.Plan:
+def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
+                ) -> plan.Plan:
     """Delete the binding when nothing is left; else record what is, once."""
     dag = plan.Plan()
     if not left:
-        dag.add(plan.Vertex(hub, plan.Action.DELETE, binding, reason="nothing left"))
+        dag.add(plan.Vertex(hub, plan.Action.DELETE, plan.reference(binding),
+                            reason="nothing left"))
         return dag
     pending = sorted(left)
     spec = dict(binding.get("spec") or {})
@@ -74,7 +77,7 @@ def record_plan(hub: str, binding: JSON, left: dict[str, str], deleted: bool) ->
     return dag
 
 
-def holders(binding: JSON) -> list[str]:
+def holders(binding: ReadOnly) -> list[str]:
     if (binding.get("spec") or {}).get("orphan"):
         return records.pending(binding)
     return records.holders(binding)

@@ -11,7 +11,7 @@ import pydantic
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers import api, deny
-from federation.controllers.propagation.build import JSON, STOP, Build, Problem, Verdict
+from federation.controllers.propagation.build import STOP, Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import policies
 from federation.placement import matching
@@ -53,7 +53,7 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
     return None
 
 
-async def denied_by(ctx: TransformContext, template: JSON) -> deny.Rule | None:
+async def denied_by(ctx: TransformContext, template: ReadOnly) -> deny.Rule | None:
     """The deny rule the template matches (Secrets also: a namespace holding a joined
     cluster's kubeconfig, wherever a MemberCluster points), or None."""
     rules = ctx.deny_list

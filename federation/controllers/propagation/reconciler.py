@@ -158,7 +158,7 @@ class Reconciler:
                              self.settings.retry_pending if pending else None) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
-    def _legacy_marks(self, template: JSON) -> plan.Plan:
+    def _legacy_marks(self, template: ReadOnly) -> plan.Plan:
         """A template an earlier version marked: drop its finalizer and annotations, once."""
         writes = plan.Plan()
         meta = template["metadata"]
@@ -174,7 +174,7 @@ class Reconciler:
         writes.add(plan.Vertex(self.hub, plan.Action.UPDATE, cleaned, reason="legacy marks"))
         return writes
 
-    async def _release_legacy(self, template: JSON | None) -> None:
+    async def _release_legacy(self, template: ReadOnly | None) -> None:
         if template is not None:
             raise_for_hub_failure(await self.execute(self._legacy_marks(template)))
 
@@ -253,7 +253,7 @@ class Reconciler:
         return Result(requeue_after=self.settings.retry_pending) if left else None
 
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
-                            binding: JSON | None) -> Result | None:
+                            binding: ReadOnly | None) -> Result | None:
         """The template is gone: its copies, then its binding (see :mod:`.finalise`)."""
         spec = (binding or {}).get("spec") or {}
         target = spec.get("resource") or {}

@@ -16,16 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from federation.contexts.cache import ReadOnly
 from federation.controllers import bindings, events, plan, status
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import decision as decision_
 
 
-def copies_after(build: Build, report: plan.Report | None) -> dict[str, JSON | None]:
+def copies_after(build: Build, report: plan.Report | None) -> dict[str, ReadOnly | None]:
     """Each target's copy as it is now: the server's answer to our write when there was
     one (the cache has not seen it yet), else the cached copy."""
-    copies: dict[str, JSON | None] = {}
+    copies: dict[str, ReadOnly | None] = {}
     for name in build.targets:
         desired = build.desired.get(name)
         outcome = report.outcomes.get(plan.vertex_key(name, desired)) \
@@ -40,7 +41,7 @@ def copies_after(build: Build, report: plan.Report | None) -> dict[str, JSON | N
 
 
 def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
-               copies: Mapping[str, JSON | None]) -> list[JSON]:
+               copies: Mapping[str, ReadOnly | None]) -> list[JSON]:
     previous = build.previous_conditions
     decision = build.decision
     assert decision is not None
@@ -78,7 +79,7 @@ def pending_condition(pending: Sequence[str], previous: Sequence[JSON],
                             previous)
 
 
-def add_binding(writes: plan.Plan, hub: str, wanted: JSON, current: JSON | None) -> None:
+def add_binding(writes: plan.Plan, hub: str, wanted: JSON, current: ReadOnly | None) -> None:
     """Create the binding, replace it (a PUT with the cached version: a concurrent change is
     a 409 and a retry), or nothing when it would say the same."""
     if current is None:
@@ -89,7 +90,7 @@ def add_binding(writes: plan.Plan, hub: str, wanted: JSON, current: JSON | None)
         writes.add(plan.Vertex(hub, plan.Action.UPDATE, replacement, reason="record"))
 
 
-def template_status_write(template: JSON, copies: Mapping[str, JSON | None],
+def template_status_write(template: ReadOnly, copies: Mapping[str, ReadOnly | None],
                           conds: Sequence[JSON]) -> JSON | None:
     """The template's new status when it must be written, else None.
 
@@ -129,7 +130,8 @@ def _is_problem(condition: Mapping[str, Any]) -> bool:
     return (condition.get("status") == "True") == bad_when_true
 
 
-def add_template_status(writes: plan.Plan, hub: str, template: JSON, wanted: JSON) -> None:
+def add_template_status(writes: plan.Plan, hub: str, template: ReadOnly,
+                        wanted: JSON) -> None:
     meta = template["metadata"]
     body: JSON = {"apiVersion": template["apiVersion"], "kind": template["kind"],
                   "metadata": {"name": meta["name"]}, "status": wanted}

@@ -33,4 +33,5 @@ async def delete_vertex(ctx: TransformContext, build: Build, cluster: str
         return None
     if live is None or not manifests.is_ours(live):
         return None
-    return plan.Vertex(cluster, plan.Action.DELETE, live, reason="copy no longer wanted")
+    return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
+                       reason="copy no longer wanted")

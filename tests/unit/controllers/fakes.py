@@ -9,11 +9,10 @@ every call with ClusterUnavailable. Every write is recorded in :attr:`FakeMC.wri
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Sequence
 from copy import deepcopy
-from typing import Any
+from typing import Any, cast
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
@@ -22,6 +21,7 @@ from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
 from federation.controllers import api, propagation
 from federation.runtime.reconcile import Request, group_kind
+from tests.unit.controllers.frozen import freeze
 
 JSON = dict[str, Any]
 KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
@@ -103,12 +103,15 @@ class FakeMC:
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
                   cluster: str, allow_stale: bool = False, copy: bool = True) -> JSON | None:
-        """As the cache: ``copy=False`` hands out the stored object itself (shared)."""
+        """As the cache: ``copy=False`` hands out the stored object, frozen (a change to it
+        fails the test; see :mod:`.frozen`)."""
         self._check(cluster)
         if (cluster, resource.kind, name) in self.unseen:
             return None
         found = self.objects.get(self._key(cluster, resource, namespace, name))
-        return deepcopy(found) if found is not None and copy else found
+        if found is None:
+            return None
+        return deepcopy(found) if copy else freeze(found)
 
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    clusters: Sequence[str] | None = None, copy: bool = True,
@@ -119,7 +122,8 @@ class FakeMC:
                 result.errors[name] = ClusterUnavailable(name, "unavailable")
                 continue
             result.items[name] = [
-                deepcopy(o) if copy else o for (c, plural, ns, _), o in sorted(self.objects.items())
+                deepcopy(o) if copy else freeze(o)
+                for (c, plural, ns, _), o in sorted(self.objects.items())
                 if c == name and plural == resource.plural
                 and (namespace is None or ns == namespace)]
         return result
@@ -309,23 +313,25 @@ class FakeContext:
     def members(self) -> list[propagation.Member]:
         return list(self._members)
 
+    # Reads hand out frozen copies, as the caches hand out shared objects (see .frozen).
+
     async def get(self, resource: Resource, name: str, namespace: str | None,
-                  cluster: str) -> JSON | None:
+                  cluster: str) -> ReadOnly | None:
         if cluster in self.down:
             raise ClusterUnavailable(cluster, "unavailable")
         for obj in self.lists.get(resource.kind, []):
             meta = obj["metadata"]
             if meta["name"] == name and meta.get("namespace") == namespace:
-                return copy.deepcopy(obj)
+                return cast(ReadOnly, freeze(obj))
         return None
 
     async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
-        return [copy.deepcopy(o) for o in self.lists.get(resource.kind, [])
+        return [freeze(o) for o in self.lists.get(resource.kind, [])
                 if namespace is None or o["metadata"].get("namespace") == namespace]
 
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
-                   namespace: str | None) -> JSON | None:
+                   namespace: str | None) -> ReadOnly | None:
         if cluster in self.down:
             raise ClusterUnavailable(cluster, "unavailable")
         found = self.copies.get(cluster)
-        return copy.deepcopy(found) if found is not None else None
+        return cast(ReadOnly, freeze(found)) if found is not None else None

@@ -1,6 +1,8 @@
 """Member copies: what is dropped, what is kept, when a write is needed."""
 
 import copy
+import hashlib
+import json
 from typing import Any
 
 from federation.controllers import manifests
@@ -82,3 +84,45 @@ def test_someone_elses_object_is_not_ours() -> None:
     """Objects without our label are foreign (conflicts)."""
     assert not manifests.is_ours({"metadata": {"labels": {"app": "x"}}})
     assert not manifests.is_ours({"metadata": {}})
+
+
+def _digest_before_copy_on_write(manifest: dict[str, Any]) -> str:
+    """The digest as first written (deep copy, then pop): copies in members carry it."""
+    content = copy.deepcopy(manifest)
+    (content.get("metadata", {}).get("annotations") or {}).pop(
+        manifests.APPLIED_HASH_ANNOTATION, None)
+    encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def test_digest_is_unchanged_by_copy_on_write() -> None:
+    """Same hash as before for every shape of annotations: a changed digest would make
+    an upgraded control plane rewrite every copy in every member once."""
+    hashed = {manifests.APPLIED_HASH_ANNOTATION: "old"}
+    for annotations in (None, {}, {"a": "1"}, hashed, {**hashed, "a": "1"}, "absent"):
+        meta: dict[str, Any] = {"name": "x", "namespace": "shop"}
+        if annotations != "absent":
+            meta["annotations"] = copy.deepcopy(annotations)
+        manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+        before = copy.deepcopy(manifest)
+        assert manifests.digest(manifest) == _digest_before_copy_on_write(manifest)
+        assert manifest == before
+
+
+def test_render_shares_nothing_it_changes_with_the_template() -> None:
+    """Copy-on-write render: the template (a cached object) is unchanged by rendering,
+    dividing, marking and allocation dropping, for every kind render edits."""
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "s", "namespace": "shop", "uid": "u", "labels": {"a": "b"}},
+               "spec": {"clusterIP": "10.0.0.1", "ports": [{"port": 80, "nodePort": 30080}]},
+               "status": {"loadBalancer": {}}}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "d", "namespace": "shop", "annotations": {"x": "y"}},
+                  "spec": {"replicas": 6, "template": {"spec": {"containers": []}}}}
+    for template in (service, deployment):
+        before = copy.deepcopy(template)
+        rendered = manifests.mark(manifests.render(template, 2, True), "uid-1")
+        assert template == before
+        assert "status" not in rendered and "uid" not in rendered["metadata"]
+    assert manifests.render(deployment, 2, True)["spec"]["replicas"] == 2
+    assert "nodePort" not in manifests.render(service, None, False)["spec"]["ports"][0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.controllers import api, manifests, plan, propagation
 from federation.controllers.propagation.dependencies import plan_dependencies
@@ -26,7 +27,7 @@ class MemberContext(FakeContext):
         self.member_objects = members
 
     async def get(self, resource: Resource, name: str, namespace: str | None,
-                  cluster: str) -> JSON | None:
+                  cluster: str) -> ReadOnly | None:
         if cluster == self.hub or cluster in self.down:
             return await super().get(resource, name, namespace, cluster)
         return next((o for o in self.member_objects[cluster].get(resource.kind, [])
