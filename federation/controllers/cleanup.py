@@ -122,7 +122,7 @@ class Reconciler:
         try:
             resource = await self.mc.cluster(self.hub).resource(target)
             live = await self.mc.get(resource, target["name"], target.get("namespace"),
-                                     cluster=self.hub)
+                                     cluster=self.hub, copy=False)
         except ClientError as exc:
             if getattr(exc, "retryable", False):
                 raise
