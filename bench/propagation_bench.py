@@ -172,6 +172,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def cpu_by_owner(fleet: fleet_lib.Fleet, plane: int | None) -> dict[str, float]:
+    """CPU seconds so far of the hub (its API server and etcd), the members (all of theirs
+    summed), the simulator and the control plane: where a scenario's cost lands."""
+    found: dict[str, float] = {}
+    for owner, pids in fleet.process_ids().items():
+        group = owner if owner in ("hub", "simulator") else "members"
+        found[group] = found.get(group, 0.0) + sum(cpu_seconds(pid) for pid in pids)
+    found["control plane"] = cpu_seconds(plane)
+    return found
+
+
 def cpu_seconds(pid: int | None) -> float:
     """User + system CPU of one process (not its children), from /proc/<pid>/stat."""
     if pid is None:
@@ -446,6 +457,8 @@ class Run:
     member_writes: collections.Counter[str]
     own_writes: int
     cpu: float
+    window_cpu: dict[str, float]
+    """CPU seconds by owner (:func:`cpu_by_owner`) from the first create to the last copy."""
     complete: bool
     templates: int
     members: int
@@ -546,6 +559,7 @@ class Bench:
         own_before = clients.own_hub_writes
         hub_before, members_before = await clients.writes()
         cpu_before = cpu_seconds(self.plane.pid)
+        owners_before = cpu_by_owner(self.fleet, self.plane.pid)
         names = [f"d{i}" for i in range(count)]
         created: dict[str, float] = {}
 
@@ -564,6 +578,8 @@ class Bench:
             await asyncio.gather(*tasks)
         deadline = started + self.args.timeout
         present = await watch.wait(names, ready=False, deadline=deadline)
+        owners = cpu_by_owner(self.fleet, self.plane.pid)
+        window_cpu = {k: v - owners_before.get(k, 0.0) for k, v in owners.items()}
         ready = present and await watch.wait(names, ready=True, deadline=deadline)
         if not ready:
             log(f"not complete within {self.args.timeout:.0f} s: "
@@ -583,7 +599,8 @@ class Bench:
         return Run(latencies=latencies, copies_per_second=rate,
                    hub_writes=delta(hub_after, hub_before),
                    member_writes=delta(members_after, members_before),
-                   own_writes=clients.own_hub_writes - own_before, cpu=cpu, complete=ready,
+                   own_writes=clients.own_hub_writes - own_before, cpu=cpu,
+                   window_cpu=window_cpu, complete=ready,
                    templates=count, members=len(members),
                    elapsed=(last - started) if done else math.nan)
 
@@ -603,6 +620,8 @@ class Bench:
         self.rows.append(judged(scenario, "hub writes per template", run.hub_writes_per_template,
                                 ".2f", "<= 3", lambda v: v <= 3))
         self.rows.append(info(scenario, "control plane CPU (s)", run.cpu, ".1f"))
+        self.rows.append(info(scenario, "CPU s until all copies: " + ", ".join(
+            run.window_cpu), " / ".join(f"{v:.1f}" for v in run.window_cpu.values())))
         log(f"{scenario}: hub writes {breakdown(run.hub_writes)} (the bench's own: "
             f"{run.own_writes})")
 

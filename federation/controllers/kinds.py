@@ -26,7 +26,7 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.controllers import deny
-from federation.runtime import controller, reconcile
+from federation.runtime import controller, queue, reconcile
 
 log = logging.getLogger("federation.kinds")
 
@@ -34,6 +34,14 @@ Enqueue = Callable[[reconcile.Request, int], None]
 """Queue a request with a priority (``WorkQueue.add``)."""
 EnqueueAfter = Callable[[reconcile.Request, float, int], None]
 """Queue a request after a delay, with a priority (``WorkQueue.add_after``)."""
+
+COPY_EVENT_PRIORITY = queue.LOW_PRIORITY
+"""Member events queue their template at the low priority of a start's backlog. They
+mostly bring status (a copy progressing, then ready) and go after new and changed
+templates, so a burst's first propagation is not queued behind the status rounds of the
+copies it already made (a 500-template burst: every template's first write before any
+status write); a key queued for both runs once, at the higher priority. Drift in a member
+is reverted after that queue, not before it."""
 
 MEMBER_EVENT_DELAY = 0.5
 """Seconds a member event waits before it reconciles its template. A new copy's status
@@ -133,11 +141,12 @@ class KindTracker:
                      controller.priority_of(event))
 
     def _copy_event(self, event: Event) -> None:
-        """A member object changed: reconcile the hub template of the same identity."""
+        """A member object changed: reconcile the hub template of the same identity, at
+        :data:`COPY_EVENT_PRIORITY`."""
         meta = event.obj.get("metadata") or {}
         request = reconcile.Request(self.clusters.hub.name, reconcile.group_kind(event.resource),
                                     str(meta.get("namespace") or ""), str(meta["name"]))
-        priority = controller.priority_of(event)
+        priority = COPY_EVENT_PRIORITY
         if self.enqueue_after is not None:
             self.enqueue_after(request, MEMBER_EVENT_DELAY, priority)
         else:

@@ -548,6 +548,18 @@ class Fleet:
             self.write_kubeconfig(config)
         return self.control_plane_kubeconfig
 
+    def process_ids(self) -> dict[str, list[int]]:
+        """The running processes of the fleet by owner: each cluster's etcd and API server,
+        and ``simulator`` (for benchmarks that measure where CPU time lands)."""
+        found: dict[str, list[int]] = {}
+        for cluster in self.load().clusters:
+            found[cluster.name] = [pid for component in ("etcd", "kube-apiserver")
+                                   if (pid := processes.owned_pid(
+                                       self._pid_file(cluster.name, component))) is not None]
+        simulator = processes.owned_pid(self.simulator_pid_file)
+        found["simulator"] = [simulator] if simulator is not None else []
+        return found
+
     def status(self) -> list[ClusterStatus]:
         result = []
         for cluster in self.load().clusters:

@@ -62,3 +62,25 @@ def test_a_delete_is_always_reconciled() -> None:
     assert [r.name for r in queued] == ["web"]
     tracker._template_event(Event("MODIFIED", "hub", kube.DEPLOYMENTS, gone, old))
     assert len(queued) == 1  # a status-only modification is not queued
+
+
+def test_member_events_queue_after_template_changes() -> None:
+    """A copy's event (status, drift) is queued at low priority; a template's own change
+    at the default one, so first propagation goes first in a burst."""
+    from federation.contexts import client as kube
+    from federation.contexts.cache import Event
+    from federation.runtime import queue
+    from tests.unit.controllers.fakes import cluster_set
+
+    queued: list[tuple[str, int]] = []
+
+    def enqueue(request: Any, priority: int = 0) -> None:
+        queued.append((request.cluster, priority))
+
+    tracker = kinds.KindTracker(cluster_set("member1"), enqueue)
+    copy_of = deployment()
+    tracker._copy_event(Event("MODIFIED", "member1", kube.DEPLOYMENTS, copy_of, copy_of))
+    changed = copy.deepcopy(copy_of)
+    changed["spec"]["replicas"] = 5
+    tracker._template_event(Event("MODIFIED", "hub", kube.DEPLOYMENTS, changed, copy_of))
+    assert queued == [("hub", queue.LOW_PRIORITY), ("hub", queue.DEFAULT_PRIORITY)]
