@@ -623,12 +623,13 @@ class Bench:
         self.rows.append(info(scenario, "CPU s until all copies: " + ", ".join(
             run.window_cpu), " / ".join(f"{v:.1f}" for v in run.window_cpu.values())))
         log(f"{scenario}: hub writes {breakdown(run.hub_writes)} (the bench's own: "
-            f"{run.own_writes})")
+            f"{run.own_writes}); member writes {breakdown(run.member_writes)}")
 
     # -- scenarios --------------------------------------------------------------------
 
-    async def raw_rate(self, count: int) -> float:
-        """Member writes/s of the same copies written straight to the members."""
+    async def raw_rate(self, count: int) -> tuple[float, dict[str, float]]:
+        """Member writes/s of the same copies written straight to the members, and the CPU
+        seconds by owner (:func:`cpu_by_owner`) while they were written."""
         clients = self.clients
         assert clients is not None
         namespace = self.namespace("raw")
@@ -640,14 +641,18 @@ class Bench:
                                                          deployment(name, namespace))
 
         per_member = [[writer(m, f"d{i}") for i in range(count)] for m in clients.members]
+        owners_before = cpu_by_owner(self.fleet, None)
         started = time.monotonic()
         await asyncio.gather(*(bounded(calls, self.args.concurrency) for calls in per_member))
         elapsed = time.monotonic() - started
+        owners = cpu_by_owner(self.fleet, None)
+        cpu = {k: v - owners_before.get(k, 0.0) for k, v in owners.items()
+               if k != "control plane"}
         # The simulator would keep packing these copies: remove them (no namespace
         # controller runs on the members, so deleting the namespace would not).
         for member in clients.members:
             await clients.member[member].request("DELETE", kube.DEPLOYMENTS.path(namespace))
-        return count * len(clients.members) / elapsed
+        return count * len(clients.members) / elapsed, cpu
 
     async def burst(self) -> None:
         clients = await self.fleet_up(self.args.members, fresh=False)
@@ -657,12 +662,14 @@ class Bench:
             self.plane.stop()  # the baseline runs with no control plane, as before
         log(f"raw: {count} Deployments x {len(members)} members straight to the members "
             f"({self.args.concurrency} writers per member, no client-side limit)")
-        raw = await self.raw_rate(count)
+        raw, raw_cpu = await self.raw_rate(count)
         await self.start_plane()
         log(f"burst: {count} templates on the hub at once")
         run = await self.create_templates(count, None, members)
         ratio = run.copies_per_second / raw
         self.rows.append(info("burst", "raw member writes/s", raw, ".0f"))
+        self.rows.append(info("burst", "raw: CPU s while writing: " + ", ".join(raw_cpu),
+                              " / ".join(f"{v:.1f}" for v in raw_cpu.values())))
         self.rows.append(info("burst", "ours: copies/s (create -> all copies present)",
                               run.copies_per_second, ".0f"))
         self.rows.append(judged("burst", "ratio ours/raw", ratio, ".2f", ">= 0.4",
