@@ -7,7 +7,13 @@ Scenarios (``--scenarios``, all by default, in this order):
   client-side rate limit), before any control plane runs; then ``--templates``
   Deployments created on the hub at once, duplicated (or divided) to ``--members``
   members by ``fedctl run``. Ours is copies/s from the first hub create to the last
-  copy seen by the bench's member watches; the ratio ours/raw is the headline.
+  copy seen by the bench's member watches; the ratio ours/raw is the headline. The
+  fleet's data-plane simulator (standing in for the members' kubelets and controllers)
+  is paused in both measured windows by default (``--data-plane``): it writes two
+  statuses per copy, inside our window but mostly after the raw one's, and the ratio
+  compares write paths. Readiness and the hub writes it causes are still counted, after
+  it resumes. CPU seconds by owner (hub, members, simulator, control plane) are printed
+  for both windows: where the cost lands.
 - ``paced``: ``--paced-templates`` created at ``--paced-rate``/s (20/s: the Kubernetes
   scalability SLO's churn), open loop (each create at its scheduled time, whatever
   the previous one is doing).
@@ -37,16 +43,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import functools
 import math
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -541,8 +549,21 @@ class Bench:
 
     # -- measured creates -------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def data_plane_paused(self, paused: bool) -> Iterator[None]:
+        """The simulator (the members' stand-in for kubelets and controllers) stopped with
+        SIGSTOP for the block, when ``paused``; its watches catch up when it resumes."""
+        if not paused:
+            yield
+            return
+        processes.send(self.fleet.simulator_pid_file, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            processes.send(self.fleet.simulator_pid_file, signal.SIGCONT)
+
     async def create_templates(self, count: int, interval: float | None,
-                               members: Sequence[str]) -> Run:
+                               members: Sequence[str], pause_data_plane: bool = False) -> Run:
         """``count`` templates in a new namespace: at once (``--concurrency`` in flight)
         or one every ``interval`` s; measured until every copy is ready and all is quiet."""
         clients = self.clients
@@ -568,17 +589,19 @@ class Bench:
             await clients.hub_create(kube.DEPLOYMENTS, deployment(name, namespace, replicas))
 
         started = time.monotonic()
-        if interval is None:
-            await bounded([functools.partial(create, n) for n in names], self.args.concurrency)
-        else:
-            tasks = []
-            for index, name in enumerate(names):
-                await asyncio.sleep(max(0.0, started + index * interval - time.monotonic()))
-                tasks.append(asyncio.create_task(create(name)))
-            await asyncio.gather(*tasks)
-        deadline = started + self.args.timeout
-        present = await watch.wait(names, ready=False, deadline=deadline)
-        owners = cpu_by_owner(self.fleet, self.plane.pid)
+        with self.data_plane_paused(pause_data_plane):
+            if interval is None:
+                await bounded([functools.partial(create, n) for n in names],
+                              self.args.concurrency)
+            else:
+                tasks = []
+                for index, name in enumerate(names):
+                    await asyncio.sleep(max(0.0, started + index * interval - time.monotonic()))
+                    tasks.append(asyncio.create_task(create(name)))
+                await asyncio.gather(*tasks)
+            deadline = started + self.args.timeout
+            present = await watch.wait(names, ready=False, deadline=deadline)
+            owners = cpu_by_owner(self.fleet, self.plane.pid)
         window_cpu = {k: v - owners_before.get(k, 0.0) for k, v in owners.items()}
         ready = present and await watch.wait(names, ready=True, deadline=deadline)
         if not ready:
@@ -642,10 +665,12 @@ class Bench:
 
         per_member = [[writer(m, f"d{i}") for i in range(count)] for m in clients.members]
         owners_before = cpu_by_owner(self.fleet, None)
-        started = time.monotonic()
-        await asyncio.gather(*(bounded(calls, self.args.concurrency) for calls in per_member))
-        elapsed = time.monotonic() - started
-        owners = cpu_by_owner(self.fleet, None)
+        with self.data_plane_paused(self.args.data_plane == "paused"):
+            started = time.monotonic()
+            await asyncio.gather(*(bounded(calls, self.args.concurrency)
+                                   for calls in per_member))
+            elapsed = time.monotonic() - started
+            owners = cpu_by_owner(self.fleet, None)
         cpu = {k: v - owners_before.get(k, 0.0) for k, v in owners.items()
                if k != "control plane"}
         # The simulator would keep packing these copies: remove them (no namespace
@@ -665,7 +690,8 @@ class Bench:
         raw, raw_cpu = await self.raw_rate(count)
         await self.start_plane()
         log(f"burst: {count} templates on the hub at once")
-        run = await self.create_templates(count, None, members)
+        run = await self.create_templates(count, None, members,
+                                          pause_data_plane=self.args.data_plane == "paused")
         ratio = run.copies_per_second / raw
         self.rows.append(info("burst", "raw member writes/s", raw, ".0f"))
         self.rows.append(info("burst", "raw: CPU s while writing: " + ", ".join(raw_cpu),
@@ -806,6 +832,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="leave a fleet the bench started")
     parser.add_argument("--control-plane-arg", action="append", default=[],
                         help="an extra `fedctl run` flag (repeatable; the targets assume none)")
+    parser.add_argument("--data-plane", choices=("paused", "running"), default="paused",
+                        help="the burst's simulator during both measured windows (raw "
+                             "writes; hub creates until every copy is present): paused, so "
+                             "the ratio compares write paths only (its status writes, 2 per "
+                             "copy, land inside ours but mostly after raw's), or running")
     parser.add_argument("--profile-cpu", metavar="FILE",
                         help="run the control plane under cProfile counting CPU time; "
                              "FILE.N is written at the Nth control plane's exit")
