@@ -832,7 +832,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="leave a fleet the bench started")
     parser.add_argument("--control-plane-arg", action="append", default=[],
                         help="an extra `fedctl run` flag (repeatable; the targets assume none)")
-    parser.add_argument("--data-plane", choices=("paused", "running"), default="paused",
+    parser.add_argument("--data-plane", choices=("paused", "running"), default="running",
                         help="the burst's simulator during both measured windows (raw "
                              "writes; hub creates until every copy is present): paused, so "
                              "the ratio compares write paths only (its status writes, 2 per "
