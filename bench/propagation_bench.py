@@ -7,13 +7,12 @@ Scenarios (``--scenarios``, all by default, in this order):
   client-side rate limit), before any control plane runs; then ``--templates``
   Deployments created on the hub at once, duplicated (or divided) to ``--members``
   members by ``fedctl run``. Ours is copies/s from the first hub create to the last
-  copy seen by the bench's member watches; the ratio ours/raw is the headline. The
-  fleet's data-plane simulator (standing in for the members' kubelets and controllers)
-  is paused in both measured windows by default (``--data-plane``): it writes two
-  statuses per copy, inside our window but mostly after the raw one's, and the ratio
-  compares write paths. Readiness and the hub writes it causes are still counted, after
-  it resumes. CPU seconds by owner (hub, members, simulator, control plane) are printed
-  for both windows: where the cost lands.
+  copy seen by the bench's member watches; the ratio ours/raw is the headline. CPU
+  seconds by owner (hub, members, simulator, control plane) are printed for both
+  windows: where the cost lands. ``--data-plane paused`` stops the fleet's data-plane
+  simulator (the members' stand-in for kubelets and controllers: two status writes per
+  copy) in both windows, to compare the write paths alone; readiness is still awaited
+  after it resumes.
 - ``paced``: ``--paced-templates`` created at ``--paced-rate``/s (20/s: the Kubernetes
   scalability SLO's churn), open loop (each create at its scheduled time, whatever
   the previous one is doing).
@@ -833,10 +832,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--control-plane-arg", action="append", default=[],
                         help="an extra `fedctl run` flag (repeatable; the targets assume none)")
     parser.add_argument("--data-plane", choices=("paused", "running"), default="running",
-                        help="the burst's simulator during both measured windows (raw "
-                             "writes; hub creates until every copy is present): paused, so "
-                             "the ratio compares write paths only (its status writes, 2 per "
-                             "copy, land inside ours but mostly after raw's), or running")
+                        help="the data-plane simulator during both burst windows (raw writes; "
+                             "hub creates until every copy is present): running, as the "
+                             "fleet always is, or paused to compare the write paths alone")
     parser.add_argument("--profile-cpu", metavar="FILE",
                         help="run the control plane under cProfile counting CPU time; "
                              "FILE.N is written at the Nth control plane's exit")
