@@ -146,7 +146,7 @@ def parse_manifests(
     sources: Sequence[Source], limits: documents.Limits = documents.LIMITS
 ) -> Manifests:
     """Every policy and resource in ``sources``; raises :class:`LoadError` on the first problem."""
-    policies: dict[tuple[str, str | None, str], tuple[str, policy_.Policy]] = {}
+    policies: dict[tuple[str, str, str | None, str], tuple[str, policy_.Policy]] = {}
     resources: dict[resources_.ResourceKey, tuple[str, resources_.Resource]] = {}
     for source in sources:
         for where, prefix, doc in _expand(source[0], _yaml_documents(source, limits)):
@@ -165,12 +165,12 @@ def _is_policy(doc: Mapping[str, Any]) -> bool:
 
 
 def _add_policy(
-    seen: dict[tuple[str, str | None, str], tuple[str, policy_.Policy]],
+    seen: dict[tuple[str, str, str | None, str], tuple[str, policy_.Policy]],
     where: str,
     prefix: str,
     policy: policy_.Policy,
 ) -> None:
-    key = (policy.kind, policy.namespace, policy.metadata.name)
+    key = (policy.api_version, policy.kind, policy.namespace, policy.metadata.name)
     if key in seen:
         path = error_path([p for p in (prefix, "metadata", "name") if p])
         raise LoadError(

@@ -241,14 +241,14 @@ def test_policy_reference_and_namespace() -> None:
             "required for NotIn",
         ),
         (
-            {"clusterTolerations": [{"key": "k", "operator": "Exists", "value": "v"}]},
-            "spec.placement.clusterTolerations[0].value",
-            "must be empty when operator is Exists",
+            {"clusterTolerations": [{"key": "k", "operator": "Lt", "value": "3"}]},
+            "spec.placement.clusterTolerations[0].operator",
+            "Lt is not supported for cluster tolerations; use Equal, Exists or leave it empty",
         ),
         (
-            {"clusterTolerations": [{"value": "v"}]},
+            {"clusterTolerations": [{"key": "k", "operator": "Gt", "value": "3"}]},
             "spec.placement.clusterTolerations[0].operator",
-            "must be Exists when key is empty",
+            "Gt is not supported for cluster tolerations; use Equal, Exists or leave it empty",
         ),
         (
             {"spreadConstraints": [{"spreadByField": "zone", "spreadByLabel": "x"}]},
