@@ -1,7 +1,10 @@
 """The placement policy schema: Karmada's PropagationPolicy, field for field.
 
-A Karmada user's policy loads unchanged except for ``apiVersion``; files with
-``policy.karmada.io/v1alpha1`` load too. Models use Karmada's camelCase names as
+A Karmada user's policy loads unchanged, with ``policy.karmada.io/v1alpha1`` or
+ours; the placement fields of Karmada v1.17/v1.18 (``workloadAffinity``,
+``clusterAffinities[].overflowAffinities``) are typed and honoured by the engine,
+and ``clusterTolerations`` are validated exactly as Karmada's webhook does (only
+``Lt``/``Gt`` refused). Models use Karmada's camelCase names as
 aliases over snake_case attributes and forbid unknown fields, so a typo such as
 ``clusterAfinity`` is an error naming its path rather than a silently ignored
 key. ``failover`` and ``conflictResolution`` are typed here for the controllers
@@ -195,6 +198,9 @@ class ClusterFailoverBehavior(_Model):
     grace_period_seconds: counts.PositiveSeconds | None = None
     """Our extension: the longest a graceful eviction waits (None: the controller's
     default, 600 s as Karmada's graceful eviction timeout)."""
+    state_preservation: StatePreservation | None = None
+    """Karmada's: typed so a Karmada policy is read exactly, then refused by
+    :func:`problems` (we carry no state from the old copies to the new ones)."""
 
 
 class DecisionConditions(_Model):
@@ -324,6 +330,11 @@ def problems(policy: Policy) -> list[Problem]:
             path = f"spec.resourceSelectors[{i}].labelSelector"
             found += _label_selector_problems(path, selector.label_selector)
     found += _placement_problems("spec.placement", spec.placement)
+    cluster_failover = spec.failover.cluster if spec.failover is not None else None
+    if cluster_failover is not None and cluster_failover.state_preservation is not None:
+        found.append(("spec.failover.cluster.statePreservation",
+                      "not supported: state is not carried from the evicted copies to the new "
+                      "ones"))
     if spec.failover is not None and spec.failover.application is not None:
         found.append(("spec.failover.application",
                       "application failover is not supported; replicas move off NotReady "

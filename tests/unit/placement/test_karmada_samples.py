@@ -150,6 +150,17 @@ def test_karmada_validation_rules(placement: dict[str, Any], path: str, words: s
     assert caught.value.path == path and words in caught.value.message
 
 
+def test_cluster_failover_state_preservation_is_refused_by_name() -> None:
+    with pytest.raises(loader.LoadError) as caught:
+        loader.parse_policy({
+            "apiVersion": policy_.KARMADA_GROUP_VERSION, "kind": "PropagationPolicy",
+            "metadata": {"name": "p"},
+            "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}],
+                     "failover": {"cluster": {"statePreservation": {"rules": [
+                         {"aliasLabelName": "a", "jsonPath": "{.x}"}]}}}}}, "p.yaml")
+    assert caught.value.path == "spec.failover.cluster.statePreservation"
+
+
 def test_effect_only_toleration_tolerates_that_effect() -> None:
     """Karmada's own artifacts/example/propagationpolicy_taintToleration.yaml."""
     policy = karmada_policy({"clusterTolerations": [{"effect": "NoSchedule"}]})
