@@ -326,6 +326,10 @@ def problems(policy: Policy) -> list[Problem]:
     if not spec.resource_selectors:
         found.append(("spec.resourceSelectors", "at least one resource selector is required"))
     for i, selector in enumerate(spec.resource_selectors):
+        if policy.namespaced and selector.namespace and selector.namespace != policy.namespace:
+            found.append((f"spec.resourceSelectors[{i}].namespace",
+                          "must be the policy's own namespace (a PropagationPolicy selects "
+                          "only there), as Karmada's webhook requires"))
         if selector.label_selector is not None:
             path = f"spec.resourceSelectors[{i}].labelSelector"
             found += _label_selector_problems(path, selector.label_selector)

@@ -224,3 +224,13 @@ def test_karmada_crds_type_every_field_the_models_load() -> None:
     assert set(term) == {f.alias for f in policy_.ClusterAffinityTerm.model_fields.values()}
     overriders = karmada_crds.overriders()["properties"]
     assert set(overriders) == {f.alias for f in overrides.Overriders.model_fields.values()}
+
+
+def test_a_selector_in_another_namespace_is_refused_as_karmada_does() -> None:
+    with pytest.raises(loader.LoadError) as caught:
+        loader.parse_policy({
+            "apiVersion": policy_.KARMADA_GROUP_VERSION, "kind": "PropagationPolicy",
+            "metadata": {"name": "p", "namespace": "shop"},
+            "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                            "namespace": "kube-system"}]}}, "p.yaml")
+    assert caught.value.path == "spec.resourceSelectors[0].namespace"
