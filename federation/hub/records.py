@@ -60,6 +60,6 @@ def affinity_groups(binding: Mapping[str, Any] | None) -> tuple[str | None, str 
     groups = ((binding or {}).get("spec") or {}).get(AFFINITY_GROUPS) or {}
     if not isinstance(groups, Mapping):
         return None, None
-    found = [groups.get(k) for k in ("affinityGroup", "antiAffinityGroup")]
-    return tuple(str(v) if isinstance(v, str) and v else None  # type: ignore[return-value]
-                 for v in found)
+    group, anti = (groups.get(k) for k in ("affinityGroup", "antiAffinityGroup"))
+    return (group if isinstance(group, str) and group else None,
+            anti if isinstance(anti, str) and anti else None)

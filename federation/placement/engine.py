@@ -83,15 +83,16 @@ def affinity_groups(policy: policy_.Policy, resource: resources_.Resource
     return found[0], found[1]
 
 
-def _peer_filter(fleet: clusters_.Fleet, held: Mapping[str, int], peers: Peers | None
+def _peer_filter(fleet: clusters_.Fleet, used: Iterable[str], peers: Peers | None
                  ) -> tuple[clusters_.Fleet, list[str]]:
     """The fleet without the clusters the workload-affinity filters refuse. As in Karmada,
-    a cluster the workload already uses always passes."""
+    a cluster the workload already targets (``used``, 0 replicas included) always passes."""
+    used = set(used)
     if peers is None or not (peers.affinity or peers.anti):
         return fleet, []
     refused: dict[str, list[str]] = {}
     for cluster in fleet:
-        if cluster.name in held:
+        if cluster.name in used:
             continue
         if any(cluster.name not in placed for placed in peers.affinity):
             refused.setdefault("not used by every placed workload of its affinity group",
@@ -118,7 +119,7 @@ def place(
     workload-affinity groups' other members hold, see :class:`Peers`)."""
     fleet = clusters_.as_fleet(clusters)
     held = {name: n for name, n in sorted((previous or {}).items()) if n > 0}
-    fleet, peer_lines = _peer_filter(fleet, held, peers)
+    fleet, peer_lines = _peer_filter(fleet, previous or {}, peers)
     outcome = _place_terms(resource, policy, fleet, held)
     if peer_lines:
         outcome = dataclasses.replace(outcome, explanation=(*peer_lines, *outcome.explanation))

@@ -234,3 +234,16 @@ def test_a_selector_in_another_namespace_is_refused_as_karmada_does() -> None:
             "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap",
                                             "namespace": "kube-system"}]}}, "p.yaml")
     assert caught.value.path == "spec.resourceSelectors[0].namespace"
+
+
+def test_a_cluster_the_workload_already_targets_passes_the_peer_filters() -> None:
+    """Karmada's filters let a binding keep every cluster it targets (even at 0 replicas)."""
+    policy = karmada_policy({"workloadAffinity": {"antiAffinity": {"groupByLabelKey": "g"}}})
+    fleet = [clusters.Cluster(name=n) for n in ("x", "y")]
+    workload = resources.Resource(api_version="v1", kind="ConfigMap", name="c",
+                                  namespace="default", labels={"g": "1"})
+    peers = engine.Peers(anti=frozenset({"x", "y"}))
+    assert engine.place(workload, policy, fleet, {"x": 0}, peers).clusters == {"x": 0}
+    refused = engine.place(workload, policy, fleet, {}, peers)
+    assert refused.error is not None
+    assert any("anti-affinity group" in line for line in refused.explanation)
