@@ -17,16 +17,21 @@ from __future__ import annotations
 import io
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from federation.controllers import manifests as manifests_
+from federation.controllers import overrides
 from federation.placement import clusters as clusters_
 from federation.placement import documents, engine, loader
+from federation.placement import policy as policy_
+from federation.placement import resources as resources_
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -55,9 +60,12 @@ class _PlanCommand(click.Command):
 HELP = """Compute placements offline: which clusters get each workload, and how many replicas.
 
 \b
-Every -f file may hold several YAML documents: PropagationPolicy and
-ClusterPropagationPolicy objects (apiVersion policy.federation.io/v1alpha1 or
-policy.karmada.io/v1alpha1) and the resources to place (Deployments, ...).
+Every -f file may hold several YAML documents: PropagationPolicy,
+ClusterPropagationPolicy, OverridePolicy and ClusterOverridePolicy objects
+(apiVersion policy.federation.io/v1alpha1 or policy.karmada.io/v1alpha1) and
+the resources to place (Deployments, ...). --show-manifests prints the copy
+each cluster would get, overrides applied (as YAML after the table, or as
+"manifests" in -o json).
 
 \b
 CLUSTERS.yaml:
@@ -122,6 +130,8 @@ Exit status:
     metavar="NAME",
     help="Treat this cluster as failed / not ready (repeatable).",
 )
+@click.option("--show-manifests", is_flag=True,
+              help="Show each cluster's copy of each resource, overrides applied.")
 @click.option("--live", is_flag=True, help="Read everything from the hub (what-if on the "
                                           "running federation).")
 @click.option("--kubeconfig", "kubeconfig_path", metavar="FILE", default=None,
@@ -136,26 +146,37 @@ def plan(
     output: str,
     explain: bool,
     failed: Sequence[str],
+    show_manifests: bool,
     live: bool,
     kubeconfig_path: str | None,
     hub_context: str | None,
 ) -> None:
+    rendered: Rendered = {}
     try:
         if live:
+            if show_manifests:
+                raise _BadUsage("--show-manifests works on files, not with --live", ctx)
             planned = _run_live(kubeconfig_path, hub_context, failed)
         elif not files or not clusters_file:
             option = "'--clusters'" if files else "'-f' / '--filename'"
             raise _BadUsage(f"Missing option {option} (or --live to read the hub).", ctx)
         else:
-            planned = _run(files, clusters_file, previous_file, failed)
+            planned, rendered = _run(files, clusters_file, previous_file, failed)
     except loader.LoadError as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(EXIT_BAD_INPUT)
     if output == "json":
-        click.echo(json.dumps(as_json(planned), indent=2))
+        document = as_json(planned)
+        if show_manifests:
+            for entry, p in zip(document["placements"], planned, strict=True):
+                entry["manifests"] = rendered.get(p.resource.key, {})
+        click.echo(json.dumps(document, indent=2))
     else:
         click.echo(as_table(planned, explain), nl=False)
-    failures = any(p.decision.error is not None for p in planned)
+        if show_manifests:
+            click.echo(manifests_text(planned, rendered), nl=False)
+    failures = any(p.decision.error is not None for p in planned) or any(
+        isinstance(copy, str) for copies in rendered.values() for copy in copies.values())
     ctx.exit(EXIT_PLACEMENT_ERROR if failures else EXIT_OK)
 
 
@@ -169,12 +190,17 @@ def _read(path: str) -> loader.Source:
     return loader.decode(path, data)
 
 
+Rendered = dict[resources_.ResourceKey, dict[str, "dict[str, Any] | str"]]
+"""Resource -> cluster -> its copy with overrides applied, or why no copy is sent."""
+
+
 def _run(
     files: Sequence[str], clusters_file: str, previous_file: str | None, failed: Sequence[str]
-) -> list[engine.Planned]:
+) -> tuple[list[engine.Planned], Rendered]:
     manifests = loader.parse_manifests([_read(f) for f in files])
     if not manifests.resources:
         raise loader.LoadError(", ".join(files), "", "no resources to place in these files")
+    override_policies = [_override(doc) for doc in manifests.overrides]
     clusters = loader.parse_clusters(_read(clusters_file))
     unknown = sorted(set(failed) - {c.name for c in clusters})
     if unknown:
@@ -183,7 +209,55 @@ def _run(
         )
     previous = loader.parse_previous(_read(previous_file)) if previous_file else {}
     fleet = clusters_.Fleet(clusters_.mark_failed(clusters, failed))
-    return engine.plan(manifests.resources, manifests.policies, fleet, previous)
+    planned = engine.plan(manifests.resources, manifests.policies, fleet, previous)
+    return planned, render_copies(planned, manifests.documents, override_policies, fleet)
+
+
+def _override(found: loader.OverrideDocument) -> overrides.OverridePolicy:
+    """An override policy of the inputs, validated as the hub's controller does."""
+    try:
+        return overrides.validate(found.document)
+    except overrides.OverrideError as error:
+        path, _, message = str(error).partition(": ")
+        if not message:
+            path, message = "", path
+        full = f"{found.prefix}.{path}" if found.prefix and path else (found.prefix or path)
+        raise loader.LoadError(found.where, full, message) from None
+
+
+def render_copies(planned: Sequence[engine.Planned],
+                  documents_: Mapping[resources_.ResourceKey, Mapping[str, Any]],
+                  chosen: Sequence[overrides.OverridePolicy],
+                  fleet: clusters_.Fleet) -> Rendered:
+    """Each placed resource's copy per cluster, as propagation renders it (replicas of a
+    divided workload set, then every override that targets the cluster)."""
+    found: Rendered = {}
+    for p in planned:
+        if p.policy is None or not p.decision.ok or p.resource.key not in documents_:
+            continue
+        divided = policy_.mode(p.policy.spec.placement) is not policy_.Mode.DUPLICATED
+        applicable = overrides.applicable(chosen, p.resource)
+        copies: dict[str, dict[str, Any] | str] = {}
+        for cluster, replicas in p.decision.clusters.items():
+            manifest = manifests_.render(documents_[p.resource.key], replicas, divided)
+            try:
+                copies[cluster] = overrides.apply_all(manifest, fleet.by_name[cluster],
+                                                      applicable).manifest
+            except overrides.OverrideError as error:
+                copies[cluster] = f"not propagated: {error}"
+        found[p.resource.key] = copies
+    return found
+
+
+def manifests_text(planned: Sequence[engine.Planned], rendered: Rendered) -> str:
+    """The copies as YAML documents, each headed by its resource and cluster."""
+    text = ""
+    for p in planned:
+        for cluster, copy in rendered.get(p.resource.key, {}).items():
+            text += f"---\n# {p.resource.ref} in {cluster}\n"
+            text += f"# {copy}\n" if isinstance(copy, str) else \
+                yaml.safe_dump(copy, sort_keys=False)
+    return text
 
 
 def _run_live(kubeconfig_path: str | None, hub_context: str | None,

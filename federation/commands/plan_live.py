@@ -47,8 +47,8 @@ async def read(context: kubeconfig.Context) -> HubState:
     """Policies, MemberClusters and the templates the policies select, from the hub."""
     async with kube.connect(context) as hub:
         policies: list[JSON] = []
-        for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
-            policies += (await hub.list(resource)).get("items", [])
+        for resource in api.PROPAGATION_POLICY_RESOURCES:
+            policies += await _items(hub, resource)
         members = (await hub.list(api.MEMBER_CLUSTERS)).get("items", [])
         bindings: list[JSON] = []
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
@@ -65,6 +65,17 @@ async def read(context: kubeconfig.Context) -> HubState:
                 item.setdefault("kind", kind)
                 templates.append(item)
     return HubState(policies, members, templates, bindings)
+
+
+async def _items(hub: kube.ClusterClient, resource: kube.Resource) -> list[JSON]:
+    """Every object of ``resource``; none when the hub does not serve it (a hub installed
+    before it served Karmada's policy group)."""
+    try:
+        return list((await hub.list(resource)).get("items", []))
+    except kube.ApiError as exc:
+        if exc.status == 404:
+            return []
+        raise
 
 
 

@@ -65,7 +65,8 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
             decision: decision_.Decision | None, conditions: Sequence[JSON],
             copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
             unreachable: Mapping[str, str], pending: Sequence[str],
-            deleted: bool = False) -> JSON:
+            deleted: bool = False,
+            groups: tuple[str | None, str | None] = (None, None)) -> JSON:
     """The whole binding, spec and status: the CRD has no status subresource, so one POST
     or PUT carries both (see docs/propagation.md, the write budget)."""
     meta = template["metadata"]
@@ -89,6 +90,10 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
         spec["orphan"] = True
     if policy is not None:
         spec["policy"] = policy
+    if any(groups):  # read by the workload-affinity filters of the template's peers
+        spec[records.AFFINITY_GROUPS] = {key: value for key, value in
+                                         zip(("affinityGroup", "antiAffinityGroup"), groups,
+                                             strict=True) if value}
     if decision is not None:
         spec["replicas"] = decision.replicas
         spec["summary"] = summary(decision)

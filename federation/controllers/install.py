@@ -1,7 +1,8 @@
 """Installing the hub API (CRDs) and registering member clusters.
 
 ``fedctl install`` and ``fedctl run`` both call :func:`install_crds`: a
-server-side apply of every CRD in ``federation/crds/crds.yaml`` (idempotent,
+server-side apply of every CRD in ``federation/crds/crds.yaml`` and
+``federation/crds/karmada.yaml`` (Karmada's policy kinds, served next to ours; idempotent,
 and an upgrade when the file changed), then a wait until each is Established
 so that the informers started next do not begin with a 404. Each applied CRD
 carries the digest of its document (``federation.io/crd-digest``); ``fedctl run``
@@ -49,7 +50,7 @@ RBAC_RESOURCES = {
 
 
 def crd_documents() -> list[JSON]:
-    return [doc for doc in yaml.safe_load_all(api.CRD_FILE.read_text()) if doc]
+    return [doc for path in api.CRD_FILES for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
 CRD_DIGEST_ANNOTATION = "federation.io/crd-digest"

@@ -15,12 +15,23 @@ field names, under ``policy.federation.io/v1alpha1``::
             labelsOverrider:  [{operator: add|remove|replace, value: {k: v}}]
             annotationsOverrider: [{operator: add|remove|replace, value: {k: v}}]
             plaintext:        [{path: /json/pointer, operator: add|remove|replace, value}]
+            fieldOverrider:   [{fieldPath: /json/pointer to a string,
+                                json|yaml: [{subPath, operator, value}]}]
+
+Karmada's group (``policy.karmada.io/v1alpha1``) is read the same, including the
+deprecated spec-level ``targetCluster``/``overriders`` pair, which, as in Karmada,
+acts as one rule when ``overrideRules`` is empty. ``fieldOverrider`` edits a
+document held in a string field (a ConfigMap's ``data`` entry): the string is
+parsed as JSON or YAML (within :mod:`federation.placement.documents`' limits),
+patched with the JSON-patch operations at their ``subPath`` and written back
+(compact JSON, or YAML with sorted keys, as Karmada's encoders do).
 
 Order, when several apply to one object in one cluster (each step sees the
 result of the previous one): ClusterOverridePolicies before OverridePolicies
-(the namespace owner gets the last word), each group by name; within a policy
-its rules in order; within a rule image, command, args, labels, annotations,
-then plaintext JSON patches. An override that cannot be applied (a path that
+(the namespace owner gets the last word), each by name (ours before Karmada's
+on the same name); within a policy its rules in order; within a rule image,
+command, args, labels, annotations, fieldOverrider, then plaintext JSON
+patches (Karmada's order). An override that cannot be applied (a path that
 does not exist, a container that is not there) is an error naming the policy,
 rule and field; the object is then not propagated to that cluster at all, so a
 bad override never leaves a half-changed copy in a member.
@@ -46,17 +57,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import jsonpatch
 import jsonpointer
 import pydantic
+import yaml
 from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from federation.controllers import manifests
 from federation.placement import clusters as clusters_
-from federation.placement import loader, matching, selection
+from federation.placement import documents, loader, matching, selection
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 
@@ -95,10 +109,31 @@ class MapOverrider(policy_._Model):
     value: dict[str, str] = Field(default_factory=dict)
 
 
+JSONValue = TypeAliasType(
+    "JSONValue", "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None")
+"""Any JSON value (Karmada's ``apiextensionsv1.JSON``), typed all the way down."""
+
+
 class PlaintextOverrider(policy_._Model):
     path: str = Field(pattern=r"^/")
     operator: Literal["add", "remove", "replace"]
-    value: Any = None
+    value: JSONValue = None
+
+
+class PatchOperation(policy_._Model):
+    """One JSON-patch operation inside a string field (``fieldOverrider``)."""
+
+    sub_path: str = Field(pattern=r"^(/.*)?$")
+    operator: Literal["add", "remove", "replace"]
+    value: JSONValue = None
+
+
+class FieldOverrider(policy_._Model):
+    """Karmada's FieldOverrider: patch the JSON or YAML document held in a string field."""
+
+    field_path: str = Field(pattern=r"^/")
+    json_ops: list[PatchOperation] = Field(default_factory=list, alias="json")
+    yaml_ops: list[PatchOperation] = Field(default_factory=list, alias="yaml")
 
 
 class Overriders(policy_._Model):
@@ -107,6 +142,7 @@ class Overriders(policy_._Model):
     args_overrider: list[CommandArgsOverrider] = Field(default_factory=list)
     labels_overrider: list[MapOverrider] = Field(default_factory=list)
     annotations_overrider: list[MapOverrider] = Field(default_factory=list)
+    field_overrider: list[FieldOverrider] = Field(default_factory=list)
     plaintext: list[PlaintextOverrider] = Field(default_factory=list)
 
 
@@ -118,6 +154,17 @@ class OverrideRule(policy_._Model):
 class OverrideSpec(policy_._Model):
     resource_selectors: list[policy_.ResourceSelector] = Field(default_factory=list)
     override_rules: list[OverrideRule] = Field(default_factory=list)
+    target_cluster: policy_.ClusterAffinity | None = None
+    """Deprecated in Karmada: with ``overriders``, one rule when overrideRules is empty."""
+    overriders: Overriders | None = None
+    """Deprecated in Karmada (see ``target_cluster``)."""
+
+    @property
+    def rules(self) -> list[OverrideRule]:
+        """The rules applied: overrideRules, else the deprecated spec-level pair (Karmada)."""
+        if self.override_rules or self.overriders is None:
+            return list(self.override_rules)
+        return [OverrideRule(target_cluster=self.target_cluster, overriders=self.overriders)]
 
 
 class OverridePolicy(policy_._Model):
@@ -161,7 +208,8 @@ def applicable(policies: Iterable[OverridePolicy], resource: resources_.Resource
     chosen = [p for p in policies
               if any(matching.selector_matches(s, resource, p.namespace)
                      for s in p.spec.resource_selectors)]
-    return sorted(chosen, key=lambda p: (p.namespace is not None, p.metadata.name))
+    return sorted(chosen, key=lambda p: (p.namespace is not None, p.metadata.name,
+                                         p.api_version != policy_.GROUP_VERSION))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +227,7 @@ def apply_all(manifest: JSON, cluster: clusters_.Cluster,
     result = manifest
     notes: list[str] = []
     for policy in policies:
-        for index, rule in enumerate(policy.spec.override_rules):
+        for index, rule in enumerate(policy.spec.rules):
             target = rule.target_cluster
             if target is not None and selection.affinity_mismatch(cluster, target) is not None:
                 continue
@@ -215,10 +263,48 @@ def _apply_rule(manifest: JSON, overriders: Overriders, notes: list[str], where:
         for map_entry in map_entries:
             meta[name] = _override_map(meta.get(name) or {}, map_entry)
             notes.append(f"{where}: {name} {map_entry.operator} {sorted(map_entry.value)}")
+    for index, field in enumerate(overriders.field_overrider):
+        _override_field(manifest, index, field)
+        notes.append(f"{where}: fieldOverrider {field.field_path}")
     for index, patch in enumerate(overriders.plaintext):
         manifest = _json_patch(manifest, index, patch)
         notes.append(f"{where}: {patch.operator} {patch.path}")
     return manifest
+
+
+def _override_field(manifest: JSON, index: int, field: FieldOverrider) -> None:
+    """Karmada's fieldOverrider: YAML operations win when both are given (validation
+    refuses that anyway), the string is re-encoded in its own format."""
+    where = f"fieldOverrider[{index}]"
+    try:
+        text = jsonpointer.resolve_pointer(manifest, field.field_path)
+    except jsonpointer.JsonPointerException:
+        raise OverrideError(f"{where}: {field.field_path} does not exist") from None
+    if not isinstance(text, str):
+        raise OverrideError(f"{where}: {field.field_path} is not a string")
+    as_yaml = bool(field.yaml_ops)
+    try:
+        if as_yaml:
+            found = documents.yaml_documents(text)
+            data = found[0] if found else None
+        else:
+            data = documents.json_document(text)
+    except documents.TextError as exc:
+        kind = "YAML" if as_yaml else "JSON"
+        raise OverrideError(f"{where}: {field.field_path} is not {kind}: {exc}") from None
+    operations: list[JSON] = []
+    for op in field.yaml_ops if as_yaml else field.json_ops:
+        operation: JSON = {"op": op.operator, "path": op.sub_path}
+        if op.operator != "remove":
+            operation["value"] = op.value
+        operations.append(operation)
+    try:
+        patched = jsonpatch.apply_patch(data, operations)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+        raise OverrideError(f"{where}: a subPath does not exist in {field.field_path}") from None
+    encoded = yaml.safe_dump(patched, sort_keys=True, default_flow_style=False) if as_yaml \
+        else json.dumps(patched, separators=(",", ":"))
+    jsonpointer.set_pointer(manifest, field.field_path, encoded)
 
 
 def _json_patch(manifest: JSON, index: int, patch: PlaintextOverrider) -> JSON:
@@ -399,7 +485,7 @@ def refusals(policy: OverridePolicy) -> list[str]:
     """Every rule of ``policy`` that would change a protected field, located and explained:
     ``overrideRules[0].overriders.plaintext[1]: path /kind may not be overridden``."""
     found: list[str] = []
-    for index, rule in enumerate(policy.spec.override_rules):
+    for index, rule in enumerate(policy.spec.rules):
         where = f"overrideRules[{index}].overriders"
         found += _rule_refusals(rule.overriders, where)
     return found
@@ -423,6 +509,28 @@ def _rule_refusals(overriders: Overriders, where: str) -> list[str]:
         problem = plaintext_refusal(patch)
         if problem is not None:
             found.append(f"{where}.plaintext[{index}]: {problem}")
+    for index, field in enumerate(overriders.field_overrider):
+        found += [f"{where}.fieldOverrider[{index}]: {problem}"
+                  for problem in field_problems(field)]
+    return found
+
+
+def field_problems(field: FieldOverrider) -> list[str]:
+    """Karmada's rules (exactly one of json and yaml, valid pointers) and ours: the string
+    it rewrites may not be a protected field."""
+    found = []
+    if bool(field.json_ops) == bool(field.yaml_ops):
+        found.append("exactly one of json and yaml must be set")
+    for name, ops in (("json", field.json_ops), ("yaml", field.yaml_ops)):
+        for index, op in enumerate(ops):
+            if pointer_parts(op.sub_path) is None:
+                found.append(f"{name}[{index}].subPath: {op.sub_path} is not a JSON pointer")
+            if op.operator != "remove" and op.value is None:
+                found.append(f"{name}[{index}].value: required for {op.operator}")
+    protected = plaintext_refusal(PlaintextOverrider(path=field.field_path,
+                                                     operator="replace", value=""))
+    if protected is not None:
+        found.append(f"fieldPath: {protected}")
     return found
 
 

@@ -24,11 +24,11 @@ from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, deny, events, overrides, status
 from federation.placement import loader
-from federation.runtime.reconcile import Request, Result
+from federation.runtime.reconcile import Request, Result, group_kind
 
 JSON = dict[str, Any]
-BY_KIND = {r.kind: r for r in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
-                               api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES)}
+BY_KIND = {group_kind(r): r for r in api.POLICY_RESOURCES}
+"""Policy resources by a request's ``Kind.group``: ours and Karmada's, validated the same."""
 
 
 def problem(doc: ReadOnly) -> str | None:
@@ -66,7 +66,7 @@ class Reconciler:
         self.rules = rules if rules is not None else deny.DenyList()
 
     async def reconcile(self, request: Request) -> Result | None:
-        resource: Resource = BY_KIND[request.kind.split(".", 1)[0]]
+        resource: Resource = BY_KIND[request.kind]
         doc = await self.mc.get(resource, request.name, request.namespace or None,
                                 cluster=self.hub, copy=False)
         if doc is None:

@@ -115,9 +115,9 @@ class Wiring:
     def install(self) -> None:
         self.mgr.clusters.on_member_availability(self.on_available)
         ctl = self.controller
-        for resource in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
+        for resource in api.PROPAGATION_POLICY_RESOURCES:  # ours and Karmada's, the same
             ctl.watch(resource, clusters="hub", map=self.on_policy)
-        for resource in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES):
+        for resource in api.OVERRIDE_POLICY_RESOURCES:
             ctl.watch(resource, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)

@@ -48,3 +48,18 @@ def pending(binding: Mapping[str, Any] | None) -> list[str]:
 def holders(binding: Mapping[str, Any] | None) -> list[str]:
     """Every cluster that may hold a copy: the decision and the pending clean-up."""
     return sorted(set(decision(binding)) | set(pending(binding)))
+
+
+AFFINITY_GROUPS = "workloadAffinityGroups"
+"""The binding's spec field naming the template's workload (anti-)affinity groups, with
+Karmada's name and keys (``affinityGroup``, ``antiAffinityGroup``: ``key=value``)."""
+
+
+def affinity_groups(binding: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """(affinity group, anti-affinity group) the binding's template belongs to."""
+    groups = ((binding or {}).get("spec") or {}).get(AFFINITY_GROUPS) or {}
+    if not isinstance(groups, Mapping):
+        return None, None
+    group, anti = (groups.get(k) for k in ("affinityGroup", "antiAffinityGroup"))
+    return (group if isinstance(group, str) and group else None,
+            anti if isinstance(anti, str) and anti else None)

@@ -58,20 +58,90 @@ class Planned:
     decision: decision_.Decision
 
 
+@dataclass(frozen=True)
+class Peers:
+    """What Karmada's WorkloadAffinity and WorkloadAntiAffinity filters see: the clusters
+    of the other placed workloads of this one's groups (same namespace, same group value)."""
+
+    affinity: tuple[frozenset[str], ...] = ()
+    """Each placed affinity-group peer's clusters: a new cluster must be in all of them."""
+    anti: frozenset[str] = frozenset()
+    """Every cluster an anti-affinity-group peer uses: a new cluster must be in none."""
+
+
+def affinity_groups(policy: policy_.Policy, resource: resources_.Resource
+                    ) -> tuple[str | None, str | None]:
+    """(affinity group, anti-affinity group) as Karmada names them, ``key=value`` of the
+    workload's ``groupByLabelKey`` label; None when the policy has no such term or the
+    workload has no such label (it then belongs to no group)."""
+    terms = policy.spec.placement.workload_affinity
+    found: list[str | None] = []
+    for term in (terms.affinity, terms.anti_affinity) if terms else (None, None):
+        value = resource.labels.get(term.group_by_label_key) if term is not None else None
+        found.append(f"{term.group_by_label_key}={value}" if term and value is not None
+                     else None)
+    return found[0], found[1]
+
+
+def _peer_filter(fleet: clusters_.Fleet, used: Iterable[str], peers: Peers | None
+                 ) -> tuple[clusters_.Fleet, list[str]]:
+    """The fleet without the clusters the workload-affinity filters refuse. As in Karmada,
+    a cluster the workload already targets (``used``, 0 replicas included) always passes."""
+    used = set(used)
+    if peers is None or not (peers.affinity or peers.anti):
+        return fleet, []
+    refused: dict[str, list[str]] = {}
+    for cluster in fleet:
+        if cluster.name in used:
+            continue
+        if any(cluster.name not in placed for placed in peers.affinity):
+            refused.setdefault("not used by every placed workload of its affinity group",
+                               []).append(cluster.name)
+        elif cluster.name in peers.anti:
+            refused.setdefault("used by a workload of its anti-affinity group",
+                               []).append(cluster.name)
+    if not refused:
+        return fleet, []
+    gone = {name for names in refused.values() for name in names}
+    lines = [f"filtered (workload affinity: {why}): {decision_.names_text(names)}"
+             for why, names in refused.items()]
+    return clusters_.Fleet(c for c in fleet if c.name not in gone), lines
+
+
 def place(
     resource: resources_.Resource,
     policy: policy_.Policy,
     clusters: clusters_.Fleet | Sequence[clusters_.Cluster],
     previous: Mapping[str, int] | None = None,
+    peers: Peers | None = None,
 ) -> decision_.Decision:
-    """Decide where ``resource``'s replicas go under ``policy``."""
+    """Decide where ``resource``'s replicas go under ``policy`` (``peers``: what its
+    workload-affinity groups' other members hold, see :class:`Peers`)."""
     fleet = clusters_.as_fleet(clusters)
     held = {name: n for name, n in sorted((previous or {}).items()) if n > 0}
+    fleet, peer_lines = _peer_filter(fleet, previous or {}, peers)
+    outcome = _place_terms(resource, policy, fleet, held)
+    if peer_lines:
+        outcome = dataclasses.replace(outcome, explanation=(*peer_lines, *outcome.explanation))
+    return outcome
+
+
+def _place_terms(
+    resource: resources_.Resource,
+    policy: policy_.Policy,
+    fleet: clusters_.Fleet,
+    held: Mapping[str, int],
+) -> decision_.Decision:
     placement = policy.spec.placement
     terms = policy_.affinity_terms(placement)
     tried: list[str] = []
     for index, (name, affinity) in enumerate(terms):
-        outcome = _place_term(resource, placement, fleet, held, affinity)
+        term = placement.cluster_affinities[index] if name is not None else None
+        if term is not None and term.overflow_affinities and resource.replicas > 0 and \
+                policy_.overflow_allowed(placement.replica_scheduling):
+            outcome = _place_overflow(resource, placement, fleet, held, term)
+        else:
+            outcome = _place_term(resource, placement, fleet, held, affinity)
         if name is None:
             return outcome
         label = f"affinity term {name!r} ({index + 1} of {len(terms)})"
@@ -92,7 +162,7 @@ def plan(
 ) -> list[Planned]:
     """Match each resource to its policy and place it."""
     fleet = clusters_.as_fleet(clusters)
-    results = []
+    results: list[Planned] = []
     for resource in resources:
         found = matching.candidates(resource, policies)
         if not found:
@@ -100,11 +170,88 @@ def plan(
             outcome = decision_.Decision(resource.replicas, error=message, explanation=(message,))
             results.append(Planned(resource, None, outcome))
             continue
-        outcome = place(resource, found[0], fleet, (previous or {}).get(resource.key))
+        peers = batch_peers(resource, found[0], results)
+        outcome = place(resource, found[0], fleet, (previous or {}).get(resource.key), peers)
         line = matching.describe(found[0], found[1:])
         outcome = dataclasses.replace(outcome, explanation=(line, *outcome.explanation))
         results.append(Planned(resource, found[0], outcome))
     return results
+
+
+def batch_peers(resource: resources_.Resource, policy: policy_.Policy,
+                placed: Sequence[Planned]) -> Peers | None:
+    """:class:`Peers` from the resources of a batch placed before this one (``fedctl plan``
+    places its inputs in order, as Karmada's scheduler takes bindings one by one)."""
+    group, anti = affinity_groups(policy, resource)
+    if group is None and anti is None:
+        return None
+    affinity: list[frozenset[str]] = []
+    used: set[str] = set()
+    for other in placed:
+        if other.policy is None or other.resource.namespace != resource.namespace or \
+                other.resource.key == resource.key or not other.decision.ok:
+            continue
+        their_group, their_anti = affinity_groups(other.policy, other.resource)
+        targets = frozenset(other.decision.clusters)
+        if group is not None and their_group == group and targets:
+            affinity.append(targets)
+        if anti is not None and their_anti == anti:
+            used |= targets
+    return Peers(tuple(affinity), frozenset(used))
+
+
+# -- overflow tiers (clusterAffinities[].overflowAffinities) ---------------------------------
+
+
+def _place_overflow(
+    resource: resources_.Resource,
+    placement: policy_.Placement,
+    fleet: clusters_.Fleet,
+    held: Mapping[str, int],
+    term: policy_.ClusterAffinityTerm,
+) -> decision_.Decision:
+    """Karmada v1.18's overflow: the term's clusters are tier 0, each overflow affinity the
+    next tier (a cluster belongs to the first tier it matches). Tiers are filled in order,
+    each taking what it has room for (a cluster without an estimate counts as room for all
+    replicas, as in Karmada) and dividing it by the policy's mode; what is left spills into
+    the next tier. Replicas left after the last tier make the placement fail."""
+    tiers: list[tuple[str, policy_.ClusterAffinity]] = [(term.affinity_name, term)]
+    tiers += [(o.affinity_name, o) for o in term.overflow_affinities or []]
+    taken: set[str] = set()
+    remaining = resource.replicas
+    placed: dict[str, int] = {}
+    lines: list[str] = []
+    for number, (name, affinity) in enumerate(tiers):
+        screened = _screened(fleet, placement, affinity)
+        usable = [c for c in screened.screening.passed if c.name not in taken]
+        usable += [c for c, _ in screened.screening.held_back
+                   if c.name in held and c.name not in taken]
+        taken |= {c.name for c in usable}
+        label = f"overflow tier {number} {name!r}"
+        room = sum(resource.replicas if c.available_replicas is None else c.available_replicas
+                   for c in usable if c in screened.screening.passed)
+        share = min(remaining, room)
+        if share <= 0:
+            lines.append(f"{label}: no room ({decision_.names_text([c.name for c in usable])})"
+                         if usable else f"{label}: no feasible cluster")
+            continue
+        part = resources_.Resource(**{**resource.model_dump(), "replicas": share})
+        only = policy_.ClusterAffinity(cluster_names=sorted(c.name for c in usable))
+        outcome = _place_term(part, placement, fleet,
+                              {n: r for n, r in held.items() if n in only.cluster_names}, only)
+        lines += [f"{label}: {line}" for line in outcome.explanation]
+        if not outcome.ok:
+            return _failed(resource, lines, f"{label}: {outcome.error}")
+        lines.append(f"{label} takes {share} of {remaining} replicas")
+        placed.update(outcome.clusters)
+        remaining -= share
+        if remaining == 0:
+            break
+    if remaining > 0:
+        return _failed(resource, lines, f"not enough room in the {len(tiers)} overflow tiers: "
+                                        f"{remaining} replicas left", remaining)
+    return decision_.Decision(resource.replicas, dict(sorted(placed.items())),
+                              explanation=tuple(lines))
 
 
 # -- one affinity term ---------------------------------------------------------------------

@@ -9,8 +9,11 @@ so nothing is applied.
 
 Manifest files hold any number of YAML documents (``---``-separated; a
 ``kind: List`` is expanded). Documents of the ``policy.federation.io`` and
-``policy.karmada.io`` groups must be PropagationPolicy or
-ClusterPropagationPolicy; every other document is a resource to place.
+``policy.karmada.io`` groups must be PropagationPolicy,
+ClusterPropagationPolicy, OverridePolicy or ClusterOverridePolicy; every other
+document is a resource to place. Override policies are returned as documents
+(the overrides module that validates and applies them lives above this pure
+package); each resource's manifest is kept for rendering per-cluster copies.
 Clusters come from a ``clusters:`` list; a previous decision is the JSON that
 ``fedctl plan -o json`` printed.
 
@@ -24,6 +27,7 @@ is reported with the number of others.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,10 +80,26 @@ def decode(name: str, data: bytes, limits: documents.Limits = documents.LIMITS) 
         raise LoadError(name, "", str(error)) from None
 
 
+OVERRIDE_KINDS = ("OverridePolicy", "ClusterOverridePolicy")
+
+
+@dataclass(frozen=True)
+class OverrideDocument:
+    """An override policy as read (validated by the caller): where it is, and its body."""
+
+    where: str
+    prefix: str
+    document: Mapping[str, Any]
+
+
 @dataclass(frozen=True)
 class Manifests:
     policies: list[policy_.Policy]
     resources: list[resources_.Resource]
+    overrides: list[OverrideDocument] = dataclasses.field(default_factory=list)
+    documents: Mapping[resources_.ResourceKey, Mapping[str, Any]] = dataclasses.field(
+        default_factory=dict)
+    """Each resource's manifest, by its key."""
 
 
 def error_path(loc: Iterable[int | str]) -> str:
@@ -146,17 +166,24 @@ def parse_manifests(
     sources: Sequence[Source], limits: documents.Limits = documents.LIMITS
 ) -> Manifests:
     """Every policy and resource in ``sources``; raises :class:`LoadError` on the first problem."""
-    policies: dict[tuple[str, str | None, str], tuple[str, policy_.Policy]] = {}
+    policies: dict[tuple[str, str, str | None, str], tuple[str, policy_.Policy]] = {}
     resources: dict[resources_.ResourceKey, tuple[str, resources_.Resource]] = {}
+    overrides: list[OverrideDocument] = []
+    manifests: dict[resources_.ResourceKey, Mapping[str, Any]] = {}
     for source in sources:
         for where, prefix, doc in _expand(source[0], _yaml_documents(source, limits)):
             if not isinstance(doc, dict):
                 raise LoadError(where, prefix, "expected a mapping (a Kubernetes object)")
-            if _is_policy(doc):
+            if _is_policy(doc) and doc.get("kind") in OVERRIDE_KINDS:
+                overrides.append(OverrideDocument(where, prefix, doc))
+            elif _is_policy(doc):
                 _add_policy(policies, where, prefix, parse_policy(doc, where, prefix))
             else:
-                _add_resource(resources, where, prefix, parse_resource(doc, where, prefix))
-    return Manifests([p for _, p in policies.values()], [r for _, r in resources.values()])
+                resource = parse_resource(doc, where, prefix)
+                _add_resource(resources, where, prefix, resource)
+                manifests[resource.key] = doc
+    return Manifests([p for _, p in policies.values()], [r for _, r in resources.values()],
+                     overrides, manifests)
 
 
 def _is_policy(doc: Mapping[str, Any]) -> bool:
@@ -165,12 +192,12 @@ def _is_policy(doc: Mapping[str, Any]) -> bool:
 
 
 def _add_policy(
-    seen: dict[tuple[str, str | None, str], tuple[str, policy_.Policy]],
+    seen: dict[tuple[str, str, str | None, str], tuple[str, policy_.Policy]],
     where: str,
     prefix: str,
     policy: policy_.Policy,
 ) -> None:
-    key = (policy.kind, policy.namespace, policy.metadata.name)
+    key = (policy.api_version, policy.kind, policy.namespace, policy.metadata.name)
     if key in seen:
         path = error_path([p for p in (prefix, "metadata", "name") if p])
         raise LoadError(

@@ -11,10 +11,14 @@ When several policies match, the winner is decided by, in order:
 
 1. explicit priority: the higher ``spec.priority`` wins;
 2. scope: a namespaced PropagationPolicy wins over a ClusterPropagationPolicy;
-3. name: the ``NAMESPACE/NAME`` (or ``NAME``) that sorts first wins.
+3. name: the ``NAMESPACE/NAME`` (or ``NAME``) that sorts first wins;
+4. API group: ours (``policy.federation.io``) wins over Karmada's
+   (``policy.karmada.io``) for a policy of the same kind and name in both.
 
-The order is total (two policies cannot share kind, namespace and name; the
-loader rejects duplicates), so the same inputs always pick the same policy.
+Both groups compete by these same rules: a Karmada PropagationPolicy of
+priority 10 beats one of ours of priority 5. The order is total (two policies
+cannot share group, kind, namespace and name; the loader rejects duplicates),
+so the same inputs always pick the same policy.
 The losers are reported in the explanation.
 """
 
@@ -50,9 +54,10 @@ def matches(policy: policy_.Policy, resource: resources_.Resource) -> bool:
     )
 
 
-def precedence(policy: policy_.Policy) -> tuple[int, int, str]:
+def precedence(policy: policy_.Policy) -> tuple[int, int, str, bool]:
     """Sort key: the first policy in this order wins."""
-    return (-policy.spec.priority, 0 if policy.namespaced else 1, policy.ref)
+    return (-policy.spec.priority, 0 if policy.namespaced else 1, policy.ref,
+            policy.api_version != policy_.GROUP_VERSION)
 
 
 def candidates(
@@ -64,7 +69,7 @@ def candidates(
 
 def describe(chosen: policy_.Policy, others: Sequence[policy_.Policy]) -> str:
     """The explanation line naming the chosen policy and the ones it won over."""
-    line = f"policy {chosen.ref} ({chosen.kind}, priority {chosen.spec.priority})"
+    line = f"policy {chosen.ref} ({_kind(chosen)}, priority {chosen.spec.priority})"
     if not others:
         return line
     losers = ", ".join(f"{p.ref} ({_why_lost(chosen, p)})" for p in others)
@@ -76,4 +81,13 @@ def _why_lost(winner: policy_.Policy, loser: policy_.Policy) -> str:
         return f"lower priority {loser.spec.priority}"
     if winner.namespaced != loser.namespaced:
         return "cluster-scoped"
+    if winner.ref == loser.ref:
+        return f"same name in {loser.api_version.split('/')[0]}"
     return "name sorts later"
+
+
+def _kind(policy: policy_.Policy) -> str:
+    """The kind, with Karmada's group when the policy is in it (ours go unqualified)."""
+    if policy.api_version == policy_.GROUP_VERSION:
+        return policy.kind
+    return f"{policy.kind}.{policy.api_version.split('/')[0]}"

@@ -1,7 +1,10 @@
 """The placement policy schema: Karmada's PropagationPolicy, field for field.
 
-A Karmada user's policy loads unchanged except for ``apiVersion``; files with
-``policy.karmada.io/v1alpha1`` load too. Models use Karmada's camelCase names as
+A Karmada user's policy loads unchanged, with ``policy.karmada.io/v1alpha1`` or
+ours; the placement fields of Karmada v1.17/v1.18 (``workloadAffinity``,
+``clusterAffinities[].overflowAffinities``) are typed and honoured by the engine,
+and ``clusterTolerations`` are validated exactly as Karmada's webhook does (only
+``Lt``/``Gt`` refused). Models use Karmada's camelCase names as
 aliases over snake_case attributes and forbid unknown fields, so a typo such as
 ``clusterAfinity`` is an error naming its path rather than a silently ignored
 key. ``failover`` and ``conflictResolution`` are typed here for the controllers
@@ -24,6 +27,7 @@ violation with the field path it belongs to, so the loader can report
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,15 +82,29 @@ class ClusterAffinity(_Model):
     exclude: list[str] = Field(default_factory=list)
 
 
+class OverflowClusterAffinity(ClusterAffinity):
+    """One entry of ``overflowAffinities`` (Karmada v1.18): a further group of clusters the
+    replicas spill into when the groups before it are full."""
+
+    affinity_name: str = Field(min_length=1, max_length=32)
+
+
 class ClusterAffinityTerm(ClusterAffinity):
     """One entry of ``clusterAffinities``: a named fallback affinity."""
 
-    affinity_name: str = Field(min_length=1)
+    affinity_name: str = Field(min_length=1, max_length=32)
+    overflow_affinities: list[OverflowClusterAffinity] | None = None
+    """Tiers after this term's own clusters, filled in order (see
+    :mod:`federation.placement.engine`); None and ``[]`` differ as in Karmada's
+    validation (``[]`` still needs a divided dynamic or Aggregated mode)."""
 
 
 class Toleration(_Model):
+    """A Kubernetes toleration. An empty operator means Equal; Lt and Gt load so that the
+    refusal names them as Karmada's webhook does (see :func:`problems`)."""
+
     key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
+    operator: Literal["", "Equal", "Exists", "Lt", "Gt"] = ""
     value: str = ""
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
     toleration_seconds: counts.Seconds | None = None
@@ -139,12 +157,27 @@ class ReplicaSchedulingStrategy(_Model):
     allow_partial: counts.Flag = False
 
 
+class WorkloadAffinityTerm(_Model):
+    """Workloads whose ``groupByLabelKey`` label has the same value form one group."""
+
+    group_by_label_key: str
+
+
+class WorkloadAffinity(_Model):
+    """Karmada v1.17: workloads of one affinity group go to the clusters the group's
+    placed members use; those of one anti-affinity group never share a cluster."""
+
+    affinity: WorkloadAffinityTerm | None = None
+    anti_affinity: WorkloadAffinityTerm | None = None
+
+
 class Placement(_Model):
     cluster_affinity: ClusterAffinity | None = None
     cluster_affinities: list[ClusterAffinityTerm] = Field(default_factory=list)
     cluster_tolerations: list[Toleration] = Field(default_factory=list)
     spread_constraints: list[SpreadConstraint] = Field(default_factory=list)
     replica_scheduling: ReplicaSchedulingStrategy | None = None
+    workload_affinity: WorkloadAffinity | None = None
 
 
 class ResourceSelector(_Model):
@@ -165,6 +198,9 @@ class ClusterFailoverBehavior(_Model):
     grace_period_seconds: counts.PositiveSeconds | None = None
     """Our extension: the longest a graceful eviction waits (None: the controller's
     default, 600 s as Karmada's graceful eviction timeout)."""
+    state_preservation: StatePreservation | None = None
+    """Karmada's: typed so a Karmada policy is read exactly, then refused by
+    :func:`problems` (we carry no state from the old copies to the new ones)."""
 
 
 class DecisionConditions(_Model):
@@ -290,10 +326,19 @@ def problems(policy: Policy) -> list[Problem]:
     if not spec.resource_selectors:
         found.append(("spec.resourceSelectors", "at least one resource selector is required"))
     for i, selector in enumerate(spec.resource_selectors):
+        if policy.namespaced and selector.namespace and selector.namespace != policy.namespace:
+            found.append((f"spec.resourceSelectors[{i}].namespace",
+                          "must be the policy's own namespace (a PropagationPolicy selects "
+                          "only there), as Karmada's webhook requires"))
         if selector.label_selector is not None:
             path = f"spec.resourceSelectors[{i}].labelSelector"
             found += _label_selector_problems(path, selector.label_selector)
     found += _placement_problems("spec.placement", spec.placement)
+    cluster_failover = spec.failover.cluster if spec.failover is not None else None
+    if cluster_failover is not None and cluster_failover.state_preservation is not None:
+        found.append(("spec.failover.cluster.statePreservation",
+                      "not supported: state is not carried from the evicted copies to the new "
+                      "ones"))
     if spec.failover is not None and spec.failover.application is not None:
         found.append(("spec.failover.application",
                       "application failover is not supported; replicas move off NotReady "
@@ -313,9 +358,14 @@ def _placement_problems(path: str, placement: Placement) -> list[Problem]:
         if term.affinity_name in names:
             found.append((f"{term_path}.affinityName", f"duplicate name {term.affinity_name!r}"))
         names.add(term.affinity_name)
+        found += _label_key_problems(f"{term_path}.affinityName", term.affinity_name)
         found += _affinity_problems(term_path, term)
+        found += _overflow_problems(term_path, term, placement)
     for i, toleration in enumerate(placement.cluster_tolerations):
         found += _toleration_problems(f"{path}.clusterTolerations[{i}]", toleration)
+    if placement.workload_affinity is not None:
+        found += _workload_affinity_problems(f"{path}.workloadAffinity",
+                                             placement.workload_affinity)
     found += _spread_problems(f"{path}.spreadConstraints", placement.spread_constraints)
     if placement.replica_scheduling is not None:
         found += _strategy_problems(f"{path}.replicaScheduling", placement.replica_scheduling)
@@ -348,11 +398,74 @@ def _affinity_problems(path: str, affinity: ClusterAffinity) -> list[Problem]:
 
 
 def _toleration_problems(path: str, toleration: Toleration) -> list[Problem]:
-    if toleration.operator == "Exists" and toleration.value:
-        return [(f"{path}.value", "must be empty when operator is Exists")]
-    if not toleration.key and toleration.operator != "Exists":
-        return [(f"{path}.operator", "must be Exists when key is empty")]
+    """Karmada's rule, no more: Lt and Gt are refused (they compare numbers on nodes, which
+    has no meaning for a cluster). An effect-only toleration (``{effect: NoSchedule}``)
+    is valid and, as in Kubernetes, tolerates that effect's taints with an empty value."""
+    if toleration.operator in ("Lt", "Gt"):
+        return [(f"{path}.operator", f"{toleration.operator} is not supported for cluster "
+                                     "tolerations; use Equal, Exists or leave it empty")]
     return []
+
+
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        rf"{_NAME}$")
+
+
+def _label_key_problems(path: str, key: str) -> list[Problem]:
+    """Karmada checks affinity names and groupByLabelKey as Kubernetes label keys."""
+    prefix, _, _ = key.rpartition("/")
+    if not _LABEL_KEY.match(key) or len(prefix) > 253:
+        return [(path, f"{key!r} is not a valid label key (an optional DNS prefix and '/', "
+                       "then at most 63 alphanumerics, '-', '_' or '.')")]
+    return []
+
+
+def overflow_allowed(strategy: ReplicaSchedulingStrategy | None) -> bool:
+    """Karmada: overflow needs Divided with Aggregated, or Weighted with a dynamic weight."""
+    if strategy is None or strategy.replica_scheduling_type != "Divided":
+        return False
+    if strategy.replica_division_preference == "Aggregated":
+        return True
+    weights = strategy.weight_preference
+    return strategy.replica_division_preference == "Weighted" and \
+        weights is not None and weights.dynamic_weight is not None
+
+
+def _overflow_problems(path: str, term: ClusterAffinityTerm,
+                       placement: Placement) -> list[Problem]:
+    if term.overflow_affinities is None:
+        return []
+    where = f"{path}.overflowAffinities"
+    found: list[Problem] = []
+    if not overflow_allowed(placement.replica_scheduling):
+        found.append((where, "can only be used with Divided replicas and Aggregated or a "
+                             "dynamic weight (the next tier takes what the previous cannot "
+                             "hold, which needs room estimates)"))
+    if not (term.cluster_names or term.exclude or term.label_selector or term.field_selector):
+        found.append((where, "needs the term's own cluster affinity to be set (it is the "
+                             "first tier)"))
+    names = {term.affinity_name}
+    for i, overflow in enumerate(term.overflow_affinities):
+        item = f"{where}[{i}]"
+        found += _label_key_problems(f"{item}.affinityName", overflow.affinity_name)
+        if overflow.affinity_name in names:
+            found.append((f"{item}.affinityName", f"duplicate name {overflow.affinity_name!r} "
+                                                  "(the term's and every overflow's must differ)"))
+        names.add(overflow.affinity_name)
+        found += _affinity_problems(item, overflow)
+    return found
+
+
+def _workload_affinity_problems(path: str, affinity: WorkloadAffinity) -> list[Problem]:
+    found: list[Problem] = []
+    for name, term in (("affinity", affinity.affinity), ("antiAffinity", affinity.anti_affinity)):
+        if term is not None:
+            found += _label_key_problems(f"{path}.{name}.groupByLabelKey", term.group_by_label_key)
+    keys = {t.group_by_label_key for t in (affinity.affinity, affinity.anti_affinity) if t}
+    if affinity.affinity is not None and affinity.anti_affinity is not None and len(keys) == 1:
+        found.append((path, "affinity and antiAffinity must not use the same groupByLabelKey"))
+    return found
 
 
 def _spread_problems(path: str, constraints: list[SpreadConstraint]) -> list[Problem]:

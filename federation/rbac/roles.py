@@ -50,8 +50,13 @@ CRD_NAMES = (
     "memberclusters.cluster.federation.io",
     "resourcebindings.work.federation.io",
     "clusterresourcebindings.work.federation.io",
+    "propagationpolicies.policy.karmada.io",
+    "clusterpropagationpolicies.policy.karmada.io",
+    "overridepolicies.policy.karmada.io",
+    "clusteroverridepolicies.policy.karmada.io",
 )
-"""The hub API's CRDs (federation/crds/crds.yaml; a unit test keeps the two equal)."""
+"""The hub API's CRDs (federation/crds/crds.yaml and karmada.yaml; a unit test keeps them
+equal)."""
 
 
 class RBACError(ValueError):

@@ -34,7 +34,7 @@ def template_resource(build: Build) -> resources_.Resource:
 async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
     resource = template_resource(build)
     found: list[tuple[policy_.Policy, ReadOnly]] = []
-    for kind in (api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES):
+    for kind in api.PROPAGATION_POLICY_RESOURCES:  # both groups compete by the same rules
         if kind.namespaced and build.namespace is None:
             continue
         for doc in await ctx.list(kind, build.namespace if kind.namespaced else None):

@@ -47,6 +47,7 @@ from federation.controllers.propagation.build import JSON, Build, Problem, Verdi
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import records
+from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.propagation")
@@ -141,9 +142,11 @@ class Reconciler:
         conds = record.conditions(build, failed, pending, copies_now)
         await record.emit_transitions(self.recorder, build, conds)
         assert build.decision is not None
+        groups = engine.affinity_groups(build.policy, load_policy.template_resource(build)) \
+            if build.policy is not None else (None, None)
         wanted = bindings.binding(build.template, load_policy.api_ref(build.policy),
                                   build.decision.clusters, build.decision, conds, copies_now,
-                                  failed, build.unreachable, pending)
+                                  failed, build.unreachable, pending, groups=groups)
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, wanted, build.binding)
         template_status = record.template_status_write(build.template, copies_now, conds)

@@ -47,7 +47,7 @@ _parsed_override = parsed.Memo(
 async def load_overrides(ctx: TransformContext, namespace: str | None
                          ) -> list[overrides.OverridePolicy]:
     found = []
-    for kind in (api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES):
+    for kind in api.OVERRIDE_POLICY_RESOURCES:
         if kind.namespaced and namespace is None:
             continue
         for doc in await ctx.list(kind, namespace if kind.namespaced else None):

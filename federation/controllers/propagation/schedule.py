@@ -1,14 +1,20 @@
 """Transformer: the placement engine, fed the previous decision (from the binding), run
-off the event loop within its budget (:mod:`federation.controllers.scheduling`)."""
+off the event loop within its budget (:mod:`federation.controllers.scheduling`).
+
+A policy with ``placement.workloadAffinity`` also feeds the engine the placements of the
+template's peers (:class:`~federation.placement.engine.Peers`): the other bindings of its
+namespace whose recorded ``workloadAffinityGroups`` name the same group, read from the
+bindings cache, as Karmada's WorkloadAffinity plugins read its binding indexer."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from federation.controllers import scheduling
+from federation.controllers import api, scheduling
 from federation.controllers.propagation.build import Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref, template_resource
+from federation.hub import records
 from federation.placement import engine
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
@@ -28,7 +34,8 @@ async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
     if why is None:
         try:
             decision = await ctx.scheduler.run(engine.place, resource, build.policy,
-                                               build.clusters, build.previous, key=key)
+                                               build.clusters, build.previous,
+                                               await peers(ctx, build, resource), key=key)
         except scheduling.BudgetExceeded as exc:
             why = str(exc)
     if why is not None:
@@ -63,3 +70,26 @@ def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:
         for rule in strategy.weight_preference.static_weight_list:
             named += rule.target_cluster.cluster_names
     return sorted(set(named) - known)
+
+
+async def peers(ctx: TransformContext, build: Build, resource: resources_.Resource
+                ) -> engine.Peers | None:
+    """What the template's workload-affinity groups' other members hold (None: no group)."""
+    assert build.policy is not None
+    group, anti = engine.affinity_groups(build.policy, resource)
+    if (group is None and anti is None) or build.namespace is None:
+        return None
+    own = records.binding_name(resource.name, resource.kind)
+    affinity: list[frozenset[str]] = []
+    used: set[str] = set()
+    for binding in await ctx.list(api.RESOURCE_BINDINGS, build.namespace):
+        spec = binding.get("spec") or {}
+        if binding["metadata"].get("name") == own or spec.get("templateDeleted"):
+            continue
+        their_group, their_anti = records.affinity_groups(binding)
+        targets = frozenset(records.decision(binding))
+        if group is not None and their_group == group and targets:
+            affinity.append(targets)
+        if anti is not None and their_anti == anti:
+            used |= targets
+    return engine.Peers(tuple(affinity), frozenset(used))

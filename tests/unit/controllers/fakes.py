@@ -327,7 +327,8 @@ class FakeContext:
 
     async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
         return [freeze(o) for o in self.lists.get(resource.kind, [])
-                if namespace is None or o["metadata"].get("namespace") == namespace]
+                if (namespace is None or o["metadata"].get("namespace") == namespace)
+                and _in_group(o, resource)]
 
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
                    namespace: str | None) -> ReadOnly | None:
@@ -335,3 +336,12 @@ class FakeContext:
             raise ClusterUnavailable(cluster, "unavailable")
         found = self.copies.get(cluster)
         return cast(ReadOnly, freeze(found)) if found is not None else None
+
+
+def _in_group(obj: JSON, resource: Resource) -> bool:
+    """Objects listed under a kind belong to the resource of their apiVersion's group (ours
+    when they name none), so Karmada's policy kinds and ours do not see each other's."""
+    api_version = str(obj.get("apiVersion") or "")
+    if not api_version:
+        return resource.group != "policy.karmada.io"
+    return api_version.rpartition("/")[0] == resource.group

@@ -120,11 +120,15 @@ def test_several_problems_are_counted_on_one_line() -> None:
 
 
 def test_unsupported_policy_kind_is_rejected() -> None:
-    """Other policy-group kinds (OverridePolicy ...) are errors, not workloads."""
-    text = POLICY.replace("kind: PropagationPolicy", "kind: OverridePolicy")
+    """Other policy-group kinds (FederatedResourceQuota ...) are errors, not workloads;
+    override policies are kept for the caller (fedctl plan validates and applies them)."""
+    text = POLICY.replace("kind: PropagationPolicy", "kind: FederatedResourceQuota")
     assert error([("o.yaml", text)]).startswith(
-        "o.yaml: kind: kind 'OverridePolicy' is not supported"
+        "o.yaml: kind: kind 'FederatedResourceQuota' is not supported"
     )
+    override = POLICY.replace("kind: PropagationPolicy", "kind: OverridePolicy")
+    found = loader.parse_manifests([("o.yaml", override)])
+    assert [o.document["kind"] for o in found.overrides] == ["OverridePolicy"]
 
 
 def test_unsupported_policy_version_is_rejected() -> None:
