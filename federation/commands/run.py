@@ -148,8 +148,8 @@ async def serve(mgr: manager.Manager) -> None:
                    "decides (docs/runtime.md).")
 @click.option("--kube-api-burst", type=int, default=None,
               help="Requests allowed at once above --kube-api-qps (default: twice it).")
-@click.option("--workers", type=int, default=16, show_default=True,
-              help="Concurrent propagation reconciles.")
+@click.option("--workers", type=int, default=64, show_default=True,
+              help="Concurrent propagation reconciles (why 64: PropagationSettings.workers).")
 @click.option("--propagation-deny", "propagation_deny", multiple=True, metavar="RULES",
               help="Change the deny list of kinds no policy propagates: GROUP/KIND"
                    "[:namespace=NS][:type=TYPE] adds a rule, -RULE removes a default one "

@@ -86,6 +86,13 @@ class Vertex:
     depends_on: set[str] = dataclasses.field(default_factory=set)
     expect: Identity | None = None
     """The identity ``obj`` must have; the executor refuses the write otherwise."""
+    replacing: str | None = None
+    """The resourceVersion of the object this write changes, when ``obj`` does not carry
+    it (a status patch is sent without one)."""
+
+    def replaces(self) -> str | None:
+        """The resourceVersion this write replaces, as far as it is known."""
+        return self.replacing or (self.obj.get("metadata") or {}).get("resourceVersion")
 
     @property
     def key(self) -> str:

@@ -34,6 +34,7 @@ from federation.controllers.propagation import (
     dependencies,
     eviction,
     executor,
+    expectations,
     failover,
     finalise,
     load_clusters,
@@ -91,11 +92,15 @@ class Reconciler:
         self.failover = failover_.Failover()
         self.context: TransformContext = CacheContext(mc, clusters, kinds, self.settings,
                                                       self.scheduler, self.failover)
+        self.expectations = expectations.Expectations(self.failover.clock)
+        """Our hub writes the cache has not shown yet (see :mod:`.expectations`)."""
         self._denials_reported: set[tuple[str, str]] = set()
         """(policy uid, deny rule) pairs already reported by an event on the policy."""
 
     async def execute(self, dag: plan.Plan, shared: set[str] | None = None) -> plan.Report:
-        return await executor.execute(dag, self.writer, shared or ())
+        report = await executor.execute(dag, self.writer, shared or ())
+        self.expectations.observe(report, self.hub)
+        return report
 
     # -- Init -------------------------------------------------------------------------------
 
@@ -110,6 +115,8 @@ class Reconciler:
         binding = await ctx.get(binding_resource,
                                 records.binding_name(request.name, resource.kind),
                                 namespace, self.hub)
+        if self._cache_behind(resource, request, template, binding_resource, binding):
+            return Result(requeue_after=expectations.RECHECK)
         if template is None or template["metadata"].get("deletionTimestamp"):
             await self._release_legacy(template)
             if template is None:
@@ -128,6 +135,16 @@ class Reconciler:
             return await self._unpropagate(build)
         report = await self.execute(build.dag, build.shared)
         return await self._record(build, report)
+
+    def _cache_behind(self, resource: Resource, request: Request, template: ReadOnly | None,
+                      binding_resource: Resource, binding: ReadOnly | None) -> bool:
+        """The cache still shows what one of our own writes replaced (either record)."""
+        namespace = request.namespace or None
+        template_key = expectations.object_key(stub(resource, request.name, namespace))
+        binding_key = expectations.object_key(stub(
+            binding_resource, records.binding_name(request.name, resource.kind), namespace))
+        return self.expectations.behind(template_key, template) or \
+            self.expectations.behind(binding_key, binding)
 
     # -- Record -----------------------------------------------------------------------------
 
@@ -318,6 +335,12 @@ class StaleRecord(ClientError):
     user wrote first). Level-triggered: the next attempt reads the fresh object."""
 
     retryable = True
+
+
+def stub(resource: Resource, name: str, namespace: str | None) -> JSON:
+    """The identity of an object of ``resource`` (for keys), with no content."""
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta}
 
 
 def raise_for_hub_failure(report: plan.Report) -> None:

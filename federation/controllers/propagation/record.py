@@ -137,7 +137,8 @@ def add_template_status(writes: plan.Plan, hub: str, template: ReadOnly,
                   "metadata": {"name": meta["name"]}, "status": wanted}
     if meta.get("namespace"):
         body["metadata"]["namespace"] = meta["namespace"]
-    writes.add(plan.Vertex(hub, plan.Action.STATUS, body, reason="template status"))
+    writes.add(plan.Vertex(hub, plan.Action.STATUS, body, reason="template status",
+                           replacing=meta.get("resourceVersion")))
 
 
 async def emit_transitions(recorder: events.Recorder, build: Build,

@@ -22,11 +22,14 @@ class PropagationSettings:
     that fail for their own reasons). Propagation mostly fails because a member is away;
     an outage of minutes would otherwise push retries to tens of minutes after it ends.
     The MemberCluster Ready event requeues at once anyway; this bounds every other case."""
-    workers: int = 16
+    workers: int = 64
     """Concurrent reconciles. A reconcile spends nearly all its time waiting on API
-    servers, so throughput grows with workers until the API servers, not this process, are
-    the limit. The clean-up controller uses as many: after an outage it has as many
-    bindings to finish as propagation has templates to fix."""
+    servers (member writes, then the binding), so throughput grows with workers until the
+    API servers, not this process, are the limit: a 500-template burst on the local fleet
+    went from 0.24 to 0.33 of the raw member write rate from 16 to 64 workers, with the
+    machine's two cores then saturated by the API servers. Workers are coroutines, so an
+    idle one costs nothing. The clean-up controller uses as many: after an outage it has as
+    many bindings to finish as propagation has templates to fix."""
     schedule_budget: float = 5.0
     """Seconds one placement may compute (in a worker thread, off the event loop). The
     engine places a template of a large fleet in milliseconds; one that needs seconds is a
