@@ -110,14 +110,36 @@ def total_cap(caps: Iterable[int | None]) -> int | None:
     return total
 
 
-def webster(total: int, parties: Sequence[Party]) -> Apportionment:
-    """Give ``total`` seats to ``parties`` by Webster's method within floors and caps."""
+def webster(total: int, parties: Sequence[Party], descending: bool = False) -> Apportionment:
+    """Give ``total`` seats to ``parties`` by Webster's method within floors and caps.
+
+    A tie goes to the party with fewer seats, then to the name that sorts first, or
+    last with ``descending`` (see :func:`names_descending`).
+    """
     _check_feasible(total, parties)
     seats = {p.name: p.floor for p in parties}
     remaining = total - sum(seats.values())
     if remaining > 2 * len(parties):
         remaining -= _jump_start(seats, parties, remaining)
-    return _seat_by_seat(seats, parties, remaining, total)
+    return _seat_by_seat(seats, parties, remaining, total, descending)
+
+
+def fnv32a(data: bytes) -> int:
+    """The 32-bit FNV-1a hash (Go's ``hash/fnv.New32a``)."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def names_descending(uid: str) -> bool:
+    """Whether Webster ties between equal seats go to the name that sorts last.
+
+    Karmada's ``tieBreakerByUID``: odd FNV-32a hash of the object's UID means
+    descending; an empty UID means ascending. Hashing the UID spreads the
+    advantage over objects instead of always favouring the first name.
+    """
+    return bool(uid) and fnv32a(uid.encode()) & 1 == 1
 
 
 def _check_feasible(total: int, parties: Sequence[Party]) -> None:
@@ -139,27 +161,35 @@ def _priority_key(total: int, parties: Sequence[Party]) -> Callable[[int, int], 
 
 
 def _seat_by_seat(
-    seats: dict[str, int], parties: Sequence[Party], remaining: int, total: int
+    seats: dict[str, int],
+    parties: Sequence[Party],
+    remaining: int,
+    total: int,
+    descending: bool = False,
 ) -> Apportionment:
     key = _priority_key(total, parties)
+    # The name's rank stands in for the name so that one heap serves both tie orders.
+    sign = -1 if descending else 1
+    rank = {name: sign * i for i, name in enumerate(sorted(p.name for p in parties))}
     heap = [
-        (key(p.weight, seats[p.name]), seats[p.name], p.name, p.weight, p.cap)
+        (key(p.weight, seats[p.name]), seats[p.name], rank[p.name], p.name, p.weight, p.cap)
         for p in parties
         if p.cap is None or seats[p.name] < p.cap
     ]
     heapq.heapify(heap)
     ties: list[Tie] = []
     tie_count = 0
+    name_rule = "name, last first (by UID)" if descending else "name"
     for seat in range(total - remaining + 1, total + 1):
-        priority, held, name, weight, cap = heapq.heappop(heap)
+        priority, held, order, name, weight, cap = heapq.heappop(heap)
         if heap and heap[0][0] == priority:
             tie_count += 1
             if len(ties) < TIES_SHOWN:
-                rule = "fewer replicas" if heap[0][1] != held else "name"
-                ties.append(Tie(seat, name, heap[0][2], rule))
+                rule = "fewer replicas" if heap[0][1] != held else name_rule
+                ties.append(Tie(seat, name, heap[0][3], rule))
         seats[name] = held + 1
         if cap is None or held + 1 < cap:
-            heapq.heappush(heap, (key(weight, held + 1), held + 1, name, weight, cap))
+            heapq.heappush(heap, (key(weight, held + 1), held + 1, order, name, weight, cap))
     return Apportionment(seats, tuple(ties), tie_count)
 
 
@@ -353,12 +383,14 @@ def duplicate(total: int, slots: Sequence[Slot]) -> Division:
     return result
 
 
-def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
+def divide_static(
+    total: int, slots: Sequence[Slot], partial: bool, descending: bool = False
+) -> Division:
     """Static weights, Webster, from scratch, within bounds (room is not considered)."""
     check_bounds(total, slots, room=False)
     highs = total_cap(s.high for s in slots)
     placing, pending = _fit(total, highs, partial, "replicas", "maxReplicas bounds")
-    share = webster(placing, [Party(s.name, s.weight, s.low, s.high) for s in slots])
+    share = webster(placing, [Party(s.name, s.weight, s.low, s.high) for s in slots], descending)
     seats = _nonzero(share.seats)
     notes = [f"divided {placing} replicas by Webster: {decision_.counts_text(seats)}"]
     if pending:
@@ -366,7 +398,9 @@ def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
     return Division(seats, pending, notes + ties_text(share))
 
 
-def divide_dynamic(total: int, slots: Sequence[Slot], partial: bool, aggregated: bool) -> Division:
+def divide_dynamic(
+    total: int, slots: Sequence[Slot], partial: bool, aggregated: bool, descending: bool = False
+) -> Division:
     """Dynamic weights (available replicas) or Aggregated; sticky against ``held``."""
     check_bounds(total, slots)
     kept = {s.name: s.held if s.high is None else min(s.held, s.high) for s in slots if s.held}
@@ -378,11 +412,11 @@ def divide_dynamic(total: int, slots: Sequence[Slot], partial: bool, aggregated:
     assigned = sum(kept.values())
     deficit = sum(s.low - kept.get(s.name, 0) for s in slots if s.low > kept.get(s.name, 0))
     if assigned < total and deficit <= total - assigned:
-        return _scale_up(total, slots, kept, partial, aggregated, notes)
+        return _scale_up(total, slots, kept, partial, aggregated, descending, notes)
     if assigned == total and deficit == 0:
         notes.append(f"kept the current placement ({assigned} replicas; nothing to change)")
         return Division(_nonzero(kept), notes=notes)
-    return _shrink(total, slots, kept, aggregated, notes)
+    return _shrink(total, slots, kept, aggregated, descending, notes)
 
 
 def _scale_up(
@@ -391,13 +425,14 @@ def _scale_up(
     kept: dict[str, int],
     partial: bool,
     aggregated: bool,
+    descending: bool,
     notes: list[str],
 ) -> Division:
     assigned = sum(kept.values())
     delta = total - assigned
     if assigned:
         notes.append(f"scaling up: {assigned} replicas stay where they are, {delta} to add")
-    parties = _growth_parties(slots, kept, delta)
+    parties = _growth_parties(slots, kept, total)
     what = "more replicas" if assigned else "replicas"
     caps = total_cap(p.cap for p in parties)
     placing, pending = _fit(delta, caps, partial, what, "availableReplicas and bounds")
@@ -406,16 +441,22 @@ def _scale_up(
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
-    notes.append(f"weights = available replicas (unlimited counts as {delta}): {weights}")
-    return _add(kept, webster(placing, parties), pending, notes)
+    notes.append(f"weights = available replicas (no estimate counts as {total}): {weights}")
+    return _add(kept, webster(placing, parties, descending), pending, notes)
 
 
-def _growth_parties(slots: Sequence[Slot], kept: dict[str, int], delta: int) -> list[Party]:
-    """Parties for the replicas to add: room as weight (unlimited = ``delta``), bounds shifted."""
+def _growth_parties(slots: Sequence[Slot], kept: dict[str, int], total: int) -> list[Party]:
+    """Parties for the replicas to add: room as weight, bounds shifted.
+
+    A cluster without an estimate weighs ``total`` (spec.replicas), Karmada's rule
+    (calAvailableReplicas turns an unanswered MaxInt32 into spec.replicas). It stays
+    uncapped: Webster never gives a party more seats than its weight while the
+    weights add up to at least the seats, so the cap would change nothing.
+    """
     return [
-        Party(s.name, delta if s.room is None else s.room, 0, s.room)
+        Party(s.name, total if s.room is None else s.room, 0, s.room)
         if not s.low and s.high is None
-        else _growth(s, kept.get(s.name, 0), delta)
+        else _growth(s, kept.get(s.name, 0), total)
         for s in slots
     ]
 
@@ -446,21 +487,30 @@ def _capacity_notes(full: list[str], kept: dict[str, int]) -> list[str]:
     return notes
 
 
-def _growth(s: Slot, kept: int, delta: int) -> Party:
+def _growth(s: Slot, kept: int, total: int) -> Party:
     """The party for a bounded cluster's share of new replicas: room as weight, bounds shifted."""
     cap = s.cap
-    weight = delta if s.room is None else s.room
+    weight = total if s.room is None else s.room
     return Party(s.name, weight, max(0, s.low - kept), None if cap is None else max(0, cap - kept))
 
 
 def _holders_first(p: Party, kept: dict[str, int]) -> tuple[int, int, int, str]:
-    """Aggregated order: clusters already holding replicas, then the most room, then name."""
-    unlimited = p.cap is None
-    return (0 if p.name in kept else 1, 0 if unlimited else 1, -(p.cap or 0), p.name)
+    """Aggregated order, Karmada's: holders first, then most room, most held, name.
+
+    ``p.weight`` is the room (spec.replicas without an estimate). Karmada sorts the
+    candidates by score (holders 100), then room plus held, then name; sorts that by
+    room (a stable insertion sort up to 12 clusters); then moves holders to the front.
+    """
+    return (0 if p.name in kept else 1, -p.weight, -kept.get(p.name, 0), p.name)
 
 
 def _shrink(
-    total: int, slots: Sequence[Slot], kept: dict[str, int], aggregated: bool, notes: list[str]
+    total: int,
+    slots: Sequence[Slot],
+    kept: dict[str, int],
+    aggregated: bool,
+    descending: bool,
+    notes: list[str],
 ) -> Division:
     notes.append(f"scaling from {sum(kept.values())} to {total}: current replicas are the weights")
     parties = [
@@ -471,7 +521,7 @@ def _shrink(
     if aggregated:
         parties = _fewest(parties, total, [(-p.weight, 0, 0, p.name) for p in parties])
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
-    share = webster(total, parties)
+    share = webster(total, parties, descending)
     seats = _nonzero(share.seats)
     notes.append(f"divided {total} replicas by Webster: {decision_.counts_text(seats)}")
     return Division(seats, notes=notes + ties_text(share))

@@ -69,9 +69,10 @@ def place(
     held = {name: n for name, n in sorted((previous or {}).items()) if n > 0}
     placement = policy.spec.placement
     terms = policy_.affinity_terms(placement)
+    rules = _Rules(policy.api_version == policy_.KARMADA_GROUP_VERSION, resource.uid)
     tried: list[str] = []
     for index, (name, affinity) in enumerate(terms):
-        outcome = _place_term(resource, placement, fleet, held, affinity)
+        outcome = _place_term(resource, placement, fleet, held, affinity, rules)
         if name is None:
             return outcome
         label = f"affinity term {name!r} ({index + 1} of {len(terms)})"
@@ -108,6 +109,39 @@ def plan(
 
 
 # -- one affinity term ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """What besides the placement shapes a division: the policy's group and the object's UID."""
+
+    #: A ``policy.karmada.io`` policy: static weights ignore spread constraints, as in Karmada.
+    karmada: bool
+    #: The object's UID; its FNV-32a hash orders Webster's ties (:func:`division.names_descending`).
+    uid: str
+
+    @property
+    def descending(self) -> bool:
+        return division.names_descending(self.uid)
+
+
+def spread_constraints(
+    placement: policy_.Placement, karmada: bool
+) -> list[policy_.SpreadConstraint]:
+    """The spread constraints that apply: Karmada ignores them for static weights.
+
+    Karmada's ``shouldIgnoreSpreadConstraint``: Divided, Weighted, and either no
+    weightPreference or a staticWeightList without dynamicWeight. That is the rule
+    for ``policy.karmada.io`` policies; ours apply spread in every mode (our extension,
+    used only when a policy states spreadConstraints).
+    """
+    if not karmada or policy_.mode(placement) is not policy_.Mode.STATIC:
+        return placement.spread_constraints
+    strategy = placement.replica_scheduling
+    weights = strategy.weight_preference if strategy else None
+    if weights is None or weights.static_weight_list:
+        return []
+    return placement.spread_constraints
 
 
 @dataclass(frozen=True)
@@ -190,16 +224,20 @@ def _place_term(
     fleet: clusters_.Fleet,
     held: Mapping[str, int],
     affinity: policy_.ClusterAffinity | None,
+    rules: _Rules,
 ) -> decision_.Decision:
     screened = _screened(fleet, placement, affinity)
-    prepared = _prepare(fleet, placement, affinity, screened, held)
+    spread = spread_constraints(placement, rules.karmada)
+    prepared = _prepare(fleet, placement, affinity, screened, held, spread)
     lines = [*_filter_lines(screened, held), *prepared.lines]
     if prepared.error is not None:
         return _failed(resource, lines, prepared.error)
     if resource.replicas == 0:
         lines.append("no replicas to divide: every candidate gets the resource with 0 replicas")
         return decision_.Decision(0, dict.fromkeys(prepared.targets, 0), explanation=tuple(lines))
-    return _divide(resource, placement, list(prepared.slots), lines)
+    if spread is not placement.spread_constraints and placement.spread_constraints:
+        lines.append("spreadConstraints are not considered with static weights (as in Karmada)")
+    return _divide(resource, placement, list(prepared.slots), lines, rules.descending)
 
 
 def _prepare(
@@ -208,13 +246,16 @@ def _prepare(
     affinity: policy_.ClusterAffinity | None,
     screened: _Screened,
     held: Mapping[str, int],
+    spread: Sequence[policy_.SpreadConstraint],
 ) -> _Prepared:
     """Slots for the candidates: memoised when ``held`` cannot change them, else built."""
-    reusable = not placement.spread_constraints and not any(n in screened.held_back for n in held)
+    reusable = not spread and not any(n in screened.held_back for n in held)
     if held and not reusable:
-        return _build(fleet, placement, screened, held)
+        return _build(fleet, placement, screened, held, spread)
     base = fleet.memo(
-        "prepared", (placement, affinity), lambda: _build(fleet, placement, screened, {})
+        "prepared",
+        (placement, affinity, bool(spread)),
+        lambda: _build(fleet, placement, screened, {}, spread),
     )
     if not held:
         return base
@@ -227,15 +268,16 @@ def _build(
     placement: policy_.Placement,
     screened: _Screened,
     held: Mapping[str, int],
+    spread: Sequence[policy_.SpreadConstraint],
 ) -> _Prepared:
     keeping = [c for c, _ in screened.screening.held_back if c.name in held]
     candidates = sorted([*screened.screening.passed, *keeping], key=lambda c: c.name)
     room = {c.name: c.available_replicas for c in candidates}
     room.update(dict.fromkeys((c.name for c in keeping), 0))
     lines: list[str] = []
-    if placement.spread_constraints and candidates:
+    if spread and candidates:
         grouped = None if keeping else _first_grouping(fleet, placement, screened, room)
-        chosen = selection.spread(candidates, placement.spread_constraints, held, room, grouped)
+        chosen = selection.spread(candidates, list(spread), held, room, grouped)
         lines += _rejection_lines(chosen.rejected) + chosen.notes
         if chosen.error:
             return _Prepared((), (), tuple(lines), chosen.error)
@@ -297,11 +339,12 @@ def _divide(
     placement: policy_.Placement,
     slots: list[division.Slot],
     lines: list[str],
+    descending: bool,
 ) -> decision_.Decision:
     mode = policy_.mode(placement)
     strategy = placement.replica_scheduling or policy_.ReplicaSchedulingStrategy()
     try:
-        result = _run(mode, resource.replicas, slots, strategy.allow_partial)
+        result = _run(mode, resource.replicas, slots, strategy.allow_partial, descending)
     except division.DivisionError as error:
         return _failed(resource, lines, str(error), error.unschedulable)
     lines += result.notes
@@ -311,13 +354,14 @@ def _divide(
 
 
 def _run(
-    mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool
+    mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool, descending: bool
 ) -> division.Division:
     if mode is policy_.Mode.DUPLICATED:
         return division.duplicate(total, slots)
     if mode is policy_.Mode.STATIC:
-        return division.divide_static(total, slots, partial)
-    return division.divide_dynamic(total, slots, partial, mode is policy_.Mode.AGGREGATED)
+        return division.divide_static(total, slots, partial, descending)
+    aggregated = mode is policy_.Mode.AGGREGATED
+    return division.divide_dynamic(total, slots, partial, aggregated, descending)
 
 
 # -- bounds and static weights ----------------------------------------------------------------
