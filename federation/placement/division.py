@@ -4,7 +4,8 @@ Everything divided goes through one primitive, :func:`webster`: the
 Webster/Sainte-Laguë divisor method, seat by seat. Each party (cluster) starts
 at its floor (``minReplicas``, 0 by default); the next seat goes to the party
 with the highest ``weight / (2 * seats + 1)`` among those below their cap; ties
-go to the party with fewer seats, then to the name that sorts first. Because
+go to the party with fewer seats, then to the name that sorts first, or last
+when the object's UID hashes odd (:func:`names_descending`). Because
 seats are handed out one at a time in order of decreasing priority, the result
 for ``n + 1`` seats is the result for ``n`` plus one seat (house monotone), the
 sum is exactly ``n``, and floors and caps hold whenever ``sum(floors) <= n <=
@@ -30,22 +31,27 @@ loop spinning. The ties an explanation lists are those of the seats handed out
 one at a time: all of them when the jump start is not needed, else those of
 the last seats, which include the tie (if any) that decided the last replica.
 
-The modes (Karmada's semantics; bounds are ours):
+The modes are Karmada's (pkg/scheduler/core: assignment.go and
+division_algorithm.go), replica for replica when no bound is set; bounds are
+ours. tests/unit/placement/test_karmada_division.py checks them against a port
+of that Go code.
 
 - :func:`duplicate`: every cluster gets the total, clamped to its bounds.
 - :func:`divide_static`: weights from the policy, recomputed from scratch.
-- :func:`divide_dynamic`: weights = available replicas; sticky. With
-  ``aggregated`` it uses the fewest clusters that can hold the replicas,
-  clusters that already hold replicas first.
+- :func:`divide_dynamic`: weights = available replicas (``total`` for a
+  cluster without an estimate, as Karmada's calAvailableReplicas); sticky.
+  With ``aggregated`` it uses the fewest clusters that can hold the replicas
+  in Karmada's order (:func:`_holders_first`).
 
 A :class:`Slot` is a candidate cluster as the divider sees it: current
-replicas (``held``), room for more (``room``; None is unlimited), bounds and
+replicas (``held``), room for more (``room``; None is no estimate), bounds and
 static weight. Its ``cap`` is ``min(maxReplicas, held + room)``.
 
-Sticky division (dynamic and Aggregated). ``kept`` is each cluster's current
-replicas trimmed to its maxReplicas. If ``sum(kept) < total`` and the
-minReplicas deficits fit in the difference, only the difference is divided
-(weights: room; floors: the deficits; caps: ``cap - kept``) and added to
+Sticky division (dynamic and Aggregated; Karmada's Steady assignment).
+``kept`` is each cluster's current replicas trimmed to its maxReplicas. If
+``sum(kept) < total`` and the minReplicas deficits fit in the difference, only
+the difference is divided (weights: room; floors: the deficits; caps: ``cap -
+kept``) and added to
 ``kept``. If ``sum(kept) == total`` and every minReplicas holds, ``kept`` is the
 answer. Otherwise (scale down, or bounds that force replicas to move) the
 total is divided with ``kept`` as weights, floors at minReplicas and caps at
@@ -179,7 +185,7 @@ def _seat_by_seat(
     heapq.heapify(heap)
     ties: list[Tie] = []
     tie_count = 0
-    name_rule = "name, last first (by UID)" if descending else "name"
+    name_rule = "name, last first by UID" if descending else "name"
     for seat in range(total - remaining + 1, total + 1):
         priority, held, order, name, weight, cap = heapq.heappop(heap)
         if heap and heap[0][0] == priority:
@@ -441,7 +447,8 @@ def _scale_up(
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
-    notes.append(f"weights = available replicas (no estimate counts as {total}): {weights}")
+    unsized = " (no estimate counts as spec.replicas)" if any(s.room is None for s in slots) else ""
+    notes.append(f"weights = available replicas{unsized}: {weights}")
     return _add(kept, webster(placing, parties, descending), pending, notes)
 
 

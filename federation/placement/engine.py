@@ -22,6 +22,12 @@ in Karmada, ignore availableReplicas. Replicas on a cluster that is no longer
 a candidate (not ready, excluded, evicted by a NoExecute taint, or missing
 from ``clusters``) are placed again.
 
+Two things besides the placement shape a division, as in Karmada: the
+resource's UID, whose FNV-32a hash orders Webster's ties, and the policy's API
+group. A ``policy.karmada.io`` policy gets Karmada's behaviour where ours goes
+further: static weights ignore spread constraints, and a NoSchedule-tainted
+cluster that holds replicas keeps its estimate (ours gives it no new ones).
+
 Speed: everything that depends only on the fleet and the policy (screening,
 slots, static weights, bounds, the first spread grouping) is memoised on the
 :class:`~federation.placement.clusters.Fleet`, so placing many resources under
@@ -185,7 +191,7 @@ def _rejection_lines(rejected: Iterable[tuple[clusters_.Cluster, str, str]]) -> 
     return [f"filtered ({why}): {decision_.names_text(names)}" for why, names in groups.items()]
 
 
-def _filter_lines(screened: _Screened, held: Mapping[str, int]) -> list[str]:
+def _filter_lines(screened: _Screened, held: Mapping[str, int], karmada: bool) -> list[str]:
     """Why clusters were filtered, and which held replicas must move."""
     keeping = [name for name in held if name in screened.held_back]
     if keeping:
@@ -194,10 +200,8 @@ def _filter_lines(screened: _Screened, held: Mapping[str, int]) -> list[str]:
             (c, selection.TAINT, t) for c, t in screened.screening.held_back if c.name not in held
         ]
         lines = _rejection_lines(rejected)
-        lines += [
-            f"{name} keeps its replicas but takes no new ones (taint {screened.held_back[name]})"
-            for name in keeping
-        ]
+        rule = "stays a candidate" if karmada else "keeps its replicas but takes no new ones"
+        lines += [f"{name} {rule} (taint {screened.held_back[name]})" for name in keeping]
     else:
         lines = list(screened.lines)
     return lines + [
@@ -228,8 +232,8 @@ def _place_term(
 ) -> decision_.Decision:
     screened = _screened(fleet, placement, affinity)
     spread = spread_constraints(placement, rules.karmada)
-    prepared = _prepare(fleet, placement, affinity, screened, held, spread)
-    lines = [*_filter_lines(screened, held), *prepared.lines]
+    prepared = _prepare(fleet, placement, affinity, screened, held, spread, rules.karmada)
+    lines = [*_filter_lines(screened, held, rules.karmada), *prepared.lines]
     if prepared.error is not None:
         return _failed(resource, lines, prepared.error)
     if resource.replicas == 0:
@@ -247,15 +251,16 @@ def _prepare(
     screened: _Screened,
     held: Mapping[str, int],
     spread: Sequence[policy_.SpreadConstraint],
+    karmada: bool,
 ) -> _Prepared:
     """Slots for the candidates: memoised when ``held`` cannot change them, else built."""
     reusable = not spread and not any(n in screened.held_back for n in held)
     if held and not reusable:
-        return _build(fleet, placement, screened, held, spread)
+        return _build(fleet, placement, screened, held, spread, karmada)
     base = fleet.memo(
         "prepared",
         (placement, affinity, bool(spread)),
-        lambda: _build(fleet, placement, screened, {}, spread),
+        lambda: _build(fleet, placement, screened, {}, spread, karmada),
     )
     if not held:
         return base
@@ -269,11 +274,15 @@ def _build(
     screened: _Screened,
     held: Mapping[str, int],
     spread: Sequence[policy_.SpreadConstraint],
+    karmada: bool,
 ) -> _Prepared:
     keeping = [c for c, _ in screened.screening.held_back if c.name in held]
     candidates = sorted([*screened.screening.passed, *keeping], key=lambda c: c.name)
     room = {c.name: c.available_replicas for c in candidates}
-    room.update(dict.fromkeys((c.name for c in keeping), 0))
+    if not karmada:
+        # Ours: a cluster kept only for its replicas takes no new ones. Karmada's
+        # TaintToleration filter passes it outright, so it keeps its estimate there.
+        room.update(dict.fromkeys((c.name for c in keeping), 0))
     lines: list[str] = []
     if spread and candidates:
         grouped = None if keeping else _first_grouping(fleet, placement, screened, room)

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from federation.cli import cli
-from federation.placement import division, engine, policy, resources
+from federation.placement import clusters, division, engine, policy, resources
 from tests.unit.placement import builders
 from tests.unit.placement import karmada_reference as ref
 
@@ -224,3 +224,22 @@ def plan_json(case: Case, directory: Path) -> dict[str, int] | None:
 def test_fedctl_plan_json_divides_as_karmada(case: Case) -> None:
     with tempfile.TemporaryDirectory() as directory:
         assert plan_json(case, Path(directory)) == karmada(case), case
+
+
+def test_a_no_schedule_cluster_holding_replicas_keeps_its_estimate_for_karmada_policies() -> None:
+    """Karmada's TaintToleration filter passes a cluster already in the binding, estimate and
+    all; our group keeps it for its replicas only (room 0)."""
+    taint = clusters.Taint(key="maintenance", effect="NoSchedule")
+    fleet = [builders.cluster("a", 10, taints=(taint,)), builders.cluster("b", 10)]
+    resource = builders.deployment(replicas=10)
+    theirs = engine.place(
+        resource, builders.make_policy(builders.dynamic(), api_version=KARMADA), fleet,
+        {"a": 4, "b": 2},
+    )
+    reference = ref.schedule(ref.DynamicWeightStrategy, 10, [("a", 10), ("b", 10)],
+                             [("a", 4), ("b", 2)])
+    assert theirs.nonzero() == reference == {"a": 6, "b": 4}
+    assert any("a stays a candidate (taint" in line for line in theirs.explanation)
+    mine = engine.place(resource, builders.make_policy(builders.dynamic()), fleet,
+                        {"a": 4, "b": 2})
+    assert mine.nonzero() == {"a": 4, "b": 6}
