@@ -68,6 +68,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from federation.placement import decision as decision_
+from federation.placement import gosort
 
 _EXACT_FLOAT_LIMIT = 2**52
 #: Threshold raises tried by the jump start before it leaves all seats to the heap.
@@ -443,7 +444,8 @@ def _scale_up(
     caps = total_cap(p.cap for p in parties)
     placing, pending = _fit(delta, caps, partial, what, "availableReplicas and bounds")
     if aggregated:
-        parties = _fewest(parties, placing, [_holders_first(p, kept) for p in parties])
+        keys = [_holders_first(p, kept) for p in parties]
+        parties = _fewest(parties, placing, keys, lambda: _go_order_growing(parties, kept))
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
@@ -526,7 +528,8 @@ def _shrink(
         if s.name in kept or s.low
     ]
     if aggregated:
-        parties = _fewest(parties, total, [(-p.weight, 0, 0, p.name) for p in parties])
+        keys = [(-p.weight, 0, 0, p.name) for p in parties]
+        parties = _fewest(parties, total, keys, lambda: _go_order_shrinking(parties))
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     share = webster(total, parties, descending)
     seats = _nonzero(share.seats)
@@ -534,21 +537,68 @@ def _shrink(
     return Division(seats, notes=notes + ties_text(share))
 
 
-def _fewest(parties: list[Party], need: int, keys: list[tuple[int, int, int, str]]) -> list[Party]:
+def _fewest(
+    parties: list[Party],
+    need: int,
+    keys: list[tuple[int, int, int, str]],
+    go_order: Callable[[], list[Party]],
+) -> list[Party]:
     """Parties with a floor, then the first by ``keys`` until their caps hold ``need``.
 
     ``keys[i]`` orders ``parties[i]``; a heap yields them lazily since only the
-    first few are usually needed out of possibly thousands.
+    first few are usually needed out of possibly thousands. ``key[:2]`` is what
+    Karmada sorts by; the rest is the order a stable sort keeps among equals,
+    which Go's sort is for up to 12 clusters. Beyond that, when the cut falls
+    among parties equal in ``key[:2]``, the choice is redone in Go's order
+    (``go_order``, which runs Go's sort: rarely needed, so not paid for always).
     """
-    chosen = [p for p in parties if p.floor > 0]
+    floored = [p for p in parties if p.floor > 0]
     queue = [(key, i) for i, (key, p) in enumerate(zip(keys, parties, strict=True)) if not p.floor]
     heapq.heapify(queue)
-    room = total_cap(c.cap for c in chosen)
+    chosen, room = list(floored), total_cap(c.cap for c in floored)
+    last: tuple[int, int, int, str] | None = None
     while queue and room is not None and room < need:
-        party = parties[heapq.heappop(queue)[1]]
+        last, index = heapq.heappop(queue)
+        chosen.append(parties[index])
+        cap = parties[index].cap
+        room = None if cap is None else room + cap
+    tied = last is not None and any(key[:2] == last[:2] for key, _ in queue)
+    if tied and len(parties) > gosort.MAX_INSERTION:
+        chosen = _first_holding(floored, [p for p in go_order() if not p.floor], need)
+    return sorted(chosen, key=lambda p: p.name)
+
+
+def _first_holding(chosen: list[Party], ordered: list[Party], need: int) -> list[Party]:
+    """``chosen`` plus the first of ``ordered`` until their caps hold ``need``."""
+    chosen, room = list(chosen), total_cap(c.cap for c in chosen)
+    for party in ordered:
+        if room is None or room >= need:
+            break
         chosen.append(party)
         room = None if party.cap is None else room + party.cap
-    return sorted(chosen, key=lambda p: p.name)
+    return chosen
+
+
+def _go_order_growing(parties: list[Party], kept: Mapping[str, int]) -> list[Party]:
+    """Karmada's Aggregated order when adding replicas, equal rooms in Go's sort order.
+
+    Karmada's candidates come sorted by score (ClusterLocality: 100 for clusters in
+    the previous result), room plus replicas held, then name; dynamicScaleUp sorts
+    them by room with sort.Sort; resortAvailableClusters moves holders to the front.
+    """
+    order = sorted(
+        parties, key=lambda p: (p.name not in kept, -(p.weight + kept.get(p.name, 0)), p.name)
+    )
+    gosort.sort(order, lambda a, b: a.weight > b.weight)
+    return [p for p in order if p.name in kept] + [p for p in order if p.name not in kept]
+
+
+def _go_order_shrinking(parties: list[Party]) -> list[Party]:
+    """Karmada's Aggregated order when scaling down: the previous result (in name order,
+    as Karmada writes a Webster result) sorted by replicas held with sort.Sort."""
+    order = sorted(parties, key=lambda p: p.name)
+    gosort.sort(order, lambda a, b: a.weight > b.weight)
+    return order
 
 
 def _nonzero(seats: dict[str, int]) -> dict[str, int]:

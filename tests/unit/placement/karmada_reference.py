@@ -15,8 +15,9 @@ answer, ``UnauthenticReplica``), no spread constraints, no overflow affinities a
 by name.
 
 Go's ``sort.Sort`` is not stable; for 12 elements or fewer it is an insertion sort, which
-is. :func:`sort_sort` ports that path and refuses longer slices, so the property tests use
-at most 12 clusters (the equal-element order of Go's pdqsort beyond that is not ported).
+is, and :func:`sort_sort` ports it. Beyond 12 it is pdqsort, whose order among equal
+elements matters to Aggregated; that one port is shared with the engine
+(:mod:`federation.placement.gosort`) and checked against Go's output on its own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+
+from federation.placement import gosort
 
 MAX_INT32 = 2**31 - 1
 MAX_CLUSTER_SCORE = 100  # pkg/scheduler/framework: MaxClusterScore
@@ -64,8 +67,12 @@ class Unschedulable(Exception):
 def sort_sort(
     items: list[TargetCluster], less: Callable[[TargetCluster, TargetCluster], bool]
 ) -> None:
+    """Go's sort.Sort. Up to 12 elements it is this insertion sort (stable); beyond, pdqsort,
+    for which the engine's port is used (checked against Go's own output in
+    test_gosort.py): porting it twice would not make either more right."""
     if len(items) > 12:
-        raise NotImplementedError("Go's pdqsort beyond 12 elements is not ported")
+        gosort.sort(items, less)
+        return
     for i in range(1, len(items)):
         j = i
         while j > 0 and less(items[j], items[j - 1]):

@@ -121,6 +121,25 @@ def test_engine_divides_as_karmada(case: Case) -> None:
     assert ours(case) == karmada(case), case
 
 
+@st.composite
+def crowded(draw: st.DrawFn) -> Case:
+    """13 to 40 clusters with few distinct estimates: Go's pdqsort decides among equals."""
+    names = [f"m{i}" for i in draw(st.lists(st.integers(0, 99), min_size=13, max_size=40,
+                                             unique=True))]
+    room = st.sampled_from([None, 0, 3, 5, 5, 8])
+    estimates = tuple((n, draw(room)) for n in names)
+    held = draw(st.lists(st.sampled_from(names), max_size=len(names), unique=True))
+    previous = tuple(sorted((n, draw(st.sampled_from([1, 2, 4, 4]))) for n in held))
+    return Case("aggregated", draw(st.integers(1, 150)), estimates, (), previous,
+                draw(_UIDS), KARMADA)
+
+
+@settings(max_examples=600, deadline=None)
+@given(crowded())
+def test_aggregated_over_many_equal_clusters_picks_as_go_sorts(case: Case) -> None:
+    assert ours(case) == karmada(case), case
+
+
 def test_uid_hash_parity_matches_go() -> None:
     """FNV-32a test vectors (the empty string, 'a', 'foobar'), and Karmada's rule on them."""
     assert division.fnv32a(b"") == 0x811C9DC5 == ref.fnv32a(b"")
