@@ -175,11 +175,9 @@ def _seat_by_seat(
     descending: bool = False,
 ) -> Apportionment:
     key = _priority_key(total, parties)
-    # The name's rank stands in for the name so that one heap serves both tie orders.
-    sign = -1 if descending else 1
-    rank = {name: sign * i for i, name in enumerate(sorted(p.name for p in parties))}
+    ordered: Callable[[str], str | _Reversed] = _Reversed if descending else str
     heap = [
-        (key(p.weight, seats[p.name]), seats[p.name], rank[p.name], p.name, p.weight, p.cap)
+        (key(p.weight, seats[p.name]), seats[p.name], ordered(p.name), p.name, p.weight, p.cap)
         for p in parties
         if p.cap is None or seats[p.name] < p.cap
     ]
@@ -188,7 +186,7 @@ def _seat_by_seat(
     tie_count = 0
     name_rule = "name, last first by UID" if descending else "name"
     for seat in range(total - remaining + 1, total + 1):
-        priority, held, order, name, weight, cap = heapq.heappop(heap)
+        priority, held, rank, name, weight, cap = heapq.heappop(heap)
         if heap and heap[0][0] == priority:
             tie_count += 1
             if len(ties) < TIES_SHOWN:
@@ -196,8 +194,25 @@ def _seat_by_seat(
                 ties.append(Tie(seat, name, heap[0][3], rule))
         seats[name] = held + 1
         if cap is None or held + 1 < cap:
-            heapq.heappush(heap, (key(weight, held + 1), held + 1, order, name, weight, cap))
+            heapq.heappush(heap, (key(weight, held + 1), held + 1, rank, name, weight, cap))
     return Apportionment(seats, tuple(ties), tie_count)
+
+
+class _Reversed:
+    """A name that sorts in reverse (ties to the last name): compared only on full ties."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return self.name > other.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and self.name == other.name
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int) -> int:
@@ -445,7 +460,10 @@ def _scale_up(
     placing, pending = _fit(delta, caps, partial, what, "availableReplicas and bounds")
     if aggregated:
         keys = [_holders_first(p, kept) for p in parties]
-        parties = _fewest(parties, placing, keys, lambda: _go_order_growing(parties, kept))
+        # Without holders Karmada's input to Go's sort is already in order (room, then
+        # name), which Go's sort leaves as it is: the keys alone are Karmada's order.
+        go_order = (lambda: _go_order_growing(parties, kept)) if kept else None
+        parties = _fewest(parties, placing, keys, go_order)
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
@@ -541,7 +559,7 @@ def _fewest(
     parties: list[Party],
     need: int,
     keys: list[tuple[int, int, int, str]],
-    go_order: Callable[[], list[Party]],
+    go_order: Callable[[], list[Party]] | None,
 ) -> list[Party]:
     """Parties with a floor, then the first by ``keys`` until their caps hold ``need``.
 
@@ -550,7 +568,8 @@ def _fewest(
     Karmada sorts by; the rest is the order a stable sort keeps among equals,
     which Go's sort is for up to 12 clusters. Beyond that, when the cut falls
     among parties equal in ``key[:2]``, the choice is redone in Go's order
-    (``go_order``, which runs Go's sort: rarely needed, so not paid for always).
+    (``go_order``, which runs Go's sort; None when the keys are known to give
+    Go's order already).
     """
     floored = [p for p in parties if p.floor > 0]
     queue = [(key, i) for i, (key, p) in enumerate(zip(keys, parties, strict=True)) if not p.floor]
@@ -563,7 +582,7 @@ def _fewest(
         cap = parties[index].cap
         room = None if cap is None else room + cap
     tied = last is not None and any(key[:2] == last[:2] for key, _ in queue)
-    if tied and len(parties) > gosort.MAX_INSERTION:
+    if tied and go_order is not None and len(parties) > gosort.MAX_INSERTION:
         chosen = _first_holding(floored, [p for p in go_order() if not p.floor], need)
     return sorted(chosen, key=lambda p: p.name)
 
