@@ -4,7 +4,8 @@ Everything divided goes through one primitive, :func:`webster`: the
 Webster/Sainte-Laguë divisor method, seat by seat. Each party (cluster) starts
 at its floor (``minReplicas``, 0 by default); the next seat goes to the party
 with the highest ``weight / (2 * seats + 1)`` among those below their cap; ties
-go to the party with fewer seats, then to the name that sorts first. Because
+go to the party with fewer seats, then to the name that sorts first, or last
+when the object's UID hashes odd (:func:`names_descending`). Because
 seats are handed out one at a time in order of decreasing priority, the result
 for ``n + 1`` seats is the result for ``n`` plus one seat (house monotone), the
 sum is exactly ``n``, and floors and caps hold whenever ``sum(floors) <= n <=
@@ -30,22 +31,27 @@ loop spinning. The ties an explanation lists are those of the seats handed out
 one at a time: all of them when the jump start is not needed, else those of
 the last seats, which include the tie (if any) that decided the last replica.
 
-The modes (Karmada's semantics; bounds are ours):
+The modes are Karmada's (pkg/scheduler/core: assignment.go and
+division_algorithm.go), replica for replica when no bound is set; bounds are
+ours. tests/unit/placement/test_karmada_division.py checks them against a port
+of that Go code.
 
 - :func:`duplicate`: every cluster gets the total, clamped to its bounds.
 - :func:`divide_static`: weights from the policy, recomputed from scratch.
-- :func:`divide_dynamic`: weights = available replicas; sticky. With
-  ``aggregated`` it uses the fewest clusters that can hold the replicas,
-  clusters that already hold replicas first.
+- :func:`divide_dynamic`: weights = available replicas (``total`` for a
+  cluster without an estimate, as Karmada's calAvailableReplicas); sticky.
+  With ``aggregated`` it uses the fewest clusters that can hold the replicas
+  in Karmada's order (:func:`_holders_first`).
 
 A :class:`Slot` is a candidate cluster as the divider sees it: current
-replicas (``held``), room for more (``room``; None is unlimited), bounds and
+replicas (``held``), room for more (``room``; None is no estimate), bounds and
 static weight. Its ``cap`` is ``min(maxReplicas, held + room)``.
 
-Sticky division (dynamic and Aggregated). ``kept`` is each cluster's current
-replicas trimmed to its maxReplicas. If ``sum(kept) < total`` and the
-minReplicas deficits fit in the difference, only the difference is divided
-(weights: room; floors: the deficits; caps: ``cap - kept``) and added to
+Sticky division (dynamic and Aggregated; Karmada's Steady assignment).
+``kept`` is each cluster's current replicas trimmed to its maxReplicas. If
+``sum(kept) < total`` and the minReplicas deficits fit in the difference, only
+the difference is divided (weights: room; floors: the deficits; caps: ``cap -
+kept``) and added to
 ``kept``. If ``sum(kept) == total`` and every minReplicas holds, ``kept`` is the
 answer. Otherwise (scale down, or bounds that force replicas to move) the
 total is divided with ``kept`` as weights, floors at minReplicas and caps at
@@ -62,6 +68,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from federation.placement import decision as decision_
+from federation.placement import gosort
 
 _EXACT_FLOAT_LIMIT = 2**52
 #: Threshold raises tried by the jump start before it leaves all seats to the heap.
@@ -110,14 +117,36 @@ def total_cap(caps: Iterable[int | None]) -> int | None:
     return total
 
 
-def webster(total: int, parties: Sequence[Party]) -> Apportionment:
-    """Give ``total`` seats to ``parties`` by Webster's method within floors and caps."""
+def webster(total: int, parties: Sequence[Party], descending: bool = False) -> Apportionment:
+    """Give ``total`` seats to ``parties`` by Webster's method within floors and caps.
+
+    A tie goes to the party with fewer seats, then to the name that sorts first, or
+    last with ``descending`` (see :func:`names_descending`).
+    """
     _check_feasible(total, parties)
     seats = {p.name: p.floor for p in parties}
     remaining = total - sum(seats.values())
     if remaining > 2 * len(parties):
         remaining -= _jump_start(seats, parties, remaining)
-    return _seat_by_seat(seats, parties, remaining, total)
+    return _seat_by_seat(seats, parties, remaining, total, descending)
+
+
+def fnv32a(data: bytes) -> int:
+    """The 32-bit FNV-1a hash (Go's ``hash/fnv.New32a``)."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def names_descending(uid: str) -> bool:
+    """Whether Webster ties between equal seats go to the name that sorts last.
+
+    Karmada's ``tieBreakerByUID``: odd FNV-32a hash of the object's UID means
+    descending; an empty UID means ascending. Hashing the UID spreads the
+    advantage over objects instead of always favouring the first name.
+    """
+    return bool(uid) and fnv32a(uid.encode()) & 1 == 1
 
 
 def _check_feasible(total: int, parties: Sequence[Party]) -> None:
@@ -139,28 +168,51 @@ def _priority_key(total: int, parties: Sequence[Party]) -> Callable[[int, int], 
 
 
 def _seat_by_seat(
-    seats: dict[str, int], parties: Sequence[Party], remaining: int, total: int
+    seats: dict[str, int],
+    parties: Sequence[Party],
+    remaining: int,
+    total: int,
+    descending: bool = False,
 ) -> Apportionment:
     key = _priority_key(total, parties)
+    ordered: Callable[[str], str | _Reversed] = _Reversed if descending else str
     heap = [
-        (key(p.weight, seats[p.name]), seats[p.name], p.name, p.weight, p.cap)
+        (key(p.weight, seats[p.name]), seats[p.name], ordered(p.name), p.name, p.weight, p.cap)
         for p in parties
         if p.cap is None or seats[p.name] < p.cap
     ]
     heapq.heapify(heap)
     ties: list[Tie] = []
     tie_count = 0
+    name_rule = "name, last first by UID" if descending else "name"
     for seat in range(total - remaining + 1, total + 1):
-        priority, held, name, weight, cap = heapq.heappop(heap)
+        priority, held, rank, name, weight, cap = heapq.heappop(heap)
         if heap and heap[0][0] == priority:
             tie_count += 1
             if len(ties) < TIES_SHOWN:
-                rule = "fewer replicas" if heap[0][1] != held else "name"
-                ties.append(Tie(seat, name, heap[0][2], rule))
+                rule = "fewer replicas" if heap[0][1] != held else name_rule
+                ties.append(Tie(seat, name, heap[0][3], rule))
         seats[name] = held + 1
         if cap is None or held + 1 < cap:
-            heapq.heappush(heap, (key(weight, held + 1), held + 1, name, weight, cap))
+            heapq.heappush(heap, (key(weight, held + 1), held + 1, rank, name, weight, cap))
     return Apportionment(seats, tuple(ties), tie_count)
+
+
+class _Reversed:
+    """A name that sorts in reverse (ties to the last name): compared only on full ties."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return self.name > other.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and self.name == other.name
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _jump_start(seats: dict[str, int], parties: Sequence[Party], remaining: int) -> int:
@@ -353,12 +405,14 @@ def duplicate(total: int, slots: Sequence[Slot]) -> Division:
     return result
 
 
-def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
+def divide_static(
+    total: int, slots: Sequence[Slot], partial: bool, descending: bool = False
+) -> Division:
     """Static weights, Webster, from scratch, within bounds (room is not considered)."""
     check_bounds(total, slots, room=False)
     highs = total_cap(s.high for s in slots)
     placing, pending = _fit(total, highs, partial, "replicas", "maxReplicas bounds")
-    share = webster(placing, [Party(s.name, s.weight, s.low, s.high) for s in slots])
+    share = webster(placing, [Party(s.name, s.weight, s.low, s.high) for s in slots], descending)
     seats = _nonzero(share.seats)
     notes = [f"divided {placing} replicas by Webster: {decision_.counts_text(seats)}"]
     if pending:
@@ -366,7 +420,9 @@ def divide_static(total: int, slots: Sequence[Slot], partial: bool) -> Division:
     return Division(seats, pending, notes + ties_text(share))
 
 
-def divide_dynamic(total: int, slots: Sequence[Slot], partial: bool, aggregated: bool) -> Division:
+def divide_dynamic(
+    total: int, slots: Sequence[Slot], partial: bool, aggregated: bool, descending: bool = False
+) -> Division:
     """Dynamic weights (available replicas) or Aggregated; sticky against ``held``."""
     check_bounds(total, slots)
     kept = {s.name: s.held if s.high is None else min(s.held, s.high) for s in slots if s.held}
@@ -378,11 +434,11 @@ def divide_dynamic(total: int, slots: Sequence[Slot], partial: bool, aggregated:
     assigned = sum(kept.values())
     deficit = sum(s.low - kept.get(s.name, 0) for s in slots if s.low > kept.get(s.name, 0))
     if assigned < total and deficit <= total - assigned:
-        return _scale_up(total, slots, kept, partial, aggregated, notes)
+        return _scale_up(total, slots, kept, partial, aggregated, descending, notes)
     if assigned == total and deficit == 0:
         notes.append(f"kept the current placement ({assigned} replicas; nothing to change)")
         return Division(_nonzero(kept), notes=notes)
-    return _shrink(total, slots, kept, aggregated, notes)
+    return _shrink(total, slots, kept, aggregated, descending, notes)
 
 
 def _scale_up(
@@ -391,31 +447,43 @@ def _scale_up(
     kept: dict[str, int],
     partial: bool,
     aggregated: bool,
+    descending: bool,
     notes: list[str],
 ) -> Division:
     assigned = sum(kept.values())
     delta = total - assigned
     if assigned:
         notes.append(f"scaling up: {assigned} replicas stay where they are, {delta} to add")
-    parties = _growth_parties(slots, kept, delta)
+    parties = _growth_parties(slots, kept, total)
     what = "more replicas" if assigned else "replicas"
     caps = total_cap(p.cap for p in parties)
     placing, pending = _fit(delta, caps, partial, what, "availableReplicas and bounds")
     if aggregated:
-        parties = _fewest(parties, placing, [_holders_first(p, kept) for p in parties])
+        keys = [_holders_first(p, kept) for p in parties]
+        # Without holders Karmada's input to Go's sort is already in order (room, then
+        # name), which Go's sort leaves as it is: the keys alone are Karmada's order.
+        go_order = (lambda: _go_order_growing(parties, kept)) if kept else None
+        parties = _fewest(parties, placing, keys, go_order)
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
     notes += _capacity_notes([p.name for p in parties if p.cap == 0], kept)
     weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
-    notes.append(f"weights = available replicas (unlimited counts as {delta}): {weights}")
-    return _add(kept, webster(placing, parties), pending, notes)
+    unsized = " (no estimate counts as spec.replicas)" if any(s.room is None for s in slots) else ""
+    notes.append(f"weights = available replicas{unsized}: {weights}")
+    return _add(kept, webster(placing, parties, descending), pending, notes)
 
 
-def _growth_parties(slots: Sequence[Slot], kept: dict[str, int], delta: int) -> list[Party]:
-    """Parties for the replicas to add: room as weight (unlimited = ``delta``), bounds shifted."""
+def _growth_parties(slots: Sequence[Slot], kept: dict[str, int], total: int) -> list[Party]:
+    """Parties for the replicas to add: room as weight, bounds shifted.
+
+    A cluster without an estimate weighs ``total`` (spec.replicas), Karmada's rule
+    (calAvailableReplicas turns an unanswered MaxInt32 into spec.replicas). It stays
+    uncapped: Webster never gives a party more seats than its weight while the
+    weights add up to at least the seats, so the cap would change nothing.
+    """
     return [
-        Party(s.name, delta if s.room is None else s.room, 0, s.room)
+        Party(s.name, total if s.room is None else s.room, 0, s.room)
         if not s.low and s.high is None
-        else _growth(s, kept.get(s.name, 0), delta)
+        else _growth(s, kept.get(s.name, 0), total)
         for s in slots
     ]
 
@@ -446,21 +514,30 @@ def _capacity_notes(full: list[str], kept: dict[str, int]) -> list[str]:
     return notes
 
 
-def _growth(s: Slot, kept: int, delta: int) -> Party:
+def _growth(s: Slot, kept: int, total: int) -> Party:
     """The party for a bounded cluster's share of new replicas: room as weight, bounds shifted."""
     cap = s.cap
-    weight = delta if s.room is None else s.room
+    weight = total if s.room is None else s.room
     return Party(s.name, weight, max(0, s.low - kept), None if cap is None else max(0, cap - kept))
 
 
 def _holders_first(p: Party, kept: dict[str, int]) -> tuple[int, int, int, str]:
-    """Aggregated order: clusters already holding replicas, then the most room, then name."""
-    unlimited = p.cap is None
-    return (0 if p.name in kept else 1, 0 if unlimited else 1, -(p.cap or 0), p.name)
+    """Aggregated order, Karmada's: holders first, then most room, most held, name.
+
+    ``p.weight`` is the room (spec.replicas without an estimate). Karmada sorts the
+    candidates by score (holders 100), then room plus held, then name; sorts that by
+    room (a stable insertion sort up to 12 clusters); then moves holders to the front.
+    """
+    return (0 if p.name in kept else 1, -p.weight, -kept.get(p.name, 0), p.name)
 
 
 def _shrink(
-    total: int, slots: Sequence[Slot], kept: dict[str, int], aggregated: bool, notes: list[str]
+    total: int,
+    slots: Sequence[Slot],
+    kept: dict[str, int],
+    aggregated: bool,
+    descending: bool,
+    notes: list[str],
 ) -> Division:
     notes.append(f"scaling from {sum(kept.values())} to {total}: current replicas are the weights")
     parties = [
@@ -469,29 +546,78 @@ def _shrink(
         if s.name in kept or s.low
     ]
     if aggregated:
-        parties = _fewest(parties, total, [(-p.weight, 0, 0, p.name) for p in parties])
+        keys = [(-p.weight, 0, 0, p.name) for p in parties]
+        parties = _fewest(parties, total, keys, lambda: _go_order_shrinking(parties))
         notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
-    share = webster(total, parties)
+    share = webster(total, parties, descending)
     seats = _nonzero(share.seats)
     notes.append(f"divided {total} replicas by Webster: {decision_.counts_text(seats)}")
     return Division(seats, notes=notes + ties_text(share))
 
 
-def _fewest(parties: list[Party], need: int, keys: list[tuple[int, int, int, str]]) -> list[Party]:
+def _fewest(
+    parties: list[Party],
+    need: int,
+    keys: list[tuple[int, int, int, str]],
+    go_order: Callable[[], list[Party]] | None,
+) -> list[Party]:
     """Parties with a floor, then the first by ``keys`` until their caps hold ``need``.
 
     ``keys[i]`` orders ``parties[i]``; a heap yields them lazily since only the
-    first few are usually needed out of possibly thousands.
+    first few are usually needed out of possibly thousands. ``key[:2]`` is what
+    Karmada sorts by; the rest is the order a stable sort keeps among equals,
+    which Go's sort is for up to 12 clusters. Beyond that, when the cut falls
+    among parties equal in ``key[:2]``, the choice is redone in Go's order
+    (``go_order``, which runs Go's sort; None when the keys are known to give
+    Go's order already).
     """
-    chosen = [p for p in parties if p.floor > 0]
+    floored = [p for p in parties if p.floor > 0]
     queue = [(key, i) for i, (key, p) in enumerate(zip(keys, parties, strict=True)) if not p.floor]
     heapq.heapify(queue)
-    room = total_cap(c.cap for c in chosen)
+    chosen, room = list(floored), total_cap(c.cap for c in floored)
+    last: tuple[int, int, int, str] | None = None
     while queue and room is not None and room < need:
-        party = parties[heapq.heappop(queue)[1]]
+        last, index = heapq.heappop(queue)
+        chosen.append(parties[index])
+        cap = parties[index].cap
+        room = None if cap is None else room + cap
+    tied = last is not None and any(key[:2] == last[:2] for key, _ in queue)
+    if tied and go_order is not None and len(parties) > gosort.MAX_INSERTION:
+        chosen = _first_holding(floored, [p for p in go_order() if not p.floor], need)
+    return sorted(chosen, key=lambda p: p.name)
+
+
+def _first_holding(chosen: list[Party], ordered: list[Party], need: int) -> list[Party]:
+    """``chosen`` plus the first of ``ordered`` until their caps hold ``need``."""
+    chosen, room = list(chosen), total_cap(c.cap for c in chosen)
+    for party in ordered:
+        if room is None or room >= need:
+            break
         chosen.append(party)
         room = None if party.cap is None else room + party.cap
-    return sorted(chosen, key=lambda p: p.name)
+    return chosen
+
+
+def _go_order_growing(parties: list[Party], kept: Mapping[str, int]) -> list[Party]:
+    """Karmada's Aggregated order when adding replicas, equal rooms in Go's sort order.
+
+    Karmada's candidates come sorted by score (ClusterLocality: 100 for clusters in
+    the previous result), room plus replicas held, then name; dynamicScaleUp sorts
+    them by room with sort.Sort; resortAvailableClusters moves holders to the front.
+    """
+    order = sorted(
+        parties, key=lambda p: (p.name not in kept, -(p.weight + kept.get(p.name, 0)), p.name)
+    )
+    gosort.sort(order, lambda a, b: a.weight > b.weight)
+    return [p for p in order if p.name in kept] + [p for p in order if p.name not in kept]
+
+
+def _go_order_shrinking(parties: list[Party]) -> list[Party]:
+    """Karmada's Aggregated order when scaling down: the previous result (in name order,
+    as Karmada writes a Webster result) sorted by replicas held with sort.Sort."""
+    order = sorted(parties, key=lambda p: p.name)
+    gosort.sort(order, lambda a, b: a.weight > b.weight)
+    return order
 
 
 def _nonzero(seats: dict[str, int]) -> dict[str, int]:

@@ -22,6 +22,12 @@ in Karmada, ignore availableReplicas. Replicas on a cluster that is no longer
 a candidate (not ready, excluded, evicted by a NoExecute taint, or missing
 from ``clusters``) are placed again.
 
+Two things besides the placement shape a division, as in Karmada: the
+resource's UID, whose FNV-32a hash orders Webster's ties, and the policy's API
+group. A ``policy.karmada.io`` policy gets Karmada's behaviour where ours goes
+further: static weights ignore spread constraints, and a NoSchedule-tainted
+cluster that holds replicas keeps its estimate (ours gives it no new ones).
+
 Speed: everything that depends only on the fleet and the policy (screening,
 slots, static weights, bounds, the first spread grouping) is memoised on the
 :class:`~federation.placement.clusters.Fleet`, so placing many resources under
@@ -134,14 +140,15 @@ def _place_terms(
 ) -> decision_.Decision:
     placement = policy.spec.placement
     terms = policy_.affinity_terms(placement)
+    rules = _Rules(policy.api_version == policy_.KARMADA_GROUP_VERSION, resource.uid)
     tried: list[str] = []
     for index, (name, affinity) in enumerate(terms):
         term = placement.cluster_affinities[index] if name is not None else None
         if term is not None and term.overflow_affinities and resource.replicas > 0 and \
                 policy_.overflow_allowed(placement.replica_scheduling):
-            outcome = _place_overflow(resource, placement, fleet, held, term)
+            outcome = _place_overflow(resource, placement, fleet, held, term, rules)
         else:
-            outcome = _place_term(resource, placement, fleet, held, affinity)
+            outcome = _place_term(resource, placement, fleet, held, affinity, rules)
         if name is None:
             return outcome
         label = f"affinity term {name!r} ({index + 1} of {len(terms)})"
@@ -209,6 +216,7 @@ def _place_overflow(
     fleet: clusters_.Fleet,
     held: Mapping[str, int],
     term: policy_.ClusterAffinityTerm,
+    rules: _Rules,
 ) -> decision_.Decision:
     """Karmada v1.18's overflow: the term's clusters are tier 0, each overflow affinity the
     next tier (a cluster belongs to the first tier it matches). Tiers are filled in order,
@@ -238,7 +246,8 @@ def _place_overflow(
         part = resources_.Resource(**{**resource.model_dump(), "replicas": share})
         only = policy_.ClusterAffinity(cluster_names=sorted(c.name for c in usable))
         outcome = _place_term(part, placement, fleet,
-                              {n: r for n, r in held.items() if n in only.cluster_names}, only)
+                              {n: r for n, r in held.items() if n in only.cluster_names}, only,
+                              rules)
         lines += [f"{label}: {line}" for line in outcome.explanation]
         if not outcome.ok:
             return _failed(resource, lines, f"{label}: {outcome.error}")
@@ -255,6 +264,39 @@ def _place_overflow(
 
 
 # -- one affinity term ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """What besides the placement shapes a division: the policy's group and the object's UID."""
+
+    #: A ``policy.karmada.io`` policy: static weights ignore spread constraints, as in Karmada.
+    karmada: bool
+    #: The object's UID; its FNV-32a hash orders Webster's ties (:func:`division.names_descending`).
+    uid: str
+
+    @property
+    def descending(self) -> bool:
+        return division.names_descending(self.uid)
+
+
+def spread_constraints(
+    placement: policy_.Placement, karmada: bool
+) -> list[policy_.SpreadConstraint]:
+    """The spread constraints that apply: Karmada ignores them for static weights.
+
+    Karmada's ``shouldIgnoreSpreadConstraint``: Divided, Weighted, and either no
+    weightPreference or a staticWeightList without dynamicWeight. That is the rule
+    for ``policy.karmada.io`` policies; ours apply spread in every mode (our extension,
+    used only when a policy states spreadConstraints).
+    """
+    if not karmada or policy_.mode(placement) is not policy_.Mode.STATIC:
+        return placement.spread_constraints
+    strategy = placement.replica_scheduling
+    weights = strategy.weight_preference if strategy else None
+    if weights is None or weights.static_weight_list:
+        return []
+    return placement.spread_constraints
 
 
 @dataclass(frozen=True)
@@ -298,7 +340,7 @@ def _rejection_lines(rejected: Iterable[tuple[clusters_.Cluster, str, str]]) -> 
     return [f"filtered ({why}): {decision_.names_text(names)}" for why, names in groups.items()]
 
 
-def _filter_lines(screened: _Screened, held: Mapping[str, int]) -> list[str]:
+def _filter_lines(screened: _Screened, held: Mapping[str, int], karmada: bool) -> list[str]:
     """Why clusters were filtered, and which held replicas must move."""
     keeping = [name for name in held if name in screened.held_back]
     if keeping:
@@ -307,10 +349,8 @@ def _filter_lines(screened: _Screened, held: Mapping[str, int]) -> list[str]:
             (c, selection.TAINT, t) for c, t in screened.screening.held_back if c.name not in held
         ]
         lines = _rejection_lines(rejected)
-        lines += [
-            f"{name} keeps its replicas but takes no new ones (taint {screened.held_back[name]})"
-            for name in keeping
-        ]
+        rule = "stays a candidate" if karmada else "keeps its replicas but takes no new ones"
+        lines += [f"{name} {rule} (taint {screened.held_back[name]})" for name in keeping]
     else:
         lines = list(screened.lines)
     return lines + [
@@ -337,16 +377,20 @@ def _place_term(
     fleet: clusters_.Fleet,
     held: Mapping[str, int],
     affinity: policy_.ClusterAffinity | None,
+    rules: _Rules,
 ) -> decision_.Decision:
     screened = _screened(fleet, placement, affinity)
-    prepared = _prepare(fleet, placement, affinity, screened, held)
-    lines = [*_filter_lines(screened, held), *prepared.lines]
+    spread = spread_constraints(placement, rules.karmada)
+    prepared = _prepare(fleet, placement, affinity, screened, held, spread, rules.karmada)
+    lines = [*_filter_lines(screened, held, rules.karmada), *prepared.lines]
     if prepared.error is not None:
         return _failed(resource, lines, prepared.error)
     if resource.replicas == 0:
         lines.append("no replicas to divide: every candidate gets the resource with 0 replicas")
         return decision_.Decision(0, dict.fromkeys(prepared.targets, 0), explanation=tuple(lines))
-    return _divide(resource, placement, list(prepared.slots), lines)
+    if spread is not placement.spread_constraints and placement.spread_constraints:
+        lines.append("spreadConstraints are not considered with static weights (as in Karmada)")
+    return _divide(resource, placement, list(prepared.slots), lines, rules.descending)
 
 
 def _prepare(
@@ -355,13 +399,17 @@ def _prepare(
     affinity: policy_.ClusterAffinity | None,
     screened: _Screened,
     held: Mapping[str, int],
+    spread: Sequence[policy_.SpreadConstraint],
+    karmada: bool,
 ) -> _Prepared:
     """Slots for the candidates: memoised when ``held`` cannot change them, else built."""
-    reusable = not placement.spread_constraints and not any(n in screened.held_back for n in held)
+    reusable = not spread and not any(n in screened.held_back for n in held)
     if held and not reusable:
-        return _build(fleet, placement, screened, held)
+        return _build(fleet, placement, screened, held, spread, karmada)
     base = fleet.memo(
-        "prepared", (placement, affinity), lambda: _build(fleet, placement, screened, {})
+        "prepared",
+        (placement, affinity, bool(spread)),
+        lambda: _build(fleet, placement, screened, {}, spread, karmada),
     )
     if not held:
         return base
@@ -374,15 +422,20 @@ def _build(
     placement: policy_.Placement,
     screened: _Screened,
     held: Mapping[str, int],
+    spread: Sequence[policy_.SpreadConstraint],
+    karmada: bool,
 ) -> _Prepared:
     keeping = [c for c, _ in screened.screening.held_back if c.name in held]
     candidates = sorted([*screened.screening.passed, *keeping], key=lambda c: c.name)
     room = {c.name: c.available_replicas for c in candidates}
-    room.update(dict.fromkeys((c.name for c in keeping), 0))
+    if not karmada:
+        # Ours: a cluster kept only for its replicas takes no new ones. Karmada's
+        # TaintToleration filter passes it outright, so it keeps its estimate there.
+        room.update(dict.fromkeys((c.name for c in keeping), 0))
     lines: list[str] = []
-    if placement.spread_constraints and candidates:
+    if spread and candidates:
         grouped = None if keeping else _first_grouping(fleet, placement, screened, room)
-        chosen = selection.spread(candidates, placement.spread_constraints, held, room, grouped)
+        chosen = selection.spread(candidates, list(spread), held, room, grouped)
         lines += _rejection_lines(chosen.rejected) + chosen.notes
         if chosen.error:
             return _Prepared((), (), tuple(lines), chosen.error)
@@ -444,11 +497,12 @@ def _divide(
     placement: policy_.Placement,
     slots: list[division.Slot],
     lines: list[str],
+    descending: bool,
 ) -> decision_.Decision:
     mode = policy_.mode(placement)
     strategy = placement.replica_scheduling or policy_.ReplicaSchedulingStrategy()
     try:
-        result = _run(mode, resource.replicas, slots, strategy.allow_partial)
+        result = _run(mode, resource.replicas, slots, strategy.allow_partial, descending)
     except division.DivisionError as error:
         return _failed(resource, lines, str(error), error.unschedulable)
     lines += result.notes
@@ -458,13 +512,14 @@ def _divide(
 
 
 def _run(
-    mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool
+    mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool, descending: bool
 ) -> division.Division:
     if mode is policy_.Mode.DUPLICATED:
         return division.duplicate(total, slots)
     if mode is policy_.Mode.STATIC:
-        return division.divide_static(total, slots, partial)
-    return division.divide_dynamic(total, slots, partial, mode is policy_.Mode.AGGREGATED)
+        return division.divide_static(total, slots, partial, descending)
+    aggregated = mode is policy_.Mode.AGGREGATED
+    return division.divide_dynamic(total, slots, partial, aggregated, descending)
 
 
 # -- bounds and static weights ----------------------------------------------------------------

@@ -53,6 +53,7 @@ _RESOURCE_PATHS = {
     "namespace": "metadata.namespace",
     "labels": "metadata.labels",
     "replicas": "spec.replicas",
+    "uid": "metadata.uid",
 }
 
 

@@ -9,6 +9,9 @@ other kind ``spec.replicas`` when it is an integer, else 0. A resource with 0
 replicas (a ConfigMap, or a Deployment scaled to zero) is propagated to every
 selected cluster with no replicas to divide.
 
+The object's ``metadata.uid`` is kept too: Karmada breaks ties in replica
+division by a hash of it, so the same object divides the same way here.
+
 Namespaces: a namespaced object without ``metadata.namespace`` is in
 ``default`` (kubectl's rule); a handful of well-known cluster-scoped kinds
 have no namespace.
@@ -57,6 +60,10 @@ class Resource(BaseModel):
     namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     replicas: counts.Replicas = 0
+    #: ``metadata.uid``; its hash breaks Webster's ties as Karmada does. Empty when the
+    #: manifest has none (a file for ``fedctl plan``): ties then go to the first name,
+    #: Karmada's rule for an empty UID.
+    uid: str = Field(default="", max_length=128, strict=True)
 
     @property
     def key(self) -> ResourceKey:
@@ -99,5 +106,6 @@ def from_manifest(manifest: Mapping[str, Any]) -> Resource:
             "namespace": None if cluster_scoped else namespace,
             "labels": metadata.get("labels") or {} if isinstance(metadata, Mapping) else {},
             "replicas": replicas_of(str(kind), spec) if isinstance(spec, Mapping) else 0,
+            "uid": (metadata.get("uid") or "") if isinstance(metadata, Mapping) else "",
         }
     )

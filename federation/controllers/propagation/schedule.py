@@ -28,6 +28,8 @@ async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
                       f"{api_ref(build.policy)} names unknown cluster(s) "
                       f"{', '.join(unknown)} (known: "
                       f"{', '.join(sorted(c.name for c in build.clusters))})")
+    # The resource carries the template's metadata.uid: its hash orders Webster's ties, as
+    # Karmada's tieBreakerByUID does, so a template divides here as it would in Karmada.
     resource = template_resource(build)
     key = schedule_key(build, resource)
     why = ctx.scheduler.timed_out(key)

@@ -77,7 +77,7 @@ EXPECTED = {
                 "policy dynamic (ClusterPropagationPolicy, priority 0)",
                 "candidates: member1, member2, member3",
                 "mode: Divided/Weighted (dynamic weight: AvailableReplicas)",
-                "weights = available replicas (unlimited counts as 12): "
+                "weights = available replicas: "
                 "member1=6, member2=8, member3=10",
                 "divided 12 replicas by Webster: member1=3, member2=4, member3=5",
             ],
@@ -92,7 +92,7 @@ EXPECTED = {
                 "candidates: member1, member2, member3",
                 "mode: Divided/Aggregated",
                 "aggregated onto member2, member3",
-                "weights = available replicas (unlimited counts as 12): member2=8, member3=10",
+                "weights = available replicas: member2=8, member3=10",
                 "divided 12 replicas by Webster: member2=5, member3=7",
             ],
         ),
