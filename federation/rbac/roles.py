@@ -50,6 +50,10 @@ CRD_NAMES = (
     "memberclusters.cluster.federation.io",
     "resourcebindings.work.federation.io",
     "clusterresourcebindings.work.federation.io",
+    "applications.core.oam.dev",
+    "policies.core.oam.dev",
+    "applicationrevisions.core.oam.dev",
+    "resourcetrackers.core.oam.dev",
 )
 """The hub API's CRDs (federation/crds/crds.yaml; a unit test keeps the two equal)."""
 
