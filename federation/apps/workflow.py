@@ -290,12 +290,14 @@ def from_status(workflow: Mapping[str, Any] | None) -> State | None:
     if not isinstance(raw, dict):
         return None
     try:
-        steps = tuple(StepState(**{**s, "started": tuple(s["started"]),
-                                   "done": tuple(s["done"]),
-                                   "healthy_since": tuple(tuple(p) for p in
-                                                          s["healthy_since"])})
+        steps = tuple(StepState(**{**s, "started": tuple(s.get("started") or ()),
+                                   "done": tuple(s.get("done") or ()),
+                                   "healthy_since": tuple((str(p[0]), float(p[1])) for p in
+                                                          s.get("healthy_since") or ())})
                       for s in raw["steps"])
+        # a merge patch drops null fields: an absent "end" (or step time) is None
+        end = raw.get("end")
         return State(int(raw["revision"]), steps, raw["phase"], float(raw["start"]),
-                     raw["end"])
+                     float(end) if end is not None else None)
     except (KeyError, TypeError, ValueError):
         return None

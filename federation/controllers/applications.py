@@ -54,7 +54,7 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, ClusterUnavailable
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, deny, events, manifests, plan
+from federation.controllers import api, deny, events, kinds, manifests, plan
 from federation.controllers.propagation import copy_vertex, members_of, placement_clusters
 from federation.controllers.propagation import executor as executor_
 from federation.runtime import controller, manager
@@ -635,7 +635,11 @@ def install(mgr: manager.Manager, recorder: events.Recorder, settings: Applicati
     hub = mgr.clusters.hub.name
     reconciler = Reconciler(mgr.client, mgr.clusters, recorder, settings, denied)
     ctl = controller.Controller("applications", reconciler.reconcile, workers=settings.workers)
-    ctl.watch(api.APPLICATIONS, clusters="hub")
+    # Our own status writes are not a reason to reconcile again (the workflow requeues
+    # itself while it waits); spec, annotation (user requests) and delete events are.
+    ctl.watch(api.APPLICATIONS, clusters="hub",
+              predicate=lambda e: not (e.type == "MODIFIED" and e.old is not None and
+                                       kinds.status_only(e.old, e.obj)))
     ctl.watch(api.RESOURCE_TRACKERS, clusters="hub", map=functools.partial(tracker_app, hub))
     ctl.watch(kube.DEPLOYMENTS, clusters="members", map=functools.partial(app_of, hub))
     for resource in (api.APPLICATION_REVISIONS, api.OAM_POLICIES):
