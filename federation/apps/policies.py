@@ -277,12 +277,33 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
                 continue
             objects = render.render_component(patched, app, target_ns,
                                               f"spec.components[{index}]")
+            _check_scope(objects, f"spec.components[{index}]")
             placed = _place(objects, topology, target_ns, fleet, notes)
             for cluster, manifests in placed.items():
                 per_cluster.setdefault(cluster, []).extend(manifests)
     if rules:
         per_cluster = _apply_rules(per_cluster, rules, fleet)
     return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes))
+
+
+PROTECTED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease",
+                        "federation-system")
+"""Member namespaces no Application writes into: the clusters' own system objects and the
+control plane's (joined clusters' credentials, its ServiceAccount)."""
+
+
+def _check_scope(objects: Sequence[JSON], where: str) -> None:
+    """Refuse cluster-scoped objects (a ClusterRoleBinding, a Namespace: whoever may write
+    an Application on the hub would change whole members) and system namespaces."""
+    for obj in objects:
+        kind = str(obj.get("kind"))
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        if kind in resources_.CLUSTER_SCOPED_KINDS:
+            raise AppError(f"{where}: {kind} {obj['metadata'].get('name')} is cluster-scoped; "
+                           "an Application places namespaced objects only")
+        if namespace in PROTECTED_NAMESPACES:
+            raise AppError(f"{where}: {kind} {obj['metadata'].get('name')}: namespace "
+                           f"{namespace} is a system namespace no Application writes into")
 
 
 def _place(objects: Sequence[JSON], topology: Topology, namespace: str,

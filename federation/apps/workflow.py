@@ -137,10 +137,15 @@ def evaluate(state: State, specs: Sequence[StepSpec], obs: Observations, now: fl
                                                reason="Skipped",
                                                message="an earlier step failed")
             continue
+        before = step
         if step.first_execute is None:
-            step = dataclasses.replace(step, first_execute=now, phase="running")
-        step = dataclasses.replace(step, last_execute=now)
+            step = dataclasses.replace(step, first_execute=now, last_execute=now,
+                                       phase="running")
         step, more, resume = _advance(step, spec, obs, now, resume)
+        if step != before:
+            # lastExecuteTime moves when the step did something, not on every look: an
+            # unchanged step costs no status write
+            step = dataclasses.replace(step, last_execute=now)
         steps[index] = step
         actions.extend(more)
         if step.phase not in FINISHED:

@@ -191,8 +191,11 @@ class Reconciler:
         actions: list[workflow.Action] = []
         if rolled_back:
             target_rev = int(rolled_back["revision"])
-            desired, targets = await self._revision_targets(revisions, target_rev, ns, name,
-                                                            external, fleet, entries)
+            try:
+                desired, targets = await self._revision_targets(
+                    revisions, target_rev, ns, name, external, fleet, entries)
+            except model.AppError as exc:
+                return await self._refuse(app, status, str(exc))
             health = await self._health(targets, uid, f"{ns}/{name}")
         else:
             targets = {(step, c): list(compiled.targets[step].clusters.get(c, ()))
@@ -629,6 +632,18 @@ def tracker_app(hub: str, event: Event) -> Iterable[Request]:
     return (Request(hub, APP_KIND, meta.get("namespace", ""), meta.get("name", "")),)
 
 
+def apps_in_namespace(clusters: ClusterSet, hub: str, event: Event) -> Iterable[Request]:
+    """An external Policy changed: every Application of its namespace (a deploy step may
+    name it; the revision hash says whether it does)."""
+    namespace = (event.obj.get("metadata") or {}).get("namespace") or ""
+    cache = clusters.hub.cache
+    informer = cache.informers.get(api.APPLICATIONS) if cache is not None else None
+    if informer is None:
+        return ()
+    return [Request(hub, APP_KIND, namespace, str(app["metadata"]["name"]))
+            for app in informer.store.list(namespace, None)]
+
+
 def install(mgr: manager.Manager, recorder: events.Recorder, settings: ApplicationSettings,
             denied: deny.DenyList | None = None) -> None:
     """Register the applications controller with ``mgr``."""
@@ -642,8 +657,9 @@ def install(mgr: manager.Manager, recorder: events.Recorder, settings: Applicati
                                        kinds.status_only(e.old, e.obj)))
     ctl.watch(api.RESOURCE_TRACKERS, clusters="hub", map=functools.partial(tracker_app, hub))
     ctl.watch(kube.DEPLOYMENTS, clusters="members", map=functools.partial(app_of, hub))
-    for resource in (api.APPLICATION_REVISIONS, api.OAM_POLICIES):
-        mgr.cache(resource, "hub")
+    ctl.watch(api.OAM_POLICIES, clusters="hub",
+              map=functools.partial(apps_in_namespace, mgr.clusters, hub))
+    mgr.cache(api.APPLICATION_REVISIONS, "hub")
     mgr.add(ctl)
 
 
