@@ -1,11 +1,15 @@
 """The ResourceTracker's bookkeeping: what is placed where, and what must go, pure.
 
-An :class:`Entry` is one object an Application put in one cluster, with the revision
-that put it there. :func:`diff` compares the tracker with what the current assignments
-render and says what to write and what to delete: an object tracked in a cluster that
-the current assignment of that cluster no longer renders is deleted (unless the
-garbage-collect policy keeps legacy resources); a cluster with no assignment yet keeps
-what it has (a rollout that has not reached it leaves the old revision running).
+An :class:`Entry` is one object an Application put in one cluster, with the revision and
+the deploy step that put it there. :func:`diff` compares the tracker with what the
+current assignments render and says what to write and what to delete. Assignments are
+per (cluster, step): two steps may deploy to the same cluster (KubeVela's first-steps
+example puts ``default`` and ``prod`` in one cluster), and a rollout that has reached a
+cluster through its first step must not delete what a later step put there. So an
+object no longer rendered is deleted when the (cluster, step) that put it there has
+been reached by the current workflow, or when its cluster is *final* (the workflow
+succeeded, a rollback, a deletion); otherwise it is kept (unless never: the
+garbage-collect policy's ``keepLegacyResource`` keeps everything).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Entry:
     namespace: str
     name: str
     revision: int = 0
+    step: str = ""
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
@@ -33,19 +38,22 @@ class Entry:
 
     def as_json(self) -> JSON:
         return {"cluster": self.cluster, "apiVersion": self.api_version, "kind": self.kind,
-                "namespace": self.namespace, "name": self.name, "revision": self.revision}
+                "namespace": self.namespace, "name": self.name, "revision": self.revision,
+                "step": self.step}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Entry:
         return cls(str(data.get("cluster") or ""), str(data.get("apiVersion") or ""),
                    str(data.get("kind") or ""), str(data.get("namespace") or ""),
-                   str(data.get("name") or ""), int(data.get("revision") or 0))
+                   str(data.get("name") or ""), int(data.get("revision") or 0),
+                   str(data.get("step") or ""))
 
     @classmethod
-    def of(cls, cluster: str, obj: Mapping[str, Any], revision: int) -> Entry:
+    def of(cls, cluster: str, obj: Mapping[str, Any], revision: int, step: str = ""
+           ) -> Entry:
         meta = obj.get("metadata") or {}
         return cls(cluster, str(obj.get("apiVersion")), str(obj.get("kind")),
-                   str(meta.get("namespace") or ""), str(meta.get("name")), revision)
+                   str(meta.get("namespace") or ""), str(meta.get("name")), revision, step)
 
     def __str__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
@@ -62,25 +70,28 @@ class Diff:
     """Tracked objects left as they are (cluster not reached yet, or kept by policy)."""
 
 
-def diff(tracked: Iterable[Entry], desired: Mapping[str, Sequence[tuple[JSON, int]]],
-         keep_legacy: bool = False) -> Diff:
-    """``desired``: per assigned cluster, the manifests (with their revision) it must hold.
-    Clusters absent from ``desired`` keep what they have."""
+def diff(tracked: Iterable[Entry],
+         desired: Mapping[tuple[str, str], Sequence[tuple[JSON, int]]],
+         keep_legacy: bool = False, final: Iterable[str] = ()) -> Diff:
+    """``desired``: per reached (cluster, step), the manifests (with their revision) it must
+    hold; ``final``: clusters where nothing else may stay."""
     write: list[tuple[Entry, JSON]] = []
     wanted: set[tuple[str, str, str, str, str]] = set()
-    for cluster, manifests in sorted(desired.items()):
+    for (cluster, step), manifests in sorted(desired.items()):
         for manifest, revision in manifests:
-            entry = Entry.of(cluster, manifest, revision)
+            entry = Entry.of(cluster, manifest, revision, step)
             if entry.key in wanted:
                 continue  # two steps render the same object for a cluster: one write
             wanted.add(entry.key)
             write.append((entry, manifest))
+    final_clusters = set(final)
     delete: list[Entry] = []
     keep: list[Entry] = []
     for entry in sorted(set(tracked)):
         if entry.key in wanted:
             continue
-        if entry.cluster in desired and not keep_legacy:
+        reached = (entry.cluster, entry.step) in desired or entry.cluster in final_clusters
+        if reached and not keep_legacy:
             delete.append(entry)
         else:
             keep.append(entry)

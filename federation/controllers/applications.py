@@ -62,6 +62,8 @@ from federation.runtime.reconcile import Request, Result, group_kind
 
 log = logging.getLogger("federation.applications")
 JSON = dict[str, Any]
+Desired = dict[tuple[str, str], list[tuple[JSON, int]]]
+"""(cluster, deploy step) -> the manifests it must hold, each with its revision."""
 
 APP_KIND = group_kind(api.APPLICATIONS)
 APP_ANNOTATION = "federation.io/application"
@@ -117,8 +119,7 @@ class Reconciler:
         if rt is not None:
             entries = _entries(rt)
             if rt["spec"].get("applicationUID") and entries:
-                desired: dict[str, list[tuple[JSON, int]]] = {e.cluster: [] for e in entries}
-                diff = tracker.diff(entries, desired)
+                diff = tracker.diff(entries, {}, final={e.cluster for e in entries})
                 deleted = await self._delete(diff.delete, plan.Plan())
                 left = [e for e in entries if e not in deleted]
                 if left:
@@ -192,7 +193,7 @@ class Reconciler:
         if rolled_back:
             target_rev = int(rolled_back["revision"])
             try:
-                desired, targets = await self._revision_targets(
+                desired, final, targets = await self._revision_targets(
                     revisions, target_rev, ns, name, external, fleet, entries)
             except model.AppError as exc:
                 return await self._refuse(app, status, str(exc))
@@ -206,14 +207,14 @@ class Reconciler:
             obs = workflow.Observations(health, obs_resume, compiled.health.window,
                                         compiled.health.probe_interval)
             state, actions = workflow.evaluate(state, compiled.steps, obs, now)
-            desired = self._desired(state, compiled, number, entries)
+            desired, final = self._desired(state, compiled, number, entries)
             for action in actions:
                 if isinstance(action, workflow.Rollback):
                     good = _last_good(revisions, number)
                     if good is not None:
                         status["rollback"] = {"revision": good, "from": number,
                                               "time": _stamp(now)}
-        diff = tracker.diff(entries, desired, compiled.gc.keep_legacy)
+        diff = tracker.diff(entries, desired, compiled.gc.keep_legacy, final)
         written, deleted, problems = await self._apply(diff, uid, f"{ns}/{name}")
         after = tracker.record([e for e in entries if e not in deleted],
                                written, deleted)
@@ -293,34 +294,35 @@ class Reconciler:
     async def _revision_targets(self, revisions: Sequence[JSON], number: int, ns: str,
                                 name: str, external: Mapping[str, JSON], fleet: Any,
                                 entries: Sequence[tracker.Entry]
-                                ) -> tuple[dict[str, list[tuple[JSON, int]]],
+                                ) -> tuple[Desired, set[str],
                                            dict[tuple[str, str], list[JSON]]]:
-        """A rollback: revision ``number`` fully deployed to every cluster it targets."""
+        """A rollback: revision ``number`` fully deployed to every cluster it targets;
+        every cluster is final (nothing of another revision stays)."""
         doc = next((r for r in revisions if int(r["spec"]["revision"]) == number), None)
         if doc is None:
             raise model.AppError(f"rollback: revision {number} is not kept any more")
         old = compile_.compile_app(doc["spec"]["application"]["spec"], name, ns,
                                    doc["spec"].get("externalPolicies") or external, fleet,
                                    self.settings.local_cluster)
-        desired: dict[str, list[tuple[JSON, int]]] = {e.cluster: [] for e in entries}
+        desired: Desired = {}
         targets: dict[tuple[str, str], list[JSON]] = {}
         for step, target in old.targets.items():
             for cluster, objects in target.clusters.items():
-                desired.setdefault(cluster, []).extend((o, number) for o in objects)
+                desired[(cluster, step)] = [(o, number) for o in objects]
                 targets[(step, cluster)] = list(objects)
-        return desired, targets
+        return desired, {e.cluster for e in entries} | {c for c, _ in desired}, targets
 
     def _desired(self, state: workflow.State, compiled: compile_.Compiled, number: int,
-                 entries: Sequence[tracker.Entry]) -> dict[str, list[tuple[JSON, int]]]:
-        desired: dict[str, list[tuple[JSON, int]]] = {}
+                 entries: Sequence[tracker.Entry]) -> tuple[Desired, set[str]]:
+        """What each reached (cluster, step) holds, and the final clusters: once the
+        workflow succeeded, every cluster (those the release no longer targets too)."""
+        desired: Desired = {}
         for step, clusters in workflow.assignments(state).items():
             for cluster in clusters:
                 objects = compiled.targets[step].clusters.get(cluster, ())
-                desired.setdefault(cluster, []).extend((o, number) for o in objects)
-        if state.phase == "succeeded":
-            for entry in entries:  # clusters the release no longer targets are cleaned
-                desired.setdefault(entry.cluster, [])
-        return desired
+                desired[(cluster, step)] = [(o, number) for o in objects]
+        final = {e.cluster for e in entries} if state.phase == "succeeded" else set()
+        return desired, final
 
     async def _health(self, targets: Mapping[tuple[str, str], Sequence[JSON]], uid: str,
                       owner: str) -> dict[tuple[str, str], tuple[workflow.HealthState, str]]:

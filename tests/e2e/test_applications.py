@@ -188,7 +188,7 @@ def test_failing_release_stops_at_canary_and_rolls_back(fleet: TestFleet, ns: st
 
 def test_kubevela_first_steps_example_applies_unchanged(fleet: TestFleet, ns: str) -> None:
     """KubeVela's first-vela-app (docs: Quick Start) as published; `local` is member1."""
-    app = {
+    app: dict[str, Any] = {
         "apiVersion": APP_API, "kind": "Application",
         "metadata": {"name": "first-vela-app", "namespace": ns},
         "spec": {
@@ -226,6 +226,14 @@ def test_kubevela_first_steps_example_applies_unchanged(fleet: TestFleet, ns: st
              timeout=90, what="prod delivered")
     prod = get_or_none(fleet, "member1", "deployment", "express-server", "-n", "prod")
     assert prod is not None and prod["spec"]["replicas"] == 2
+    # A new release reaches member1 through the first step: prod, put there by the third
+    # step, keeps the old release until the approval (not deleted meanwhile).
+    app["spec"]["components"][0]["properties"]["image"] = "oamdev/hello-world:v2"
+    apply(fleet, "hub", app)
+    wait_for(lambda: image_in(fleet, "member1", "default", "express-server") ==
+             "oamdev/hello-world:v2" and app_status(fleet, ns, "first-vela-app").get(
+                 "status") == "workflowSuspending", timeout=90, what="v2 in default")
+    assert image_in(fleet, "member1", "prod", "express-server") == "oamdev/hello-world"
 
 
 def test_component_removal_and_delete_leave_nothing(fleet: TestFleet, ns: str) -> None:

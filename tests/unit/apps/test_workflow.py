@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -151,16 +152,16 @@ def test_state_machine_invariants(parallelism: int, steps: list[Observations],
         previous = state
 
 
-def manifest(name: str, namespace: str = "ns") -> dict[str, object]:
+def manifest(name: str, namespace: str = "ns") -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace}}
 
 
-def test_tracker_diff_deletes_only_where_assigned_and_keeps_legacy_on_request() -> None:
-    tracked = [tracker.Entry("m1", "v1", "ConfigMap", "ns", "old", 1),
-               tracker.Entry("m1", "v1", "ConfigMap", "ns", "web", 1),
-               tracker.Entry("m2", "v1", "ConfigMap", "ns", "old", 1)]
-    desired = {"m1": [(manifest("web"), 2), (manifest("new"), 2)]}
+def test_tracker_diff_deletes_only_where_reached_and_keeps_legacy_on_request() -> None:
+    tracked = [tracker.Entry("m1", "v1", "ConfigMap", "ns", "old", 1, "d"),
+               tracker.Entry("m1", "v1", "ConfigMap", "ns", "web", 1, "d"),
+               tracker.Entry("m2", "v1", "ConfigMap", "ns", "old", 1, "d")]
+    desired = {("m1", "d"): [(manifest("web"), 2), (manifest("new"), 2)]}
     diff = tracker.diff(tracked, desired)
     assert [str(e) for e in diff.delete] == ["ConfigMap ns/old in m1"]
     assert [e.name for e, _ in diff.write] == ["web", "new"]
@@ -170,21 +171,43 @@ def test_tracker_diff_deletes_only_where_assigned_and_keeps_legacy_on_request() 
     after = tracker.record(tracked, [e for e, _ in diff.write], diff.delete)
     assert {(e.cluster, e.name, e.revision) for e in after} == {
         ("m1", "web", 2), ("m1", "new", 2), ("m2", "old", 1)}
+    final = tracker.diff(tracked, desired, final=["m1", "m2"])
+    assert {str(e) for e in final.delete} == {"ConfigMap ns/old in m1",
+                                              "ConfigMap ns/old in m2"}
+
+
+def test_a_later_step_in_the_same_cluster_keeps_its_objects_until_reached() -> None:
+    """KubeVela's first steps: `default` then (after approval) `prod`, both in one cluster.
+    A new release reaching the cluster through the first step leaves prod alone."""
+    tracked = [tracker.Entry("m1", "v1", "ConfigMap", "default", "app", 1, "deploy2default"),
+               tracker.Entry("m1", "v1", "ConfigMap", "prod", "app", 1, "deploy2prod")]
+    diff = tracker.diff(tracked, {("m1", "deploy2default"): [(manifest("app", "default"), 2)]})
+    assert not diff.delete and [str(e) for e in diff.keep] == ["ConfigMap prod/app in m1"]
+
+
+PAIRS = st.tuples(st.sampled_from(["m1", "m2"]), st.sampled_from(["s1", "s2"]))
 
 
 @settings(max_examples=100, deadline=None)
-@given(tracked=st.sets(st.tuples(st.sampled_from(["m1", "m2"]), st.sampled_from("abcd"))),
-       desired=st.dictionaries(st.sampled_from(["m1", "m2"]),
-                               st.sets(st.sampled_from("abcd"))))
-def test_tracker_diff_partitions_what_is_tracked(tracked: set[tuple[str, str]],
-                                                 desired: dict[str, set[str]]) -> None:
-    entries = [tracker.Entry(c, "v1", "ConfigMap", "ns", n, 1) for c, n in tracked]
-    wanted = {c: [(manifest(n), 2) for n in sorted(names)] for c, names in desired.items()}
-    diff = tracker.diff(entries, wanted)
+@given(tracked=st.sets(st.tuples(PAIRS, st.sampled_from("abcd"))),
+       desired=st.dictionaries(PAIRS, st.sets(st.sampled_from("abcd"))),
+       final=st.sets(st.sampled_from(["m1", "m2"])))
+def test_tracker_diff_partitions_what_is_tracked(
+        tracked: set[tuple[tuple[str, str], str]], desired: dict[tuple[str, str], set[str]],
+        final: set[str]) -> None:
+    entries = [tracker.Entry(c, "v1", "ConfigMap", "ns", n, 1, s) for (c, s), n in tracked]
+    wanted = {pair: [(manifest(n), 2) for n in sorted(names)]
+              for pair, names in desired.items()}
+    diff = tracker.diff(entries, wanted, final=final)
     written = {(e.cluster, e.name) for e, _ in diff.write}
-    deleted = {(e.cluster, e.name) for e in diff.delete}
-    kept = {(e.cluster, e.name) for e in diff.keep}
-    assert written == {(c, n) for c, names in desired.items() for n in names}
-    assert deleted.isdisjoint(written) and kept.isdisjoint(written | deleted)
-    assert tracked <= written | deleted | kept
-    assert all(c in desired for c, _ in deleted) and all(c not in desired for c, _ in kept)
+    deleted = {(e.cluster, e.name, e.step) for e in diff.delete}
+    kept = {(e.cluster, e.name, e.step) for e in diff.keep}
+    assert written == {(c, n) for (c, _), names in desired.items() for n in names}
+    assert not {(c, n) for c, n, _ in deleted} & written
+    assert not deleted & kept
+    for (cluster, step), name in tracked:
+        if (cluster, name) not in written:
+            assert (cluster, name, step) in deleted | kept
+    # deleted only where reached or final; kept only where neither
+    assert all((c, s) in desired or c in final for c, _, s in deleted)
+    assert all((c, s) not in desired and c not in final for c, _, s in kept)
