@@ -16,6 +16,8 @@ import click
 
 #: command name -> "module:attribute" of the click command implementing it.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "app": ("federation.commands.app:app",
+            "KubeVela Applications: dry-run, status, revisions, resume, restart, rollback."),
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
     "install": ("federation.commands.install:install",
                 "Install the hub API (CRDs) and the control plane's RBAC."),

@@ -154,13 +154,16 @@ async def serve(mgr: manager.Manager) -> None:
               help="Change the deny list of kinds no policy propagates: GROUP/KIND"
                    "[:namespace=NS][:type=TYPE] adds a rule, -RULE removes a default one "
                    "(comma-separated or repeated; see docs/propagation.md).")
+@click.option("--app-local-cluster", default=None, metavar="NAME",
+              help="The member KubeVela's topology cluster name `local` stands for (the "
+                   "hub runs no workloads); without it `local` is refused.")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
         leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
-        propagation_deny: tuple[str, ...]) -> None:
+        propagation_deny: tuple[str, ...], app_local_cluster: str | None) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -198,13 +201,14 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     mgr = manager.Manager(cluster_set, settings)
-    from federation.controllers import propagation
+    from federation.controllers import applications, propagation
     from federation.controllers import setup as controllers_setup
 
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
-        allowed_exec=allow_exec))
+        allowed_exec=allow_exec,
+        applications=applications.ApplicationSettings(local_cluster=app_local_cluster)))
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             runner.run(serve(mgr))

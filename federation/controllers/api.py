@@ -41,6 +41,12 @@ MEMBER_CLUSTERS = Resource(CLUSTER_GROUP, VERSION, "memberclusters", "MemberClus
 RESOURCE_BINDINGS = Resource(WORK_GROUP, VERSION, "resourcebindings", "ResourceBinding")
 CLUSTER_RESOURCE_BINDINGS = Resource(WORK_GROUP, VERSION, "clusterresourcebindings",
                                      "ClusterResourceBinding", namespaced=False)
+OAM_GROUP = "core.oam.dev"
+APPLICATIONS = Resource(OAM_GROUP, "v1beta1", "applications", "Application")
+APPLICATION_REVISIONS = Resource(OAM_GROUP, "v1beta1", "applicationrevisions",
+                                 "ApplicationRevision")
+RESOURCE_TRACKERS = Resource(OAM_GROUP, "v1beta1", "resourcetrackers", "ResourceTracker")
+OAM_POLICIES = Resource(OAM_GROUP, "v1alpha1", "policies", "Policy")
 EVENTS = Resource("", "v1", "events", "Event")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", namespaced=False)

@@ -17,6 +17,9 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
   (see :mod:`federation.controllers.health`); MemberCluster changes requeue
   templates only when they can change a placement (not a capacity refresh).
+- ``applications``: KubeVela Applications (see
+  :mod:`federation.controllers.applications`): revisions, the workflow, member
+  resources and their ResourceTracker.
 - ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
   Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 """
@@ -35,6 +38,7 @@ from federation.contexts.client import ClientError
 from federation.contexts.clusters import Cluster
 from federation.controllers import (
     api,
+    applications,
     cleanup,
     deny,
     events,
@@ -59,6 +63,10 @@ class Settings:
         default_factory=propagation.PropagationSettings)
     """Workers, backoff, clean-up wait and deny list; clean-up and policy validation use
     the same values (see :class:`~federation.controllers.propagation.PropagationSettings`)."""
+
+    applications: applications.ApplicationSettings = dataclasses.field(
+        default_factory=applications.ApplicationSettings)
+    """The applications controller's settings (the member KubeVela's ``local`` names)."""
 
     allowed_exec: tuple[str, ...] = ()
     """Exec-plugin commands allowed in joined clusters' kubeconfigs beyond the built-in
@@ -136,6 +144,8 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     mgr.add(_cleanup(mgr, wiring, settings.propagation))
     health.install(mgr, wiring.recorder)
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec)
+    applications.install(mgr, wiring.recorder, settings.applications,
+                         settings.propagation.deny_list)
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,

@@ -40,6 +40,17 @@ from federation.local.fleet import SimulatorSettings
 log = logging.getLogger("federation.simulator")
 
 SIMULATED_LABEL = "federation.io/simulated"
+UNHEALTHY_ANNOTATION = "federation.io/simulate-unhealthy"
+"""On a workload or its pod template, ``"true"``: no replica ever becomes ready and a
+Deployment reports ``Progressing=False`` (``ProgressDeadlineExceeded``), as a release whose
+pods crash would: how tests make a rollout fail."""
+
+
+def unhealthy(workload: JSON) -> bool:
+    """The workload is told never to become healthy (:data:`UNHEALTHY_ANNOTATION`)."""
+    template = ((workload.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    return any((meta.get("annotations") or {}).get(UNHEALTHY_ANNOTATION) == "true"
+               for meta in (workload.get("metadata") or {}, template))
 WORKLOADS = (kube.DEPLOYMENTS, kube.STATEFULSETS, kube.REPLICASETS)
 JSON = dict[str, Any]
 Key = tuple[str, str, str]  # (plural, namespace, name)
@@ -129,6 +140,9 @@ def pack(workloads: Sequence[JSON], nodes: Sequence[JSON]) -> dict[str, int]:
 def workload_status(kind: str, workload: JSON, ready: int) -> JSON:
     """The status a real cluster reports for ``workload`` with ``ready`` replicas ready."""
     replicas = desired_replicas(workload)
+    failing = unhealthy(workload)
+    if failing:
+        ready = 0
     generation = workload["metadata"].get("generation", 1)
     status: JSON = {"observedGeneration": generation, "replicas": replicas,
                     "readyReplicas": ready}
@@ -139,7 +153,8 @@ def workload_status(kind: str, workload: JSON, ready: int) -> JSON:
                           _condition("Available", complete,
                                      "MinimumReplicasAvailable" if complete
                                      else "MinimumReplicasUnavailable"),
-                          _condition("Progressing", True,
+                          _condition("Progressing", not failing,
+                                     "ProgressDeadlineExceeded" if failing else
                                      "NewReplicaSetAvailable" if complete
                                      else "ReplicaSetUpdated"),
                       ])

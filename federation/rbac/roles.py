@@ -54,6 +54,10 @@ CRD_NAMES = (
     "clusterpropagationpolicies.policy.karmada.io",
     "overridepolicies.policy.karmada.io",
     "clusteroverridepolicies.policy.karmada.io",
+    "applications.core.oam.dev",
+    "policies.core.oam.dev",
+    "applicationrevisions.core.oam.dev",
+    "resourcetrackers.core.oam.dev",
 )
 """The hub API's CRDs (federation/crds/crds.yaml and karmada.yaml; a unit test keeps them
 equal)."""

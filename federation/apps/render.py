@@ -1,0 +1,444 @@
+"""Rendering: a component and its traits as Kubernetes manifests, a pure function.
+
+The built-in types follow KubeVela's definitions' property names (vela-templates):
+``webservice`` (Deployment, plus a Service for the ports marked ``expose``),
+``worker`` (Deployment), ``config`` (ours: a ConfigMap, or a Secret with
+``secret: true``) and ``k8s-objects`` (``objects``: raw manifests). Traits patch what
+the component rendered: ``scaler`` (replicas), ``labels`` and ``annotations`` (every
+object, and the pod template of workloads), ``env`` (a container's environment),
+``expose`` (a Service for given ports) and ``storage`` (PVCs, emptyDir and ConfigMap
+volumes mounted into the first container). No CUE engine: each type is a small Python
+function, so an unknown property is refused by name (:class:`~.model.AppError`) instead
+of being silently dropped by a template that did not mention it.
+
+Every object carries KubeVela's labels ``app.oam.dev/name`` and
+``app.oam.dev/component``; pods are selected by the component label.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from federation.apps.model import AppError, Component, Trait
+
+JSON = dict[str, Any]
+
+APP_LABEL = "app.oam.dev/name"
+COMPONENT_LABEL = "app.oam.dev/component"
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+
+
+def render_component(component: Component, app: str, namespace: str,
+                     where: str = "spec.components[0]") -> list[JSON]:
+    """The manifests of one component with its traits applied, in a stable order."""
+    renderer = _TYPES[component.type]
+    objects = renderer(component, namespace, f"{where}.properties")
+    for index, trait in enumerate(component.traits):
+        objects = _TRAITS[trait.type](objects, trait, component, namespace,
+                                      f"{where}.traits[{index}].properties")
+    for obj in objects:
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("namespace", namespace)
+        labels = meta.setdefault("labels", {})
+        labels[APP_LABEL] = app
+        labels[COMPONENT_LABEL] = component.name
+    return objects
+
+
+def _allowed(props: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    for key in props:
+        if key not in allowed:
+            raise AppError(f"{where}.{key}: not supported ({', '.join(sorted(allowed))})")
+
+
+def _string(props: Mapping[str, Any], key: str, where: str, required: bool = False
+            ) -> str | None:
+    value = props.get(key)
+    if value is None:
+        if required:
+            raise AppError(f"{where}.{key}: required")
+        return None
+    if not isinstance(value, str) or not value:
+        raise AppError(f"{where}.{key}: must be a non-empty string")
+    return value
+
+
+def _int(value: Any, where: str, low: int = 0, high: int = 65535) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise AppError(f"{where}: must be an integer from {low} to {high}")
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise AppError(f"{where}: must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, where: str, nulls: bool = False) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and (isinstance(v, str) or (nulls and v is None))
+            for k, v in value.items()):
+        raise AppError(f"{where}: must be a map of strings")
+    return dict(value)
+
+
+# -- component types ------------------------------------------------------------------------
+
+_CONTAINER_PROPS = {"image", "imagePullPolicy", "imagePullSecrets", "cmd", "args", "env",
+                    "cpu", "memory", "limit", "labels", "annotations", "replicas"}
+_WEBSERVICE_PROPS = _CONTAINER_PROPS | {"port", "ports", "exposeType"}
+
+
+def _container(component: Component, where: str) -> JSON:
+    props = component.properties
+    container: JSON = {"name": component.name,
+                       "image": _string(props, "image", where, required=True)}
+    policy = props.get("imagePullPolicy")
+    if policy is not None:
+        if policy not in ("Always", "Never", "IfNotPresent"):
+            raise AppError(f"{where}.imagePullPolicy: must be Always, Never or IfNotPresent")
+        container["imagePullPolicy"] = policy
+    if "cmd" in props:
+        container["command"] = _strings(props["cmd"], f"{where}.cmd")
+    if "args" in props:
+        container["args"] = _strings(props["args"], f"{where}.args")
+    if "env" in props:
+        container["env"] = _env_list(props["env"], f"{where}.env")
+    resources = _resources(props, where)
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+def _env_list(value: Any, where: str) -> list[JSON]:
+    if not isinstance(value, list):
+        raise AppError(f"{where}: must be a list of {{name, value}}")
+    out = []
+    for index, entry in enumerate(value):
+        here = f"{where}[{index}]"
+        if not isinstance(entry, dict):
+            raise AppError(f"{here}: must be a map")
+        _allowed(entry, {"name", "value", "valueFrom"}, here)
+        _string(entry, "name", here, required=True)
+        if "value" in entry and not isinstance(entry["value"], str):
+            raise AppError(f"{here}.value: must be a string")
+        out.append(dict(entry))
+    return out
+
+
+def _resources(props: Mapping[str, Any], where: str) -> JSON:
+    requests = {k: str(props[k]) for k in ("cpu", "memory") if props.get(k) is not None}
+    resources: JSON = {}
+    if requests:
+        resources["requests"] = requests
+        resources["limits"] = dict(requests)
+    if "limit" in props:
+        limit = props["limit"]
+        if not isinstance(limit, dict):
+            raise AppError(f"{where}.limit: must be a map of cpu and memory")
+        _allowed(limit, {"cpu", "memory"}, f"{where}.limit")
+        resources["limits"] = {k: str(v) for k, v in limit.items()}
+    return resources
+
+
+def _deployment(component: Component, namespace: str, where: str,
+                ports: Sequence[JSON] = ()) -> JSON:
+    props = component.properties
+    container = _container(component, where)
+    if ports:
+        container["ports"] = [{"containerPort": p["containerPort"], "name": p["name"],
+                               "protocol": p["protocol"]} for p in ports]
+    pod_meta: JSON = {"labels": {COMPONENT_LABEL: component.name}}
+    if "labels" in props:
+        pod_meta["labels"].update(_string_map(props["labels"], f"{where}.labels"))
+    if "annotations" in props:
+        pod_meta["annotations"] = _string_map(props["annotations"], f"{where}.annotations")
+    pod_spec: JSON = {"containers": [container]}
+    if "imagePullSecrets" in props:
+        pod_spec["imagePullSecrets"] = [
+            {"name": n} for n in _strings(props["imagePullSecrets"],
+                                          f"{where}.imagePullSecrets")]
+    spec: JSON = {"selector": {"matchLabels": {COMPONENT_LABEL: component.name}},
+                  "template": {"metadata": pod_meta, "spec": pod_spec}}
+    if "replicas" in props:
+        spec["replicas"] = _int(props["replicas"], f"{where}.replicas", 0, 100000)
+    else:
+        spec["replicas"] = 1
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": component.name, "namespace": namespace}, "spec": spec}
+
+
+def _ports(props: Mapping[str, Any], where: str) -> list[JSON]:
+    """KubeVela's ``ports`` (and the deprecated single ``port``) as normalised entries."""
+    entries: list[JSON] = []
+    if "port" in props:
+        port = _int(props["port"], f"{where}.port", 1)
+        entries.append({"port": port, "containerPort": port, "name": f"port-{port}",
+                        "protocol": "TCP", "expose": False})
+    for index, raw in enumerate(props.get("ports") or []):
+        here = f"{where}.ports[{index}]"
+        if not isinstance(raw, dict):
+            raise AppError(f"{here}: must be a map")
+        _allowed(raw, {"port", "containerPort", "name", "protocol", "expose", "nodePort"}, here)
+        port = _int(raw.get("port"), f"{here}.port", 1)
+        protocol = raw.get("protocol", "TCP")
+        if protocol not in ("TCP", "UDP", "SCTP"):
+            raise AppError(f"{here}.protocol: must be TCP, UDP or SCTP")
+        entries.append({"port": port,
+                        "containerPort": _int(raw.get("containerPort", port),
+                                              f"{here}.containerPort", 1),
+                        "name": raw.get("name") or f"port-{port}", "protocol": protocol,
+                        "expose": bool(raw.get("expose", False)),
+                        "nodePort": raw.get("nodePort")})
+    return entries
+
+
+def _service(name: str, namespace: str, ports: Sequence[JSON], service_type: str) -> JSON:
+    spec: JSON = {"selector": {COMPONENT_LABEL: name}, "type": service_type,
+                  "ports": [{k: v for k, v in (("name", p["name"]), ("port", p["port"]),
+                                               ("targetPort", p.get("containerPort",
+                                                                    p["port"])),
+                                               ("protocol", p.get("protocol", "TCP")),
+                                               ("nodePort", p.get("nodePort")))
+                             if v is not None} for p in ports]}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def _webservice(component: Component, namespace: str, where: str) -> list[JSON]:
+    _allowed(component.properties, _WEBSERVICE_PROPS, where)
+    ports = _ports(component.properties, where)
+    objects = [_deployment(component, namespace, where, ports)]
+    exposed = [p for p in ports if p["expose"]]
+    service_type = component.properties.get("exposeType", "ClusterIP")
+    if service_type not in ("ClusterIP", "NodePort", "LoadBalancer"):
+        raise AppError(f"{where}.exposeType: must be ClusterIP, NodePort or LoadBalancer")
+    if exposed:
+        objects.append(_service(component.name, namespace, exposed, service_type))
+    return objects
+
+
+def _worker(component: Component, namespace: str, where: str) -> list[JSON]:
+    _allowed(component.properties, _CONTAINER_PROPS, where)
+    return [_deployment(component, namespace, where)]
+
+
+def _config(component: Component, namespace: str, where: str) -> list[JSON]:
+    props = component.properties
+    _allowed(props, {"data", "secret", "type"}, where)
+    data = _string_map(props.get("data") or {}, f"{where}.data")
+    secret = props.get("secret", False)
+    if not isinstance(secret, bool):
+        raise AppError(f"{where}.secret: must be true or false")
+    meta = {"name": component.name, "namespace": namespace}
+    if secret:
+        body: JSON = {"apiVersion": "v1", "kind": "Secret", "metadata": meta,
+                      "stringData": data}
+        if props.get("type"):
+            body["type"] = _string(props, "type", where)
+        return [body]
+    if "type" in props:
+        raise AppError(f"{where}.type: only for a Secret (secret: true)")
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}]
+
+
+def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
+    props = component.properties
+    _allowed(props, {"objects"}, where)
+    objects = props.get("objects")
+    if not isinstance(objects, list) or not objects:
+        raise AppError(f"{where}.objects: must be a non-empty list of manifests")
+    out = []
+    for index, obj in enumerate(objects):
+        here = f"{where}.objects[{index}]"
+        if not isinstance(obj, dict):
+            raise AppError(f"{here}: must be a manifest")
+        for key in ("apiVersion", "kind"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise AppError(f"{here}.{key}: required")
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            raise AppError(f"{here}.metadata.name: required")
+        body = copy.deepcopy(obj)
+        body.pop("status", None)
+        for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
+                      "ownerReferences", "finalizers", "generation"):
+            body["metadata"].pop(field, None)
+        out.append(body)
+    return out
+
+
+_TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
+    "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects}
+
+
+# -- traits ---------------------------------------------------------------------------------
+
+TraitFn = Callable[[list[JSON], Trait, Component, str, str], list[JSON]]
+
+
+def _workloads(objects: Sequence[JSON], trait: Trait, where: str) -> list[JSON]:
+    found = [o for o in objects if o.get("kind") in WORKLOAD_KINDS]
+    if not found:
+        raise AppError(f"{where[:-len('.properties')]}: trait {trait.type!r} needs a workload "
+                       "(Deployment, StatefulSet...) in the component")
+    return found
+
+
+def _pod_spec(workload: JSON) -> JSON:
+    template = workload.setdefault("spec", {}).setdefault("template", {})
+    return template.setdefault("spec", {})  # type: ignore[no-any-return]
+
+
+def _scaler(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+            where: str) -> list[JSON]:
+    _allowed(trait.properties, {"replicas"}, where)
+    replicas = _int(trait.properties.get("replicas", 1), f"{where}.replicas", 0, 100000)
+    for workload in _workloads(objects, trait, where):
+        workload["spec"]["replicas"] = replicas
+    return objects
+
+
+def _metadata_map(field: str) -> TraitFn:
+    def patch(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+              where: str) -> list[JSON]:
+        values = _string_map(trait.properties, where, nulls=True)
+        for obj in objects:
+            targets = [obj.setdefault("metadata", {})]
+            if obj.get("kind") in WORKLOAD_KINDS:
+                targets.append(obj["spec"].setdefault("template", {})
+                               .setdefault("metadata", {}))
+            for meta in targets:
+                current = meta.setdefault(field, {})
+                for key, value in values.items():
+                    if value is None:
+                        current.pop(key, None)
+                    else:
+                        current[key] = value
+        return objects
+    return patch
+
+
+def _env(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+         where: str) -> list[JSON]:
+    props = trait.properties
+    patches = props.get("containers") if "containers" in props else [props]
+    if "containers" in props:
+        _allowed(props, {"containers"}, where)
+    if not isinstance(patches, list):
+        raise AppError(f"{where}.containers: must be a list")
+    for workload in _workloads(objects, trait, where):
+        containers = _pod_spec(workload).get("containers") or []
+        for index, patch in enumerate(patches):
+            here = f"{where}.containers[{index}]" if "containers" in props else where
+            if not isinstance(patch, dict):
+                raise AppError(f"{here}: must be a map")
+            _allowed(patch, {"containerName", "replace", "env", "unset"}, here)
+            name = patch.get("containerName") or component.name
+            target = next((c for c in containers if c.get("name") == name), None)
+            if target is None:
+                raise AppError(f"{here}.containerName: no container {name!r}")
+            env = _string_map(patch.get("env") or {}, f"{here}.env")
+            unset = set(_strings(patch.get("unset") or [], f"{here}.unset"))
+            current = [] if patch.get("replace") else list(target.get("env") or [])
+            current = [e for e in current if e.get("name") not in unset | set(env)]
+            current += [{"name": k, "value": v} for k, v in sorted(env.items())]
+            target["env"] = current
+    return objects
+
+
+def _expose(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+            where: str) -> list[JSON]:
+    props = trait.properties
+    _allowed(props, {"port", "ports", "type", "annotations", "matchLabels"}, where)
+    ports: list[JSON] = []
+    for index, port in enumerate(props.get("port") or []):
+        number = _int(port, f"{where}.port[{index}]", 1)
+        ports.append({"name": f"port-{number}", "port": number, "containerPort": number})
+    for index, raw in enumerate(props.get("ports") or []):
+        here = f"{where}.ports[{index}]"
+        if not isinstance(raw, dict):
+            raise AppError(f"{here}: must be a map")
+        _allowed(raw, {"port", "name", "protocol", "nodePort"}, here)
+        number = _int(raw.get("port"), f"{here}.port", 1)
+        ports.append({"name": raw.get("name") or f"port-{number}", "port": number,
+                      "containerPort": number, "protocol": raw.get("protocol", "TCP"),
+                      "nodePort": raw.get("nodePort")})
+    if not ports:
+        raise AppError(f"{where}.port: at least one port to expose")
+    service = _service(component.name, namespace, ports, props.get("type", "ClusterIP"))
+    if props.get("matchLabels"):
+        service["spec"]["selector"] = _string_map(props["matchLabels"], f"{where}.matchLabels")
+    if props.get("annotations"):
+        service["metadata"]["annotations"] = _string_map(props["annotations"],
+                                                         f"{where}.annotations")
+    kept = [o for o in objects if not (o.get("kind") == "Service" and
+                                       o["metadata"]["name"] == component.name)]
+    return [*kept, service]
+
+
+def _storage(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+             where: str) -> list[JSON]:
+    props = trait.properties
+    _allowed(props, {"pvc", "emptyDir", "configMap"}, where)
+    workload = _workloads(objects, trait, where)[0]
+    pod = _pod_spec(workload)
+    container = (pod.get("containers") or [{}])[0]
+    extra: list[JSON] = []
+    for kind in ("pvc", "emptyDir", "configMap"):
+        for index, raw in enumerate(props.get(kind) or []):
+            here = f"{where}.{kind}[{index}]"
+            if not isinstance(raw, dict):
+                raise AppError(f"{here}: must be a map")
+            name = _string(raw, "name", here, required=True)
+            assert name is not None
+            volume, claim = _volume(kind, name, raw, namespace, here)
+            if claim is not None:
+                extra.append(claim)
+            pod.setdefault("volumes", []).append(volume)
+            if not raw.get("mountOnly") or kind != "pvc":
+                mount_path = _string(raw, "mountPath", here, required=True)
+                mount = {"name": volume["name"], "mountPath": mount_path}
+                if raw.get("subPath"):
+                    mount["subPath"] = str(raw["subPath"])
+                container.setdefault("volumeMounts", []).append(mount)
+    return [*objects, *extra]
+
+
+def _volume(kind: str, name: str, raw: Mapping[str, Any], namespace: str, where: str
+            ) -> tuple[JSON, JSON | None]:
+    if kind == "pvc":
+        _allowed(raw, {"name", "mountPath", "subPath", "mountOnly", "accessModes",
+                       "storageClassName", "resources", "volumeMode", "volumeName"}, where)
+        spec: JSON = {"accessModes": _strings(raw.get("accessModes", ["ReadWriteOnce"]),
+                                              f"{where}.accessModes"),
+                      "volumeMode": raw.get("volumeMode", "Filesystem"),
+                      "resources": raw.get("resources") or {"requests": {"storage": "8Gi"}}}
+        for key in ("storageClassName", "volumeName"):
+            if raw.get(key):
+                spec[key] = str(raw[key])
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                 "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+        return {"name": f"pvc-{name}", "persistentVolumeClaim": {"claimName": name}}, claim
+    if kind == "emptyDir":
+        _allowed(raw, {"name", "mountPath", "subPath", "medium"}, where)
+        source = {"medium": raw["medium"]} if raw.get("medium") else {}
+        return {"name": f"emptydir-{name}", "emptyDir": source}, None
+    _allowed(raw, {"name", "mountPath", "subPath", "defaultMode", "data"}, where)
+    volume = {"name": f"configmap-{name}",
+              "configMap": {"name": name, "defaultMode": int(raw.get("defaultMode", 420))}}
+    if raw.get("data") is None:
+        return volume, None
+    data = {str(k): str(v) for k, v in dict(raw["data"]).items()}
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": name, "namespace": namespace}, "data": data}
+    return volume, config
+
+
+_TRAITS: dict[str, TraitFn] = {
+    "scaler": _scaler, "labels": _metadata_map("labels"),
+    "annotations": _metadata_map("annotations"), "env": _env, "expose": _expose,
+    "storage": _storage}

@@ -1,0 +1,217 @@
+"""``fedctl app``: Applications from the command line.
+
+``dry-run -f app.yaml`` renders and places offline (like ``fedctl plan``: no cluster,
+no write; ``--clusters`` takes a ``fedctl plan`` cluster file). ``status``, ``revisions``
+read the hub; ``resume``, ``restart`` and ``rollback`` write one annotation with a fresh
+nonce on the Application (``federation.io/resume`` ...), which the controller acts on
+once and records in ``status.handledRequests``: the request survives a control-plane
+restart and is never applied twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from federation.apps import compile as compile_
+from federation.apps import model
+from federation.commands.common import clear_errors, cluster_options
+from federation.contexts import client as kube
+from federation.contexts import kubeconfig
+from federation.controllers import api, applications
+from federation.placement import clusters as clusters_
+from federation.placement import loader
+
+JSON = dict[str, Any]
+
+
+@click.group("app")
+def app() -> None:
+    """KubeVela Applications: dry-run, status, revisions, resume, restart, rollback."""
+
+
+@app.command("dry-run")
+@click.option("-f", "--filename", "path", required=True, type=click.Path(path_type=Path),
+              help="Application manifest (Policies in the same file are used as external).")
+@click.option("--clusters", "clusters_file", type=click.Path(path_type=Path), default=None,
+              help="A `fedctl plan --clusters` file (default: member1..member3, bare).")
+@click.option("--local-cluster", default=None, help="What KubeVela's `local` names.")
+def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None) -> None:
+    """Render the Application and place each deploy step, offline; print the manifests."""
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    apps = [d for d in docs if d.get("kind") == "Application"]
+    if len(apps) != 1:
+        raise click.ClickException(f"{path}: expected one Application, found {len(apps)}")
+    external = {str(d["metadata"]["name"]): d for d in docs if d.get("kind") == "Policy"}
+    fleet = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
+    if clusters_file is not None:
+        try:
+            fleet = list(loader.parse_clusters(loader.decode(str(clusters_file),
+                                                             clusters_file.read_bytes())))
+        except loader.LoadError as exc:
+            raise click.ClickException(str(exc)) from None
+    meta = apps[0].get("metadata") or {}
+    try:
+        compiled = compile_.compile_app(apps[0].get("spec") or {}, str(meta.get("name")),
+                                        str(meta.get("namespace") or "default"), external,
+                                        fleet, local_cluster)
+    except model.AppError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for step in compiled.steps:
+        line = f"# step {step.name} ({step.type})"
+        if step.type == "deploy":
+            line += f": {', '.join(step.targets)} (parallelism {step.parallelism})"
+        click.echo(line)
+        target = compiled.targets.get(step.name)
+        for cluster, objects in (target.clusters.items() if target else ()):
+            for obj in objects:
+                click.echo(f"---\n# cluster: {cluster}")
+                click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
+
+
+def _client(kubeconfig_path: Path | None, hub_context: str | None) -> kube.ClusterClient:
+    return kube.ClusterClient(kubeconfig.load(kubeconfig_path).context(hub_context))
+
+
+async def _get(client: kube.ClusterClient, name: str, namespace: str) -> JSON:
+    try:
+        return await client.get(api.APPLICATIONS, name, namespace)
+    finally:
+        await client.close()
+
+
+async def _annotate(client: kube.ClusterClient, name: str, namespace: str, key: str,
+                    value: str) -> None:
+    try:
+        await client.patch(api.APPLICATIONS, name,
+                           {"metadata": {"annotations": {key: value}}}, namespace=namespace)
+    finally:
+        await client.close()
+
+
+def _request(kubeconfig_path: Path | None, hub_context: str | None, name: str,
+             namespace: str, key: str, value: str) -> None:
+    asyncio.run(_annotate(_client(kubeconfig_path, hub_context), name, namespace, key, value))
+
+
+@app.command()
+@cluster_options
+@click.argument("name")
+@click.option("-n", "--namespace", default="default")
+@clear_errors
+def resume(kubeconfig_path: Path | None, hub_context: str | None, name: str,
+           namespace: str) -> None:
+    """Resume a suspended workflow (a suspend or approve step)."""
+    _request(kubeconfig_path, hub_context, name, namespace, applications.RESUME,
+             uuid.uuid4().hex[:8])
+    click.echo(f"application {namespace}/{name}: resume requested")
+
+
+@app.command()
+@cluster_options
+@click.argument("name")
+@click.option("-n", "--namespace", default="default")
+@clear_errors
+def restart(kubeconfig_path: Path | None, hub_context: str | None, name: str,
+            namespace: str) -> None:
+    """Run the current revision's workflow again from its first step."""
+    _request(kubeconfig_path, hub_context, name, namespace, applications.RESTART,
+             uuid.uuid4().hex[:8])
+    click.echo(f"application {namespace}/{name}: restart requested")
+
+
+@app.command()
+@cluster_options
+@click.argument("name")
+@click.option("-n", "--namespace", default="default")
+@click.option("--revision", type=int, default=None,
+              help="Revision number to return to (default: the last that succeeded).")
+@clear_errors
+def rollback(kubeconfig_path: Path | None, hub_context: str | None, name: str,
+             namespace: str, revision: int | None) -> None:
+    """Put every cluster back on an earlier revision (until the Application changes)."""
+    _request(kubeconfig_path, hub_context, name, namespace, applications.ROLLBACK,
+             f"{revision or 0}@{uuid.uuid4().hex[:8]}")
+    click.echo(f"application {namespace}/{name}: rollback to "
+               f"{'revision ' + str(revision) if revision else 'the last good revision'} "
+               "requested")
+
+
+@app.command()
+@cluster_options
+@click.argument("name")
+@click.option("-n", "--namespace", default="default")
+@clear_errors
+def revisions(kubeconfig_path: Path | None, hub_context: str | None, name: str,
+              namespace: str) -> None:
+    """List the Application's revisions."""
+    async def read() -> JSON:
+        client = _client(kubeconfig_path, hub_context)
+        try:
+            return await client.list(api.APPLICATION_REVISIONS, namespace,
+                                     labelSelector=f"app.oam.dev/name={name}")
+        finally:
+            await client.close()
+
+    items = sorted(asyncio.run(read()).get("items", []),
+                   key=lambda r: int(r["spec"]["revision"]))
+    click.echo(f"{'REVISION':<10}{'NAME':<30}{'HASH':<18}SUCCEEDED")
+    for rev in items:
+        succeeded = (rev.get("status") or {}).get("succeeded")
+        click.echo(f"{rev['spec']['revision']:<10}{rev['metadata']['name']:<30}"
+                   f"{rev['spec']['revisionHash']:<18}"
+                   f"{'' if succeeded is None else str(succeeded).lower()}")
+
+
+@app.command()
+@cluster_options
+@click.argument("name")
+@click.option("-n", "--namespace", default="default")
+@click.option("-o", "--output", type=click.Choice(["tree", "json"]), default="tree")
+@clear_errors
+def status(kubeconfig_path: Path | None, hub_context: str | None, name: str,
+           namespace: str, output: str) -> None:
+    """The Application as a tree: revision, steps, clusters, resources, health."""
+    found = asyncio.run(_get(_client(kubeconfig_path, hub_context), name, namespace))
+    current = found.get("status") or {}
+    if output == "json":
+        click.echo(json.dumps(current, indent=2))
+        return
+    click.echo(tree(name, current))
+
+
+def tree(name: str, current: JSON) -> str:
+    latest = current.get("latestRevision") or {}
+    lines = [f"{name}  phase={current.get('status', 'unknown')}  "
+             f"revision={latest.get('name', '-')}  healthy={current.get('healthy')}"]
+    if current.get("rollback"):
+        lines.append(f"├─ rolled back to revision {current['rollback']['revision']}")
+    flow = current.get("workflow") or {}
+    lines.append(f"├─ workflow {flow.get('phase', '-')}  started {flow.get('startTime')}"
+                 f"  ended {flow.get('endTime') or '-'}")
+    health = {(s["step"], s["cluster"]): s for s in current.get("services") or []}
+    for step in flow.get("steps") or []:
+        lines.append(f"│  ├─ {step['name']} ({step['type']}): {step['phase']}"
+                     f"{'  ' + step['reason'] if step.get('reason') else ''}"
+                     f"{'  ' + step['message'] if step.get('message') else ''}")
+        lines.append(f"│  │    first {step.get('firstExecuteTime') or '-'}  "
+                     f"finished {step.get('finishedTime') or '-'}")
+        for cluster in step.get("clusters") or []:
+            seen = health.get((step["name"], cluster)) or {}
+            mark = "healthy" if seen.get("healthy") else seen.get("message") or "waiting"
+            lines.append(f"│  │    └─ {cluster}: {mark}")
+    resources = current.get("appliedResources") or []
+    lines.append(f"└─ resources ({len(resources)})")
+    for entry in resources:
+        where = f"{entry['namespace']}/" if entry.get("namespace") else ""
+        lines.append(f"   └─ {entry['cluster']}: {entry['kind']} {where}{entry['name']} "
+                     f"(v{entry['revision']})")
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""`fedctl app dry-run` (offline) and the status tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from federation.cli import cli
+from federation.commands.app import tree
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "applications" / "shop.yaml"
+
+
+def test_dry_run_prints_each_step_and_the_override() -> None:
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(EXAMPLE)])
+    assert result.exit_code == 0, result.output
+    assert "# step canary (deploy): member1" in result.output
+    assert "# step rollout (deploy): member2, member3 (parallelism 1)" in result.output
+    assert "eu.mirror.example.com/shop/web:1.0" in result.output
+
+
+def test_dry_run_names_the_bad_field(tmp_path: Path) -> None:
+    bad = tmp_path / "app.yaml"
+    bad.write_text(EXAMPLE.read_text().replace("image: registry", "imag: registry"))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(bad)])
+    assert result.exit_code == 1
+    assert "spec.components[0].properties.imag: not supported" in result.output
+
+
+def test_status_tree_lists_steps_clusters_and_resources() -> None:
+    text = tree("shop", {
+        "status": "running", "healthy": True, "latestRevision": {"name": "shop-v2"},
+        "workflow": {"phase": "succeeded", "steps": [
+            {"name": "canary", "type": "deploy", "phase": "succeeded", "clusters": ["member1"]}]},
+        "services": [{"step": "canary", "cluster": "member1", "healthy": True}],
+        "appliedResources": [{"cluster": "member1", "kind": "Deployment", "namespace": "d",
+                              "name": "web", "revision": 2}]})
+    assert "canary (deploy): succeeded" in text and "member1: healthy" in text
+    assert "member1: Deployment d/web (v2)" in text
