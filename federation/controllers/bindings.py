@@ -5,7 +5,9 @@ Every propagated template gets a binding in the hub, named ``<name>-<kind>``
 cluster-scoped template). It is the only place the control plane remembers
 anything about the template: its spec is the decision (policy, replicas per
 cluster, the explanation), ``pendingCleanup`` (clusters still holding a copy to
-delete), ``orphan`` and ``templateDeleted``; its status holds the conditions
+delete), ``orphan`` and ``templateDeleted``, and what Karmada's behaviour fields need
+remembered (``dependencies`` carried by propagateDeps, ``preserveResourcesOnDeletion``,
+the ``activation`` a Lazy policy was applied with); its status holds the conditions
 (Scheduled, Applied, Healthy, Conflict, CleanupPending) and ``aggregatedStatus``:
 per cluster whether the copy was applied, the error when not, its health and the
 member's own status fields. Templates carry no finalizer and no annotation of ours.
@@ -65,7 +67,7 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
             decision: decision_.Decision | None, conditions: Sequence[JSON],
             copies: Mapping[str, JSON | None], failed: Mapping[str, str],
             unreachable: Mapping[str, str], pending: Sequence[str],
-            deleted: bool = False) -> JSON:
+            deleted: bool = False, extra: Mapping[str, Any] | None = None) -> JSON:
     """The whole binding, spec and status: the CRD has no status subresource, so one POST
     or PUT carries both (see docs/propagation.md, the write budget)."""
     meta = template["metadata"]
@@ -89,6 +91,7 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
         spec["orphan"] = True
     if policy is not None:
         spec["policy"] = policy
+    spec.update(extra or {})  # what the policy's behaviour fields need remembered
     if decision is not None:
         spec["replicas"] = decision.replicas
         spec["summary"] = summary(decision)
