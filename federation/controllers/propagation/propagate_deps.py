@@ -297,3 +297,38 @@ def owned_clusters(binding: Mapping[str, Any] | None) -> set[str]:
         return set()
     return {str(c.get("name")) for c in spec.get("clusters") or []}
 
+
+
+# -- who carries what (for the wiring) ---------------------------------------------------------
+
+
+class Dependents:
+    """Which templates carry which dependency, from the bindings' ``spec.dependencies``:
+    a changed ConfigMap (Secret, ...) on the hub requeues the workloads that carry it, as
+    Karmada's distributor does. Fed binding events; kept in memory, rebuilt at start from
+    the bindings' first list."""
+
+    def __init__(self) -> None:
+        self._by_binding: dict[tuple[str, str], tuple[JSON, list[Ref]]] = {}
+        self._carriers: dict[tuple[str, Ref], set[tuple[str, str]]] = {}
+
+    def binding_changed(self, binding: Mapping[str, Any], deleted: bool) -> None:
+        meta = binding.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        _, before = self._by_binding.pop(key, ({}, []))
+        for ref in before:
+            self._carriers.get((key[0], ref), set()).discard(key)
+        refs = [] if deleted else dependencies(binding)
+        if refs:
+            target = dict((binding.get("spec") or {}).get("resource") or {})
+            self._by_binding[key] = (target, refs)
+            for ref in refs:
+                self._carriers.setdefault((key[0], ref), set()).add(key)
+
+    def carriers(self, namespace: str, kind: str, name: str) -> list[JSON]:
+        """The ``spec.resource`` of each template that carries ``kind/name`` in ``namespace``."""
+        ref = Ref.parse(f"{kind}/{name}")
+        if ref is None:
+            return []
+        keys = sorted(self._carriers.get((namespace, ref), set()))
+        return [self._by_binding[k][0] for k in keys if k in self._by_binding]
