@@ -180,8 +180,8 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
     for ref in wanted:
         source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
         if source is None:
-            build.notes.append(f"propagateDeps: {ref} not found in {build.namespace}; "
-                               "carried once it exists")
+            _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "
+                            "once it exists")
             continue
         rule = await denied_by(ctx, source)
         if rule is not None:
@@ -193,6 +193,13 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
     build.record["dependencies"] = carried or None
     await _plan_removals(ctx, build, {r for r in wanted if str(r) in carried})
     return None
+
+
+def _explain(build: Build, line: str) -> None:
+    """A line for the binding's explanation (placement has written it already)."""
+    if build.decision is not None:
+        build.decision = dataclasses.replace(
+            build.decision, explanation=(*build.decision.explanation, line))
 
 
 async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: JSON) -> None:
