@@ -433,3 +433,48 @@ async def test_policy_waits_for_its_dependent_overrides() -> None:
     await r.reconcile(request_for(template))
     copy = mc.find("member1", "ConfigMap", "a", "shop")
     assert copy is not None and copy["metadata"]["labels"]["env"] == "prod"
+
+
+async def test_a_dependency_placed_by_its_own_policy_is_left_to_it() -> None:
+    """app-config has its own policy placing it on member1 only: the workload does not
+    write it there (its own reconcile does) but carries it to member2; deleting the
+    workload removes only member2's copy."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    mc.put("hub", duplicated_policy("app-config", ["member1"]))
+    source = mc.put("hub", config_map("app-config"))
+    r = reconciler(mc)
+    await r.reconcile(request_for(source))
+    template = mc.put("hub", mounting("app-config"))
+    before = len(mc.writes)
+    await r.reconcile(request_for(template))
+    carried = [w[1] for w in mc.writes[before:] if w[2] == "ConfigMap/app-config"]
+    assert carried == ["member2"]
+    del mc.objects[("hub", "deployments", "shop", "web")]
+    await r.reconcile(request_for(template))
+    assert mc.find("member1", "ConfigMap", "app-config", "shop") is not None
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is None
+
+
+async def test_no_policy_any_more_removes_the_workload_and_its_dependencies() -> None:
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    mc.put("hub", config_map("app-config"))
+    template = mc.put("hub", mounting("app-config"))
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    del mc.objects[("hub", "propagationpolicies", "shop", "web")]
+    await r.reconcile(request_for(template))
+    assert all(mc.find(m, "ConfigMap", "app-config", "shop") is None for m in MEMBERS)
+    assert all(mc.find(m, "Deployment", "web", "shop") is None for m in MEMBERS)
+
+
+async def test_suspension_also_holds_back_dependencies() -> None:
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(propagateDeps=True, suspension={"dispatching": True}))
+    mc.put("hub", config_map("app-config"))
+    template = mc.put("hub", mounting("app-config"))
+    await reconciler(mc).reconcile(request_for(template))
+    assert member_writes(mc) == []
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None and binding["spec"]["clusters"]  # scheduled all the same
