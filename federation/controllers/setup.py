@@ -120,7 +120,8 @@ class Wiring:
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
             hub.cache.informer(resource).add_handler(self._binding_event)
         for resource in propagate_deps.KINDS.values():
-            hub.cache.informer(resource).add_handler(self._dependency_event)
+            if self.kinds.denied_rule(resource.api_version, resource.kind) is None:
+                hub.cache.informer(resource).add_handler(self._dependency_event)
 
     def _binding_event(self, event: Event) -> None:
         self.dependents.binding_changed(event.obj, deleted=event.type == "DELETED")

@@ -7,7 +7,6 @@ Each test works in its own hub namespace; `fedctl run` runs for the whole module
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -73,19 +72,28 @@ def condition(fleet: TestFleet, name: str, namespace: str, kind: str) -> dict[st
 
 def test_suspension_stops_dispatching_and_resuming_continues(fleet: TestFleet,
                                                              ns: str) -> None:
+    """member2 suspended: a change reaches member1 and not member2 (one reconcile decides
+    both, so once member1 has it member2 has been passed over); dispatching: true is shown
+    on the binding for both; removing the suspension brings member2 up to date."""
     selector = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}]
     apply(fleet, "hub", config_map("settings", ns, {"v": "1"}), policy("settings", ns, selector))
     for member in MEMBERS:
         wait_for(partial(has_data, fleet, member, "settings", ns, {"v": "1"}),
                  timeout=60, what=f"first copy in {member}")
-    apply(fleet, "hub", policy("settings", ns, selector, suspension={"dispatching": True}))
-    wait_for(lambda: (condition(fleet, "settings-configmap", ns, "Dispatching") or {})
-             .get("reason") == "SuspendDispatching", timeout=60, what="Dispatching=False")
+    apply(fleet, "hub", policy("settings", ns, selector,
+                               suspension={"dispatchingOnClusters": {"clusterNames": ["member2"]}}))
+    wait_for(partial(suspended_to, fleet, "settings-configmap", ns, "member2"),
+             timeout=60, what="Dispatching=False for member2")
     apply(fleet, "hub", config_map("settings", ns, {"v": "2"}))
-    # The change is on the hub and the control plane has seen it (the binding records the
-    # reconcile of the new template); nothing reaches the members while suspended.
-    time.sleep(3)
-    assert [data_in(fleet, m, "settings", ns) for m in MEMBERS] == [{"v": "1"}, {"v": "1"}]
+    wait_for(partial(has_data, fleet, "member1", "settings", ns, {"v": "2"}),
+             timeout=60, what="member1 updated")
+    assert data_in(fleet, "member2", "settings", ns) == {"v": "1"}
+
+    apply(fleet, "hub", policy("settings", ns, selector, suspension={"dispatching": True}))
+    wait_for(partial(suspended_to, fleet, "settings-configmap", ns, "member1, member2"),
+             timeout=60, what="Dispatching=False for every member")
+    assert data_in(fleet, "member2", "settings", ns) == {"v": "1"}
+
     fleet.kubectl("hub", "patch", "propagationpolicies.policy.federation.io", "settings",
                   "-n", ns, "--type=json", "-p", '[{"op":"remove","path":"/spec/suspension"}]')
     for member in MEMBERS:
@@ -93,6 +101,12 @@ def test_suspension_stops_dispatching_and_resuming_continues(fleet: TestFleet,
                  timeout=60, what=f"resumed copy in {member}")
     wait_for(lambda: condition(fleet, "settings-configmap", ns, "Dispatching") is None,
              timeout=30, what="Dispatching condition gone")
+
+
+def suspended_to(fleet: TestFleet, name: str, namespace: str, clusters: str) -> bool:
+    found = condition(fleet, name, namespace, "Dispatching") or {}
+    return found.get("reason") == "SuspendDispatching" and \
+        f"to {clusters}:" in str(found.get("message"))
 
 
 def test_preserve_resources_on_deletion_keeps_the_copies(fleet: TestFleet, ns: str) -> None:

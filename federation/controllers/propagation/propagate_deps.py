@@ -178,6 +178,11 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
                               f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
     carried: list[str] = []
     for ref in wanted:
+        whole = ctx.deny_list.kind_rule("", ref.kind)
+        if whole is not None:  # a kind denied whole is never read, not even on the hub
+            raise Problem("Applied", "DependencyDenied",
+                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"deny list ({whole}); the workload is not propagated without it")
         source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
         if source is None:
             _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "

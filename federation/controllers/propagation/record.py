@@ -21,7 +21,7 @@ from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import decision as decision_
 
-RECORD_KEYS = ("dependencies", "preserveResourcesOnDeletion", "activation")
+RECORD_KEYS = ("dependencies", "preserveResourcesOnDeletion", "activation", "suspension")
 """Binding spec fields the behaviour transformers own (:attr:`~.build.Build.record`)."""
 
 

@@ -7,7 +7,8 @@ false) writes whatever is due at the next reconcile, which the policy's change i
 brings. Deletions are not suspended, as in Karmada (its execution controller deletes a
 Work's resources before it looks at the suspension): copies on clusters the template
 left, and all copies when the template is deleted, still go. The binding gets a
-``Dispatching=False`` condition, reason ``SuspendDispatching``, naming the clusters.
+``Dispatching=False`` condition, reason ``SuspendDispatching``, naming the clusters, and
+carries the policy's ``suspension`` in its spec (as Karmada's ResourceBinding does).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ reports a copy that a suspended cluster may not have); deletes are left alone.""
 async def apply_suspension(ctx: TransformContext, build: Build) -> Verdict | None:
     assert build.policy is not None
     suspension = build.policy.spec.suspension
+    # The binding carries the policy's suspension, as Karmada's does: which clusters are
+    # held is a change of the record (a condition's message alone is not rewritten).
+    build.record["suspension"] = suspension.model_dump(by_alias=True, exclude_none=True) \
+        if suspension is not None else None
     if suspension is None:
         return None
     held = {c for c in build.targets if suspension.suspends(c)}
@@ -36,5 +41,9 @@ async def apply_suspension(ctx: TransformContext, build: Build) -> Verdict | Non
         vertex.depends_on -= dropped
     build.suspended = sorted(held)
     for cluster in held:
-        build.conflicts.pop(cluster, None)  # nothing is attempted there: no conflict either
+        # Nothing is attempted there: no conflict, and a member away is no failure (as a
+        # suspended Work is not synced at all); nothing to retry until the suspension ends.
+        build.conflicts.pop(cluster, None)
+        build.unreachable.pop(cluster, None)
+        build.causes.pop(cluster, None)
     return None

@@ -103,6 +103,13 @@ async def test_suspension_on_named_clusters_holds_only_those() -> None:
     assert mc.find("member2", "Namespace", "shop") is None  # no write at all there
     applied = conditions(mc, "a-configmap")["Applied"]
     assert applied["message"] == "applied to member1"  # never claims member2
+    binding = mc.find("hub", "ResourceBinding", "a-configmap", "shop")
+    assert binding is not None and binding["spec"]["suspension"] == {
+        "dispatchingOnClusters": {"clusterNames": ["member2"]}}  # carried, as Karmada's
+    edit(mc, "PropagationPolicy", "a", "shop",
+         lambda p: p["spec"].update(suspension={"dispatching": True}))
+    await r.reconcile(request_for(template))
+    assert "to member1, member2:" in conditions(mc, "a-configmap")["Dispatching"]["message"]
 
 
 async def test_deleting_the_template_while_suspended_still_deletes_copies() -> None:
@@ -478,3 +485,33 @@ async def test_suspension_also_holds_back_dependencies() -> None:
     assert member_writes(mc) == []
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None and binding["spec"]["clusters"]  # scheduled all the same
+
+
+async def test_a_kind_denied_whole_is_never_read_as_a_dependency() -> None:
+    """--propagation-deny core/Secret: a mounted Secret stops the workload before the hub's
+    Secrets are even read."""
+    from federation.controllers import deny
+    from federation.controllers.propagation import PropagationSettings
+
+    class Watching(FakeMC):
+        async def get(self, resource: Any, *args: Any, **kwargs: Any) -> Any:
+            assert resource.kind != "Secret", "a denied kind was read"
+            return await super().get(resource, *args, **kwargs)
+
+    mc = Watching(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    template = mc.put("hub", deployment(volumes=[{"name": "s", "secret": {"secretName": "db"}}]))
+    settings = PropagationSettings(deny_list=deny.DenyList.configured(["core/Secret"]))
+    await reconciler(mc, settings).reconcile(request_for(template))
+    assert member_writes(mc) == []
+    assert conditions(mc, "web-deployment")["Applied"]["reason"] == "DependencyDenied"
+
+
+async def test_a_suspended_member_that_is_away_is_no_failure() -> None:
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", with_spec(duplicated_policy("a", MEMBERS),
+                            suspension={"dispatchingOnClusters": {"clusterNames": ["member2"]}}))
+    template = mc.put("hub", config_map("a"))
+    mc.set_down("member2", True)
+    assert await reconciler(mc).reconcile(request_for(template)) is None
+    assert conditions(mc, "a-configmap")["Applied"]["status"] == "True"
