@@ -515,3 +515,27 @@ async def test_a_suspended_member_that_is_away_is_no_failure() -> None:
     mc.set_down("member2", True)
     assert await reconciler(mc).reconcile(request_for(template)) is None
     assert conditions(mc, "a-configmap")["Applied"]["status"] == "True"
+
+
+async def test_the_policy_itself_says_another_scheduler_places_it() -> None:
+    """policy-validation: Valid (nothing wrong with it) and Scheduled=False,
+    SchedulerNotOurs, on the policy."""
+    import types
+
+    from federation.controllers import policies
+    from tests.unit.controllers.fakes import FakeRecorder
+    from tests.unit.controllers.test_deny import PolicyMC, cluster_policy
+
+    doc = cluster_policy({"apiVersion": "v1", "kind": "ConfigMap"})
+    doc["spec"]["schedulerName"] = "gpu-scheduler"
+    mc = PolicyMC(doc)
+    reconciler = policies.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
+    request = types.SimpleNamespace(kind="ClusterPropagationPolicy.policy.federation.io",
+                                    name="all", namespace="")
+    await reconciler.reconcile(request)  # type: ignore[arg-type]
+    found = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
+    assert found["Valid"]["status"] == "True"
+    assert (found["Scheduled"]["status"], found["Scheduled"]["reason"]) == \
+        ("False", "SchedulerNotOurs")
+    assert policies.foreign_scheduler({**doc, "spec": {"schedulerName": "default-scheduler"}}) \
+        is None
