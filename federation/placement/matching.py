@@ -31,7 +31,7 @@ ClusterPropagationPolicy never preempts a PropagationPolicy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
@@ -89,12 +89,14 @@ def preempts(challenger: policy_.Policy, claimed: policy_.Policy) -> bool:
     return not claimed.namespaced and challenger.spec.priority > claimed.spec.priority
 
 
-def claimant(found: Sequence[policy_.Policy], claimed: str | None
+def claimant(found: Sequence[policy_.Policy], claimed: str | None,
+             name: Callable[[policy_.Policy], str] = lambda p: f"{p.kind} {p.ref}",
              ) -> tuple[policy_.Policy, str | None]:
-    """The policy that places a template: ``found`` (matching, winner first) and the
-    ``KIND REF`` of the policy that claimed it before (None: unclaimed). Returns the
-    winner and, when a claim decided it, a line for the explanation."""
-    holder = next((p for p in found if f"{p.kind} {p.ref}" == claimed), None)
+    """The policy that places a template: ``found`` (matching, winner first) and the name
+    of the policy that claimed it before (None: unclaimed), as ``name`` spells a policy
+    (``KIND REF``: what the binding records). Returns the winner and, when a claim
+    decided it, a line for the explanation."""
+    holder = next((p for p in found if name(p) == claimed), None)
     if holder is None or holder is found[0]:
         return found[0], None
     challengers = [p for p in found if preempts(p, holder)]

@@ -48,7 +48,7 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
     if not found:
         return STOP
     found.sort(key=lambda pair: matching.precedence(pair[0], resource))
-    winner, claim = matching.claimant([p for p, _ in found], claimed_by(build))
+    winner, claim = matching.claimant([p for p, _ in found], claimed_by(build), api_ref)
     chosen = next(pair for pair in found if pair[0] is winner)
     rule = await denied_by(ctx, build.template)
     if rule is not None:
