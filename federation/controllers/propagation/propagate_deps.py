@@ -177,6 +177,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
                 raise Problem("Applied", "InvalidDependency",
                               f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
     carried: list[str] = []
+    chosen = await load_overrides(ctx, build.namespace) if wanted else []
     for ref in wanted:
         whole = ctx.deny_list.kind_rule("", ref.kind)
         if whole is not None:  # a kind denied whole is never read, not even on the hub
@@ -194,7 +195,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
                           f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({rule}); the workload is not propagated without it")
         carried.append(str(ref))
-        await _plan_copies(ctx, build, ref, source)
+        await _plan_copies(ctx, build, ref, source, chosen)
     build.record["dependencies"] = carried or None
     await _plan_removals(ctx, build, {r for r in wanted if str(r) in carried})
     return None
@@ -207,12 +208,12 @@ def _explain(build: Build, line: str) -> None:
             build.decision, explanation=(*build.decision.explanation, line))
 
 
-async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: JSON) -> None:
+async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: JSON,
+                       policies: list[overrides.OverridePolicy]) -> None:
     assert build.policy is not None
     overwrite = build.policy.spec.conflict_resolution == "Overwrite"
     own = owned_clusters(await _own_binding(ctx, ref, build.namespace))
-    chosen = overrides.applicable(await load_overrides(ctx, build.namespace),
-                                  resources_.from_manifest(source))
+    chosen = overrides.applicable(policies, resources_.from_manifest(source))
     by_name = {c.name: c for c in build.clusters}
     uid = str(source["metadata"].get("uid") or "")
     for cluster, workload in build.desired.items():
@@ -230,8 +231,10 @@ async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: JS
         vertex = copy_vertex(cluster, manifests.mark(manifest, uid), live, overwrite,
                              expect=plan.Identity.of(source))
         if vertex is None:
-            build.conflicts[cluster] = f"dependency {ref} exists and is not managed by " \
-                "federation (set conflictResolution: Overwrite in the policy to take it over)"
+            found = f"dependency {ref} exists and is not managed by federation (set " \
+                "conflictResolution: Overwrite in the policy to take it over)"
+            before = build.conflicts.get(cluster)
+            build.conflicts[cluster] = f"{before}; {found}" if before else found
             continue
         added = build.dag.add(vertex)
         for other in list(build.dag):

@@ -539,3 +539,32 @@ async def test_the_policy_itself_says_another_scheduler_places_it() -> None:
         ("False", "SchedulerNotOurs")
     assert policies.foreign_scheduler({**doc, "spec": {"schedulerName": "default-scheduler"}}) \
         is None
+
+
+async def test_suspension_transformer_drops_writes_and_keeps_deletes() -> None:
+    """Against the fake context: for a suspended cluster creates, updates and no-ops leave
+    the plan (and edges to them), deletes stay; other clusters are untouched."""
+    from federation.contexts.client import CONFIGMAPS
+    from federation.controllers import plan
+    from federation.controllers.propagation import Build, suspension
+    from federation.placement import decision as decision_
+    from federation.placement import policy as policy_
+    from tests.unit.controllers.fakes import FakeContext
+
+    doc = with_spec(duplicated_policy("a", MEMBERS),
+                    suspension={"dispatchingOnClusters": {"clusterNames": ["member2"]}})
+    build = Build(template=config_map("a"), resource=CONFIGMAPS, hub="hub")
+    build.policy = policy_.Policy.model_validate(doc)
+    build.decision = decision_.Decision(replicas=0, clusters={"member1": 0, "member2": 0})
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    ns2 = build.dag.add(plan.Vertex("member2", plan.Action.CREATE, namespace))
+    copy2 = build.dag.add(plan.Vertex("member2", plan.Action.UPDATE, config_map("a")))
+    build.dag.depend(copy2, on=ns2)
+    build.dag.add(plan.Vertex("member1", plan.Action.CREATE, config_map("a")))
+    build.dag.add(plan.Vertex("member2", plan.Action.DELETE, config_map("old")))
+    assert await suspension.apply_suspension(FakeContext(), build) is None
+    left = sorted((v.cluster, v.action.value, v.obj["metadata"]["name"]) for v in build.dag)
+    assert left == [("member1", "create", "a"), ("member2", "delete", "old")]
+    build.dag.order()  # no edge to a dropped vertex
+    assert build.suspended == ["member2"]
+    assert build.record["suspension"] == {"dispatchingOnClusters": {"clusterNames": ["member2"]}}
