@@ -5,8 +5,11 @@ Every propagated template gets a binding in the hub, named ``<name>-<kind>``
 cluster-scoped template). It is the only place the control plane remembers
 anything about the template: its spec is the decision (policy, replicas per
 cluster, the explanation), ``pendingCleanup`` (clusters still holding a copy to
-delete), ``orphan`` and ``templateDeleted``; its status holds the conditions
-(Scheduled, Applied, Healthy, Conflict, CleanupPending) and ``aggregatedStatus``:
+delete), ``orphan`` and ``templateDeleted``, and what Karmada's behaviour fields need
+remembered (``dependencies`` carried by propagateDeps, ``preserveResourcesOnDeletion``,
+the ``activation`` a Lazy policy was applied with, the policy's ``suspension``); its
+status holds the conditions (Scheduled, Applied, Healthy, Conflict, CleanupPending,
+Dispatching) and ``aggregatedStatus``:
 per cluster whether the copy was applied, the error when not, its health and the
 member's own status fields. Templates carry no finalizer and no annotation of ours.
 
@@ -66,7 +69,8 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
             copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
             unreachable: Mapping[str, str], pending: Sequence[str],
             deleted: bool = False,
-            groups: tuple[str | None, str | None] = (None, None)) -> JSON:
+            groups: tuple[str | None, str | None] = (None, None),
+            extra: Mapping[str, Any] | None = None) -> JSON:
     """The whole binding, spec and status: the CRD has no status subresource, so one POST
     or PUT carries both (see docs/propagation.md, the write budget)."""
     meta = template["metadata"]
@@ -94,6 +98,7 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
         spec[records.AFFINITY_GROUPS] = {key: value for key, value in
                                          zip(("affinityGroup", "antiAffinityGroup"), groups,
                                              strict=True) if value}
+    spec.update(extra or {})  # what the policy's behaviour fields need remembered
     if decision is not None:
         spec["replicas"] = decision.replicas
         spec["summary"] = summary(decision)

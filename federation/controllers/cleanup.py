@@ -35,6 +35,7 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, events, failover, manifests, status
+from federation.controllers.propagation import preserve
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.cleanup")
@@ -173,8 +174,12 @@ class Reconciler:
         if marked and marked == await self._claimed_uid(binding):
             return True  # the re-created template has taken this copy over
         try:
-            await writer.delete(resource, target["name"], target.get("namespace"),
-                                uid=meta.get("uid"), resource_version=meta.get("resourceVersion"))
+            if preserve.preserves(binding):  # preserveResourcesOnDeletion: release it
+                await writer.update(preserve.released(live), resource=resource)
+            else:
+                await writer.delete(resource, target["name"], target.get("namespace"),
+                                    uid=meta.get("uid"),
+                                    resource_version=meta.get("resourceVersion"))
         except ApiError as exc:
             return exc.status == 404  # 409: rewritten since we read it; look again next time
         except ClientError:

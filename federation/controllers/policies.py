@@ -12,7 +12,10 @@ An override policy is also invalid when a rule would change a protected field
 every such rule is named. A propagation policy that selects what the deny list
 keeps on the hub (:mod:`federation.controllers.deny`) gets a ``Denied``
 condition naming each rule and what it skips, and a Warning event; it stays
-valid for everything else it selects.
+valid for everything else it selects. A valid propagation policy whose
+``schedulerName`` is not ours (``default-scheduler``) gets ``Scheduled=False``,
+reason ``SchedulerNotOurs``: it is left to that scheduler (its templates' bindings
+say so too).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import api, deny, events, overrides, status
 from federation.placement import loader
+from federation.placement import policy as policy_
 from federation.runtime.reconcile import Request, Result, group_kind
 
 JSON = dict[str, Any]
@@ -45,6 +49,15 @@ def problem(doc: ReadOnly) -> str | None:
     except overrides.OverrideError as exc:
         return str(exc)
     return None
+
+
+def foreign_scheduler(doc: ReadOnly) -> str | None:
+    """The note for a propagation policy another scheduler places, or None."""
+    name = (doc.get("spec") or {}).get("schedulerName")
+    if doc.get("kind") in overrides.KINDS or not name or name == policy_.DEFAULT_SCHEDULER:
+        return None
+    return (f"spec.schedulerName is {str(name)[:253]!r}: left to that scheduler; this control "
+            f"plane ({policy_.DEFAULT_SCHEDULER!r}) places nothing for it")
 
 
 def denials(doc: ReadOnly, rules: deny.DenyList) -> str | None:
@@ -79,6 +92,10 @@ class Reconciler:
                                        found or "policy is valid", previous)]
         if denied is not None:
             conditions.append(status.condition("Denied", True, "DenyList", denied, previous))
+        foreign = foreign_scheduler(doc) if found is None else None
+        if foreign is not None:
+            conditions.append(status.condition("Scheduled", False, "SchedulerNotOurs", foreign,
+                                               previous))
         if _same(previous, conditions):
             return None
         if found is not None:

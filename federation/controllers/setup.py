@@ -7,7 +7,9 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
 - ``propagation``: templates of every kind a policy selects (see
   :mod:`federation.controllers.propagation`). Policy events start following
   the kinds they name and requeue those templates; override policy and
-  MemberCluster events requeue every template.
+  MemberCluster events requeue every template. The first policy with
+  ``propagateDeps`` starts following the hub's ConfigMaps, Secrets, ServiceAccounts
+  and PersistentVolumeClaims: a change of one requeues the workloads that carry it.
 - ``policy-validation``: the ``Valid`` condition of every policy, and the
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started).
@@ -48,6 +50,7 @@ from federation.controllers import (
     propagation,
 )
 from federation.controllers.kinds import KindTracker
+from federation.controllers.propagation import propagate_deps
 from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
@@ -89,11 +92,15 @@ class Wiring:
         self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
                                                  self.recorder, settings)
         self._tracking: set[asyncio.Task[None]] = set()
+        self.dependents = propagate_deps.Dependents()
+        self._following_dependencies = False
 
     async def _reconcile(self, request: Request) -> Any:
         return await self.reconciler.reconcile(request)
 
     def on_policy(self, event: Event) -> Iterable[Request]:
+        if (event.obj.get("spec") or {}).get("propagateDeps") is True:
+            self.follow_dependencies()
         for api_version, kind in policies_.selected_kinds([event.obj]):
             if self.kinds.denied_rule(api_version, kind) is not None:
                 continue  # the policy's Denied condition says so (policy-validation)
@@ -109,6 +116,36 @@ class Wiring:
             log.warning("cannot follow %s %s yet: %s", api_version, kind, exc)
         except deny.Denied as exc:
             log.info("not following %s %s: %s", api_version, kind, exc)
+
+    def follow_dependencies(self) -> None:
+        """Once: index the bindings' carried dependencies and watch the dependency kinds
+        on the hub (only when some policy asks for them: a fleet that never uses
+        propagateDeps caches no Secret for it)."""
+        hub = self.mgr.clusters.hub
+        if self._following_dependencies or hub.cache is None:
+            return
+        self._following_dependencies = True
+        for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+            hub.cache.informer(resource).add_handler(self._binding_event)
+        for resource in propagate_deps.KINDS.values():
+            if self.kinds.denied_rule(resource.api_version, resource.kind) is None:
+                hub.cache.informer(resource).add_handler(self._dependency_event)
+
+    def _binding_event(self, event: Event) -> None:
+        self.dependents.binding_changed(event.obj, deleted=event.type == "DELETED")
+
+    def _dependency_event(self, event: Event) -> None:
+        if event.initial:
+            return  # the carriers reconcile at start anyway
+        meta = event.obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        for target in self.dependents.carriers(namespace, event.resource.kind,
+                                               str(meta.get("name"))):
+            group = str(target.get("apiVersion") or "").rpartition("/")[0]
+            kind = f"{target.get('kind')}.{group}" if group else str(target.get("kind"))
+            if self.kinds.resource(kind) is not None:
+                self.controller.queue.add(Request(self.mgr.clusters.hub.name, kind,
+                                                  namespace, str(target.get("name"))))
 
     def on_anything(self, event: Event) -> Iterable[Request]:
         return self.kinds.templates()

@@ -10,8 +10,12 @@ aliases over snake_case attributes and forbid unknown fields, so a typo such as
 key. ``failover`` and ``conflictResolution`` are typed here for the controllers
 that honour them (failover, propagation's conflict check); a part of them we do
 not implement (``failover.application``) is refused by :func:`problems`, never
-loaded and ignored. Other Karmada fields that do not affect placement
-(``propagateDeps``, ``schedulerName``, ...) are accepted and ignored.
+loaded and ignored. Karmada's behaviour fields (``suspension``,
+``preserveResourcesOnDeletion``, ``propagateDeps``, ``schedulerName``,
+``activationPreference``, ``preemption``, ``dependentOverrides``) are typed here and
+honoured by propagation (docs/propagation.md, "Karmada policy fields");
+``association`` (deprecated, no effect in Karmada) and ``schedulePriority`` (a
+scheduling queue order we do not have) are refused by :func:`problems`.
 
 Our extensions live under ``placement.replicaScheduling`` and are documented in
 docs/placement.md: ``replicaBounds`` (per-cluster minReplicas/maxReplicas, for
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -234,6 +238,37 @@ class FailoverBehavior(_Model):
     cluster: ClusterFailoverBehavior | None = None
 
 
+DEFAULT_SCHEDULER = "default-scheduler"
+"""Our scheduler's name, as Karmada's default scheduler: a policy naming any other
+scheduler is left to that scheduler."""
+
+
+class SuspendClusters(_Model):
+    cluster_names: list[str] = Field(default_factory=list)
+
+
+class Suspension(_Model):
+    """Karmada's ``spec.suspension``: dispatching (writes to members) stopped for every
+    cluster (``dispatching: true``) or for the named ones."""
+
+    dispatching: counts.Flag | None = None
+    dispatching_on_clusters: SuspendClusters | None = None
+
+    def suspends(self, cluster: str) -> bool:
+        """Karmada's shouldSuspendDispatching: all clusters, or this one by name."""
+        if self.dispatching:
+            return True
+        return self.dispatching_on_clusters is not None and \
+            cluster in self.dispatching_on_clusters.cluster_names
+
+
+class SchedulePriority(_Model):
+    """Karmada's ``spec.schedulePriority`` (typed so its fields are checked, then refused)."""
+
+    priority_class_source: Literal["KubePriorityClass"]
+    priority_class_name: str
+
+
 class PropagationSpec(_Model):
     resource_selectors: list[ResourceSelector]
     placement: Placement = Field(default_factory=Placement)
@@ -244,16 +279,28 @@ class PropagationSpec(_Model):
     conflict_resolution: Literal["Abort", "Overwrite"] = "Abort"
     """What propagation does with a member object it did not create: Abort (leave it,
     report the conflict) or Overwrite (take it over). Karmada's values and default."""
-    # Karmada fields accepted so Karmada policies load unchanged; placement ignores them.
-    propagate_deps: Any = None
-    preemption: Any = None
-    dependent_overrides: Any = None
-    scheduler_name: Any = None
-    activation_preference: Any = None
-    suspension: Any = None
-    preserve_resources_on_deletion: Any = None
-    association: Any = None
-    schedule_priority: Any = None
+    propagate_deps: counts.Flag = False
+    """Karmada's dependencies distributor: the ConfigMaps, Secrets, ServiceAccounts and
+    PersistentVolumeClaims a workload's pod template names follow it to its clusters
+    (:mod:`federation.controllers.propagation.propagate_deps`)."""
+    association: counts.Flag = False
+    """Karmada's deprecated name for propagateDeps, without effect in Karmada itself:
+    ``true`` is refused by :func:`problems` (never loaded and ignored)."""
+    preemption: Literal["Always", "Never"] = "Never"
+    """Always: this policy takes a template over from the lower-priority policy that
+    claimed it (Karmada's rules, :mod:`federation.placement.matching`)."""
+    dependent_overrides: list[str] = Field(default_factory=list)
+    """OverridePolicies (in the policy's namespace) that must exist before it propagates."""
+    scheduler_name: str = DEFAULT_SCHEDULER
+    """Which scheduler places the templates; a policy for another one is not placed here."""
+    activation_preference: Literal["", "Lazy"] = ""
+    """Lazy: a change of this policy reaches a template only when the template changes."""
+    suspension: Suspension | None = None
+    """Writes to members stopped, everywhere or per cluster; deletions still happen."""
+    preserve_resources_on_deletion: counts.Flag = False
+    """Deleting the template leaves its member copies, released from our ownership."""
+    schedule_priority: SchedulePriority | None = None
+    """Karmada's priority-based scheduling queue (beta): refused by :func:`problems`."""
 
 
 class ObjectMeta(BaseModel):
@@ -339,10 +386,38 @@ def problems(policy: Policy) -> list[Problem]:
         found.append(("spec.failover.cluster.statePreservation",
                       "not supported: state is not carried from the evicted copies to the new "
                       "ones"))
+    found += _behaviour_problems(spec)
     if spec.failover is not None and spec.failover.application is not None:
         found.append(("spec.failover.application",
                       "application failover is not supported; replicas move off NotReady "
                       "clusters with a clusterTolerations entry and spec.failover.cluster"))
+    return found
+
+
+def _behaviour_problems(spec: PropagationSpec) -> list[Problem]:
+    """Karmada's webhook rules for the behaviour fields, and the two we refuse."""
+    found: list[Problem] = []
+    suspension = spec.suspension
+    if suspension is not None and suspension.dispatching and \
+            suspension.dispatching_on_clusters is not None and \
+            suspension.dispatching_on_clusters.cluster_names:
+        found.append(("spec.suspension", "dispatching cannot be set together with "
+                      "dispatchingOnClusters.clusterNames"))
+    if spec.preemption == "Always":
+        for i, selector in enumerate(spec.resource_selectors):
+            if not selector.name:
+                found.append((f"spec.resourceSelectors[{i}].name",
+                              "required when preemption is Always (an empty name could "
+                              "preempt unexpected resources)"))
+    for i, name in enumerate(spec.dependent_overrides):
+        if not name:
+            found.append((f"spec.dependentOverrides[{i}]", "must name an OverridePolicy"))
+    if spec.association:
+        found.append(("spec.association", "deprecated in Karmada in favour of propagateDeps "
+                      "and without effect there; set propagateDeps: true instead"))
+    if spec.schedule_priority is not None:
+        found.append(("spec.schedulePriority", "priority-based scheduling order is not "
+                      "supported: templates are placed as they come (remove the field)"))
     return found
 
 

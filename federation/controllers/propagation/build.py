@@ -87,6 +87,10 @@ class Build:
     """The policy that selected a denied object, and the deny rule it matched."""
     requeue_after: float | None = None
     """The soonest look-again any transformer asked for."""
+    suspended: list[str] = dataclasses.field(default_factory=list)
+    """Targets whose writes the policy's ``suspension`` held back (nothing was written)."""
+    record: JSON = dataclasses.field(default_factory=dict)
+    """Extra binding spec fields transformers decided (:data:`~.record.RECORD_KEYS`)."""
 
     @property
     def meta(self) -> ReadOnly:

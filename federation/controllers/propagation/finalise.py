@@ -8,7 +8,10 @@ template's), then the binding. A member that cannot be reached keeps its copy on
 record: the binding becomes ``templateDeleted`` with ``pendingCleanup`` and a
 ``CleanupPending`` condition, and the clean-up controller finishes when it returns. A
 binding whose ``spec.orphan`` is true (the template was annotated
-``federation.io/orphan: "true"``) is deleted and its copies stay.
+``federation.io/orphan: "true"``) is deleted and its copies stay. A binding whose
+``spec.preserveResourcesOnDeletion`` is true (:mod:`.preserve`) has its copies released
+(our marks removed) instead of deleted; dependencies carried by ``propagateDeps``
+(:mod:`.propagate_deps`) go with the template unless still carried by another.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
 from federation.controllers import manifests, plan
+from federation.controllers.propagation import preserve, propagate_deps
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition
 from federation.hub import records
@@ -25,10 +29,20 @@ from federation.hub import records
 
 async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
                        namespace: str | None, clusters: Sequence[str], uid: str | None,
-                       unreachable: dict[str, str]) -> plan.Plan:
-    """Deletes of our copies (of template ``uid`` when given) in ``clusters``; clusters that
-    cannot be read are added to ``unreachable``."""
+                       unreachable: dict[str, str], release: bool = False,
+                       dependencies: Sequence[propagate_deps.Ref] = ()) -> plan.Plan:
+    """Deletes of our copies (of template ``uid`` when given) in ``clusters`` (releases,
+    when ``release``), and of the ``dependencies`` they carried; clusters that cannot be
+    read are added to ``unreachable``."""
     dag = plan.Plan()
+    carrier = records.binding_name(name, hub_resource.kind)
+    if not release:
+        for ref in dependencies:
+            for cluster in clusters:
+                vertex = await propagate_deps.removal_vertex(ctx, ref, namespace, cluster,
+                                                             carrier)
+                if vertex is not None:
+                    dag.add(vertex)
     known = {m.name for m in ctx.members()}
     for cluster in clusters:
         if cluster not in known:
@@ -44,7 +58,8 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
             manifests.TEMPLATE_UID_ANNOTATION)
         if uid and marked and marked != uid:
             continue  # a newer template's copy: not ours to delete
-        dag.add(plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
+        dag.add(preserve.release_vertex(cluster, live) if release else
+                plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                             reason="template gone"))
     return dag
 
@@ -75,6 +90,10 @@ def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
                           "conditions": [pending_condition(pending, previous)]}}
     dag.add(plan.Vertex(hub, plan.Action.UPDATE, updated, reason="pending clean-up"))
     return dag
+
+
+preserves = preserve.preserves
+dependencies = propagate_deps.dependencies
 
 
 def holders(binding: ReadOnly) -> list[str]:

@@ -1,5 +1,9 @@
 """Transformer: the winning PropagationPolicy or ClusterPropagationPolicy.
 
+Karmada's rules (:mod:`federation.placement.matching`): an unclaimed template goes to
+the best matching policy; the policy the binding names (the claim) keeps it while it
+still matches, unless a matching policy with ``preemption: Always`` preempts it.
+
 An object on the deny list (:mod:`federation.controllers.deny`) is treated as if no
 policy selected it (the reconciler reports it once on the policy); no policy at all
 stops the chain: the reconciler then removes whatever this template had placed.
@@ -43,14 +47,24 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
                 found.append((policy, doc))
     if not found:
         return STOP
-    found.sort(key=lambda pair: matching.precedence(pair[0]))
+    found.sort(key=lambda pair: matching.precedence(pair[0], resource))
+    winner, claim = matching.claimant([p for p, _ in found], claimed_by(build), api_ref)
+    chosen = next(pair for pair in found if pair[0] is winner)
     rule = await denied_by(ctx, build.template)
     if rule is not None:
-        build.denied = (found[0][1], rule)
+        build.denied = (chosen[1], rule)
         return STOP
-    build.policy, build.policy_doc = found[0]
-    build.notes.append(matching.describe(found[0][0], [p for p, _ in found[1:]]))
+    build.policy, build.policy_doc = chosen
+    build.notes.append(matching.describe(winner, [p for p, _ in found if p is not winner]))
+    if claim:
+        build.notes.append(claim)
     return None
+
+
+def claimed_by(build: Build) -> str | None:
+    """``KIND REF`` of the policy this template's binding names (the claim), or None."""
+    policy = ((build.own_binding or {}).get("spec") or {}).get("policy")
+    return str(policy) if policy else None
 
 
 async def denied_by(ctx: TransformContext, template: ReadOnly) -> deny.Rule | None:

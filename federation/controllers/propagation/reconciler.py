@@ -29,9 +29,11 @@ from federation.controllers import api, bindings, deny, events, plan, scheduling
 from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import (
+    activation,
     capacity,
     copies,
     dependencies,
+    dependent_overrides,
     eviction,
     executor,
     expectations,
@@ -39,10 +41,14 @@ from federation.controllers.propagation import (
     finalise,
     load_clusters,
     load_policy,
+    preserve,
+    propagate_deps,
     record,
     removals,
     render,
     schedule,
+    scheduler_name,
+    suspension,
 )
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import CacheContext, TransformContext
@@ -57,6 +63,10 @@ Transformer = Callable[[TransformContext, Build], Awaitable[Verdict | None]]
 
 TRANSFORMERS: tuple[Transformer, ...] = (
     load_policy.load_policy,          # the winning policy; none (or denied): stop
+    activation.lazy_activation,       # Lazy: the recorded spec until the template changes
+    scheduler_name.check_scheduler_name,  # another scheduler's policy: not ours to place
+    dependent_overrides.wait_for_overrides,  # the named override policies exist first
+    preserve.record_preservation,     # preserveResourcesOnDeletion, kept in the binding
     load_clusters.load_clusters,      # the ClusterSet as placement input
     capacity.estimate_capacity,       # availableReplicas from resource summaries
     failover.apply_failover,          # ready / held / evicted, per policy
@@ -64,8 +74,10 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     render.render,                    # per-cluster manifests, overrides, identity
     dependencies.plan_dependencies,   # Namespace and CRD first
     copies.plan_copies,               # create / update / nothing; conflicts
+    propagate_deps.propagate_deps,    # propagateDeps: ConfigMaps, Secrets... follow
     removals.plan_removals,           # copies on clusters no longer chosen
     eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
+    suspension.apply_suspension,      # suspended clusters: no create or update
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
 (through the context) and add to the build; they never write and never queue."""
@@ -163,7 +175,8 @@ class Reconciler:
             if build.policy is not None else (None, None)
         wanted = bindings.binding(build.template, load_policy.api_ref(build.policy),
                                   build.decision.clusters, build.decision, conds, copies_now,
-                                  failed, build.unreachable, pending, groups=groups)
+                                  failed, build.unreachable, pending, groups=groups,
+                                  extra=record.extras(build))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, wanted, build.binding)
         template_status = record.template_status_write(build.template, copies_now, conds)
@@ -225,7 +238,8 @@ class Reconciler:
         wanted = bindings.binding(build.template, load_policy.api_ref(build.policy)
                                   if build.policy else None, previous, build.decision
                                   if build.decision and build.decision.ok else None,
-                                  conds, {}, {}, unreachable, pending)
+                                  conds, {}, {}, unreachable, pending,
+                                  extra=record.extras(build))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, wanted, build.binding)
         template_status = status.template_status(build.template, {}, conds)
@@ -265,7 +279,8 @@ class Reconciler:
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
                                           build.namespace, records.holders(binding),
-                                          build.uid, unreachable)
+                                          build.uid, unreachable,
+                                          dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
         for vertex in finalise.record_plan(self.hub, binding, left, deleted=False):
             writes.add(vertex)
@@ -283,7 +298,8 @@ class Reconciler:
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, resource, name, namespace,
                                           finalise.holders(binding), target.get("uid"),
-                                          unreachable)
+                                          unreachable, release=finalise.preserves(binding),
+                                          dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
         for cluster, why in sorted(left.items()):
             # Every retry of an outage: DEBUG (the cluster's transition is logged once).

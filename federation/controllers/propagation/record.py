@@ -22,6 +22,22 @@ from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import decision as decision_
 
+RECORD_KEYS = ("dependencies", "preserveResourcesOnDeletion", "activation", "suspension")
+"""Binding spec fields the behaviour transformers own (:attr:`~.build.Build.record`)."""
+
+
+def extras(build: Build) -> JSON:
+    """The behaviour fields for the binding's spec: what this round's transformers
+    decided, else (a round stopped early by bad input) what the binding had, so a problem
+    never makes the record forget copies it must still clean up."""
+    previous = (build.own_binding or {}).get("spec") or {}
+    found: JSON = {}
+    for key in RECORD_KEYS:
+        value = build.record[key] if key in build.record else previous.get(key)
+        if value not in (None, False, [], {}):
+            found[key] = value
+    return found
+
 
 def copies_after(build: Build, report: plan.Report | None) -> dict[str, ReadOnly | None]:
     """Each target's copy as it is now: the server's answer to our write when there was
@@ -49,8 +65,9 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
     problems = {**build.unreachable, **failed,
                 **{c: f"conflict: {m}" for c, m in build.conflicts.items()}}
     applied_ok = not problems
-    applied_message = "applied to " + ", ".join(build.targets) if applied_ok else \
-        "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))
+    dispatched = [c for c in build.targets if c not in build.suspended]
+    applied_message = "applied to " + (", ".join(dispatched) or "no cluster") if applied_ok \
+        else "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))
     refused = any(m.startswith(plan.REFUSED) for m in failed.values())
     unhealthy = {c: status.health(copy) for c, copy in copies.items()
                  if status.health(copy) != "Healthy"}
@@ -69,6 +86,12 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
             f"{c}: {m}" for c, m in sorted(build.conflicts.items())), previous))
     if pending:
         result.append(pending_condition(pending, previous))
+    if build.suspended:
+        result.append(status.condition(
+            "Dispatching", False, "SuspendDispatching",
+            f"dispatching suspended by {api_ref(build.policy)} to "
+            f"{', '.join(build.suspended)}: nothing written there (deletions still happen)",
+            previous))
     return result
 
 
@@ -156,7 +179,10 @@ async def emit_transitions(recorder: events.Recorder, build: Build,
             or old.get("message") != condition["message"]
         if not changed:
             continue
-        if condition["type"] == "Applied" and condition["status"] == "True" and old:
+        if condition["type"] == "Dispatching":
+            await recorder.emit(build.template, "Normal", condition["reason"],
+                                condition["message"])  # asked for, not a fault
+        elif condition["type"] == "Applied" and condition["status"] == "True" and old:
             await recorder.emit(build.template, "Normal", "Applied", condition["message"])
         elif _is_problem(condition) and condition["type"] != "Healthy":
             await recorder.emit(build.template, "Warning", condition["reason"],

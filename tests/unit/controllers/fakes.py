@@ -20,6 +20,7 @@ from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
 from federation.controllers import api, propagation
+from federation.controllers.propagation import propagate_deps
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
@@ -27,7 +28,9 @@ JSON = dict[str, Any]
 KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
-                             api.MEMBER_CLUSTERS, api.CRDS)}
+                             api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
+                             api.MEMBER_CLUSTERS, api.CRDS,
+                             *propagate_deps.KINDS.values())}
 
 
 _UIDS = itertools.count(1)

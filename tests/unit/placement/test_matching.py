@@ -80,15 +80,25 @@ def test_any_selector_of_a_policy_may_match() -> None:
     assert matching.matches(make_policy(namespace="shop", selectors=selectors), WEB)
 
 
-def test_explicit_priority_wins_first() -> None:
-    """A higher spec.priority wins even over a namespaced policy."""
+def test_namespaced_wins_over_a_higher_priority_cluster_policy() -> None:
+    """Karmada's detector looks for a PropagationPolicy first: a namespaced policy wins
+    over a ClusterPropagationPolicy whatever their priorities."""
     low = make_policy(name="ns", namespace="shop", priority=1)
     high = make_policy(name="cluster", kind="ClusterPropagationPolicy", priority=5)
     found = matching.candidates(WEB, [low, high])
-    assert [p.ref for p in found] == ["cluster", "shop/ns"]
+    assert [p.ref for p in found] == ["shop/ns", "cluster"]
     assert matching.describe(found[0], found[1:]) == (
-        "policy cluster (ClusterPropagationPolicy, priority 5) wins over shop/ns (lower priority 1)"
+        "policy shop/ns (PropagationPolicy, priority 1) wins over cluster (cluster-scoped)"
     )
+
+
+def test_explicit_priority_wins_within_a_scope() -> None:
+    """Among policies of one scope the higher spec.priority wins."""
+    low = make_policy(name="a", namespace="shop", priority=1)
+    high = make_policy(name="b", namespace="shop", priority=5)
+    found = matching.candidates(WEB, [low, high])
+    assert [p.ref for p in found] == ["shop/b", "shop/a"]
+    assert "shop/a (lower priority 1)" in matching.describe(found[0], found[1:])
 
 
 def test_namespaced_wins_over_cluster_scoped_at_equal_priority() -> None:

@@ -24,8 +24,9 @@ def test_unknown_api_version_is_rejected() -> None:
         make_policy(api_version="policy.example.com/v1")
 
 
-def test_karmada_fields_outside_placement_are_accepted_and_ignored() -> None:
-    """propagateDeps, schedulerName, suspension ... load without error."""
+def test_karmada_behaviour_fields_are_typed() -> None:
+    """propagateDeps, schedulerName, suspension ... load as typed fields (honoured by
+    propagation; see test_behaviour_fields.py for the refusals)."""
     doc = make_policy().model_dump(by_alias=True)
     doc["spec"].update(
         {

@@ -1,0 +1,33 @@
+"""Transformer: the policy's ``dependentOverrides``.
+
+As Karmada's detector: a PropagationPolicy waits until every OverridePolicy it names
+exists in its namespace (a ClusterPropagationPolicy: every ClusterOverridePolicy it
+names) before it propagates anything, so that a bundle applied at once never reaches
+members without its overrides. While waiting, nothing is placed and no copy changes;
+the binding says which are missing (``Scheduled=False``, reason
+``WaitingForOverrides``). Creating an override policy requeues every template.
+"""
+
+from __future__ import annotations
+
+from federation.controllers import api
+from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.propagation.context import TransformContext
+from federation.controllers.propagation.load_policy import api_ref
+
+
+async def wait_for_overrides(ctx: TransformContext, build: Build) -> Verdict | None:
+    policy = build.policy
+    assert policy is not None
+    if not policy.spec.dependent_overrides:
+        return None
+    kind = api.OVERRIDE_POLICIES if policy.namespaced else api.CLUSTER_OVERRIDE_POLICIES
+    present = {str(doc["metadata"].get("name"))
+               for doc in await ctx.list(kind, policy.namespace)}
+    missing = [n for n in policy.spec.dependent_overrides if n not in present]
+    if missing:
+        where = f" in {policy.namespace}" if policy.namespace else ""
+        raise Problem("Scheduled", "WaitingForOverrides",
+                      f"{api_ref(policy)} waits for its dependentOverrides: {kind.kind} "
+                      f"{', '.join(missing)} not found{where}")
+    return None

@@ -1,0 +1,60 @@
+"""``preserveResourcesOnDeletion``: deleting the template keeps its member copies.
+
+As Karmada: the binding records the policy's choice (``spec.preserveResourcesOnDeletion``,
+so the choice survives the template and the policy), and when the template is deleted
+each copy is *released* rather than deleted: our ownership marks (the
+``federation.io/managed-by`` label, the template-uid and applied-hash annotations) are
+removed, as Karmada's execution controller removes its claim labels and annotations,
+and the copy becomes an ordinary object of its cluster that nothing of ours updates or
+deletes (a template re-created later meets it as a conflict, unless its policy says
+``conflictResolution: Overwrite``). It applies to the template's deletion only: a
+policy that stops selecting a template, or a cluster the template leaves, still
+removes copies. A member away at the deletion gets its copy released by the clean-up
+controller when it returns.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from federation.controllers import manifests, plan
+from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.propagation.context import TransformContext
+
+FIELD = "preserveResourcesOnDeletion"
+
+
+async def record_preservation(ctx: TransformContext, build: Build) -> Verdict | None:
+    assert build.policy is not None
+    build.record[FIELD] = build.policy.spec.preserve_resources_on_deletion or None
+    return None
+
+
+def preserves(binding: Mapping[str, Any] | None) -> bool:
+    return bool(((binding or {}).get("spec") or {}).get(FIELD))
+
+
+def released(live: Mapping[str, Any]) -> JSON:
+    """``live`` without our ownership marks (its resourceVersion kept: a PUT that fails
+    on a concurrent change)."""
+    obj: JSON = copy.deepcopy(dict(live))
+    meta = obj.setdefault("metadata", {})
+    labels = {k: v for k, v in (meta.get("labels") or {}).items()
+              if k != manifests.MANAGED_BY_LABEL}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in (manifests.TEMPLATE_UID_ANNOTATION,
+                                manifests.APPLIED_HASH_ANNOTATION)}
+    for key, values in (("labels", labels), ("annotations", annotations)):
+        if values:
+            meta[key] = values
+        else:
+            meta.pop(key, None)
+    return obj
+
+
+def release_vertex(cluster: str, live: Mapping[str, Any]) -> plan.Vertex:
+    return plan.Vertex(cluster, plan.Action.UPDATE, released(live),
+                       reason="template gone; copy preserved (preserveResourcesOnDeletion)",
+                       expect=plan.Identity.of(live))

@@ -1,0 +1,352 @@
+"""Transformer: ``propagateDeps``, Karmada's dependencies distributor.
+
+A workload whose policy says ``propagateDeps: true`` takes along the ConfigMaps,
+Secrets, ServiceAccounts and PersistentVolumeClaims its pod template names (as
+Karmada's default interpreter reads them: volumes, projected sources, env and envFrom
+of every container, init and ephemeral ones included, imagePullSecrets, the service
+account other than ``default``, claims other than a StatefulSet's own
+volumeClaimTemplates; an Ingress its TLS Secrets) to the same clusters. Each is copied
+like a template (hub-only fields dropped, the policy's override policies applied, our
+marks with the dependency's own UID, so two workloads sharing a ConfigMap write the
+same copy once). The binding records what was carried (``spec.dependencies``); a
+dependency no longer named, or on a cluster the workload left, is deleted there unless
+another binding of the namespace still carries it there or its own policy places it
+there.
+
+A reference can only ever mean an object of the workload's own namespace: a pod
+template has no field naming another namespace, the namespace is never read from the
+reference, and a name that is not a valid object name is refused (it could not name
+an object and must not reach a URL). A dependency on the deny list (a service account
+token, a Secret of ``kube-system``) stops the template with ``DependencyDenied``: it is
+never written, and the workload is not propagated without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from federation.contexts.cache import ReadOnly
+from federation.contexts.client import CONFIGMAPS, ClientError, Resource
+from federation.controllers import api, manifests, overrides, plan
+from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.propagation.context import TransformContext
+from federation.controllers.propagation.copies import copy_vertex
+from federation.controllers.propagation.load_policy import api_ref, denied_by
+from federation.controllers.propagation.render import load_overrides
+from federation.hub import records
+from federation.placement import resources as resources_
+
+SECRETS = Resource("", "v1", "secrets", "Secret")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+KINDS: Mapping[str, Resource] = {r.kind: r for r in (CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS,
+                                                      PVCS)}
+"""The kinds a dependency can be (Karmada's pod template dependencies)."""
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+"""A Kubernetes object name (DNS-1123 subdomain)."""
+
+_POD_SPEC = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"),
+             "ReplicaSet": ("spec", "template", "spec"),
+             "DaemonSet": ("spec", "template", "spec"),
+             "StatefulSet": ("spec", "template", "spec"), "Job": ("spec", "template", "spec"),
+             "CronJob": ("spec", "jobTemplate", "spec", "template", "spec")}
+_WORKLOAD_GROUPS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "DaemonSet": "apps",
+                    "StatefulSet": "apps", "Job": "batch", "CronJob": "batch"}
+_SECRET_VOLUMES = ("azureFile", "cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi",
+                   "storageos")
+"""Volume sources with a secretRef (azureFile names it secretName)."""
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Ref:
+    """One dependency: a kind of :data:`KINDS` and a name, in the workload's namespace."""
+
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> Ref | None:
+        kind, _, name = str(text).partition("/")
+        return cls(kind, name) if kind in KINDS and _NAME.fullmatch(name) else None
+
+
+def references(template: Mapping[str, Any]) -> set[Ref]:
+    """What ``template`` depends on, as Karmada's default interpreter reads it."""
+    kind = str(template.get("kind"))
+    group = str(template.get("apiVersion") or "").rpartition("/")[0]
+    if kind == "Ingress" and group == "networking.k8s.io":
+        tls = (template.get("spec") or {}).get("tls") or []
+        return {Ref("Secret", str(t["secretName"])) for t in _dicts(tls)
+                if t.get("secretName")}
+    if kind not in _POD_SPEC or _WORKLOAD_GROUPS[kind] != group:
+        return set()
+    spec: Any = template
+    for key in _POD_SPEC[kind]:
+        spec = spec.get(key) if isinstance(spec, dict) else None
+    if not isinstance(spec, dict):
+        return set()
+    found = set(_pod_refs(spec))
+    if kind == "StatefulSet":
+        own = {str((c.get("metadata") or {}).get("name")) for c in
+               _dicts((template.get("spec") or {}).get("volumeClaimTemplates"))}
+        found = {r for r in found if not (r.kind == "PersistentVolumeClaim" and r.name in own)}
+    return found
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _pod_refs(spec: Mapping[str, Any]) -> Iterator[Ref]:
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if account and account != "default":
+        yield Ref("ServiceAccount", str(account))
+    for pull in _dicts(spec.get("imagePullSecrets")):
+        if pull.get("name"):
+            yield Ref("Secret", str(pull["name"]))
+    for field in ("containers", "initContainers", "ephemeralContainers"):
+        for container in _dicts(spec.get(field)):
+            yield from _container_refs(container)
+    for volume in _dicts(spec.get("volumes")):
+        yield from _volume_refs(volume)
+
+
+def _container_refs(container: Mapping[str, Any]) -> Iterator[Ref]:
+    for source in _dicts(container.get("envFrom")):
+        for key, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+            ref = source.get(key)
+            if isinstance(ref, dict) and ref.get("name"):
+                yield Ref(kind, str(ref["name"]))
+    for env in _dicts(container.get("env")):
+        value_from = env.get("valueFrom")
+        if not isinstance(value_from, dict):
+            continue
+        for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+            ref = value_from.get(key)
+            if isinstance(ref, dict) and ref.get("name"):
+                yield Ref(kind, str(ref["name"]))
+
+
+def _volume_refs(volume: Mapping[str, Any]) -> Iterator[Ref]:
+    config_map = volume.get("configMap")
+    if isinstance(config_map, dict) and config_map.get("name"):
+        yield Ref("ConfigMap", str(config_map["name"]))
+    secret = volume.get("secret")
+    if isinstance(secret, dict) and secret.get("secretName"):
+        yield Ref("Secret", str(secret["secretName"]))
+    claim = volume.get("persistentVolumeClaim")
+    if isinstance(claim, dict) and claim.get("claimName"):
+        yield Ref("PersistentVolumeClaim", str(claim["claimName"]))
+    projected = volume.get("projected")
+    for source in _dicts(projected.get("sources") if isinstance(projected, dict) else None):
+        for key, kind in (("configMap", "ConfigMap"), ("secret", "Secret")):
+            ref = source.get(key)
+            if isinstance(ref, dict) and ref.get("name"):
+                yield Ref(kind, str(ref["name"]))
+    for key in _SECRET_VOLUMES:
+        plugin = volume.get(key)
+        if not isinstance(plugin, dict):
+            continue
+        secret_ref = plugin.get("secretRef")
+        name = plugin.get("secretName") if key == "azureFile" else \
+            secret_ref.get("name") if isinstance(secret_ref, dict) else None
+        if name:
+            yield Ref("Secret", str(name))
+    csi = volume.get("csi")
+    publish = csi.get("nodePublishSecretRef") if isinstance(csi, dict) else None
+    if isinstance(publish, dict) and publish.get("name"):
+        yield Ref("Secret", str(publish["name"]))
+
+
+# -- the transformer ------------------------------------------------------------------------
+
+
+async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
+    assert build.policy is not None
+    wanted: list[Ref] = []
+    if build.policy.spec.propagate_deps and build.namespace:
+        wanted = sorted(references(build.template))
+        for ref in wanted:
+            if not _NAME.fullmatch(ref.name):
+                raise Problem("Applied", "InvalidDependency",
+                              f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
+    carried: list[str] = []
+    chosen = await load_overrides(ctx, build.namespace) if wanted else []
+    for ref in wanted:
+        whole = ctx.deny_list.kind_rule("", ref.kind)
+        if whole is not None:  # a kind denied whole is never read, not even on the hub
+            raise Problem("Applied", "DependencyDenied",
+                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"deny list ({whole}); the workload is not propagated without it")
+        source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
+        if source is None:
+            _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "
+                            "once it exists")
+            continue
+        rule = await denied_by(ctx, source)
+        if rule is not None:
+            raise Problem("Applied", "DependencyDenied",
+                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"deny list ({rule}); the workload is not propagated without it")
+        carried.append(str(ref))
+        await _plan_copies(ctx, build, ref, source, chosen)
+    build.record["dependencies"] = carried or None
+    await _plan_removals(ctx, build, {r for r in wanted if str(r) in carried})
+    return None
+
+
+def _explain(build: Build, line: str) -> None:
+    """A line for the binding's explanation (placement has written it already)."""
+    if build.decision is not None:
+        build.decision = dataclasses.replace(
+            build.decision, explanation=(*build.decision.explanation, line))
+
+
+async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: ReadOnly,
+                       policies: list[overrides.OverridePolicy]) -> None:
+    assert build.policy is not None
+    overwrite = build.policy.spec.conflict_resolution == "Overwrite"
+    own = owned_clusters(await _own_binding(ctx, ref, build.namespace))
+    chosen = overrides.applicable(policies, resources_.from_manifest(source))
+    by_name = {c.name: c for c in build.clusters}
+    uid = str(source["metadata"].get("uid") or "")
+    for cluster, workload in build.desired.items():
+        if cluster in build.unreachable or cluster in own:
+            continue  # its own policy places it there: its own reconcile writes it
+        try:
+            manifest = overrides.apply_all(manifests.render(source, None, False),
+                                           by_name[cluster], chosen).manifest
+            live = await ctx.copy(KINDS[ref.kind], cluster, ref.name, build.namespace)
+        except overrides.OverrideError as exc:
+            raise Problem("Applied", "OverrideFailed", f"{cluster}: {ref}: {exc}") from None
+        except ClientError as exc:
+            build.note_unreachable(cluster, exc)
+            continue
+        vertex = copy_vertex(cluster, manifests.mark(manifest, uid), live, overwrite,
+                             expect=plan.Identity.of(source))
+        if vertex is None:
+            found = f"dependency {ref} exists and is not managed by federation (set " \
+                "conflictResolution: Overwrite in the policy to take it over)"
+            before = build.conflicts.get(cluster)
+            build.conflicts[cluster] = f"{before}; {found}" if before else found
+            continue
+        added = build.dag.add(vertex)
+        for other in list(build.dag):
+            if other.cluster == cluster and other.obj.get("kind") == "Namespace":
+                build.dag.depend(added, on=other)
+        workload_vertex = build.dag.vertices.get(plan.vertex_key(cluster, workload))
+        if workload_vertex is not None:
+            build.dag.depend(workload_vertex, on=added)  # mounts exist before pods start
+
+
+async def _plan_removals(ctx: TransformContext, build: Build, now: set[Ref]) -> None:
+    """Delete what the last round carried and this one does not (a dependency no longer
+    named, or a cluster the workload left), unless still carried there by another."""
+    before = dependencies(build.own_binding)
+    holders = set(build.previous) | set(build.pending_before)
+    for ref in before:
+        for cluster in sorted(holders):
+            if ref in now and cluster in build.desired:
+                continue
+            vertex = await removal_vertex(ctx, ref, build.namespace, cluster,
+                                          records_name(build))
+            if vertex is not None:
+                build.dag.add(vertex)
+
+
+def records_name(build: Build) -> str:
+    return records.binding_name(build.name, build.resource.kind)
+
+
+async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None, cluster: str,
+                         carrier: str) -> plan.Vertex | None:
+    """The delete of dependency ``ref``'s copy in ``cluster``, or None when it stays: not
+    ours, not there, carried there by another binding, or placed there by its own policy."""
+    if namespace is None or cluster not in {m.name for m in ctx.members()}:
+        return None
+    if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
+        return None
+    for binding in await ctx.list(api.RESOURCE_BINDINGS, namespace):
+        if binding["metadata"].get("name") == carrier:
+            continue
+        spec = binding.get("spec") or {}
+        if ref in dependencies(binding) and not spec.get("templateDeleted") and \
+                cluster in {str(c.get("name")) for c in spec.get("clusters") or []}:
+            return None
+    try:
+        live = await ctx.copy(KINDS[ref.kind], cluster, ref.name, namespace)
+    except ClientError:
+        return None  # retried with the workload's next reconcile; its copy is what counts
+    if live is None or not manifests.is_ours(live):
+        return None
+    return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
+                       reason=f"dependency {ref} not needed")
+
+
+def dependencies(binding: Mapping[str, Any] | None) -> list[Ref]:
+    """The dependencies a binding records as carried (unparseable entries ignored: the
+    record is ours, and a name we could not have written is never acted on)."""
+    found = ((binding or {}).get("spec") or {}).get("dependencies") or []
+    refs = [Ref.parse(str(text)) for text in found] if isinstance(found, list) else []
+    return sorted(r for r in refs if r is not None)
+
+
+async def _own_binding(ctx: TransformContext, ref: Ref, namespace: str | None
+                       ) -> ReadOnly | None:
+    found = await ctx.get(api.RESOURCE_BINDINGS, records.binding_name(ref.name, ref.kind),
+                          namespace, ctx.hub)
+    target = ((found or {}).get("spec") or {}).get("resource") or {}
+    if target.get("kind") != ref.kind or target.get("name") != ref.name:
+        return None  # another object's binding that happens to have the name
+    return found
+
+
+def owned_clusters(binding: Mapping[str, Any] | None) -> set[str]:
+    """Clusters where the dependency's own binding (its own policy) places it."""
+    spec = (binding or {}).get("spec") or {}
+    if spec.get("templateDeleted"):
+        return set()
+    return {str(c.get("name")) for c in spec.get("clusters") or []}
+
+
+
+# -- who carries what (for the wiring) ---------------------------------------------------------
+
+
+class Dependents:
+    """Which templates carry which dependency, from the bindings' ``spec.dependencies``:
+    a changed ConfigMap (Secret, ...) on the hub requeues the workloads that carry it, as
+    Karmada's distributor does. Fed binding events; kept in memory, rebuilt at start from
+    the bindings' first list."""
+
+    def __init__(self) -> None:
+        self._by_binding: dict[tuple[str, str], tuple[JSON, list[Ref]]] = {}
+        self._carriers: dict[tuple[str, Ref], set[tuple[str, str]]] = {}
+
+    def binding_changed(self, binding: Mapping[str, Any], deleted: bool) -> None:
+        meta = binding.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        _, before = self._by_binding.pop(key, ({}, []))
+        for ref in before:
+            self._carriers.get((key[0], ref), set()).discard(key)
+        refs = [] if deleted else dependencies(binding)
+        if refs:
+            target = dict((binding.get("spec") or {}).get("resource") or {})
+            self._by_binding[key] = (target, refs)
+            for ref in refs:
+                self._carriers.setdefault((key[0], ref), set()).add(key)
+
+    def carriers(self, namespace: str, kind: str, name: str) -> list[JSON]:
+        """The ``spec.resource`` of each template that carries ``kind/name`` in ``namespace``."""
+        ref = Ref.parse(f"{kind}/{name}")
+        if ref is None:
+            return []
+        keys = sorted(self._carriers.get((namespace, ref), set()))
+        return [self._by_binding[k][0] for k in keys if k in self._by_binding]
