@@ -236,7 +236,8 @@ def apply_all(manifest: JSON, cluster: clusters_.Cluster,
             where = f"{policy.kind} {policy.ref} overrideRules[{index}]"
             before = protected_values(result)
             try:
-                result = _apply_rule(result, rule.overriders, notes, where)
+                result = _apply_rule(result, rule.overriders, notes, where,
+                                     policy.api_version == policy_.KARMADA_GROUP_VERSION)
             except OverrideRefused as exc:
                 raise OverrideRefused(f"{where}: {exc}") from None
             except OverrideError as exc:
@@ -248,15 +249,20 @@ def apply_all(manifest: JSON, cluster: clusters_.Cluster,
     return Applied(result, tuple(notes))
 
 
-def _apply_rule(manifest: JSON, overriders: Overriders, notes: list[str], where: str) -> JSON:
+def _apply_rule(manifest: JSON, overriders: Overriders, notes: list[str], where: str,
+                karmada: bool = False) -> JSON:
+    """``karmada``: a ``policy.karmada.io`` policy, whose image, command and args
+    overriders act exactly as Karmada's (see :data:`KARMADA_POD_SPECS`)."""
     for image in overriders.image_overrider:
-        _override_images(manifest, image)
-        notes.append(f"{where}: image {image.component.lower()} {image.operator} {image.value}")
+        done = _override_images(manifest, image, karmada)
+        notes.append(f"{where}: image {image.component.lower()} {image.operator} {image.value}"
+                     + ("" if done else " (no container it applies to, as in Karmada)"))
     for name, entries in (("command", overriders.command_overrider),
                           ("args", overriders.args_overrider)):
         for entry in entries:
-            _override_list(manifest, name, entry)
-            notes.append(f"{where}: {name} of {entry.container_name} {entry.operator}")
+            done = _override_list(manifest, name, entry, karmada)
+            notes.append(f"{where}: {name} of {entry.container_name} {entry.operator}"
+                         + ("" if done else " (no such container, skipped as in Karmada)"))
     meta = manifest.setdefault("metadata", {})
     for name, map_entries in (("labels", overriders.labels_overrider),
                               ("annotations", overriders.annotations_overrider)):
@@ -328,6 +334,19 @@ _POD_SPEC_PATHS = {
 }
 _DEFAULT_POD_SPEC = ("spec", "template", "spec")
 
+KARMADA_POD_SPECS = {
+    "Pod": ("spec",),
+    **{kind: _DEFAULT_POD_SPEC
+       for kind in ("ReplicaSet", "Deployment", "DaemonSet", "StatefulSet", "Job")},
+}
+"""Where Karmada's image, command and args overriders look (pkg/util/overridemanager):
+these six kinds, their ``containers`` only. A ``policy.karmada.io`` policy gets exactly
+that: a CronJob or initContainers are left alone and a container name that matches
+nothing is skipped, silently in Karmada and with a note in the binding's explanation
+here. Our own group goes further, and says so: CronJobs and initContainers are
+overridden too, and a rule that matches no container is an error naming it (a typo in a
+container name is not a no-op)."""
+
 
 def pod_spec(manifest: JSON) -> JSON | None:
     path = _POD_SPEC_PATHS.get(str(manifest.get("kind")), _DEFAULT_POD_SPEC)
@@ -337,7 +356,14 @@ def pod_spec(manifest: JSON) -> JSON | None:
     return node if isinstance(node, dict) else None
 
 
-def _containers(manifest: JSON) -> list[JSON]:
+def _containers(manifest: JSON, karmada: bool = False) -> list[JSON]:
+    if karmada:
+        path = KARMADA_POD_SPECS.get(str(manifest.get("kind")))
+        node: Any = manifest if path is not None else None
+        for part in path or ():
+            node = node.get(part) if isinstance(node, dict) else None
+        containers = node.get("containers") if isinstance(node, dict) else None
+        return [c for c in containers or [] if isinstance(c, dict)]
     spec = pod_spec(manifest) or {}
     return [c for key in ("initContainers", "containers") for c in spec.get(key) or []]
 
@@ -389,7 +415,8 @@ def override_image(image: str, overrider: ImageOverrider) -> str:
     return str(ref)
 
 
-def _override_images(manifest: JSON, overrider: ImageOverrider) -> None:
+def _override_images(manifest: JSON, overrider: ImageOverrider, karmada: bool = False) -> bool:
+    """Override the image(s); False when a Karmada policy's rule found none to change."""
     if overrider.predicate is not None:
         path = overrider.predicate.path
         if not is_image_path(pointer_parts(path) or []):
@@ -402,17 +429,23 @@ def _override_images(manifest: JSON, overrider: ImageOverrider) -> None:
         if not isinstance(image, str):
             raise OverrideError(f"imageOverrider predicate path {path} is not an image string")
         jsonpointer.set_pointer(manifest, path, override_image(image, overrider))
-        return
-    containers = _containers(manifest)
+        return True
+    containers = _containers(manifest, karmada)
     if not containers:
+        if karmada:
+            return False
         raise OverrideError(f"imageOverrider: {manifest.get('kind')} has no containers")
     for container in containers:
         if container.get("image"):
             container["image"] = override_image(container["image"], overrider)
+    return True
 
 
-def _override_list(manifest: JSON, field: str, entry: CommandArgsOverrider) -> None:
-    for container in _containers(manifest):
+def _override_list(manifest: JSON, field: str, entry: CommandArgsOverrider,
+                   karmada: bool = False) -> bool:
+    """Change one container's command or args; False when a Karmada policy's rule names no
+    container of the object (Karmada skips it)."""
+    for container in _containers(manifest, karmada):
         if container.get("name") == entry.container_name:
             values = list(container.get(field) or [])
             if entry.operator == "add":
@@ -420,7 +453,9 @@ def _override_list(manifest: JSON, field: str, entry: CommandArgsOverrider) -> N
             else:
                 values = [v for v in values if v not in entry.value]
             container[field] = values
-            return
+            return True
+    if karmada:
+        return False
     raise OverrideError(f"{field}Overrider: no container named {entry.container_name!r}")
 
 

@@ -122,3 +122,59 @@ def test_malformed_policy_names_the_field() -> None:
         overrides.parse({"apiVersion": "policy.federation.io/v1alpha1", "kind": "OverridePolicy",
                          "metadata": {"name": "x"},
                          "spec": {"overrideRules": [{"overriders": {"imageOverider": []}}]}})
+
+
+def group_policy(group: str, overriders: dict[str, Any], kind: str) -> overrides.OverridePolicy:
+    return overrides.parse({
+        "apiVersion": f"{group}/v1alpha1", "kind": "OverridePolicy",
+        "metadata": {"name": "o", "namespace": "shop"},
+        "spec": {"resourceSelectors": [{"apiVersion": "batch/v1", "kind": kind}],
+                 "overrideRules": [{"overriders": overriders}]}})
+
+
+def cron_job() -> dict[str, Any]:
+    pod = {"initContainers": [{"name": "init", "image": "busybox:1.36"}],
+           "containers": [{"name": "app", "image": "nginx:1.25", "command": ["nginx"]}]}
+    return {"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "c", "namespace": "shop"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": pod}}}}}
+
+
+def job() -> dict[str, Any]:
+    template = cron_job()["spec"]["jobTemplate"]["spec"]["template"]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "shop"},
+            "spec": {"template": template}}
+
+
+TAG = {"imageOverrider": [{"component": "Tag", "operator": "replace", "value": "2"}]}
+
+
+def images(manifest: dict[str, Any]) -> list[str]:
+    spec = overrides.pod_spec(manifest) or {}
+    return [c["image"] for key in ("initContainers", "containers") for c in spec[key]]
+
+
+def test_karmada_image_overrider_leaves_cron_jobs_and_init_containers_as_karmada() -> None:
+    """policy.karmada.io: Karmada's six kinds and their containers only (a CronJob is left
+    alone, with a note); policy.federation.io goes further, on purpose and documented."""
+    karmada = group_policy("policy.karmada.io", TAG, "CronJob")
+    applied = overrides.apply_all(cron_job(), MEMBER1, [karmada])
+    assert images(applied.manifest) == ["busybox:1.36", "nginx:1.25"]
+    assert "no container it applies to" in applied.notes[0]
+    on_job = overrides.apply_all(job(), MEMBER1, [group_policy("policy.karmada.io", TAG, "Job")])
+    assert images(on_job.manifest) == ["busybox:1.36", "nginx:2"]
+    ours = overrides.apply_all(cron_job(), MEMBER1,
+                               [group_policy("policy.federation.io", TAG, "CronJob")])
+    assert images(ours.manifest) == ["busybox:2", "nginx:2"]
+
+
+def test_command_overrider_for_a_missing_container_is_skipped_only_for_karmada() -> None:
+    """Karmada skips a container name that matches nothing; ours refuses it as a typo."""
+    command = {"commandOverrider": [{"containerName": "ap", "operator": "add",
+                                     "value": ["-v"]}]}
+    karmada = overrides.apply_all(job(), MEMBER1,
+                                  [group_policy("policy.karmada.io", command, "Job")])
+    assert karmada.manifest["spec"]["template"]["spec"]["containers"][0]["command"] == ["nginx"]
+    assert "no such container, skipped as in Karmada" in karmada.notes[0]
+    with pytest.raises(overrides.OverrideError, match="no container named 'ap'"):
+        overrides.apply_all(job(), MEMBER1, [group_policy("policy.federation.io", command, "Job")])
