@@ -120,7 +120,7 @@ class Reconciler:
             entries = _entries(rt)
             if rt["spec"].get("applicationUID") and entries:
                 diff = tracker.diff(entries, {}, final={e.cluster for e in entries})
-                deleted = await self._delete(diff.delete, plan.Plan())
+                deleted = await self._delete(diff.delete, f"{ns}/{name}", plan.Plan())
                 left = [e for e in entries if e not in deleted]
                 if left:
                     await self._write_tracker(rt, ns, name, str(rt["spec"]["applicationUID"]),
@@ -409,7 +409,7 @@ class Reconciler:
             if namespace_vertex is not None:
                 dag.depend(vertex, namespace_vertex)
             by_vertex[vertex.key] = entry
-        deleted = await self._delete(diff.delete, dag, by_vertex)
+        deleted = await self._delete(diff.delete, owner, dag, by_vertex)
         report = await executor_.execute(dag, self.writer,
                                          [v.key for v in dag if v.obj.get("kind") ==
                                           "Namespace"])
@@ -439,11 +439,14 @@ class Reconciler:
                                     "metadata": {"name": entry.namespace}},
                                    reason="namespace missing"))
 
-    async def _delete(self, entries: Iterable[tracker.Entry], dag: plan.Plan,
+    async def _delete(self, entries: Iterable[tracker.Entry], owner: str, dag: plan.Plan,
                       by_vertex: dict[str, tracker.Entry] | None = None
                       ) -> list[tracker.Entry]:
         """Plan the deletes (into ``dag``); entries already gone are returned as deleted.
-        Without ``by_vertex`` the plan is executed here (finalisation)."""
+        Without ``by_vertex`` the plan is executed here (finalisation). Only objects this
+        Application placed (``owner`` in our annotation) are deleted: the tracker lives
+        in the author's namespace, and a forged entry must not delete another team's
+        objects."""
         own = by_vertex is None
         mapping: dict[str, tracker.Entry] = {} if by_vertex is None else by_vertex
         gone: list[tracker.Entry] = []
@@ -461,7 +464,9 @@ class Reconciler:
             except ClientError as exc:
                 log.debug("%s: %s", entry, exc)
                 continue
-            if live is None or not manifests.is_ours(live):
+            placed_by = (live["metadata"].get("annotations") or {}).get(APP_ANNOTATION) \
+                if live is not None else None
+            if live is None or not manifests.is_ours(live) or placed_by != owner:
                 gone.append(entry)  # never there, deleted already, or someone else's now
                 continue
             body["metadata"]["uid"] = live["metadata"].get("uid")

@@ -14,11 +14,11 @@ import yaml
 from click.testing import CliRunner
 
 from federation.apps import compile as compile_
-from federation.apps import model, scope
+from federation.apps import model, scope, tracker
 from federation.cli import cli
 from federation.contexts.cache import Event
 from federation.contexts.client import NAMESPACES
-from federation.controllers import applications
+from federation.controllers import applications, manifests
 from federation.placement import clusters as clusters_
 from tests.unit.apps.test_controller import MC, REQUEST, Clock, app, must, set_app
 from tests.unit.controllers import fakes
@@ -232,3 +232,24 @@ def test_dry_run_takes_the_grant_from_the_flag_or_the_file(tmp_path: Path) -> No
     result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(path)])
     assert result.exit_code == 0, result.output
     assert "from Namespace team-a in the file" in result.output
+
+
+async def test_a_forged_tracker_entry_deletes_nothing_of_another_team() -> None:
+    """The tracker lives in the author's namespace: an author who writes one naming
+    another team's object (ours, placed by their Application) gets nothing deleted."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    reconciler = applications.Reconciler(
+        mc, mc.clusters, fakes.FakeRecorder(),  # type: ignore[arg-type]
+        applications.ApplicationSettings(), clock=Clock())
+    victim = manifests.mark({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "api", "namespace": "team-b",
+        "annotations": {applications.APP_ANNOTATION: "team-b/api"}}, "spec": {}}, "uid-b")
+    mc.put("member1", victim)
+    entry = tracker.Entry("member1", "apps/v1", "Deployment", "team-b", "api", 1, "d")
+    mc.put("hub", {"apiVersion": "core.oam.dev/v1beta1", "kind": "ResourceTracker",
+                   "metadata": {"name": "shop", "namespace": "shop"},
+                   "spec": {"application": "shop", "applicationUID": "forged",
+                            "resources": [entry.as_json()], "pendingCleanup": []}})
+    await reconciler.reconcile(REQUEST)  # the Application "shop" does not exist
+    assert mc.find("member1", "Deployment", "api", "team-b") is not None
+    assert not [w for w in mc.writes if w[1] != "hub"]
