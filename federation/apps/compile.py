@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.apps import model, policies, workflow
+from federation.apps import model, policies, scope, workflow
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -25,11 +25,14 @@ class Compiled:
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                 external: Mapping[str, Mapping[str, Any]],
-                fleet: Sequence[clusters_.Cluster], local_cluster: str | None = None
-                ) -> Compiled:
-    """Validate and render a revision (raises :class:`model.AppError` naming the field)."""
+                fleet: Sequence[clusters_.Cluster], local_cluster: str | None = None,
+                grant: scope.Grant | None = None) -> Compiled:
+    """Validate and render a revision (raises :class:`model.AppError` naming the field).
+    ``grant``: the member namespaces it may write (default: ``namespace`` only)."""
+    grant = grant or scope.Grant(namespace)
     spec = model.parse_spec(spec_doc)
     outside = {name: model.external_policy(doc) for name, doc in external.items()}
+    scope.check_spec(spec, outside, grant)
     known = policies.resolve_policies(spec, outside)
     steps: list[workflow.StepSpec] = []
     targets: dict[str, policies.Target] = {}
@@ -41,7 +44,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
         if step.type == "deploy":
             names = list(props.get("policies") or [])
             target = policies.deploy_target(spec, app, namespace, names, known, fleet,
-                                            local_cluster, where)
+                                            local_cluster, where, grant)
             targets[step.name] = target
             order = _order(names, known, local_cluster)
             clusters = sorted(target.clusters, key=lambda c: (order.get(c, len(order)), c))

@@ -26,8 +26,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.apps import render
+from federation.apps import render, scope
 from federation.apps.model import AppError, AppSpec, Component, PolicySpec, Trait
+from federation.apps.scope import PROTECTED_NAMESPACES
 from federation.controllers import overrides
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader
@@ -241,9 +242,12 @@ def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
 
 def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequence[str],
                   policies: Mapping[str, PolicySpec], fleet: Sequence[clusters_.Cluster],
-                  local_cluster: str | None = None, where: str = "deploy") -> Target:
+                  local_cluster: str | None = None, where: str = "deploy",
+                  grant: scope.Grant | None = None) -> Target:
     """Render the components for one deploy step (its topology and override policies, in
-    the step's order; none named: the Application's own) and place them."""
+    the step's order; none named: the Application's own) and place them. Every object
+    must land in a namespace ``grant`` allows (default: ``namespace`` only)."""
+    grant = grant or scope.Grant(namespace)
     chosen: list[PolicySpec] = []
     for name in step_policies:
         if name not in policies:
@@ -278,6 +282,7 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
             objects = render.render_component(patched, app, target_ns,
                                               f"spec.components[{index}]")
             _check_scope(objects, f"spec.components[{index}]")
+            scope.check_objects(objects, grant, f"spec.components[{index}]")
             placed = _place(objects, topology, target_ns, fleet, notes)
             for cluster, manifests in placed.items():
                 per_cluster.setdefault(cluster, []).extend(manifests)
@@ -286,10 +291,6 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes))
 
 
-PROTECTED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease",
-                        "federation-system")
-"""Member namespaces no Application writes into: the clusters' own system objects and the
-control plane's (joined clusters' credentials, its ServiceAccount)."""
 
 
 def _check_scope(objects: Sequence[JSON], where: str) -> None:

@@ -21,7 +21,7 @@ import click
 import yaml
 
 from federation.apps import compile as compile_
-from federation.apps import model
+from federation.apps import model, scope
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
@@ -43,7 +43,12 @@ def app() -> None:
 @click.option("--clusters", "clusters_file", type=click.Path(path_type=Path), default=None,
               help="A `fedctl plan --clusters` file (default: member1..member3, bare).")
 @click.option("--local-cluster", default=None, help="What KubeVela's `local` names.")
-def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None) -> None:
+@click.option("--target-namespaces", default=None, metavar="NS[,NS...]",
+              help="Member namespaces granted to the Application's namespace, as the "
+                   f"hub Namespace's {scope.TARGETS_ANNOTATION} annotation would "
+                   "(default: that annotation on a Namespace in the file, else none).")
+def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
+            target_namespaces: str | None) -> None:
     """Render the Application and place each deploy step, offline; print the manifests."""
     docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
     apps = [d for d in docs if d.get("kind") == "Application"]
@@ -58,10 +63,13 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None) -
         except loader.LoadError as exc:
             raise click.ClickException(str(exc)) from None
     meta = apps[0].get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
     try:
+        grant, source = _dry_run_grant(namespace, target_namespaces, docs)
+        # What the grant was taken from: the offline answer is only as good as that.
+        click.echo(f"# namespaces: {grant.describe()}, from {source}", err=True)
         compiled = compile_.compile_app(apps[0].get("spec") or {}, str(meta.get("name")),
-                                        str(meta.get("namespace") or "default"), external,
-                                        fleet, local_cluster)
+                                        namespace, external, fleet, local_cluster, grant)
     except model.AppError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -75,6 +83,21 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None) -
             for obj in objects:
                 click.echo(f"---\n# cluster: {cluster}")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
+
+
+def _dry_run_grant(namespace: str, flag: str | None, docs: list[JSON]
+                   ) -> tuple[scope.Grant, str]:
+    """The namespace grant dry-run assumes, and where it came from."""
+    if flag is not None:
+        return scope.Grant(namespace, scope.parse_targets(flag, "--target-namespaces")), \
+            "--target-namespaces"
+    for doc in docs:
+        meta = doc.get("metadata") or {}
+        if doc.get("kind") == "Namespace" and meta.get("name") == namespace:
+            return scope.grant_of(namespace, meta.get("annotations")), \
+                f"Namespace {namespace} in the file"
+    return scope.Grant(namespace), "nothing (no --target-namespaces, no Namespace " \
+        f"{namespace} in the file; the hub's annotation may grant more)"
 
 
 def _client(kubeconfig_path: Path | None, hub_context: str | None) -> kube.ClusterClient:

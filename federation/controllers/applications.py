@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from federation.apps import compile as compile_
-from federation.apps import model, revision, tracker, workflow
+from federation.apps import model, revision, scope, tracker, workflow
 from federation.apps.render import APP_LABEL, WORKLOAD_KINDS
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
@@ -120,7 +120,7 @@ class Reconciler:
             entries = _entries(rt)
             if rt["spec"].get("applicationUID") and entries:
                 diff = tracker.diff(entries, {}, final={e.cluster for e in entries})
-                deleted = await self._delete(diff.delete, plan.Plan())
+                deleted = await self._delete(diff.delete, f"{ns}/{name}", plan.Plan())
                 left = [e for e in entries if e not in deleted]
                 if left:
                     await self._write_tracker(rt, ns, name, str(rt["spec"]["applicationUID"]),
@@ -156,8 +156,9 @@ class Reconciler:
                 [o for o in (await self.mc.list_view(api.MEMBER_CLUSTERS,
                                                      clusters=[self.hub])).items.get(
                     self.hub, [])], members_of(self.clusters))
+            grant = await self._grant(ns)
             compiled = compile_.compile_app(spec, name, ns, external, fleet,
-                                            self.settings.local_cluster)
+                                            self.settings.local_cluster, grant)
         except model.AppError as exc:
             return await self._refuse(app, status, str(exc))
         if new:
@@ -194,7 +195,7 @@ class Reconciler:
             target_rev = int(rolled_back["revision"])
             try:
                 desired, final, targets = await self._revision_targets(
-                    revisions, target_rev, ns, name, external, fleet, entries)
+                    revisions, target_rev, ns, name, external, fleet, entries, grant)
             except model.AppError as exc:
                 return await self._refuse(app, status, str(exc))
             health = await self._health(targets, uid, f"{ns}/{name}")
@@ -261,6 +262,14 @@ class Reconciler:
                                if k in doc} | {"metadata": {"name": name, "namespace": ns}}
         return found
 
+    async def _grant(self, ns: str) -> scope.Grant:
+        """The member namespaces this hub namespace's Applications may write: their own,
+        plus what an admin listed on the hub Namespace (cluster-scoped, so no author in
+        ``ns`` can set it). Read from the cache; a Namespace not seen grants nothing."""
+        found = await self.mc.view(kube.NAMESPACES, ns, cluster=self.hub)
+        meta = (found.get("metadata") or {}) if found is not None else {}
+        return scope.grant_of(ns, meta.get("annotations"))
+
     async def _revisions(self, ns: str, name: str) -> list[JSON]:
         listing = await self.mc.list(api.APPLICATION_REVISIONS, ns, clusters=[self.hub],
                                      label_selector={APP_LABEL: name})
@@ -293,17 +302,18 @@ class Reconciler:
 
     async def _revision_targets(self, revisions: Sequence[JSON], number: int, ns: str,
                                 name: str, external: Mapping[str, JSON], fleet: Any,
-                                entries: Sequence[tracker.Entry]
+                                entries: Sequence[tracker.Entry], grant: scope.Grant
                                 ) -> tuple[Desired, set[str],
                                            dict[tuple[str, str], list[JSON]]]:
         """A rollback: revision ``number`` fully deployed to every cluster it targets;
-        every cluster is final (nothing of another revision stays)."""
+        every cluster is final (nothing of another revision stays). The namespace grant
+        is today's: a revision made under a grant since withdrawn is refused."""
         doc = next((r for r in revisions if int(r["spec"]["revision"]) == number), None)
         if doc is None:
             raise model.AppError(f"rollback: revision {number} is not kept any more")
         old = compile_.compile_app(doc["spec"]["application"]["spec"], name, ns,
                                    doc["spec"].get("externalPolicies") or external, fleet,
-                                   self.settings.local_cluster)
+                                   self.settings.local_cluster, grant)
         desired: Desired = {}
         targets: dict[tuple[str, str], list[JSON]] = {}
         for step, target in old.targets.items():
@@ -399,7 +409,7 @@ class Reconciler:
             if namespace_vertex is not None:
                 dag.depend(vertex, namespace_vertex)
             by_vertex[vertex.key] = entry
-        deleted = await self._delete(diff.delete, dag, by_vertex)
+        deleted = await self._delete(diff.delete, owner, dag, by_vertex)
         report = await executor_.execute(dag, self.writer,
                                          [v.key for v in dag if v.obj.get("kind") ==
                                           "Namespace"])
@@ -429,11 +439,14 @@ class Reconciler:
                                     "metadata": {"name": entry.namespace}},
                                    reason="namespace missing"))
 
-    async def _delete(self, entries: Iterable[tracker.Entry], dag: plan.Plan,
+    async def _delete(self, entries: Iterable[tracker.Entry], owner: str, dag: plan.Plan,
                       by_vertex: dict[str, tracker.Entry] | None = None
                       ) -> list[tracker.Entry]:
         """Plan the deletes (into ``dag``); entries already gone are returned as deleted.
-        Without ``by_vertex`` the plan is executed here (finalisation)."""
+        Without ``by_vertex`` the plan is executed here (finalisation). Only objects this
+        Application placed (``owner`` in our annotation) are deleted: the tracker lives
+        in the author's namespace, and a forged entry must not delete another team's
+        objects."""
         own = by_vertex is None
         mapping: dict[str, tracker.Entry] = {} if by_vertex is None else by_vertex
         gone: list[tracker.Entry] = []
@@ -451,7 +464,9 @@ class Reconciler:
             except ClientError as exc:
                 log.debug("%s: %s", entry, exc)
                 continue
-            if live is None or not manifests.is_ours(live):
+            placed_by = (live["metadata"].get("annotations") or {}).get(APP_ANNOTATION) \
+                if live is not None else None
+            if live is None or not manifests.is_ours(live) or placed_by != owner:
                 gone.append(entry)  # never there, deleted already, or someone else's now
                 continue
             body["metadata"]["uid"] = live["metadata"].get("uid")
@@ -637,13 +652,33 @@ def tracker_app(hub: str, event: Event) -> Iterable[Request]:
 def apps_in_namespace(clusters: ClusterSet, hub: str, event: Event) -> Iterable[Request]:
     """An external Policy changed: every Application of its namespace (a deploy step may
     name it; the revision hash says whether it does)."""
-    namespace = (event.obj.get("metadata") or {}).get("namespace") or ""
+    return _apps_in(clusters, hub, (event.obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _apps_in(clusters: ClusterSet, hub: str, namespace: str) -> list[Request]:
     cache = clusters.hub.cache
     informer = cache.informers.get(api.APPLICATIONS) if cache is not None else None
     if informer is None:
-        return ()
+        return []
     return [Request(hub, APP_KIND, namespace, str(app["metadata"]["name"]))
             for app in informer.store.list(namespace, None)]
+
+
+def grant_changed(event: Event) -> bool:
+    """A hub Namespace's grant annotation changed (an admin granted or withdrew)."""
+    if event.type != "MODIFIED" or event.old is None:
+        return False
+
+    def value(obj: Mapping[str, Any]) -> Any:
+        return ((obj.get("metadata") or {}).get("annotations") or {}).get(
+            scope.TARGETS_ANNOTATION)
+    return bool(value(event.old) != value(event.obj))
+
+
+def apps_of_namespace(clusters: ClusterSet, hub: str, event: Event) -> Iterable[Request]:
+    """A hub Namespace's grant changed: every Application in it, so a refused one is
+    tried again at once and a withdrawn grant stops further writes."""
+    return _apps_in(clusters, hub, (event.obj.get("metadata") or {}).get("name") or "")
 
 
 def install(mgr: manager.Manager, recorder: events.Recorder, settings: ApplicationSettings,
@@ -661,6 +696,8 @@ def install(mgr: manager.Manager, recorder: events.Recorder, settings: Applicati
     ctl.watch(kube.DEPLOYMENTS, clusters="members", map=functools.partial(app_of, hub))
     ctl.watch(api.OAM_POLICIES, clusters="hub",
               map=functools.partial(apps_in_namespace, mgr.clusters, hub))
+    ctl.watch(kube.NAMESPACES, clusters="hub", predicate=grant_changed,
+              map=functools.partial(apps_of_namespace, mgr.clusters, hub))
     mgr.cache(api.APPLICATION_REVISIONS, "hub")
     mgr.add(ctl)
 

@@ -57,6 +57,13 @@ def fedctl(fleet: TestFleet, *args: str) -> str:
     return result.stdout
 
 
+def grant(fleet: TestFleet, ns: str, targets: str) -> None:
+    """What an administrator does: annotate the hub Namespace with the member namespaces
+    its Applications may target besides their own."""
+    fleet.kubectl("hub", "annotate", "--overwrite", "namespace", ns,
+                  f"apps.federation.io/target-namespaces={targets}")
+
+
 def application(name: str, ns: str, image: str, fail: bool = False,
                 canary_timeout: str | None = None) -> dict[str, Any]:
     """The docs/applications.md example: canary on member1, approval, then member2 and
@@ -187,7 +194,12 @@ def test_failing_release_stops_at_canary_and_rolls_back(fleet: TestFleet, ns: st
 
 
 def test_kubevela_first_steps_example_applies_unchanged(fleet: TestFleet, ns: str) -> None:
-    """KubeVela's first-vela-app (docs: Quick Start) as published; `local` is member1."""
+    """KubeVela's first-vela-app (docs: Quick Start) as published; `local` is member1.
+
+    Its topologies deploy into `default` and `prod`, not the Application's namespace, so
+    first the hub Namespace is annotated (apps.federation.io/target-namespaces) as an
+    administrator would grant it; the Application itself is unchanged."""
+    grant(fleet, ns, "default,prod")
     app: dict[str, Any] = {
         "apiVersion": APP_API, "kind": "Application",
         "metadata": {"name": "first-vela-app", "namespace": ns},
@@ -234,6 +246,35 @@ def test_kubevela_first_steps_example_applies_unchanged(fleet: TestFleet, ns: st
              "oamdev/hello-world:v2" and app_status(fleet, ns, "first-vela-app").get(
                  "status") == "workflowSuspending", timeout=90, what="v2 in default")
     assert image_in(fleet, "member1", "prod", "express-server") == "oamdev/hello-world"
+
+
+def test_another_namespace_is_refused_until_an_admin_grants_it(fleet: TestFleet,
+                                                              ns: str) -> None:
+    """An author in one hub namespace may not deploy into another member namespace: the
+    Application is refused naming the field and nothing lands; once an administrator
+    annotates the hub Namespace, the same Application delivers (the grant requeues it)."""
+    other = f"{ns}-other"
+    app: dict[str, Any] = {
+        "apiVersion": APP_API, "kind": "Application",
+        "metadata": {"name": "escape", "namespace": ns},
+        "spec": {"components": [{"name": "web", "type": "webservice",
+                                 "properties": {"image": "web:1"}}],
+                 "policies": [{"name": "there", "type": "topology",
+                               "properties": {"clusters": list(MEMBERS),
+                                              "namespace": other}}]}}
+    apply(fleet, "hub", app)
+    wait_for(lambda: app_status(fleet, ns, "escape").get("status") == "renderFailed",
+             timeout=60, what="refused")
+    condition = app_status(fleet, ns, "escape")["conditions"][0]
+    assert condition["type"] == "Rendered" and condition["status"] == "False"
+    assert condition["message"].startswith(
+        f"spec.policies[0].properties.namespace: namespace '{other}'")
+    assert "apps.federation.io/target-namespaces" in condition["message"]
+    assert not any(get_or_none(fleet, m, "deployment", "web", "-n", other) for m in MEMBERS)
+    assert not any(get_or_none(fleet, m, "namespace", other) for m in MEMBERS)
+    grant(fleet, ns, other)
+    wait_for(lambda: all(image_in(fleet, m, other) == "web:1" for m in MEMBERS),
+             timeout=90, what="delivered once granted")
 
 
 def test_component_removal_and_delete_leave_nothing(fleet: TestFleet, ns: str) -> None:
