@@ -29,7 +29,7 @@ import datetime
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,8 +210,10 @@ class MemberSimulator:
     """Plays the node agents of one member cluster."""
 
     def __init__(self, client: kube.ClusterClient, settings: SimulatorSettings,
-                 node_labels: dict[str, str]) -> None:
+                 node_labels: dict[str, str],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
+        self.clock = clock
         self.settings = settings
         self.node_labels = node_labels
         self.objects: dict[str, dict[tuple[str, str], JSON]] = {}
@@ -301,7 +303,7 @@ class MemberSimulator:
             await self._write_statuses()
 
     def _next_deadline(self) -> float | None:
-        now = time.monotonic()
+        now = self.clock()
         pending = [seen + self.settings.ready_delay - now
                    for (_, _, seen) in self.generation_seen.values()
                    if seen + self.settings.ready_delay > now]
@@ -311,9 +313,15 @@ class MemberSimulator:
         workloads = [(r, o) for r in WORKLOADS for o in self.objects.get(r.plural, {}).values()
                      if not o["metadata"].get("deletionTimestamp")]
         fitted = pack([o for _, o in workloads], list(self.objects.get("nodes", {}).values()))
-        now = time.monotonic()
+        now = self.clock()
         for resource, workload in workloads:
             ready = self._ready_now(workload, fitted.get(workload["metadata"]["uid"], 0), now)
+            if not workload.get("status") and self._in_ready_delay(workload, now):
+                # A new workload's first status would say "0 ready" and be replaced a second
+                # later: it is written once, when its ready delay ends (the loop wakes then).
+                # No status reads as not ready all the same, and the members' API servers,
+                # which share the machine with everything else, take one write, not two.
+                continue
             wanted = workload_status(resource.kind, workload, ready)
             if status_differs(workload.get("status"), wanted):
                 meta = workload["metadata"]
@@ -325,6 +333,10 @@ class MemberSimulator:
                     if exc.status != 404:
                         log.warning("%s: status of %s/%s: %s", self.client.name,
                                     meta.get("namespace"), meta["name"], exc)
+
+    def _in_ready_delay(self, workload: JSON, now: float) -> bool:
+        seen = self.generation_seen.get(workload["metadata"]["uid"])
+        return seen is not None and now < seen[2] + self.settings.ready_delay
 
     def _ready_now(self, workload: JSON, fit: int, now: float) -> int:
         """Replicas ready now: new replicas become ready ``ready_delay`` after they appear."""

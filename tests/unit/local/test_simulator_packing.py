@@ -74,3 +74,33 @@ def test_unchanged_status_is_not_rewritten() -> None:
     second = simulator.workload_status("Deployment", workload("d", 2, "t"), ready=2)
     assert not simulator.status_differs(first, second)
     assert simulator.status_differs(first, {**second, "readyReplicas": 1})
+
+
+class RecordingClient:
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+
+    async def patch(self, resource: Any, name: str, body: dict[str, Any], **_: Any
+                    ) -> dict[str, Any]:
+        self.patches.append((name, body["status"]))
+        return body
+
+
+async def test_a_new_workload_gets_one_status_when_its_ready_delay_ends() -> None:
+    """No "0 ready" status first: a new Deployment is written once, ready, after the delay
+    (on virtual time); until then it has no status, which reads as not ready."""
+    from federation.local.fleet import SimulatorSettings
+
+    now = [100.0]
+    client = RecordingClient()
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),  # type: ignore[arg-type]
+                                       {}, clock=lambda: now[0])
+    deployment = {**workload("d", 2, "t"), "kind": "Deployment"}
+    member.objects = {"nodes": {("", "n"): node("n")},
+                      "deployments": {("ns", "d"): deployment}}
+    await member._write_statuses()
+    assert client.patches == []
+    assert member._next_deadline() == 1.0
+    now[0] += 1.0
+    await member._write_statuses()
+    assert [(name, status["readyReplicas"]) for name, status in client.patches] == [("d", 2)]
