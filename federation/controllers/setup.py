@@ -27,7 +27,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
@@ -48,6 +48,9 @@ from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
+if TYPE_CHECKING:  # grpc is loaded only when a work server is configured
+    from federation.work.server import WorkServer
+
 log = logging.getLogger("federation.setup")
 
 
@@ -64,6 +67,10 @@ class Settings:
     """Exec-plugin commands allowed in joined clusters' kubeconfigs beyond the built-in
     allowlist: none by default, because a joined cluster's kubeconfig is hub data that
     would otherwise run a program here (``--allow-exec-command``, as for ``fedctl join``)."""
+
+    work: WorkServer | None = None
+    """The work server of pull members (``fedctl run --work-bind-address``); None: a
+    MemberCluster with ``mode: Pull`` is refused with that reason."""
 
 
 class Wiring:
@@ -135,7 +142,8 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     mgr.add(_validation(mgr, wiring.recorder, settings.propagation))
     mgr.add(_cleanup(mgr, wiring, settings.propagation))
     health.install(mgr, wiring.recorder)
-    membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec)
+    membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
+                       settings.work)
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,
