@@ -27,7 +27,8 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
@@ -48,7 +49,7 @@ from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
-if TYPE_CHECKING:  # grpc is loaded only when a work server is configured
+if typing.TYPE_CHECKING:  # grpc is loaded only when a work server is configured
     from federation.work.server import WorkServer
 
 log = logging.getLogger("federation.setup")
