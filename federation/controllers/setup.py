@@ -26,8 +26,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Iterable
 import typing
+from collections.abc import Iterable
 from typing import Any
 
 from federation.contexts import client as kube
