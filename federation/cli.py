@@ -16,6 +16,8 @@ import click
 
 #: command name -> "module:attribute" of the click command implementing it.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "agent": ("federation.commands.agent:agent",
+              "Run a pull member's agent: dial the hub's work server, apply its work."),
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
     "install": ("federation.commands.install:install",
                 "Install the hub API (CRDs) and the control plane's RBAC."),

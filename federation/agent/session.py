@@ -190,6 +190,12 @@ class Worker:
             raise ValueError(f"work op {work.op} is not CREATE, UPDATE or DELETE")
         if not meta.get("resourceVersion"):  # an apply: create or replace what is there
             live = self._live(key)
+            if live is None:  # not subscribed (yet): ask the server
+                try:
+                    live = await self.client.get(resource, key.name, key.namespace or None)
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
             if live is None:
                 self.stats.wrote("create")
                 return await self.client.create(resource, manifest, key.namespace or None)
