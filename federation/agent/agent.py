@@ -25,7 +25,7 @@ import dataclasses
 import logging
 import os
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -43,6 +43,7 @@ from federation.work.proto import work_pb2 as pb
 from federation.work.server import METHOD
 
 log = logging.getLogger("federation.agent")
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,10 +190,10 @@ class Agent:
     async def serve(self, health_address: str | None, metrics_address: str | None
                     ) -> list[web.AppRunner]:
         runners = []
-        routes = {health_address: [("/healthz", self._healthz), ("/readyz", self._readyz)],
-                  metrics_address: [("/metrics", self._metrics)]}
-        if health_address and health_address == metrics_address:
-            routes = {health_address: routes[health_address] + routes[metrics_address]}
+        routes: dict[str | None, list[tuple[str, Handler]]] = {}
+        routes.setdefault(health_address, []).extend(
+            [("/healthz", self._healthz), ("/readyz", self._readyz)])
+        routes.setdefault(metrics_address, []).append(("/metrics", self._metrics))
         for address, handlers in routes.items():
             if not address:
                 continue
