@@ -15,11 +15,16 @@ fresh :class:`Session` (its outbox) from :meth:`Worker.session`.
   ``Synced``, then every change. The snapshot is taken in one step after the list, so no
   change falls between it and the live events.
 - Heartbeats every ``heartbeat_interval`` carry the agent's own probe of its API server.
+- While no stream is open (the hub is away), a change to an object the agent keeps (one
+  it created or updated last) that takes it away from the last desired manifest, or its
+  deletion, is undone (:meth:`Worker.reassert`): the cluster stays at the last desired
+  state. With a stream open this is the control plane's job, as for push members.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 from collections.abc import Callable
@@ -28,6 +33,7 @@ from typing import Any
 from federation.agent.applied import Applied
 from federation.contexts import cache, health
 from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
+from federation.controllers import manifests
 from federation.work import wire
 from federation.work.proto import work_pb2 as pb
 from federation.work.wire import Key
@@ -161,7 +167,9 @@ class Worker:
             answer.status, answer.reason = 503, "ServiceUnavailable"
             answer.message = f"the agent could not write: {exc}"[:1000]
             return answer
-        self.applied.set(key, work.generation)
+        self.applied.set(key, work.generation,
+                         manifest=wire.decode(work.manifest) if work.op != pb.DELETE else None,
+                         deleted=work.op == pb.DELETE)
         answer.ok = True
         answer.object = wire.encode(cache.strip(written))
         return answer
@@ -245,11 +253,42 @@ class Worker:
 
     def _changed(self, event: cache.Event) -> None:
         session = self.session_
-        if session is None or event.resource not in session.synced:
+        if session is None:
+            key = wire.key_of(event.resource, event.obj)
+            if key in self.applied.manifests:
+                self._spawn(self.reassert(key), f"reassert {key}")
+            return
+        if event.resource not in session.synced:
             return  # the next snapshot carries it
         session.send(pb.AgentMessage(observed=pb.Observed(
             resource=wire.resource_to_pb(event.resource), type=event.type,
             object=wire.encode(event.obj))))
+
+    async def reassert(self, key: Key) -> str | None:
+        """Put ``key`` back to its last desired manifest if it drifted or was deleted while
+        the hub is away; what was done (None: nothing was needed or the hub is back)."""
+        desired = self.applied.manifests.get(key)
+        if desired is None or self.session_ is not None:
+            return None
+        live = self._live(key)
+        try:
+            async with self._limit:
+                if live is None:
+                    self.stats.wrote("reassert")
+                    await self.client.create(key.resource, copy.deepcopy(desired),
+                                             key.namespace or None)
+                    log.info("hub away: recreated %s (deleted in the member)", key)
+                    return "created"
+                why = manifests.needs_write(desired, live)
+                if why is None or not manifests.is_ours(live):
+                    return None
+                self.stats.wrote("reassert")
+                await self.client.replace(key.resource, manifests.retain(desired, live))
+                log.info("hub away: restored %s (%s)", key, why)
+                return "updated"
+        except ClientError as exc:  # the next change, or the hub, tries again
+            log.warning("hub away: could not restore %s: %s", key, exc)
+            return None
 
     # -- heartbeats ----------------------------------------------------------------------
 

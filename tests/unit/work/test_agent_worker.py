@@ -133,3 +133,46 @@ async def test_only_discovery_paths_are_served_to_the_hub(tmp_path: Path) -> Non
     answers = [session.outbox.get_nowait() for _ in range(2)]
     assert [a.discovery.status for a in answers if a] == [200, 403]
     assert member.calls == ["GET /apis/apps/v1"]
+
+
+def marked(name: str, image: str) -> dict[str, Any]:
+    from federation.controllers import manifests
+
+    body = {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"template": {"spec": {"containers": [{"name": "a", "image": image}]}}}}
+    return manifests.mark(body, "uid-1")
+
+
+async def test_hub_away_drift_and_deletion_are_undone_and_nothing_else(tmp_path: Path
+                                                                        ) -> None:
+    from federation.contexts import cache
+
+    member = FakeMember()
+    w = worker(tmp_path, member)
+    key = Key(DEPLOYMENTS, "shop", "web")
+    desired = marked("web", "app:1")
+    await w.apply(pb.Work(key=wire.key_to_pb(key), generation=1, op=pb.CREATE,
+                          manifest=wire.encode(desired)))
+    informer = cache.Informer(member, DEPLOYMENTS)  # type: ignore[arg-type]
+    w.informers[DEPLOYMENTS] = informer
+    live = member.objects[("shop", "web")]
+    informer.store.put(live)
+    assert await w.reassert(key) is None  # as desired: no write
+    drifted = {**live, "spec": {"template": {"spec": {"containers": [
+        {"name": "a", "image": "evil:1"}]}}}}
+    informer.store.put(drifted)
+    assert await w.reassert(key) == "updated"
+    assert member.objects[("shop", "web")]["spec"] == desired["spec"]
+    informer.store.remove(("shop", "web"))
+    member.objects.clear()
+    assert await w.reassert(key) == "created"
+    w.session_ = Session()  # the hub is back: its decisions, not the agent's
+    informer.store.remove(("shop", "web"))
+    assert await w.reassert(key) is None
+    assert w.stats.writes["reassert"] == 2
+    # A restarted agent keeps the manifest (the file), and forgets it once deleted.
+    again = worker(tmp_path, member)
+    assert again.applied.manifests[key]["spec"] == desired["spec"]
+    await again.apply(pb.Work(key=wire.key_to_pb(key), generation=2, op=pb.DELETE))
+    assert key not in worker(tmp_path, member).applied.manifests
