@@ -239,11 +239,15 @@ def main() -> None:
             # refused or unreachable, and their events and status would count on the hub.
             names = [f"{mode}-{i:02d}" for i in range(1, args.agents + 1)]
             clusters = args.state_dir / f"clusters-{mode}.yaml"
-            clusters.write_text(yaml.safe_dump({"clusters": [{"name": n, "labels": {}}
-                                                             for n in names]}))
-            subprocess.run([*FEDCTL, "install", "--kubeconfig", str(target.kubeconfig),
-                            "--hub-context", "hub", "--clusters", str(clusters)], check=True,
-                           capture_output=True)
+            # Every member's context is member1 (RBAC for the identities goes there once).
+            clusters.write_text(yaml.safe_dump({"clusters": [
+                {"name": n, "context": "member1", "labels": {}} for n in names]}))
+            installed = subprocess.run([*FEDCTL, "install", "--kubeconfig",
+                                        str(target.kubeconfig), "--hub-context", "hub",
+                                        "--clusters", str(clusters)],
+                                       capture_output=True, text=True)
+            if installed.returncode != 0:
+                raise SystemExit(f"fedctl install: {installed.stderr.strip()}")
             phase = Phase(mode, target, names, args.state_dir / "bench")
             phase.start()
             try:
