@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ from federation.local import fleet as fleet_lib  # noqa: E402
 FEDCTL = [sys.executable, "-m", "federation"]
 POLICY = kube.Resource("policy.federation.io", "v1alpha1", "propagationpolicies",
                        "PropagationPolicy")
-_SAMPLE = re.compile(r'^apiserver_request_total\{[^}]*\}\s+(\S+)$', re.M)
+_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\}\s+(\S+)$', re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 def free_port() -> int:
@@ -59,9 +61,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def hub_requests(hub: kube.ClusterClient) -> int:
+async def hub_requests(hub: kube.ClusterClient) -> Counter[str]:
+    """The hub API server's own request counts, per "VERB resource[/subresource]"."""
     text = (await hub.request_raw("/metrics")).decode()
-    return int(sum(float(v) for v in _SAMPLE.findall(text)))
+    counts: Counter[str] = Counter()
+    for labels, value in _SAMPLE.findall(text):
+        found = dict(_LABEL.findall(labels))
+        sub = f"/{found['subresource']}" if found.get("subresource") else ""
+        counts[f"{found.get('verb')} {found.get('resource')}{sub}"] += int(float(value))
+    return counts
 
 
 def only(document: dict[str, Any], keep: set[str], renames: dict[str, str] | None = None
@@ -151,7 +159,7 @@ async def ready(hub: kube.ClusterClient, names: list[str], timeout: float) -> No
 
 
 async def measure(phase: Phase, hub: kube.ClusterClient, member: kube.ClusterClient,
-                  templates: int) -> dict[str, float]:
+                  templates: int) -> dict[str, Any]:
     for name in phase.members:
         await _ensure(hub, kube.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": name}})
@@ -204,7 +212,8 @@ async def measure(phase: Phase, hub: kube.ClusterClient, member: kube.ClusterCli
     latencies = [seen[k] - sent[k] for k in wanted if k in seen]
     return {"copies": len(latencies), "wanted": len(wanted), "seconds": delivered,
             "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99),
-            "hub_requests": after - before - len(wanted)}
+            "hub_requests": sum((after - before).values()) - len(wanted),
+            "top": ", ".join(f"{k} {v}" for k, v in (after - before).most_common(6))}
 
 
 async def _ensure(client: kube.ClusterClient, resource: kube.Resource, body: dict[str, Any]
@@ -216,7 +225,7 @@ async def _ensure(client: kube.ClusterClient, resource: kube.Resource, body: dic
             raise
 
 
-async def run_phase(phase: Phase, templates: int) -> dict[str, float]:
+async def run_phase(phase: Phase, templates: int) -> dict[str, Any]:
     config = kubeconfig.load(phase.fleet.kubeconfig)
     async with kube.connect(config.context("hub")) as hub, \
             kube.connect(config.context("member1")) as member:
@@ -229,10 +238,12 @@ def main() -> None:
     parser.add_argument("--templates", type=int, default=10)
     parser.add_argument("--modes", default="pull,push")
     parser.add_argument("--state-dir", type=Path, default=ROOT / ".fleet-agent-bench")
+    parser.add_argument("--keep-logs", type=Path, default=None,
+                        help="Copy the processes' logs here before the fleet is removed.")
     args = parser.parse_args()
     target = fleet_lib.Fleet(args.state_dir, args.state_dir / "kubeconfigs" / "local.yaml")
     target.up(1, simulator=fleet_lib.SimulatorSettings(enabled=False), progress=print)
-    results: dict[str, dict[str, float]] = {}
+    results: dict[str, dict[str, Any]] = {}
     try:
         for mode in args.modes.split(","):
             # Only this phase's members are registered: the other phase's would be
@@ -258,6 +269,9 @@ def main() -> None:
                             "hub", "delete", "memberclusters.cluster.federation.io", *names,
                             "--wait=false"], check=False, capture_output=True)
     finally:
+        if args.keep_logs is not None:  # the control planes' and agents' logs, for a look
+            subprocess.run(["cp", "-r", str(args.state_dir / "bench"), str(args.keep_logs)],
+                           check=False)
         target.down(progress=print)
     print(f"\n{args.agents} members x {args.templates} ConfigMaps, one control plane")
     print(f"{'mode':<6} {'copies':>9} {'all in (s)':>10} {'p50 (s)':>8} {'p99 (s)':>8} "
@@ -265,6 +279,8 @@ def main() -> None:
     for mode, r in results.items():
         print(f"{mode:<6} {int(r['copies']):>4}/{int(r['wanted']):<4} {r['seconds']:>10.1f} "
               f"{r['p50']:>8.2f} {r['p99']:>8.2f} {int(r['hub_requests']):>13}")
+    for mode, r in results.items():
+        print(f"{mode} hub requests, most: {r['top']}")
 
 
 if __name__ == "__main__":
