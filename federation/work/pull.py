@@ -343,6 +343,13 @@ class PullState:
         if not self.connected:
             raise ClusterUnavailable(self.name, f"{self.agent_detail}; write not done")
         previous = self.desired.get(key)
+        if previous is not None and (previous.op, previous.manifest, previous.uid) == \
+                (op, manifest, uid):
+            pending = self.waiters.get((key, previous.generation))
+            if pending is not None and not pending.done():
+                # The very same write is queued or in flight (templates sharing a Namespace
+                # each create it): its outcome is this one's too, and it is made once.
+                return pending
         generation = max(previous.generation if previous else 0,
                          self.applied.get(key, 0)) + 1
         if previous is not None and self.inflight.get(key) != previous.generation:

@@ -24,12 +24,12 @@ def key(name: str) -> Key:
     return Key(DEPLOYMENTS, "shop", name)
 
 
-def deployment(name: str, rv: str = "") -> dict[str, Any]:
+def deployment(name: str, rv: str = "", replicas: int = 1) -> dict[str, Any]:
     meta = {"name": name, "namespace": "shop"}
     if rv:
         meta["resourceVersion"] = rv
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
-            "spec": {"replicas": 1}}
+            "spec": {"replicas": replicas}}
 
 
 def hello(**applied: int) -> pb.Hello:
@@ -129,9 +129,10 @@ async def test_a_slow_agent_costs_one_entry_per_object():
     s.connect(hello())
     first = s.submit(key("a"), pb.UPDATE, deployment("a"))
     assert works(drain(s)) == [("a", 1)]
-    futures = [first] + [s.submit(key("a"), pb.UPDATE, deployment("a")) for _ in range(999)]
-    for _ in range(1000):
-        s.submit(key("b"), pb.UPDATE, deployment("b"))
+    futures = [first] + [s.submit(key("a"), pb.UPDATE, deployment("a", replicas=n))
+                         for n in range(2, 1001)]
+    for n in range(1000):
+        s.submit(key("b"), pb.UPDATE, deployment("b", replicas=n))
     assert len(s.desired) == 2 and len(s.pending) == 2 and len(s.waiters) == 3
     # Writes superseded before they were sent failed (retryably), none reported done.
     superseded = [f for f in futures[1:-1] if f.done()]
@@ -144,7 +145,7 @@ async def test_one_generation_per_object_in_flight():
     s.connect(hello())
     s.submit(key("a"), pb.UPDATE, deployment("a"))
     assert works(drain(s)) == [("a", 1)]
-    s.submit(key("a"), pb.UPDATE, deployment("a"))
+    s.submit(key("a"), pb.UPDATE, deployment("a", replicas=2))
     assert works(drain(s)) == []  # waits for the answer to generation 1
     answer(s, "a", 1)
     assert works(drain(s)) == [("a", 2)]
@@ -256,3 +257,17 @@ async def test_protocol_errors_are_refused():
         observe(s, "ADDED", deployment("web"))
     with pytest.raises(ValueError, match="twice"):
         s.receive(pb.AgentMessage(hello=hello()))
+
+
+async def test_the_same_write_twice_is_made_once_and_answers_both():
+    """Templates sharing a Namespace each create it: one Work, one answer for all."""
+    s = state()
+    s.connect(hello())
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    first = s.submit(key("ns"), pb.CREATE, namespace)
+    second = s.submit(key("ns"), pb.CREATE, dict(namespace))
+    assert works(drain(s)) == [("ns", 1)]
+    third = s.submit(key("ns"), pb.CREATE, dict(namespace))  # while in flight: joins it
+    answer(s, "ns", 1)
+    assert first is second is third and (await first).ok
+    assert works(drain(s)) == []
