@@ -242,12 +242,12 @@ def main() -> None:
                         help="Copy the processes' logs here before the fleet is removed.")
     args = parser.parse_args()
     target = fleet_lib.Fleet(args.state_dir, args.state_dir / "kubeconfigs" / "local.yaml")
-    target.up(1, simulator=fleet_lib.SimulatorSettings(enabled=False), progress=print)
     results: dict[str, dict[str, Any]] = {}
-    try:
-        for mode in args.modes.split(","):
-            # Only this phase's members are registered: the other phase's would be
-            # refused or unreachable, and their events and status would count on the hub.
+    for mode in args.modes.split(","):
+        # A fresh fleet per phase: the other phase's templates would be reconciled (and
+        # counted on the hub) by this phase's control plane.
+        target.up(1, simulator=fleet_lib.SimulatorSettings(enabled=False), progress=print)
+        try:
             names = [f"{mode}-{i:02d}" for i in range(1, args.agents + 1)]
             clusters = args.state_dir / f"clusters-{mode}.yaml"
             # Every member's context is member1 (RBAC for the identities goes there once).
@@ -265,14 +265,12 @@ def main() -> None:
                 results[mode] = asyncio.run(run_phase(phase, args.templates))
             finally:
                 phase.stop()
-            subprocess.run(["kubectl", "--kubeconfig", str(target.kubeconfig), "--context",
-                            "hub", "delete", "memberclusters.cluster.federation.io", *names,
-                            "--wait=false"], check=False, capture_output=True)
-    finally:
-        if args.keep_logs is not None:  # the control planes' and agents' logs, for a look
-            subprocess.run(["cp", "-r", str(args.state_dir / "bench"), str(args.keep_logs)],
-                           check=False)
-        target.down(progress=print)
+        finally:
+            if args.keep_logs is not None:  # the processes' logs, for a look
+                args.keep_logs.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["cp", "-r", str(args.state_dir / "bench" / mode),
+                                str(args.keep_logs / mode)], check=False)
+            target.down(progress=print)
     print(f"\n{args.agents} members x {args.templates} ConfigMaps, one control plane")
     print(f"{'mode':<6} {'copies':>9} {'all in (s)':>10} {'p50 (s)':>8} {'p99 (s)':>8} "
           f"{'hub requests':>13}")
