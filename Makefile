@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 FEDCTL := $(BIN)/fedctl
 
-.PHONY: run test unit e2e lint bench deps down clean
+.PHONY: run test unit e2e lint bench deps down clean proto
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,9 @@ down: $(VENV)/.installed
 
 clean: down
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+
+## Regenerate the work protocol's checked-in code (grpcio-tools and mypy-protobuf pinned in
+## pyproject.toml; tests/unit/work/test_proto.py fails when the files and the .proto differ).
+proto: $(VENV)/.installed
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grpc_tools.protoc -I. --python_out=. \
+		--mypy_out=. federation/work/proto/work.proto

@@ -18,6 +18,8 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "app": ("federation.commands.app:app",
             "KubeVela Applications: dry-run, status, revisions, resume, restart, rollback."),
+    "agent": ("federation.commands.agent:agent",
+              "Run a pull member's agent: dial the hub's work server, apply its work."),
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
     "install": ("federation.commands.install:install",
                 "Install the hub API (CRDs) and the control plane's RBAC."),

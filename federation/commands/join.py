@@ -20,6 +20,14 @@ by default; the server may cap it, and the expiry is printed), and stores a
 kubeconfig holding only the server, its CA and that token. Running the same
 command again renews the token; the control plane re-engages on the new Secret.
 
+``join NAME --mode pull`` needs no credentials of the member: the hub never dials it.
+It makes sure the work CA exists (the hub Secret
+``federation-system/federation-work-ca``, :mod:`federation.work.identity`), issues the
+agent a client certificate naming exactly NAME, writes it with its key (mode 0600) and the
+CA to ``--out-dir``, registers the MemberCluster with ``mode: Pull``, and prints the
+``fedctl agent`` command to start in (or next to) the member. The key is written only to
+that directory, never printed.
+
 ``unjoin NAME`` taints the member ``cluster.federation.io/unjoining:NoExecute``
 so every workload is placed elsewhere and its copies there deleted (a running
 control plane does that), waits until no ResourceBinding names the member,
@@ -31,6 +39,7 @@ running, no longer managed) and the registration is deleted at once.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 from pathlib import Path
@@ -119,8 +128,17 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
 
 @click.command()
 @click.argument("name", callback=check_name)
+@click.option("--mode", type=click.Choice(["push", "pull"]), default="push", show_default=True,
+              help="push: the control plane dials the member with --kubeconfig; pull: the "
+                   "member's `fedctl agent` dials the control plane (docs/agent.md).")
 @click.option("--kubeconfig", "member_kubeconfig", type=click.Path(path_type=Path),
-              required=True, help="Kubeconfig holding the member's credentials.")
+              default=None, help="Kubeconfig holding the member's credentials (push mode).")
+@click.option("--out-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Pull mode: where the agent's certificate, key and CA are written "
+                   "(default: ./NAME-agent).")
+@click.option("--hub-address", default=None,
+              help="Pull mode: the work server address to print in the agent's command "
+                   "(the control plane's --work-bind-address as the member reaches it).")
 @click.option("--context", default=None, help="Its context (default: its current context).")
 @click.option("--labels", default=None, callback=_labels,
               help="MemberCluster labels, k=v,...")
@@ -144,12 +162,23 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
 @rbac_command.kinds_options
 @common.clear_errors
 @errors.clear_errors_for(roles.RBACError)
-def join(name: str, member_kubeconfig: Path, context: str | None, labels: dict[str, str],
+def join(name: str, mode: str, member_kubeconfig: Path | None, out_dir: Path | None,
+         hub_address: str | None, context: str | None, labels: dict[str, str],
          region: str | None, zone: str | None, provider: str | None, allowed: tuple[str, ...],
          hub_kubeconfig: Path | None, hub_context: str | None, create_service_account: bool,
          token_expiration_days: int, propagate_kinds: tuple[str, ...],
          no_default_kinds: bool) -> None:
     """Register cluster NAME with the hub, with only its own credentials."""
+    location = {"region": region or "", "zone": zone or "", "provider": provider or ""}
+    if mode == "pull":
+        if member_kubeconfig is not None or create_service_account:
+            raise BadInput("--mode pull takes no --kubeconfig or --create-service-account: "
+                           "the hub never dials a pull member")
+        join_pull(name, labels, location, out_dir or Path(f"{name}-agent"), hub_address,
+                  _hub(hub_kubeconfig, hub_context))
+        return
+    if member_kubeconfig is None:
+        raise BadInput("--kubeconfig is required in push mode (or use --mode pull)")
     member_config = kubeconfig.load(member_kubeconfig)
     chosen = member_config.context(context).name
     document = minify.minify(member_config, chosen, name, allowed)  # the exec policy
@@ -160,9 +189,7 @@ def join(name: str, member_kubeconfig: Path, context: str | None, labels: dict[s
         document = with_token(document, token)
         click.echo(f"ServiceAccount {settings.namespace}/{settings.service_account} created "
                    f"in {name} with the member role; its token expires {expires}")
-    secret, member = objects(name, document, labels,
-                             {"region": region or "", "zone": zone or "",
-                              "provider": provider or ""})
+    secret, member = objects(name, document, labels, location)
     hub = _hub(hub_kubeconfig, hub_context)
     reachable = asyncio.run(_join(hub, secret, member,
                                   kubeconfig.merge([(member_kubeconfig, document)])
@@ -174,6 +201,54 @@ def join(name: str, member_kubeconfig: Path, context: str | None, labels: dict[s
     if reachable is not None:
         click.echo(f"warning: {name} does not answer now ({reachable}); the control plane "
                    "will report it NotReady until it does", err=True)
+
+
+def pull_member(name: str, labels: dict[str, str], location: dict[str, str]) -> JSON:
+    """The MemberCluster of a pull member: no Secret, ``mode: Pull``."""
+    spec: JSON = {"mode": "Pull", **{k: v for k, v in location.items() if v}}
+    return {"apiVersion": api.MEMBER_CLUSTERS.api_version, "kind": "MemberCluster",
+            "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def write_agent_files(directory: Path, cert: bytes, key: bytes, ca: bytes) -> dict[str, Path]:
+    """The agent's certificate, key (0600, created so: never readable by others) and CA."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"cert": directory / "tls.crt", "key": directory / "tls.key",
+             "ca": directory / "ca.crt"}
+    paths["cert"].write_bytes(cert)
+    paths["ca"].write_bytes(ca)
+    paths["key"].unlink(missing_ok=True)
+    fd = os.open(paths["key"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key)
+    return paths
+
+
+def agent_command(name: str, paths: dict[str, Path], hub_address: str | None) -> str:
+    return (f"fedctl agent --hub-address {hub_address or '<work-server-host:port>'} "
+            f"--cluster-name {name} --kubeconfig <{name}'s kubeconfig> "
+            f"--tls-cert {paths['cert']} --tls-key {paths['key']} --tls-ca {paths['ca']}")
+
+
+def join_pull(name: str, labels: dict[str, str], location: dict[str, str], out_dir: Path,
+              hub_address: str | None, hub: kubeconfig.Context) -> dict[str, Path]:
+    from federation.work import identity
+
+    async def register() -> identity.CA:
+        async with kube.connect(hub) as client:
+            ca = await identity.ensure_ca(client)
+            await client.apply(api.MEMBER_CLUSTERS, pull_member(name, labels, location),
+                               FIELD_MANAGER, force=True)
+            return ca
+
+    ca = asyncio.run(register())
+    cert, key = identity.issue_agent(ca, name)
+    paths = write_agent_files(out_dir, cert, key, ca.cert_pem)
+    click.echo(f"joined {name} in pull mode: MemberCluster {name} (mode: Pull); the agent's "
+               f"certificate for {name} and its key are in {out_dir}/")
+    click.echo("start the agent with:")
+    click.echo("  " + agent_command(name, paths, hub_address))
+    return paths
 
 
 def with_token(document: JSON, token: str) -> JSON:

@@ -67,12 +67,16 @@ def install() -> None:
               help="Simulator: pods each simulated node can hold.")
 @click.option("--nodes", type=int, default=3, show_default=True,
               help="Simulator: nodes per member cluster.")
+@click.option("--pull", "pull", default="", metavar="MEMBERS",
+              help="Members in pull mode (comma-separated): the control plane gets no "
+                   "kubeconfig for them; with --control-plane, each one's `fedctl agent` "
+                   "runs as a local process and dials the control plane's work server.")
 @state_dir_option
 @kubeconfig_option
 @clear_errors
 def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
-       control_plane: bool, ready_delay: float, node_pods: int, nodes: int, state_dir: Path,
-       kubeconfig: Path) -> None:
+       control_plane: bool, ready_delay: float, node_pods: int, nodes: int, pull: str,
+       state_dir: Path, kubeconfig: Path) -> None:
     """Start the fleet (idempotent: only what is missing is created or started)."""
     count = fleet.parse_members(members)
     if provider == "kind":
@@ -83,6 +87,9 @@ def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
                                        ready_delay=ready_delay, enabled=not no_simulator)
     target = _fleet(state_dir, kubeconfig)
     target.up(count, base_port, simulator=settings, progress=progress)
+    pulled = [name.strip() for name in pull.split(",") if name.strip()]
+    if pulled:
+        target.set_pull(pulled)
     if control_plane:
         target.start_control_plane(progress)
     click.echo(f"fleet ready: kubeconfig {target.kubeconfig} "
@@ -162,6 +169,27 @@ def freeze(name: str, state_dir: Path, kubeconfig: Path) -> None:
 def thaw(name: str, state_dir: Path, kubeconfig: Path) -> None:
     """SIGCONT a frozen API server."""
     _fleet(state_dir, kubeconfig).thaw(name)
+
+
+@local.command("stop-agent")
+@click.argument("name")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def stop_agent(name: str, state_dir: Path, kubeconfig: Path) -> None:
+    """Stop a pull member's agent (fault injection: the member goes NotReady)."""
+    if not _fleet(state_dir, kubeconfig).stop_agent(name, progress):
+        progress(f"the agent of {name} was not running")
+
+
+@local.command("start-agent")
+@click.argument("name")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def start_agent(name: str, state_dir: Path, kubeconfig: Path) -> None:
+    """Start a pull member's agent again."""
+    _fleet(state_dir, kubeconfig).start_agent(name, progress)
 
 
 @local.command()

@@ -16,13 +16,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from federation.contexts import client as kube
 from federation.contexts import clusters, credentials, kubeconfig
 from federation.runtime import auth, leader, manager
+
+if TYPE_CHECKING:
+    from federation.work.server import WorkServer
 
 log = logging.getLogger("federation.run")
 
@@ -89,7 +92,8 @@ def quiet_closed_tls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -
     loop.default_exception_handler(context)
 
 
-async def serve(mgr: manager.Manager) -> None:
+async def serve(mgr: manager.Manager, work: WorkServer | None = None,
+                work_address: str | None = None) -> None:
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(quiet_closed_tls)
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -102,9 +106,14 @@ async def serve(mgr: manager.Manager) -> None:
     try:
         installed = await install.install_crds(hub_client, only_changed=True)
         log.info("hub API installed: %d CRDs", len(installed))
+        if work is not None and work_address is not None:
+            from federation.work import identity
+            await work.start(work_address, await identity.load_ca(hub_client))
         await mgr.run()
     finally:
         reporter.cancel()
+        if work is not None:
+            await work.stop()
         await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
@@ -157,13 +166,20 @@ async def serve(mgr: manager.Manager) -> None:
 @click.option("--app-local-cluster", default=None, metavar="NAME",
               help="The member KubeVela's topology cluster name `local` stands for (the "
                    "hub runs no workloads); without it `local` is refused.")
+@click.option("--work-bind-address", default="0", show_default=True,
+              help='Address of the work server pull members\' agents dial (gRPC, mutual '
+                   'TLS; e.g. "0.0.0.0:9443"); "0" serves none (docs/agent.md).')
+@click.option("--work-hosts", default="127.0.0.1,localhost", show_default=True,
+              help="Names and addresses the work server's certificate is valid for (the "
+                   "agents' --hub-address hosts), comma-separated.")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
         leader_election_namespace: str, leader_election_id: str,
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
-        propagation_deny: tuple[str, ...], app_local_cluster: str | None) -> None:
+        propagation_deny: tuple[str, ...], app_local_cluster: str | None,
+        work_bind_address: str, work_hosts: str) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -201,17 +217,21 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
     mgr = manager.Manager(cluster_set, settings)
+    work = None
+    if work_bind_address != "0":
+        from federation.work.server import WorkServer
+        work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
     from federation.controllers import applications, propagation
     from federation.controllers import setup as controllers_setup
 
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
-        allowed_exec=allow_exec,
+        allowed_exec=allow_exec, work=work,
         applications=applications.ApplicationSettings(local_cluster=app_local_cluster)))
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-            runner.run(serve(mgr))
+            runner.run(serve(mgr, work, work_bind_address))
     except manager.LeadershipLost as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
@@ -223,5 +243,6 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         click.echo(f"error: cannot install the hub API: {exc}{hint}", err=True)
         sys.exit(1)
     except (ValueError, OSError) as exc:  # a port in use, a certificate that will not load
+        # (the work CA Secret missing or unusable is an IdentityError, a ValueError)
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

@@ -270,6 +270,17 @@ class ClusterSet:
         self.clusters[name] = cluster
         return cluster
 
+    def adopt(self, cluster: Cluster) -> Cluster:
+        """Add a member built elsewhere at runtime (a pull member, whose client is a work
+        stream rather than a kubeconfig); like :meth:`join`, the caller engages it."""
+        if cluster.name in self.clusters:
+            raise ValueError(f"cluster {cluster.name!r} is already in the set")
+        cluster.joined = True
+        cluster.availability_listeners.extend(self.member_availability_listeners)
+        cluster.health_listeners.extend(self.member_health_listeners)
+        self.clusters[cluster.name] = cluster
+        return cluster
+
     def refuse(self, name: str, error: str) -> Cluster:
         """Record member ``name`` whose runtime join was refused (its kubeconfig Secret is
         missing or breaks a rule): known but never engaged, its error shown where a

@@ -21,21 +21,35 @@ Secret is ignored and a warning event says so. A Secret that cannot be used
 warning event names the reason (once per distinct reason; the Secret is read
 again every :data:`RETRY` seconds), and the health controller reports the
 MemberCluster ``Ready=Unknown`` (``NotEngaged``) with the reason as its message.
+
+A MemberCluster with ``spec.mode: Pull`` has no Secret: its agent dials the work server
+(``fedctl run --work-bind-address``, :mod:`federation.work`). It is registered there and
+joined as a cluster whose client is the work stream
+(:class:`~federation.work.pull.WorkClient`), so every controller treats it as any
+member; it is ready while its agent streams heartbeats. Without a work server it is
+refused with that reason. Deleting it (or switching it to Push) unregisters it: a stream
+of its agent is closed and refused from then on.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig, minify
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError
+from federation.contexts.clusters import Cluster
 from federation.controllers import api, events
 from federation.controllers.kinds import KindTracker
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, Result
+from federation.work import pull
+
+if TYPE_CHECKING:  # grpc is loaded only when a work server is configured
+    from federation.work.server import WorkServer
 
 log = logging.getLogger("federation.membership")
 SECRETS = kube.Resource("", "v1", "secrets", "Secret")
@@ -45,8 +59,11 @@ RETRY = 10.0
 
 class Reconciler:
     def __init__(self, mgr: manager.Manager, recorder: events.Recorder,
-                 allowed_exec: Iterable[str] = ()) -> None:
+                 allowed_exec: Iterable[str] = (), work: WorkServer | None = None) -> None:
         self.mgr = mgr
+        self.work = work
+        self.pull: set[str] = set()
+        """Clusters joined in pull mode (their client is a work stream)."""
         self.recorder = recorder
         self.allowed_exec = tuple(allowed_exec)
         self.hub = mgr.clusters.hub.name
@@ -59,17 +76,29 @@ class Reconciler:
         name = request.name
         doc = await self.mgr.client.get(api.MEMBER_CLUSTERS, name, cluster=self.hub,
                                         copy=False)
-        ref = ((doc or {}).get("spec") or {}).get("kubeconfigSecretRef")
-        if doc is None or doc["metadata"].get("deletionTimestamp") or not ref:
+        spec = (doc or {}).get("spec") or {}
+        ref = spec.get("kubeconfigSecretRef")
+        mode = spec.get("mode") or "Push"
+        gone = doc is None or doc["metadata"].get("deletionTimestamp")
+        if gone or (mode == "Push" and not ref):
             await self._leave(name)
             self.refusals.pop(name, None)
             return None
+        assert doc is not None
         existing = self.mgr.clusters.clusters.get(name)
         if existing is not None and not existing.joined:
             await self.recorder.emit(doc, "Warning", "JoinIgnored",
                                      f"a static context named {name} is engaged; its "
-                                     "kubeconfigSecretRef is ignored")
+                                     f"{'mode: Pull' if mode == 'Pull' else 'kubeconfigSecretRef'}"
+                                     " is ignored")
             return None
+        if mode == "Pull":
+            return await self._join_pull(doc, name, existing)
+        if mode != "Push":
+            return await self._refuse(doc, name, f"spec.mode {mode!r} is not Push or Pull")
+        if name in self.pull:
+            await self._leave(name)
+        assert ref  # Push without a Secret left above
         try:
             secret = await self.mgr.client.cluster(self.hub).get(
                 SECRETS, ref["name"], ref.get("namespace"))
@@ -96,6 +125,29 @@ class Reconciler:
                                                              f"{ref.get('namespace')}/{ref['name']}")
         return None
 
+    async def _join_pull(self, doc: ReadOnly, name: str, existing: Cluster | None
+                         ) -> Result | None:
+        if self.work is None:
+            return await self._refuse(doc, name, "spec.mode is Pull but this control plane "
+                                                 "serves no work stream (fedctl run "
+                                                 "--work-bind-address)")
+        if name in self.pull and existing is not None:
+            return None
+        await self._leave(name)
+        state = self.work.register(name)
+        hub = self.mgr.clusters.hub
+        cluster = Cluster(name, client=pull.WorkClient(state, hub.settings.client),
+                          settings=hub.settings)
+        self.mgr.clusters.adopt(cluster)
+        self.mgr.engage(cluster)
+        self.pull.add(name)
+        self.refusals.pop(name, None)
+        log.info("cluster %s joined in pull mode: waiting for its agent", name)
+        if not _was_ready(doc):
+            await self.recorder.emit(doc, "Normal", "Joined",
+                                     "pull mode: engaged when its agent connects")
+        return None
+
     async def _refuse(self, doc: ReadOnly, name: str, reason: str) -> Result:
         """Nothing of a refused Secret is used: the cluster is known with the reason only."""
         await self._leave(name)
@@ -113,6 +165,10 @@ class Reconciler:
             return
         await self.mgr.disengage(name)
         self.versions.pop(name, None)
+        if name in self.pull:
+            self.pull.discard(name)
+            if self.work is not None:
+                self.work.unregister(name)
         if not cluster.error:  # a refused join: nothing was engaged, nothing to report
             log.info("cluster %s left", name)
 
@@ -128,9 +184,10 @@ def forget_kinds(kinds: KindTracker) -> Callable[[str], None]:
 
 
 def install(mgr: manager.Manager, recorder: events.Recorder,
-            kinds: KindTracker | None = None, allowed_exec: Iterable[str] = ()) -> None:
+            kinds: KindTracker | None = None, allowed_exec: Iterable[str] = (),
+            work: WorkServer | None = None) -> None:
     """Add the ``membership`` controller to a manager."""
-    ctl = controller.Controller("membership", Reconciler(mgr, recorder, allowed_exec),
+    ctl = controller.Controller("membership", Reconciler(mgr, recorder, allowed_exec, work),
                                 workers=1)
     ctl.watch(api.MEMBER_CLUSTERS, clusters="hub")
     if kinds is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,6 +56,9 @@ from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
+if typing.TYPE_CHECKING:  # grpc is loaded only when a work server is configured
+    from federation.work.server import WorkServer
+
 log = logging.getLogger("federation.setup")
 
 
@@ -75,6 +79,10 @@ class Settings:
     """Exec-plugin commands allowed in joined clusters' kubeconfigs beyond the built-in
     allowlist: none by default, because a joined cluster's kubeconfig is hub data that
     would otherwise run a program here (``--allow-exec-command``, as for ``fedctl join``)."""
+
+    work: WorkServer | None = None
+    """The work server of pull members (``fedctl run --work-bind-address``); None: a
+    MemberCluster with ``mode: Pull`` is refused with that reason."""
 
 
 class Wiring:
@@ -180,7 +188,8 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     mgr.add(_validation(mgr, wiring.recorder, settings.propagation))
     mgr.add(_cleanup(mgr, wiring, settings.propagation))
     health.install(mgr, wiring.recorder)
-    membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec)
+    membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
+                       settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
                          settings.propagation.deny_list)
 

@@ -134,6 +134,13 @@ class ClusterSpec:
 class FleetConfig:
     clusters: list[ClusterSpec]
     simulator: SimulatorSettings = dataclasses.field(default_factory=SimulatorSettings)
+    pull: list[str] = dataclasses.field(default_factory=list)
+    """Members in pull mode (``up --pull``): no context for them in the control plane's
+    kubeconfig; their agents run as local processes and dial the work server."""
+    work_port: int = 0
+    """The control plane's work server port (chosen once, when a member is first pulled)."""
+    agent_ports: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Each agent's /healthz, /readyz and /metrics port."""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2)
@@ -144,6 +151,8 @@ class FleetConfig:
         return cls(
             clusters=[ClusterSpec(**c) for c in data["clusters"]],
             simulator=SimulatorSettings(**data.get("simulator", {})),
+            pull=list(data.get("pull") or []), work_port=int(data.get("work_port") or 0),
+            agent_ports={k: int(v) for k, v in (data.get("agent_ports") or {}).items()},
         )
 
     @property
@@ -368,6 +377,9 @@ class Fleet:
             progress("stopped control plane")
         if processes.terminate(self.simulator_pid_file):
             progress("stopped simulator")
+        for pid_file in self.state_dir.glob("agents/*/agent.pid"):
+            if processes.terminate(pid_file):
+                progress(f"stopped the agent of {pid_file.parent.name}")
         with contextlib.suppress(FleetError):
             for cluster in self.load().clusters:
                 self.stop(cluster.name, progress)
@@ -377,7 +389,8 @@ class Fleet:
                 progress(f"stopped {pid_file.parent.name} {pid_file.stem}")
         if not keep_data:
             shutil.rmtree(self.state_dir, ignore_errors=True)
-            for path in (self.kubeconfig, self.clusters_file, self.control_plane_kubeconfig):
+            for path in (self.kubeconfig, self.clusters_file, self.control_plane_kubeconfig,
+                         *self.kubeconfig.parent.glob(self.kubeconfig.stem + "-agent-*.yaml")):
                 path.unlink(missing_ok=True)
             progress(f"removed {self.state_dir}")
 
@@ -512,15 +525,23 @@ class Fleet:
         """The admin kubeconfig, the control plane's, and the members' placement file."""
         _write_private_yaml(self.kubeconfig, self._kubeconfig_document(config, "admin"))
         _write_private_yaml(self.control_plane_kubeconfig,
-                            self._kubeconfig_document(config, "control-plane"))
+                            self._kubeconfig_document(config, "control-plane",
+                                                      skip=set(config.pull)))
+        for name in config.pull:  # each agent: its own cluster only, least privilege
+            _write_private_yaml(self.agent_kubeconfig(name), self._kubeconfig_document(
+                config, "control-plane", only={name}))
         members = [{"name": c.name, "labels": c.labels, "region": c.region, "zone": c.zone,
                     "provider": c.provider, "taints": []} for c in config.members]
         _write_private_yaml(self.clusters_file, {"clusters": members})
 
     def _kubeconfig_document(self, config: FleetConfig,
-                             identity: Literal["admin", "control-plane"]) -> dict[str, Any]:
+                             identity: Literal["admin", "control-plane"], *,
+                             skip: set[str] | None = None, only: set[str] | None = None
+                             ) -> dict[str, Any]:
         clusters, users, contexts = [], [], []
         for cluster in config.clusters:
+            if cluster.name in (skip or ()) or (only is not None and cluster.name not in only):
+                continue
             keys = self.pki(cluster.name)
             cert, key = ((keys.admin_cert, keys.admin_key) if identity == "admin"
                          else (keys.control_plane_cert, keys.control_plane_key))
@@ -534,8 +555,9 @@ class Fleet:
             contexts.append({"name": cluster.name, "context": {
                 "cluster": cluster.name, "user": f"{cluster.name}-{identity}",
             }})
+        current = "hub" if only is None else sorted(only)[0]
         return {"apiVersion": "v1", "kind": "Config", "preferences": {},
-                "current-context": "hub", "clusters": clusters, "users": users,
+                "current-context": current, "clusters": clusters, "users": users,
                 "contexts": contexts}
 
     def ensure_control_plane_identity(self) -> Path:
@@ -615,13 +637,95 @@ class Fleet:
         if installed.returncode != 0:
             raise FleetError(f"fedctl install failed: {installed.stderr.strip()}")
         progress(installed.stdout.strip().replace("\n", "; "))
+        config = self.load()
+        for name in config.pull:
+            self.join_pull(name, progress)
+        work = ["--work-bind-address", f"127.0.0.1:{config.work_port}"] if config.pull else []
         argv = [*fedctl, "run", "--kubeconfig", str(identity), *hub,
                 "--metrics-bind-address", "127.0.0.1:0",
-                "--health-probe-bind-address", "127.0.0.1:0", *extra_args]
+                "--health-probe-bind-address", "127.0.0.1:0", *work, *extra_args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         processes.spawn(argv, self.control_plane_pid_file, self.control_plane_log_file, env=env)
         progress(f"control plane started: fedctl run as {pki.CONTROL_PLANE_USER} "
                  f"(log: {self.control_plane_log_file})")
+        for name in config.pull:
+            self.start_agent(name, progress)
+
+    # -- pull members ----------------------------------------------------------------------
+
+    def set_pull(self, names: Sequence[str]) -> FleetConfig:
+        """Make ``names`` pull members (checked against the fleet's members); the control
+        plane's kubeconfig loses their contexts, each gets an agent kubeconfig."""
+        config = self.load()
+        members = {c.name for c in config.members}
+        for name in names:
+            if name not in members:
+                raise FleetError(f"--pull {name}: no such member (have: "
+                                 f"{', '.join(sorted(members))})")
+        config.pull = sorted(set(config.pull) | set(names))
+        taken = {p for c in config.clusters
+                 for p in (c.apiserver_port, c.etcd_client_port, c.etcd_peer_port)}
+        if config.pull and not config.work_port:
+            config.work_port = _free_port(taken)
+        for name in config.pull:
+            config.agent_ports.setdefault(name, _free_port(taken | {config.work_port}))
+        self._save(config)
+        self.write_kubeconfig(config)
+        return config
+
+    def agent_dir(self, name: str) -> Path:
+        return self.state_dir / "agents" / name
+
+    def agent_kubeconfig(self, name: str) -> Path:
+        return self.kubeconfig.with_name(f"{self.kubeconfig.stem}-agent-{name}.yaml")
+
+    def agent_pid_file(self, name: str) -> Path:
+        return self.agent_dir(name) / "agent.pid"
+
+    def agent_log_file(self, name: str) -> Path:
+        return self.agent_dir(name) / "agent.log"
+
+    def join_pull(self, name: str, progress: Progress) -> None:
+        """`fedctl join NAME --mode pull` as admin: the work CA, the MemberCluster in pull
+        mode, the agent's certificate in the agent's directory (once)."""
+        directory = self.agent_dir(name)
+        joined = subprocess.run(
+            [sys.executable, "-m", "federation", "join", name, "--mode", "pull",
+             "--hub-kubeconfig", str(self.kubeconfig), "--hub-context", "hub",
+             "--out-dir", str(directory / "tls"),
+             "--hub-address", f"127.0.0.1:{self.load().work_port}"],
+            capture_output=True, text=True)
+        if joined.returncode != 0:
+            raise FleetError(f"fedctl join {name} --mode pull failed: {joined.stderr.strip()}")
+        progress(f"{name} joined in pull mode (agent files: {directory / 'tls'})")
+
+    def agent_argv(self, name: str) -> list[str]:
+        config = self.load()
+        tls = self.agent_dir(name) / "tls"
+        port = config.agent_ports[name]
+        return [sys.executable, "-m", "federation", "agent",
+                "--hub-address", f"127.0.0.1:{config.work_port}", "--cluster-name", name,
+                "--kubeconfig", str(self.agent_kubeconfig(name)),
+                "--tls-cert", str(tls / "tls.crt"), "--tls-key", str(tls / "tls.key"),
+                "--tls-ca", str(tls / "ca.crt"), "--state-dir", str(self.agent_dir(name)),
+                "--health-probe-bind-address", f"127.0.0.1:{port}",
+                "--metrics-bind-address", f"127.0.0.1:{port}"]
+
+    def start_agent(self, name: str, progress: Progress = lambda _: None) -> None:
+        if name not in self.load().pull:
+            raise FleetError(f"{name} is not a pull member (`fedctl local up --pull {name}`)")
+        if processes.owned_pid(self.agent_pid_file(name)) is not None:
+            return
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        processes.spawn(self.agent_argv(name), self.agent_pid_file(name),
+                        self.agent_log_file(name), env=env)
+        progress(f"agent of {name} started (log: {self.agent_log_file(name)})")
+
+    def stop_agent(self, name: str, progress: Progress = lambda _: None) -> bool:
+        if processes.terminate(self.agent_pid_file(name)):
+            progress(f"stopped the agent of {name}")
+            return True
+        return False
 
 
 def _b64(path: Path) -> str:

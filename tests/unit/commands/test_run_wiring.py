@@ -30,7 +30,7 @@ def test_flags_become_the_settings_setup_receives(
     and the module keeps no state a second manager in the same process would inherit."""
     received: list[tuple[manager.Manager, setup.Settings]] = []
 
-    async def serve(mgr: manager.Manager) -> None:
+    async def serve(mgr: manager.Manager, *args: object) -> None:
         await mgr.close()
 
     monkeypatch.setattr(setup, "setup", lambda mgr, settings: received.append((mgr, settings)))
@@ -48,3 +48,24 @@ def test_flags_become_the_settings_setup_receives(
     assert settings.propagation.deny_list.kind_rule("example.com", "Widget") is not None
     assert settings.propagation.deny_list.kind_rule("apps", "Deployment") is None
     assert not [name for name in vars(setup) if name.isupper()]
+
+
+def test_work_bind_address_gives_membership_a_work_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    received: list[setup.Settings] = []
+    served: list[object] = []
+
+    async def serve(mgr: manager.Manager, *args: object) -> None:
+        served.extend(args)
+        await mgr.close()
+
+    monkeypatch.setattr(setup, "setup", lambda mgr, settings: received.append(settings))
+    monkeypatch.setattr(run_command, "serve", serve)
+    result = CliRunner().invoke(run_command.run, [
+        "--kubeconfig", str(kubeconfig(tmp_path)), "--hub-context", "hub",
+        "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+        "--work-bind-address", "127.0.0.1:0", "--work-hosts", "hub.example.com"])
+    assert result.exit_code == 0, result.output
+    [settings] = received
+    assert settings.work is not None and settings.work.hosts == ["hub.example.com"]
+    assert served == [settings.work, "127.0.0.1:0"]

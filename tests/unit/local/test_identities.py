@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
 import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -64,3 +65,32 @@ def test_up_writes_a_second_kubeconfig_with_the_same_contexts(tmp_path: Path) ->
     assert path.stat().st_mode & 0o077 == 0
     target.down()
     assert not path.exists() and not target.kubeconfig.exists()
+
+
+def test_up_pull_gives_the_control_plane_no_kubeconfig_for_the_pulled_member(
+        tmp_path: Path) -> None:
+    """`fedctl local up --pull member2`: the control plane's kubeconfig loses member2; the
+    agent gets one of its own holding member2 only (the least-privilege identity), and runs
+    against the work server's port with its certificate from `fedctl join --mode pull`."""
+    target = fleet.Fleet(tmp_path / "state", tmp_path / "kubeconfigs" / "local.yaml")
+    config = target._plan(2, None, None)
+    target._save(config)
+    target.ensure_control_plane_identity()
+    config = target.set_pull(["member2"])
+    plane = yaml.safe_load(target.control_plane_kubeconfig.read_text())
+    assert [c["name"] for c in plane["contexts"]] == ["hub", "member1"]
+    agent = yaml.safe_load(target.agent_kubeconfig("member2").read_text())
+    assert [c["name"] for c in agent["contexts"]] == ["member2"]
+    assert agent["current-context"] == "member2"
+    assert target.agent_kubeconfig("member2").stat().st_mode & 0o077 == 0
+    argv = target.agent_argv("member2")
+    assert argv[argv.index("--hub-address") + 1] == f"127.0.0.1:{config.work_port}"
+    assert argv[argv.index("--cluster-name") + 1] == "member2"
+    admin = yaml.safe_load(target.kubeconfig.read_text())
+    assert "member2" in [c["name"] for c in admin["contexts"]]  # kubectl and tests keep it
+    reloaded = target.load()
+    assert reloaded.pull == ["member2"] and reloaded.agent_ports["member2"]
+    with pytest.raises(fleet.FleetError, match="no such member"):
+        target.set_pull(["member7"])
+    target.down()
+    assert not target.agent_kubeconfig("member2").exists()

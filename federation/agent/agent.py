@@ -1,0 +1,253 @@
+"""``fedctl agent``: a pull member's agent, dialling out to the hub's work server.
+
+The agent connects with its client certificate (:mod:`federation.work.identity`), says
+``Hello`` with the generations it applied, and then serves the stream
+(:mod:`federation.agent.session`) until it breaks; then it reconnects with jittered
+exponential backoff (:attr:`AgentSettings.backoff_initial` doubling to ``backoff_max``).
+Meanwhile nothing in its cluster is touched: what was applied stays as it was (the last
+desired state), and its informers keep the objects current for the next snapshot.
+
+Its certificate and key are read from their files at every connect, so a renewed pair
+(asked for over the stream when two thirds of its lifetime have passed, written back to
+the same files, key mode 0600) is used from the next connection on. Neither is ever
+logged.
+
+``/healthz`` answers 200 while the loop runs; ``/readyz`` 200 only while a stream is
+open and the agent's own API server is ready; ``/metrics`` has the stream state, the
+writes made, duplicates skipped and reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import grpc
+import grpc.aio
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from federation.agent.applied import Applied
+from federation.agent.session import Session, Worker
+from federation.contexts.client import ClusterClient
+from federation.work import identity
+from federation.work.proto import work_pb2 as pb
+from federation.work.server import METHOD
+
+log = logging.getLogger("federation.agent")
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSettings:
+    hub_address: str
+    cluster: str
+    tls_cert: Path
+    tls_key: Path
+    tls_ca: Path
+    state_dir: Path
+    tls_server_name: str | None = None
+    """The name to verify in the hub's certificate when the address is not in it."""
+    backoff_initial: float = 0.5
+    """First reconnect delay: a hub restart is back within seconds."""
+    backoff_max: float = 30.0
+    """Longest delay between attempts: a thousand agents of a hub that was away for an
+    hour come back spread over half a minute, not all at once."""
+    renew_check: float = 3600.0
+    """Seconds between checks of the certificate's age (renewal is at two thirds of 90 days;
+    an hour's lateness is nothing)."""
+
+
+class Agent:
+    def __init__(self, settings: AgentSettings, client: ClusterClient) -> None:
+        self.settings = settings
+        self.client = client
+        self.worker = Worker(settings.cluster, client,
+                             Applied(settings.state_dir / "applied.json"))
+        self.worker.renewal = self._renewed
+        self.connected = False
+        self.registry = CollectorRegistry()
+        self.m_connected = Gauge("federation_agent_connected", "1 while a work stream is open",
+                                 registry=self.registry)
+        self.m_reconnects = Counter("federation_agent_reconnects", "streams opened",
+                                    registry=self.registry)
+        self.registry.register(_StatsCollector(self.worker))
+        self._pending_key: bytes | None = None
+
+    # -- the connection loop ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            try:
+                opened = await self.connect_once()
+            except grpc.aio.AioRpcError as exc:
+                opened = False
+                level = logging.WARNING if failures == 0 else logging.DEBUG
+                log.log(level, "work stream to %s: %s %s", self.settings.hub_address,
+                        exc.code().name, exc.details())
+            except (OSError, ValueError) as exc:
+                opened = False
+                log.warning("work stream to %s: %s", self.settings.hub_address, exc)
+            finally:
+                self.connected = False
+                self.m_connected.set(0)
+                self.worker.end_session()
+            failures = 0 if opened else failures + 1
+            delay = min(self.settings.backoff_initial * 2.0 ** min(failures, 20),
+                        self.settings.backoff_max) * random.uniform(0.8, 1.2)
+            await asyncio.sleep(delay)
+
+    def _credentials(self) -> grpc.ChannelCredentials:
+        s = self.settings
+        return grpc.ssl_channel_credentials(root_certificates=s.tls_ca.read_bytes(),
+                                            private_key=s.tls_key.read_bytes(),
+                                            certificate_chain=s.tls_cert.read_bytes())
+
+    async def connect_once(self) -> bool:
+        """One stream, until it ends; True when the hub accepted it."""
+        options: list[tuple[str, str | int]] = [
+            ("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
+        if self.settings.tls_server_name:
+            options.append(("grpc.ssl_target_name_override", self.settings.tls_server_name))
+        async with grpc.aio.secure_channel(self.settings.hub_address, self._credentials(),
+                                           options=options) as channel:
+            sync = channel.stream_stream(METHOD,
+                                         request_serializer=pb.AgentMessage.SerializeToString,
+                                         response_deserializer=pb.HubMessage.FromString)
+            session = self.worker.session()
+            call = sync(self._requests(session))
+            opened = False
+            beats: asyncio.Task[None] | None = None
+            try:
+                async for message in call:
+                    if not opened:
+                        opened = self._opened(session)
+                        beats = asyncio.create_task(self.worker.heartbeats(session))
+                    self.worker.handle(session, message)
+            finally:
+                if beats is not None:
+                    beats.cancel()
+                    await asyncio.gather(beats, return_exceptions=True)
+            return opened
+
+    def _opened(self, session: Session) -> bool:
+        self.connected = True
+        self.m_connected.set(1)
+        self.m_reconnects.inc()
+        log.info("work stream to %s open (cluster %s, %d objects applied)",
+                 self.settings.hub_address, self.settings.cluster,
+                 len(self.worker.applied.generations))
+        self._maybe_renew(session)
+        return True
+
+    async def _requests(self, session: Session) -> AsyncIterator[pb.AgentMessage]:
+        yield self.worker.hello()
+        while True:
+            message = await session.outbox.get()
+            if message is None:
+                return
+            yield message
+
+    # -- certificate renewal ---------------------------------------------------------------
+
+    def _maybe_renew(self, session: Session) -> None:
+        try:
+            due = identity.needs_renewal(self.settings.tls_cert.read_bytes())
+        except (OSError, ValueError):
+            return
+        if not due or self._pending_key is not None:
+            return
+        key = identity.new_key()
+        self._pending_key = identity.key_pem(key)
+        session.send(pb.AgentMessage(renew=pb.RenewRequest(
+            csr_pem=identity.csr(self.settings.cluster, key))))
+        log.info("asked the hub to renew the certificate of %s", self.settings.cluster)
+
+    def _renewed(self, answer: pb.RenewAnswer) -> None:
+        key, self._pending_key = self._pending_key, None
+        if answer.error or key is None:
+            log.warning("certificate renewal refused: %s", answer.error or "not asked")
+            return
+        if identity.common_name(answer.cert_pem) != self.settings.cluster:
+            log.warning("certificate renewal: the hub's certificate names another cluster")
+            return
+        _write_private(self.settings.tls_key, key)
+        _write_private(self.settings.tls_cert, answer.cert_pem)
+        log.info("certificate of %s renewed; used from the next connection",
+                 self.settings.cluster)
+
+    # -- health and metrics ----------------------------------------------------------------
+
+    async def serve(self, health_address: str | None, metrics_address: str | None
+                    ) -> list[web.AppRunner]:
+        runners = []
+        routes: dict[str | None, list[tuple[str, Handler]]] = {}
+        routes.setdefault(health_address, []).extend(
+            [("/healthz", self._healthz), ("/readyz", self._readyz)])
+        routes.setdefault(metrics_address, []).append(("/metrics", self._metrics))
+        for address, handlers in routes.items():
+            if not address:
+                continue
+            app = web.Application()
+            for path, handler in handlers:
+                app.router.add_get(path, handler)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            host, _, port = address.rpartition(":")
+            await web.TCPSite(runner, host or "127.0.0.1", int(port)).start()
+            runners.append(runner)
+        return runners
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        if not self.connected:
+            return web.Response(text="no work stream to the hub\n", status=503)
+        if not self.worker.cluster_ready:
+            return web.Response(text=f"own API server: {self.worker.cluster_detail}\n",
+                                status=503)
+        return web.Response(text="ok\n")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self.registry),
+                            content_type="text/plain", charset="utf-8")
+
+
+class _StatsCollector(Collector):
+    """The worker's counters, read at scrape time."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.worker.stats
+        writes = CounterMetricFamily("federation_agent_writes",
+                                     "writes made to the member API server", labels=["verb"])
+        for verb, n in sorted(stats.writes.items()):
+            writes.add_metric([verb], n)
+        yield writes
+        yield CounterMetricFamily("federation_agent_duplicates",
+                                  "work already applied at its generation (nothing written)",
+                                  value=stats.duplicates)
+        yield CounterMetricFamily("federation_agent_refused",
+                                  "writes the member API server refused", value=stats.refused)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)

@@ -1,0 +1,245 @@
+"""Agents' identities: a work CA kept in a hub Secret, one client certificate per cluster.
+
+The work server and its agents authenticate each other with mutual TLS against one CA,
+made on first use by ``fedctl join NAME --mode pull`` (or ``fedctl local up --pull``) and
+kept in the hub Secret ``federation-system/federation-work-ca`` (``tls.crt``, ``tls.key``),
+which only admins and the control plane (RBAC: get Secrets in ``federation-system``) can
+read. An agent's certificate names exactly its cluster (CN = the cluster name, the only
+name in it, organisation :data:`AGENT_ORGANIZATION`, client-auth only); the server refuses
+a stream whose ``Hello`` names another cluster (:func:`check_peer`). The server's own
+certificate is issued at its start from the same CA, for the addresses it is told to serve.
+
+Certificates last :data:`AGENT_VALIDITY`; an agent asks for a new one over its stream
+(a CSR: its new key never leaves it) once :func:`needs_renewal` says two thirds of the
+lifetime have passed, and the server signs it only for the stream's own cluster
+(:func:`sign_csr`). Nothing here logs or returns a private key except to the caller that
+owns it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import ipaddress
+from collections.abc import Sequence
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from federation.contexts.client import JSON, ApiError, ClusterClient, Resource
+
+SECRETS = Resource("", "v1", "secrets", "Secret")
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+SECRET_NAMESPACE = "federation-system"
+SECRET_NAME = "federation-work-ca"
+AGENT_ORGANIZATION = "federation:agents"
+CA_VALIDITY = datetime.timedelta(days=3650)
+"""The CA outlives every certificate it signs by far; rotating it is a new Secret."""
+AGENT_VALIDITY = datetime.timedelta(days=90)
+"""Short enough that a leaked key expires within a quarter; agents renew at two thirds
+(day 60) over their stream, so an agent offline for a month still renews in time."""
+SERVER_VALIDITY = datetime.timedelta(days=90)
+"""The server's certificate is re-issued at every start of the control plane."""
+
+
+class IdentityError(ValueError):
+    """A certificate, CSR or CA Secret that cannot be used (the message says which part)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CA:
+    cert_pem: bytes
+    key_pem: bytes
+
+    @property
+    def cert(self) -> x509.Certificate:
+        return x509.load_pem_x509_certificate(self.cert_pem)
+
+    @property
+    def key(self) -> ec.EllipticCurvePrivateKey:
+        key = serialization.load_pem_private_key(self.key_pem, password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey):
+            raise IdentityError("the work CA key is not an EC key")
+        return key
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def new_ca(now: datetime.datetime | None = None) -> CA:
+    now = now or _now()
+    key = new_key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "federation-work-ca")])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + CA_VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False,
+                                         False), critical=True)
+            .sign(key, hashes.SHA256()))
+    return CA(cert.public_bytes(serialization.Encoding.PEM), key_pem(key))
+
+
+def _leaf(ca: CA, subject: x509.Name, public_key: ec.EllipticCurvePublicKey,
+          usage: x509.ObjectIdentifier, validity: datetime.timedelta,
+          sans: Sequence[x509.GeneralName], now: datetime.datetime | None) -> bytes:
+    now = now or _now()
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca.cert.subject)
+               .public_key(public_key).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + validity)
+               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+               .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(sans)), critical=False)
+    return builder.sign(ca.key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def agent_subject(cluster: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, AGENT_ORGANIZATION),
+                      x509.NameAttribute(NameOID.COMMON_NAME, cluster)])
+
+
+def issue_agent(ca: CA, cluster: str, now: datetime.datetime | None = None,
+                validity: datetime.timedelta = AGENT_VALIDITY) -> tuple[bytes, bytes]:
+    """(certificate, key) PEMs for the agent of ``cluster``; the CN is the cluster name."""
+    key = new_key()
+    cert = _leaf(ca, agent_subject(cluster), key.public_key(), ExtendedKeyUsageOID.CLIENT_AUTH,
+                 validity, [x509.DNSName(cluster)], now)
+    return cert, key_pem(key)
+
+
+def issue_server(ca: CA, hosts: Sequence[str], now: datetime.datetime | None = None
+                 ) -> tuple[bytes, bytes]:
+    """(certificate, key) PEMs for the work server, valid for ``hosts`` (names or IPs)."""
+    sans: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            sans.append(x509.DNSName(host))
+    key = new_key()
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "federation-work-server")])
+    cert = _leaf(ca, subject, key.public_key(), ExtendedKeyUsageOID.SERVER_AUTH,
+                 SERVER_VALIDITY, sans, now)
+    return cert, key_pem(key)
+
+
+def csr(cluster: str, key: ec.EllipticCurvePrivateKey) -> bytes:
+    request = (x509.CertificateSigningRequestBuilder().subject_name(agent_subject(cluster))
+               .sign(key, hashes.SHA256()))
+    return request.public_bytes(serialization.Encoding.PEM)
+
+
+def sign_csr(ca: CA, csr_pem: bytes, cluster: str, now: datetime.datetime | None = None
+             ) -> bytes:
+    """A renewed agent certificate for ``cluster`` (the stream's own): refused when the CSR
+    is malformed, badly signed or names anything but that cluster."""
+    try:
+        request = x509.load_pem_x509_csr(csr_pem)
+    except ValueError:
+        raise IdentityError("renewal: the CSR is not a PEM certificate request") from None
+    if not request.is_signature_valid:
+        raise IdentityError("renewal: the CSR's signature does not verify")
+    names = request.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if [n.value for n in names] != [cluster]:
+        raise IdentityError(f"renewal: the CSR must name exactly cluster {cluster!r}")
+    public = request.public_key()
+    if not isinstance(public, ec.EllipticCurvePublicKey):
+        raise IdentityError("renewal: the CSR's key must be an EC key")
+    return _leaf(ca, agent_subject(cluster), public, ExtendedKeyUsageOID.CLIENT_AUTH,
+                 AGENT_VALIDITY, [x509.DNSName(cluster)], now)
+
+
+def common_name(cert_pem: bytes) -> str:
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(names[0].value) if names else ""
+
+
+def needs_renewal(cert_pem: bytes, now: datetime.datetime | None = None) -> bool:
+    """Two thirds of the certificate's lifetime have passed."""
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
+    return (now or _now()) >= start + (end - start) * 2 / 3
+
+
+def check_peer(peer_names: Sequence[str], cluster: str) -> str | None:
+    """Why a stream whose client certificate has CNs ``peer_names`` may not speak for
+    ``cluster`` (None: it may)."""
+    if list(peer_names) != [cluster]:
+        shown = ", ".join(peer_names) or "none"
+        return f"the client certificate names {shown}, not cluster {cluster!r}"
+    return None
+
+
+# -- the hub Secret ------------------------------------------------------------------------
+
+def ca_secret(ca: CA) -> JSON:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": SECRET_NAME, "namespace": SECRET_NAMESPACE,
+                         "labels": {"app.kubernetes.io/managed-by": "federation"}},
+            "data": {"tls.crt": base64.b64encode(ca.cert_pem).decode(),
+                     "tls.key": base64.b64encode(ca.key_pem).decode()}}
+
+
+def ca_from_secret(secret: JSON) -> CA:
+    data = secret.get("data") or {}
+    try:
+        ca = CA(base64.b64decode(data["tls.crt"]), base64.b64decode(data["tls.key"]))
+        _ = ca.cert, ca.key
+    except (KeyError, ValueError) as exc:
+        raise IdentityError(f"Secret {SECRET_NAMESPACE}/{SECRET_NAME}: tls.crt and tls.key "
+                            f"must hold a PEM CA certificate and key ({type(exc).__name__})"
+                            ) from None
+    return ca
+
+
+async def load_ca(hub: ClusterClient) -> CA:
+    """The work CA from the hub Secret (the control plane: read only)."""
+    try:
+        secret = await hub.get(SECRETS, SECRET_NAME, SECRET_NAMESPACE)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise IdentityError(f"no Secret {SECRET_NAMESPACE}/{SECRET_NAME} on the hub: "
+                                "`fedctl join NAME --mode pull` creates it") from None
+        raise
+    return ca_from_secret(secret)
+
+
+async def ensure_ca(hub: ClusterClient) -> CA:
+    """The work CA, created in the hub Secret when missing (admins: join, local up)."""
+    try:
+        return await load_ca(hub)
+    except IdentityError as exc:
+        if "no Secret" not in str(exc):
+            raise
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": SECRET_NAMESPACE}}
+    try:
+        await hub.create(NAMESPACES, namespace)
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+    ca = new_ca()
+    try:
+        await hub.create(SECRETS, ca_secret(ca))
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+        return await load_ca(hub)  # made by a concurrent join: use that one
+    return ca
