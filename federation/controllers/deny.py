@@ -26,6 +26,7 @@ skipped) and by the writer just before any member write (defence in depth).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -89,8 +90,10 @@ class Rule:
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         group, kind = group_kind_of(obj)
-        if not self.covers_kind(group, kind):
-            return False
+        return self.covers_kind(group, kind) and self.qualifiers_match(obj)
+
+    def qualifiers_match(self, obj: Mapping[str, Any]) -> bool:
+        """The namespace and type qualifiers (the kind already known to be covered)."""
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace") != self.namespace:
             return False
@@ -163,8 +166,19 @@ class DenyList:
                     None)
 
     def object_rule(self, obj: Mapping[str, Any]) -> Rule | None:
-        """The first rule denying this object (a whole-kind rule or a qualified one)."""
-        return next((r for r in self.rules if r.matches(obj)), None)
+        """The first rule denying this object (a whole-kind rule or a qualified one).
+        Checked before every member write, so only the rules of the object's group are
+        looked at (in list order: an object has one group, so the first is the same)."""
+        group, kind = group_kind_of(obj)
+        return next((r for r in self._by_group.get(group, ())
+                     if r.kind in ("*", kind) and r.qualifiers_match(obj)), None)
+
+    @functools.cached_property
+    def _by_group(self) -> dict[str, tuple[Rule, ...]]:
+        found: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            found.setdefault(rule.group, []).append(rule)
+        return {group: tuple(rules) for group, rules in found.items()}
 
     def policy_denials(self, policy: Mapping[str, Any]) -> list[str]:
         """What a propagation policy selects that the list denies, one line per rule."""

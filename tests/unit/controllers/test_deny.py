@@ -5,6 +5,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import hypothesis
+import hypothesis.strategies
 import pytest
 from click.testing import CliRunner
 
@@ -388,3 +390,22 @@ async def test_policy_events_start_no_tracking_for_denied_kinds() -> None:
     for task in list(wiring._tracking):
         await task
     assert followed == [("v1", "ConfigMap")]
+
+
+@hypothesis.given(
+    rules=hypothesis.strategies.lists(hypothesis.strategies.sampled_from(
+        [*deny.DEFAULT_RULES, deny.Rule("apps", "*", None, None),
+         deny.Rule("", "ConfigMap", "shop", None), deny.Rule("", "Secret", None, "Opaque")])),
+    group=hypothesis.strategies.sampled_from(["", "apps", "policy.federation.io", "x.io"]),
+    kind=hypothesis.strategies.sampled_from(["Secret", "ConfigMap", "Deployment", "Event"]),
+    namespace=hypothesis.strategies.sampled_from(["shop", "kube-system", "federation-system"]),
+    secret_type=hypothesis.strategies.sampled_from(
+        ["Opaque", "kubernetes.io/service-account-token"]))
+def test_object_rule_is_the_first_matching_rule_in_list_order(
+        rules: list[deny.Rule], group: str, kind: str, namespace: str,
+        secret_type: str) -> None:
+    """The per-group index finds exactly what a scan of the whole list in order finds."""
+    obj = {"apiVersion": f"{group}/v1" if group else "v1", "kind": kind, "type": secret_type,
+           "metadata": {"name": "x", "namespace": namespace}}
+    found = deny.DenyList(tuple(rules)).object_rule(obj)
+    assert found is next((r for r in rules if r.matches(obj)), None)
