@@ -22,13 +22,15 @@ which runs each placement in its own thread and waits for it at most
   work queue) rather than waiting for ever.
 
 Threads are daemons: a placement still computing never holds up the exit of
-``fedctl run``.
+``fedctl run``. They are kept and reused (started as needed, never more than
+``threads``): starting a thread per placement cost more than a small placement.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -60,7 +62,11 @@ class Scheduler:
         self._slots: asyncio.Semaphore | None = None
         self._timed_out: dict[Hashable, str] = {}
         self.running = 0
-        """Placements computing now (timed-out ones included until they return)."""
+        """Placements computing or queued now (timed-out ones included until they return)."""
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._threads = 0
+        """Threads started. Kept >= :attr:`running`, so every job has an idle thread: those
+        busy past their budget hold their own slots, and ``running`` counts them."""
 
     def timed_out(self, key: Hashable) -> str | None:
         """The message of an earlier run with the same inputs that ran out of budget."""
@@ -99,11 +105,14 @@ class Scheduler:
 
         self.running += 1
         try:
-            threading.Thread(target=work, name="placement", daemon=True).start()
+            if self._threads < self.running:
+                threading.Thread(target=self._serve, name="placement", daemon=True).start()
+                self._threads += 1
         except BaseException:
             self.running -= 1
             slots.release()
             raise
+        self._jobs.put(work)
         try:
             # On timeout wait_for cancels ``done``: the thread's answer is then dropped.
             return await asyncio.wait_for(done, self.budget)
@@ -111,6 +120,10 @@ class Scheduler:
             message = f"placement did not finish within its budget of {self.budget:g}s"
             self._remember(key, message)
             raise BudgetExceeded(message) from None
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
 
     def _new_slots(self) -> asyncio.Semaphore:
         self._slots = asyncio.Semaphore(self.threads)

@@ -115,3 +115,20 @@ def test_the_settings_refuse_a_budget_of_nothing() -> None:
     """A zero budget or no thread is a configuration error, said at once."""
     with pytest.raises(ValueError, match="positive budget"):
         scheduling.Scheduler(budget=0, threads=1)
+
+
+async def test_threads_are_reused_and_a_stuck_one_does_not_hold_up_the_others() -> None:
+    """Placements one after another share one thread; with one thread stuck past its
+    budget, the next placement gets a thread of its own."""
+    scheduler = scheduling.Scheduler(budget=BUDGET, threads=2)
+    for n in range(20):
+        assert await scheduler.run(lambda n=n: n) == n
+    assert scheduler._threads == 1
+    slow = SlowEngine()
+    with pytest.raises(scheduling.BudgetExceeded):
+        await scheduler.run(slow)
+    try:
+        assert await scheduler.run(lambda: "beside") == "beside"
+        assert scheduler._threads == 2
+    finally:
+        slow.release.set()
