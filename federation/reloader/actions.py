@@ -11,9 +11,12 @@ The action comes from a YAML file (``fedctl reloader --action FILE``), one of fo
 
 No action ever goes through a shell: parameters are values the caller chose, so an argv
 element stays one argument whatever it holds (``; rm -rf /`` is a literal string to the
-program). A template element that names a parameter the request does not carry fails the
-call with the name, rather than running a command with a hole in it. Every unknown field
-in the file is refused with its name (pydantic ``extra=forbid``).
+program), a parameter name cannot start with ``-`` (``--config=/x=1`` would be an
+option to it) and a NUL in a value is refused. A template element that names a parameter
+the request does not carry fails the call with the name, rather than running a command
+with a hole in it. A value placed alone in a template element may still start with
+``-``: write ``--opt={{ name }}`` when that matters to the program. Every unknown field in
+the file is refused with its name (pydantic ``extra=forbid``).
 
 The result is ok/failed with the action's output, bounded to its last
 :data:`MAX_OUTPUT` bytes. Nothing here logs a parameter value or the URL (either may hold a
@@ -44,6 +47,8 @@ DEFAULT_TIMEOUT = 30.0
 """Seconds an action may take: a reload is a signal or a short command; one that hangs
 must not hold the rollout forever, and the caller is told it timed out."""
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,252}")
+"""A parameter name: never starting with ``-``, so ``NAME=VALUE`` cannot be an option."""
 
 
 class ActionError(ValueError):
@@ -136,6 +141,18 @@ class Outcome:
     output: str = ""
 
 
+def check(request: Request) -> str | None:
+    """Why the request's parameters cannot be passed on (None: they can). Names are shown,
+    values never (they may be secrets)."""
+    for name, value in request.params.items():
+        if not _NAME.fullmatch(name):
+            return (f"parameter name {name[:64]!r} must be letters, digits, '_', '.' or '-' "
+                    "and not start with '-'")
+        if "\0" in value:
+            return f"parameter {name!r}: a NUL character cannot be passed to a program"
+    return None
+
+
 def _tail(data: bytes) -> str:
     return data[-MAX_OUTPUT:].decode(errors="replace")
 
@@ -218,6 +235,9 @@ async def _http(action: HttpAction, request: Request) -> Outcome:
 async def run(action: SignalAction | ExecAction | TemplateAction | HttpAction,
               request: Request) -> Outcome:
     """Run ``action`` for ``request``; every failure is an :class:`Outcome`, not raised."""
+    why = check(request)
+    if why is not None:
+        return Outcome(False, why)
     if isinstance(action, SignalAction):
         return send(action.pid_file, signal.Signals[action.signal])
     if isinstance(action, ExecAction):

@@ -3,6 +3,7 @@ who may call, and parameter values that look like shell syntax."""
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -118,6 +119,20 @@ async def test_exec_passes_parameters_as_single_literal_arguments(fx: Fixture) -
     assert json.loads(out.read_text()) == [f"evil={HOSTILE}", "max_connections=200"]
     assert answer.config_version == config_version(fx.config)
     assert not pwned()
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"--config": "/etc/shadow"}, "must be letters"),
+    ({"a b": "1"}, "must be letters"),
+    ({"a": "x\0y"}, "NUL character"),
+])
+async def test_parameters_that_could_become_options_are_refused(
+        fx: Fixture, params: dict[str, str], message: str) -> None:
+    out = fx.tmp / "argv.json"
+    await fx.start({"kind": "exec", "command": [sys.executable, "-c", RECORD, str(out)]})
+    answer = await fx.call(params)
+    assert not answer.ok and message in answer.err_message
+    assert "shadow" not in answer.err_message and not out.exists()
 
 
 async def test_template_renders_each_element_without_a_shell(fx: Fixture) -> None:
@@ -321,3 +336,30 @@ async def test_health_and_readiness(fx: Fixture) -> None:
     finally:
         await runner.cleanup()
     await asyncio.sleep(0)
+
+
+async def test_parameter_values_are_never_logged(fx: Fixture,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    await fx.start({"kind": "exec", "command": [sys.executable, "-c", "import sys; sys.exit(1)"]})
+    answer = await fx.call({"password": "s3cr3t-value"})
+    assert not answer.ok and "s3cr3t-value" not in answer.err_message
+    assert "password" in caplog.text and "s3cr3t-value" not in caplog.text
+
+
+def test_the_command_refuses_a_bad_action_file_in_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from federation.commands.reloader import reloader
+
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "action.yaml").write_text("kind: exec\ncommand: [nginx]\nshell: true\n")
+    args = ["--config-dir", str(tmp_path), "--action", str(tmp_path / "action.yaml"),
+            "--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key"),
+            "--tls-ca", str(tmp_path / "ca.crt")]
+    result = CliRunner().invoke(reloader, args)
+    assert result.exit_code == 1
+    assert "action.shell: Extra inputs are not permitted" in result.output
+    result = CliRunner().invoke(reloader, [*args[:-1], str(tmp_path / "missing.crt")])
+    assert result.exit_code == 1 and "--tls-ca" in result.output
