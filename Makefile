@@ -41,8 +41,9 @@ down: $(VENV)/.installed
 clean: down
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
-## Regenerate the work protocol's checked-in code (grpcio-tools and mypy-protobuf pinned in
-## pyproject.toml; tests/unit/work/test_proto.py fails when the files and the .proto differ).
+## Regenerate the gRPC protocols' checked-in code (grpcio-tools and mypy-protobuf pinned in
+## pyproject.toml; tests/unit/work/test_proto.py and tests/unit/reloader/test_proto.py fail
+## when the files and the .proto differ).
 proto: $(VENV)/.installed
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grpc_tools.protoc -I. --python_out=. \
-		--mypy_out=. federation/work/proto/work.proto
+		--mypy_out=. federation/work/proto/work.proto federation/reloader/proto/reconfigure.proto

@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("federation.commands.plan:plan", "Compute placements offline from policy files."),
     "rbac": ("federation.commands.rbac:rbac",
              "Print the control plane's least-privilege RBAC for hub and members."),
+    "reloader": ("federation.commands.reloader:reloader",
+                 "Serve Reconfigure next to a process: reload it online, or stop it."),
     "run": ("federation.commands.run:run", "Run the federation control plane."),
     "unjoin": ("federation.commands.join:unjoin",
                "Remove a member cluster after its workloads moved away (or --orphan)."),

@@ -1,0 +1,1 @@
+"""``fedctl reloader``: the Reconfigure sidecar (see :mod:`federation.reloader.server`)."""
