@@ -20,7 +20,7 @@ _word = st.text("abcdefghijklmnopqrstuvwxyzABCDEFXYZ0123456789_-", min_size=1, m
 
 
 def _same(a: dict[str, Value], b: dict[str, Value]) -> bool:
-    return list(a) == list(b) and all(formats.same_value(a[k], b[k]) for k in a)
+    return a.keys() == b.keys() and all(formats.same_value(a[k], b[k]) for k in a)
 
 
 def _flat(tree: Any, prefix: str = "") -> dict[str, Value]:
