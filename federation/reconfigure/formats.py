@@ -150,7 +150,9 @@ def _parse_yaml(content: str) -> Parameters:
         where = f"line {mark.line + 1}" if mark is not None else "somewhere"
         raise FormatError(FileFormat.YAML, f"{where}: {err.problem}") from None
     except yaml.YAMLError as err:
-        raise FormatError(FileFormat.YAML, str(err)) from None
+        raise FormatError(FileFormat.YAML, _one_line(str(err))) from None
+    except ValueError as err:  # e.g. an integer beyond Python's digit limit
+        raise FormatError(FileFormat.YAML, _one_line(str(err))) from None
     return _flatten(FileFormat.YAML, {} if tree is None else tree)
 
 
@@ -169,6 +171,10 @@ def _parse_json(content: str) -> Parameters:
         tree = json.loads(content, object_pairs_hook=_json_pairs)
     except json.JSONDecodeError as err:
         raise FormatError(FileFormat.JSON, f"line {err.lineno}: {err.msg}") from None
+    except FormatError:
+        raise
+    except ValueError as err:  # e.g. an integer beyond Python's digit limit
+        raise FormatError(FileFormat.JSON, _one_line(str(err))) from None
     return _flatten(FileFormat.JSON, tree)
 
 
@@ -191,8 +197,8 @@ def _render_json(parameters: Mapping[str, Value]) -> str:
 def _parse_toml(content: str) -> Parameters:
     try:
         tree = tomllib.loads(content)
-    except tomllib.TOMLDecodeError as err:
-        raise FormatError(FileFormat.TOML, str(err)) from None
+    except ValueError as err:  # TOMLDecodeError names the line; also oversized integers
+        raise FormatError(FileFormat.TOML, _one_line(str(err))) from None
     return _flatten(FileFormat.TOML, tree, allow_null=False)
 
 
@@ -263,7 +269,7 @@ def _parse_ini(content: str) -> Parameters:
     try:
         parser.read_string(content)
     except configparser.Error as err:
-        raise FormatError(FileFormat.INI, _one_line(str(err))) from None
+        raise FormatError(FileFormat.INI, _ini_error(err)) from None
     out: Parameters = {}
     for section in parser.sections():
         if "." in section:
@@ -272,6 +278,20 @@ def _parse_ini(content: str) -> Parameters:
         for key, value in parser.items(section):
             out[f"{section}.{key}"] = value
     return out
+
+
+def _ini_error(err: configparser.Error) -> str:
+    # configparser's own messages quote the offending line, which may hold a password: name
+    # the line number and the section or key only.
+    if isinstance(err, configparser.MissingSectionHeaderError):
+        return f"line {err.lineno}: a key before any [section]"
+    if isinstance(err, configparser.ParsingError):
+        return f"line {err.errors[0][0]}: not 'key = value'"
+    if isinstance(err, configparser.DuplicateSectionError):
+        return f"line {err.lineno}: section [{err.section}] appears twice"
+    if isinstance(err, configparser.DuplicateOptionError):
+        return f"line {err.lineno}: key {err.option!r} appears twice in [{err.section}]"
+    return f"unreadable ({type(err).__name__})"
 
 
 def _render_ini(parameters: Mapping[str, Value]) -> str:

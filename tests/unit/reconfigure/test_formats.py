@@ -131,6 +131,22 @@ def test_env_and_properties_dialects() -> None:
     assert formats.parse(FileFormat.PROPERTIES, props) == {"a": "1", "b": "2", "c": "3", "d": "x=y"}
 
 
+def test_parse_errors_do_not_quote_values() -> None:
+    """A config line may hold a password: parse errors name the line, never its text."""
+    for file_format, content in [
+        (FileFormat.INI, "[s]\nhunter2-secret\n"),
+        (FileFormat.INI, "hunter2-secret = 1\n"),
+        (FileFormat.ENV, "A=1\nhunter2-secret\n"),
+        (FileFormat.PROPERTIES, "a=hunter2-secret \\\n"),
+        (FileFormat.JSON, '{"a": hunter2-secret}'),
+        (FileFormat.TOML, "a = hunter2-secret\n"),
+        (FileFormat.YAML, "a: [hunter2-secret\n"),
+    ]:
+        with pytest.raises(FormatError) as err:
+            formats.parse(file_format, content)
+        assert "hunter2" not in str(err.value), str(err.value)
+
+
 def test_same_value_tells_types_apart() -> None:
     """1, 1.0, True and "1" are four different values; nan equals nan."""
     values: list[Value] = [1, 1.0, True, "1"]
@@ -154,10 +170,16 @@ def test_same_value_tells_types_apart() -> None:
         (FileFormat.YAML, "a:\n  b: 1\n c: 2\n", "yaml: line 3"),
         (FileFormat.YAML, "- 1\n", "yaml: the document must be a mapping"),
         (FileFormat.YAML, "a: 2020-01-01\n", "yaml: key 'a'"),
-        (FileFormat.TOML, "a = 1\nb = \n", "toml: "),
+        (FileFormat.TOML, "a = 1\nb = \n", "toml: Invalid value (at line 2"),
         (FileFormat.TOML, "a = 1979-05-27\n", "toml: key 'a'"),
-        (FileFormat.INI, "[s]\na = 1\n[s]\n", "ini: "),
-        (FileFormat.INI, "a = 1\n", "ini: "),
+        (FileFormat.INI, "[s]\na = 1\n[s]\n", "ini: line 3: section [s] appears twice"),
+        (FileFormat.INI, "[s]\na = 1\na = 2\n", "ini: line 3: key 'a' appears twice in [s]"),
+        (FileFormat.INI, "a = 1\n", "ini: line 1: a key before any [section]"),
+        (FileFormat.INI, "[s]\npassword\n", "ini: line 2: not 'key = value'"),
+        (FileFormat.JSON, '{"a": ' + "9" * 5000 + "}", "json: "),
+        (FileFormat.YAML, "a: " + "9" * 5000, "yaml: "),
+        (FileFormat.YAML, "a: \x08", "yaml: "),
+        (FileFormat.TOML, "a = " + "9" * 5000, "toml: "),
         (FileFormat.INI, "[a.b]\nx = 1\n", "ini: section [a.b]"),
         (FileFormat.PROPERTIES, "a=1\nb=2\na=3\n", "properties: line 3: key 'a' appears twice"),
         (FileFormat.PROPERTIES, "a=1 \\\n  2\n", "properties: line 1: continuation"),
