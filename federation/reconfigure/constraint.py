@@ -96,6 +96,19 @@ class ConfigConstraintSpec(_Model):
     default_parameter_class: ParameterClass = ParameterClass.STATIC
     parameters_schema: dict[str, ParameterSchema] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _no_name_in_two_lists(self) -> ConfigConstraintSpec:
+        # Globs may overlap (the most restrictive wins), but the same entry in two lists is a
+        # contradiction the author should resolve, not one we resolve silently.
+        seen: dict[str, str] = {}
+        for field in ("dynamic_parameters", "static_parameters", "immutable_parameters"):
+            for entry in getattr(self, field):
+                alias = to_camel(field)
+                if entry in seen and seen[entry] != alias:
+                    raise ValueError(f"{entry!r} is in both {seen[entry]} and {alias}")
+                seen[entry] = alias
+        return self
+
     @property
     def file_format(self) -> FileFormat:
         return self.file_format_config.format
@@ -145,7 +158,8 @@ def check(rule: ParameterSchema, value: Value) -> str | None:
     if rule.type is ValueType.ENUM and text not in rule.enum:
         return f"{_show(value)} is not in enum [{', '.join(rule.enum)}]"
     if rule.pattern is not None and re.fullmatch(rule.pattern, text) is None:
-        return f"{_show(value)} does not match pattern {rule.pattern!r}"
+        # The value is not quoted: a patterned string may be a password or a token.
+        return f"the value does not match pattern {rule.pattern!r}"
     return None
 
 

@@ -325,6 +325,10 @@ def _one_line(text: str) -> str:
 
 # --- properties (Java) ---------------------------------------------------------------------
 
+# A simplified dialect: one `key=value`, `key: value` or `key value` per line, `#`/`!` comments.
+# Backslash escapes are kept as written and continuation lines are refused (not joined), so a
+# parameter's text is exactly what the file holds.
+
 _PROPERTIES_SPLIT = re.compile(r"\s*[=:]\s*|\s+")
 
 

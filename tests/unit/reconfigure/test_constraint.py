@@ -95,7 +95,7 @@ RULES = {
         ("e", "ROW", None),
         ("e", "MIXED", "parameter 'e': 'MIXED' is not in enum [ROW, STATEMENT]"),
         ("p", "abc", None),
-        ("p", "abc1", "parameter 'p': 'abc1' does not match pattern '[a-z]+'"),
+        ("p", "abc1", "parameter 'p': the value does not match pattern '[a-z]+'"),
         ("list.x", (1, 2), None),
         ("list.x", (1, 12), "parameter 'list.x': 12 is above maximum 9"),
         ("unruled", "anything", None),
@@ -108,3 +108,18 @@ def test_validation_names_parameter_and_rule(name: str, value: Value, problem: s
         assert problems == []
     else:
         assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_same_entry_in_two_lists_is_refused() -> None:
+    """A name listed as both dynamic and static is a contradiction, named in the error."""
+    with pytest.raises(pydantic.ValidationError, match=r"'a\.b' is in both dynamicParameters and "
+                                                       r"staticParameters"):
+        _spec(dynamicParameters=["a.b"], staticParameters=["a.b"])
+    assert _spec(dynamicParameters=["a.b", "a.b"]).classify("a.b") is ParameterClass.DYNAMIC
+
+
+def test_pattern_failure_does_not_echo_the_value() -> None:
+    """A patterned string may be a secret: the message names the parameter and rule only."""
+    spec = _spec(parametersSchema={"s.password": {"pattern": "[A-Za-z0-9]{12,}"}})
+    [problem] = spec.validate_value("s.password", "hunter2")
+    assert "hunter2" not in problem and "s.password" in problem and "{12,}" in problem
