@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from federation.contexts.client import Resource
 from federation.controllers import plan
 
 WAIT = 5.0
@@ -75,3 +76,10 @@ class Expectations:
 def object_key(obj: Mapping[str, Any]) -> str:
     """The identity of an object on the hub (group, kind, namespace, name)."""
     return plan.vertex_key("", obj)
+
+
+def key_of(resource: Resource, name: str, namespace: str | None) -> str:
+    """:func:`object_key` of the object of ``resource`` so named, whether cached or not."""
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return object_key({"apiVersion": resource.api_version, "kind": resource.kind,
+                       "metadata": meta})

@@ -124,10 +124,13 @@ class Reconciler:
         namespace = request.namespace or None
         template = await ctx.get(resource, request.name, namespace, self.hub)
         binding_resource = api.RESOURCE_BINDINGS if namespace else api.CLUSTER_RESOURCE_BINDINGS
-        binding = await ctx.get(binding_resource,
-                                records.binding_name(request.name, resource.kind),
-                                namespace, self.hub)
-        if self._cache_behind(resource, request, template, binding_resource, binding):
+        binding_name = records.binding_name(request.name, resource.kind)
+        binding = await ctx.get(binding_resource, binding_name, namespace, self.hub)
+        # The cache still shows what one of our own writes replaced (either record).
+        if self.expectations.behind(expectations.key_of(resource, request.name, namespace),
+                                    template) or \
+                self.expectations.behind(
+                    expectations.key_of(binding_resource, binding_name, namespace), binding):
             return Result(requeue_after=expectations.RECHECK)
         if template is None or template["metadata"].get("deletionTimestamp"):
             await self._release_legacy(template)
@@ -147,16 +150,6 @@ class Reconciler:
             return await self._unpropagate(build)
         report = await self.execute(build.dag, build.shared)
         return await self._record(build, report)
-
-    def _cache_behind(self, resource: Resource, request: Request, template: ReadOnly | None,
-                      binding_resource: Resource, binding: ReadOnly | None) -> bool:
-        """The cache still shows what one of our own writes replaced (either record)."""
-        namespace = request.namespace or None
-        template_key = expectations.object_key(stub(resource, request.name, namespace))
-        binding_key = expectations.object_key(stub(
-            binding_resource, records.binding_name(request.name, resource.kind), namespace))
-        return self.expectations.behind(template_key, template) or \
-            self.expectations.behind(binding_key, binding)
 
     # -- Record -----------------------------------------------------------------------------
 
@@ -351,12 +344,6 @@ class StaleRecord(ClientError):
     user wrote first). Level-triggered: the next attempt reads the fresh object."""
 
     retryable = True
-
-
-def stub(resource: Resource, name: str, namespace: str | None) -> JSON:
-    """The identity of an object of ``resource`` (for keys), with no content."""
-    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": meta}
 
 
 def raise_for_hub_failure(report: plan.Report) -> None:
