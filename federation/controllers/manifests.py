@@ -84,11 +84,7 @@ def render(template: Mapping[str, Any], replicas: int | None, divided: bool) -> 
               if not k.startswith(f"{DOMAIN}/")}
     _set_or_drop(meta, "annotations", annotations)
     _set_or_drop(meta, "labels", labels)
-    if manifest.get("kind") in _ALLOCATING_KINDS:
-        for key in ("spec", "secrets"):
-            if key in manifest:
-                manifest[key] = copy.deepcopy(manifest[key])  # changed below: ours
-        _drop_allocated(manifest)
+    _drop_allocated(manifest)
     field = replica_field(manifest)
     if divided and field and replicas is not None:
         manifest["spec"] = {**(manifest.get("spec") or {}), field: replicas}
@@ -195,7 +191,14 @@ def _retain_service(spec: JSON, live_spec: Mapping[str, Any]) -> None:
 
 
 def _drop_allocated(manifest: JSON) -> None:
-    """Remove fields the hub's API server allocated; each member allocates its own."""
+    """Remove fields the hub's API server allocated; each member allocates its own. The
+    ``spec`` and ``secrets`` of a kind it edits are copied first: the rest of a rendered
+    manifest is shared with the (cached) template."""
+    if manifest.get("kind") not in _ALLOCATING_KINDS:
+        return
+    for key in ("spec", "secrets"):
+        if key in manifest:
+            manifest[key] = copy.deepcopy(manifest[key])
     kind, spec = manifest.get("kind"), manifest.get("spec")
     if not isinstance(spec, dict):
         if kind == "ServiceAccount":
