@@ -42,8 +42,8 @@ clean: down
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
 ## Regenerate the gRPC protocols' checked-in code (grpcio-tools and mypy-protobuf pinned in
-## pyproject.toml; tests/unit/work/test_proto.py and tests/unit/reloader/test_proto.py fail
-## when the files and the .proto differ).
+## pyproject.toml; tests/unit/work/test_proto.py fails when the files and a .proto
+## differ).
 proto: $(VENV)/.installed
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grpc_tools.protoc -I. --python_out=. \
 		--mypy_out=. federation/work/proto/work.proto federation/reloader/proto/reconfigure.proto
