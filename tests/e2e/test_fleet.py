@@ -240,17 +240,24 @@ def test_port_in_use_is_one_clear_line(tmp_path: Path, fleet_binaries: Any) -> N
                 return False
         return True
 
-    with socket.socket() as holder:
-        # A port whose followers are free now: other fleets on this machine (tests run
-        # beside benchmarks) must not hold one of the ports the fleet tries after it.
+    def held_port() -> socket.socket:
+        """A bound socket whose port's followers are free now: other fleets on this machine
+        (tests run beside benchmarks) must not hold one of the ports the fleet tries after
+        it (the last one tried, after 50)."""
         for _ in range(50):
-            holder.close()
             holder = socket.socket()
             holder.bind(("127.0.0.1", 0))
             port = holder.getsockname()[1]
             if port < 60000 and all(free(port + n) for n in range(1, 40)):
-                break
+                return holder
+            holder.close()
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+        return holder
+
+    with held_port() as holder:
         holder.listen()
+        port = holder.getsockname()[1]
         result = fedctl("local", "up", "--members", "1", "--base-port", str(port),
                         "--state-dir", str(tmp_path / "s"), "--kubeconfig", str(tmp_path / "k"))
     assert result.returncode == 1
