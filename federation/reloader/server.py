@@ -157,13 +157,18 @@ class Reloader:
         self.refused += 1
         return f"client {', '.join(names) or '(no name)'} may not reconfigure this process"
 
+    async def _authorize(self, context: grpc.aio.ServicerContext[object, object],
+                         method: str) -> None:
+        """Abort the call with PERMISSION_DENIED when its client may not call us."""
+        why = self._denied(context)
+        if why is not None:
+            log.warning("%s refused: %s", method, why)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
+
     async def _online_upgrade(self, request: pb.OnlineUpgradeParamsRequest,
                               context: grpc.aio.ServicerContext[object, object]
                               ) -> pb.OnlineUpgradeParamsResponse:
-        why = self._denied(context)
-        if why is not None:
-            log.warning("OnlineUpgradeParams refused: %s", why)
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
+        await self._authorize(context, "OnlineUpgradeParams")
         outcome = await self.apply(actions.Request(request.config_spec, request.config_file,
                                                    dict(request.params)))
         await self.scan()  # the version the process now runs with, as far as files go
@@ -174,10 +179,7 @@ class Reloader:
     async def _stop_container(self, request: pb.StopContainerRequest,
                               context: grpc.aio.ServicerContext[object, object]
                               ) -> pb.StopContainerResponse:
-        why = self._denied(context)
-        if why is not None:
-            log.warning("StopContainer refused: %s", why)
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
+        await self._authorize(context, "StopContainer")
         outcome = self.stop_container()
         return pb.StopContainerResponse(ok=outcome.ok, err_message=outcome.message)
 
