@@ -29,6 +29,11 @@ WAIT = 5.0
 milliseconds; one that has not in seconds is broken or relisting, and the level-triggered
 reconcile is then right to go on with what the cache says."""
 
+PRUNE_AT = 10_000
+"""Entries kept before those past :data:`WAIT` are dropped. An entry goes when its key is
+next reconciled; one whose key never is (a binding deleted with its template) would
+otherwise stay for the life of the process."""
+
 RECHECK = 0.05
 """Seconds before a reconcile that found the cache behind looks again: about one watch
 delivery on a busy hub."""
@@ -59,6 +64,9 @@ class Expectations:
                 continue
             replaced = None if vertex.action is plan.Action.CREATE else vertex.replaces()
             self._written[object_key(vertex.obj)] = _Written(replaced, self._clock() + WAIT)
+        if len(self._written) > PRUNE_AT:
+            now = self._clock()
+            self._written = {k: w for k, w in self._written.items() if now < w.deadline}
 
     def behind(self, obj_key: str, cached: Mapping[str, Any] | None) -> bool:
         """True while the cache shows what our write to ``obj_key`` replaced."""

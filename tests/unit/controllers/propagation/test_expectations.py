@@ -81,3 +81,17 @@ def test_the_wait_ends_after_its_deadline_and_failures_are_not_expected() -> Non
     expect.observe(failed, "hub")
     expect.observe(report_of(member), "hub")
     assert len(expect) == 0
+
+
+def test_entries_past_their_wait_are_dropped_once_there_are_many() -> None:
+    """Keys never reconciled again (a binding deleted with its template) do not stay for
+    the life of the process: past PRUNE_AT entries, the expired ones go."""
+    now = [0.0]
+    expect = expectations.Expectations(lambda: now[0])
+    old = [plan.Vertex("hub", plan.Action.CREATE, {**binding(None), "metadata": {
+        "name": f"old-{n}", "namespace": "shop"}}) for n in range(expectations.PRUNE_AT)]
+    expect.observe(report_of(*old), "hub")
+    now[0] = expectations.WAIT
+    expect.observe(report_of(plan.Vertex("hub", plan.Action.CREATE, binding(None))), "hub")
+    assert len(expect) == 1
+    assert expect.behind(expectations.object_key(binding(None)), None)
