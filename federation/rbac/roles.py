@@ -58,6 +58,8 @@ CRD_NAMES = (
     "policies.core.oam.dev",
     "applicationrevisions.core.oam.dev",
     "resourcetrackers.core.oam.dev",
+    "configconstraints.config.federation.io",
+    "reconfigurepolicies.config.federation.io",
 )
 """The hub API's CRDs (federation/crds/crds.yaml and karmada.yaml; a unit test keeps them
 equal)."""
