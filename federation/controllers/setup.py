@@ -24,6 +24,11 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   resources and their ResourceTracker.
 - ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
   Secret, see :mod:`federation.controllers.membership`) are engaged and released.
+- ``reconfigure`` and ``config-constraints``: configuration rollouts (see
+  :mod:`federation.controllers.reconfigure`): ReconfigurePolicies roll each new version
+  of their ConfigMap/Secret across its clusters by writing their status, which
+  propagation follows; ConfigConstraints get a ``Valid`` condition. Policy, constraint,
+  hub ConfigMap/Secret and ResourceBinding events requeue the policies they concern.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from federation.controllers import (
     membership,
     policies,
     propagation,
+    reconfigure,
 )
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
@@ -83,6 +89,12 @@ class Settings:
     work: WorkServer | None = None
     """The work server of pull members (``fedctl run --work-bind-address``); None: a
     MemberCluster with ``mode: Pull`` is refused with that reason."""
+
+    reconfigure: reconfigure.ReconfigureSettings = dataclasses.field(
+        default_factory=reconfigure.ReconfigureSettings)
+    """The rollout controller's settings; ``fedctl run`` gives it the reloader client (no
+    client: online steps fail saying so, see
+    :class:`~federation.controllers.reconfigure.ReconfigureSettings`)."""
 
 
 class Wiring:
@@ -192,6 +204,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                        settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
                          settings.propagation.deny_list)
+    reconfigure.install(mgr, settings.reconfigure)
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,
