@@ -32,14 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from federation.contexts import client as kube
 from federation.contexts.cache import Event
 from federation.controllers import api
 from federation.controllers.reconfigure import constraints
 from federation.controllers.reconfigure.reconciler import Reconciler
 from federation.controllers.reconfigure.settings import ReconfigureSettings
 from federation.controllers.reconfigure.view import (
-    SECRETS,
+    CONFIG_RESOURCES,
     CacheView,
     HubStatusWriter,
     OnlineUpgrade,
@@ -81,7 +80,7 @@ class Wiring:
         self.constraints = controller.Controller("config-constraints",
                                                  constraints.Reconciler(view, writer),
                                                  workers=1)
-        self._following_secrets = False
+        self._following: set[str] = set()
 
     def _policies(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
         cache = self.mgr.clusters.hub.cache
@@ -97,8 +96,9 @@ class Wiring:
     def on_policy(self, event: Event) -> Iterable[Request]:
         """Every policy of the namespace: one's change (or deletion) can end another's
         Conflict."""
-        if ((event.obj.get("spec") or {}).get("configRef") or {}).get("kind") == "Secret":
-            self.follow_secrets()
+        kind = ((event.obj.get("spec") or {}).get("configRef") or {}).get("kind")
+        if kind in CONFIG_RESOURCES:
+            self.follow(str(kind))
         namespace = str((event.obj.get("metadata") or {}).get("namespace") or "")
         found = {self._request(p) for p in self._policies(namespace)}
         found.add(controller.request_for(event))
@@ -125,16 +125,20 @@ class Wiring:
         return self.governing(str(resource.get("namespace") or ""),
                               str(resource.get("kind") or ""), str(resource.get("name") or ""))
 
-    def follow_secrets(self) -> None:
-        """Once, when a policy first names a Secret: hub Secrets requeue their policies (a
-        fleet whose policies name only ConfigMaps caches no Secret for this)."""
+    def follow(self, kind: str) -> None:
+        """Once per kind, when a policy first names a ConfigMap (a Secret): hub objects of
+        that kind requeue the policies governing them. A fleet without policies caches
+        nothing for this controller, and one whose policies name only ConfigMaps caches no
+        Secret."""
         cache = self.mgr.clusters.hub.cache
-        if self._following_secrets or cache is None:
+        if kind in self._following or cache is None:
             return
-        self._following_secrets = True
-        cache.informer(SECRETS).add_handler(self._secret_event)
+        self._following.add(kind)
+        cache.informer(CONFIG_RESOURCES[kind]).add_handler(self._config_event)
 
-    def _secret_event(self, event: Event) -> None:
+    def _config_event(self, event: Event) -> None:
+        if event.initial:
+            return  # the policies reconcile at start anyway
         for request in self.on_config(event):
             self.controller.queue.add(request)
 
@@ -142,7 +146,6 @@ class Wiring:
         ctl = self.controller
         ctl.watch(hub_api.RECONFIGURE_POLICIES, clusters="hub", map=self.on_policy)
         ctl.watch(hub_api.CONFIG_CONSTRAINTS, clusters="hub", map=self.on_constraint)
-        ctl.watch(kube.CONFIGMAPS, clusters="hub", map=self.on_config)
         ctl.watch(api.RESOURCE_BINDINGS, clusters="hub", map=self.on_binding)
         self.constraints.watch(hub_api.CONFIG_CONSTRAINTS, clusters="hub")
         self.mgr.add(ctl)

@@ -14,7 +14,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError
-from federation.controllers.reconfigure import Reconciler, ReconfigureSettings
+from federation.controllers.reconfigure import OnlineUpgrade, Reconciler, ReconfigureSettings
 from federation.controllers.reconfigure import rollout as rollout_
 from federation.controllers.reconfigure.view import reloader_addresses
 from federation.hub import reconfigure as hub_api
@@ -246,7 +246,8 @@ class Fleet:
         return next(c for c in self.status(policy)["conditions"] if c["type"] == kind)
 
 
-def reconciler(fleet: Fleet, caller: Caller | None = None, **settings: Any) -> Reconciler:
+def reconciler(fleet: Fleet, caller: OnlineUpgrade | None = None,
+               **settings: Any) -> Reconciler:
     return Reconciler(fleet, fleet, ReconfigureSettings(caller=caller, **settings))
 
 
