@@ -36,22 +36,13 @@ otherwise stay for the life of the process."""
 
 RECHECK = 0.05
 """Seconds before a reconcile that found the cache behind looks again: about one watch
-delivery on a busy hub. Each further look at the same write waits twice as long, up to
-:data:`RECHECK_MAX`."""
-
-RECHECK_MAX = 0.8
-"""The longest wait between looks. In a 500-template burst the hub's watch runs seconds
-behind, and looking every 50 ms made twenty-odd idle reconciles per template (a quarter of
-the control plane's CPU); doubling makes five or six, and a write that shows up is acted
-on at most this late."""
+delivery on a busy hub."""
 
 @dataclasses.dataclass
 class _Written:
     replaced: str | None
     """The resourceVersion our write replaced; None for a create."""
     deadline: float
-    looks: int = 0
-    """Reconciles that found the cache still behind this write."""
 
 
 class Expectations:
@@ -85,19 +76,9 @@ class Expectations:
         version = (cached.get("metadata") or {}).get("resourceVersion") \
             if cached is not None else None
         if version == written.replaced and self._clock() < written.deadline:
-            written.looks += 1
             return True
         del self._written[obj_key]
         return False
-
-
-    def recheck_after(self, *obj_keys: str) -> float:
-        """Seconds until the next look at keys :meth:`behind` just found behind:
-        :data:`RECHECK`, doubled for every earlier look at the same write, at most
-        :data:`RECHECK_MAX`."""
-        looks = max((w.looks for k in obj_keys if (w := self._written.get(k)) is not None),
-                    default=1)
-        return min(RECHECK * 2.0 ** max(looks - 1, 0), RECHECK_MAX)
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

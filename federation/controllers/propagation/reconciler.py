@@ -127,12 +127,11 @@ class Reconciler:
         binding_name = records.binding_name(request.name, resource.kind)
         binding = await ctx.get(binding_resource, binding_name, namespace, self.hub)
         # The cache still shows what one of our own writes replaced (either record).
-        template_key = expectations.key_of(resource, request.name, namespace)
-        binding_key = expectations.key_of(binding_resource, binding_name, namespace)
-        if self.expectations.behind(template_key, template) or \
-                self.expectations.behind(binding_key, binding):
-            return Result(requeue_after=self.expectations.recheck_after(template_key,
-                                                                        binding_key))
+        if self.expectations.behind(expectations.key_of(resource, request.name, namespace),
+                                    template) or \
+                self.expectations.behind(
+                    expectations.key_of(binding_resource, binding_name, namespace), binding):
+            return Result(requeue_after=expectations.RECHECK)
         if template is None or template["metadata"].get("deletionTimestamp"):
             await self._release_legacy(template)
             if template is None:

@@ -56,19 +56,6 @@ def test_a_replaced_version_still_cached_is_behind_until_another_shows() -> None
     assert not expect.behind(key, binding("7"))  # forgotten once seen
 
 
-async def test_each_look_at_a_write_still_unseen_waits_twice_as_long_up_to_a_cap() -> None:
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", duplicated_policy("a", MEMBERS))
-    template = mc.put("hub", config_map("a"))
-    r = reconciler(mc)
-    assert await r.reconcile(request_for(template)) is None
-    mc.unseen.add(("hub", "ResourceBinding", "a-configmap"))
-    waits = [(await r.reconcile(request_for(template))) for _ in range(7)]
-    assert [w.requeue_after for w in waits if w is not None] == \
-        [0.05, 0.1, 0.2, 0.4, 0.8, 0.8, 0.8]
-    assert expectations.RECHECK_MAX == 0.8
-
-
 def test_a_status_patch_waits_on_the_template_version_it_read() -> None:
     now = [0.0]
     expect = expectations.Expectations(lambda: now[0])
