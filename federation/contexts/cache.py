@@ -430,6 +430,11 @@ class ClusterCache:
                                                              name=informer.name)
 
     def start(self) -> None:
+        if self._running:
+            # Every cached read calls this; once running, :meth:`informer` starts each new
+            # informer itself, so there is nothing to look at (walking the informers on
+            # every read was a visible share of the control plane's CPU in a burst).
+            return
         self._running = True
         for resource, informer in self.informers.items():
             if resource not in self._tasks:

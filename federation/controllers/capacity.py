@@ -22,6 +22,7 @@ then stays unready in that member, as it would on a real scheduler.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,7 +39,13 @@ _SUFFIXES = {
 
 def quantity(value: Any) -> float:
     """A Kubernetes quantity as a float (cpu in cores, memory in bytes); 0 when unreadable."""
-    text = str(value).strip()
+    return _parse_quantity(str(value).strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_quantity(text: str) -> float:
+    # Memoised: every placement reads each member's summary again, and a fleet has few
+    # distinct quantities (parsing them was a tenth of a burst's placement CPU).
     for suffix in sorted(_SUFFIXES, key=len, reverse=True):
         if text.endswith(suffix):
             text, scale = text[: -len(suffix)], _SUFFIXES[suffix]

@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import datetime
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -218,6 +219,9 @@ class MemberSimulator:
         self.node_labels = node_labels
         self.objects: dict[str, dict[tuple[str, str], JSON]] = {}
         self.generation_seen: dict[str, tuple[int, int, float]] = {}
+        self.last_pass = -math.inf
+        """The clock reading of the last status pass: every ready delay that ended by then
+        was served by it; later ones are still due (see :meth:`_next_deadline`)."""
         self.dirty = asyncio.Event()
 
     async def run(self) -> None:
@@ -303,17 +307,20 @@ class MemberSimulator:
             await self._write_statuses()
 
     def _next_deadline(self) -> float | None:
+        # Due is what the last pass could not serve yet, judged by that pass's clock, not
+        # by now: a delay that ended while the pass was still writing would otherwise be
+        # "past" here and never woken for (a copy left without status until another event).
         now = self.clock()
         pending = [seen + self.settings.ready_delay - now
                    for (_, _, seen) in self.generation_seen.values()
-                   if seen + self.settings.ready_delay > now]
+                   if seen + self.settings.ready_delay > self.last_pass]
         return max(min(pending), 0.01) if pending else None
 
     async def _write_statuses(self) -> None:
         workloads = [(r, o) for r in WORKLOADS for o in self.objects.get(r.plural, {}).values()
                      if not o["metadata"].get("deletionTimestamp")]
         fitted = pack([o for _, o in workloads], list(self.objects.get("nodes", {}).values()))
-        now = self.clock()
+        now = self.last_pass = self.clock()
         for resource, workload in workloads:
             ready = self._ready_now(workload, fitted.get(workload["metadata"]["uid"], 0), now)
             if not workload.get("status") and self._in_ready_delay(workload, now):

@@ -293,7 +293,13 @@ class Manager:
         return self._check_response(request, self.ready_checks, clusters=True)
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        data = prometheus_client.generate_latest(self.metrics.registry)
+        # ``name[]=...`` (as prometheus_client's own exposition servers accept) renders only
+        # those series: a poller that wants the queue depth does not pay, in our CPU, for
+        # every histogram bucket of every cluster.
+        names = request.query.getall("name[]", [])
+        registry = self.metrics.registry.restricted_registry(names) if names \
+            else self.metrics.registry
+        data = prometheus_client.generate_latest(registry)
         return web.Response(body=data,
                             headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
 

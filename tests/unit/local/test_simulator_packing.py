@@ -104,3 +104,24 @@ async def test_a_new_workload_gets_one_status_when_its_ready_delay_ends() -> Non
     now[0] += 1.0
     await member._write_statuses()
     assert [(name, status["readyReplicas"]) for name, status in client.patches] == [("d", 2)]
+
+
+async def test_a_ready_delay_that_ends_during_a_pass_is_still_woken_for() -> None:
+    """The pass that skipped a new workload took longer than the workload's remaining
+    delay: the next deadline is still that workload's (at once), not "none"."""
+    from federation.local.fleet import SimulatorSettings
+
+    now = [100.0]
+    client = RecordingClient()
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),  # type: ignore[arg-type]
+                                       {}, clock=lambda: now[0])
+    member.objects = {"nodes": {("", "n"): node("n")},
+                      "deployments": {("ns", "d"): {**workload("d", 1, "t"),
+                                                    "kind": "Deployment"}}}
+    await member._write_statuses()
+    assert client.patches == []
+    now[0] += 5.0  # the pass's other writes took longer than the delay left
+    assert member._next_deadline() == 0.01
+    await member._write_statuses()
+    assert [name for name, _ in client.patches] == ["d"]
+    assert member._next_deadline() is None
