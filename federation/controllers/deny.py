@@ -116,7 +116,8 @@ def _rules(why: str, *texts: str) -> list[Rule]:
 
 DEFAULT_RULES: tuple[Rule, ...] = (
     *_rules("our own API (it would propagate itself)", "policy.federation.io/*",
-            "cluster.federation.io/*", "work.federation.io/*", "policy.karmada.io/*",
+            "cluster.federation.io/*", "work.federation.io/*", "config.federation.io/*",
+            "policy.karmada.io/*",
             "work.karmada.io/*", "cluster.karmada.io/*"),
     *_rules("records a cluster keeps about itself", "core/Event", "events.k8s.io/Event",
             "coordination.k8s.io/Lease", "core/Endpoints", "discovery.k8s.io/EndpointSlice",

@@ -10,6 +10,8 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   MemberCluster events requeue every template. The first policy with
   ``propagateDeps`` starts following the hub's ConfigMaps, Secrets, ServiceAccounts
   and PersistentVolumeClaims: a change of one requeues the workloads that carry it.
+  A ReconfigurePolicy event (its status included: a cluster released) requeues the
+  templates it names, before and after the change, of kinds already followed.
 - ``policy-validation``: the ``Valid`` condition of every policy, and the
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started).
@@ -59,6 +61,7 @@ from federation.controllers import (
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
 from federation.hub import policies as policies_
+from federation.hub import reconfigure
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
 
@@ -161,11 +164,39 @@ class Wiring:
         namespace = str(meta.get("namespace") or "")
         for target in self.dependents.carriers(namespace, event.resource.kind,
                                                str(meta.get("name"))):
-            group = str(target.get("apiVersion") or "").rpartition("/")[0]
-            kind = f"{target.get('kind')}.{group}" if group else str(target.get("kind"))
-            if self.kinds.resource(kind) is not None:
-                self.controller.queue.add(Request(self.mgr.clusters.hub.name, kind,
-                                                  namespace, str(target.get("name"))))
+            request = self._carrier_request(namespace, target)
+            if request is not None:
+                self.controller.queue.add(request)
+
+    def on_reconfigure(self, event: Event) -> Iterable[Request]:
+        """The templates a ReconfigurePolicy names (its config, its workloads, and the
+        workloads carrying its config with ``propagateDeps``), as the old and the new
+        version name them: a renamed reference releases what the old one held. Only kinds
+        a propagation policy already made us follow: a ReconfigurePolicy never starts
+        propagating anything."""
+        if event.initial:
+            return []  # every template reconciles at start anyway
+        namespace = str((event.obj.get("metadata") or {}).get("namespace") or "")
+        hub = self.mgr.clusters.hub.name
+        found: set[Request] = set()
+        for doc in (event.obj, event.old):
+            for kind, name in _named(doc):
+                group = "apps" if kind in reconfigure.WORKLOAD_KINDS else ""
+                group_kind = f"{kind}.{group}" if group else kind
+                if self.kinds.resource(group_kind) is not None:
+                    found.add(Request(hub, group_kind, namespace, name))
+                for target in self.dependents.carriers(namespace, kind, name):
+                    request = self._carrier_request(namespace, target)
+                    if request is not None:
+                        found.add(request)
+        return sorted(found, key=lambda r: (r.kind, r.name))
+
+    def _carrier_request(self, namespace: str, target: Any) -> Request | None:
+        group = str(target.get("apiVersion") or "").rpartition("/")[0]
+        kind = f"{target.get('kind')}.{group}" if group else str(target.get("kind"))
+        if self.kinds.resource(kind) is None:
+            return None
+        return Request(self.mgr.clusters.hub.name, kind, namespace, str(target.get("name")))
 
     def on_anything(self, event: Event) -> Iterable[Request]:
         return self.kinds.templates()
@@ -186,11 +217,26 @@ class Wiring:
             ctl.watch(resource, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)
+        # Also the hub cache the reconfigure transformers list the policies from.
+        ctl.watch(reconfigure.RECONFIGURE_POLICIES, clusters="hub", map=self.on_reconfigure)
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
             self.mgr.cache(resource, "hub")
         self.mgr.cache(api.CRDS, "members")
         self.mgr.cache(kube.NAMESPACES, "all")
         self.mgr.add(ctl)
+
+
+def _named(doc: Any) -> list[tuple[str, str]]:
+    """(kind, name) of what a ReconfigurePolicy names; nothing when its spec does not parse
+    (it governs nothing: see :func:`federation.hub.reconfigure.governs`)."""
+    if not doc:
+        return []
+    try:
+        spec = reconfigure.parsed_spec(doc)
+    except ValueError:
+        return []
+    return [(str(spec.config_ref.kind), spec.config_ref.name),
+            *((str(w.kind), w.name) for w in spec.workloads)]
 
 
 def setup(mgr: manager.Manager, settings: Settings) -> None:

@@ -18,11 +18,13 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers import bindings, events, plan, status
+from federation.controllers.propagation import reconfigure
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import decision as decision_
 
-RECORD_KEYS = ("dependencies", "preserveResourcesOnDeletion", "activation", "suspension")
+RECORD_KEYS = ("dependencies", "preserveResourcesOnDeletion", "activation", "suspension",
+               reconfigure.FIELD)
 """Binding spec fields the behaviour transformers own (:attr:`~.build.Build.record`)."""
 
 
@@ -65,9 +67,13 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
     problems = {**build.unreachable, **failed,
                 **{c: f"conflict: {m}" for c, m in build.conflicts.items()}}
     applied_ok = not problems
-    dispatched = [c for c in build.targets if c not in build.suspended]
+    held = reconfigure.held_clusters(build)
+    dispatched = [c for c in build.targets if c not in build.suspended and c not in held]
     applied_message = "applied to " + (", ".join(dispatched) or "no cluster") if applied_ok \
         else "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))
+    if held:  # a held copy is not applied: its old content stays until released
+        applied_message += "; held by ReconfigurePolicy: " + ", ".join(
+            f"{c} ({p})" for c, p in sorted(held.items()))
     refused = any(m.startswith(plan.REFUSED) for m in failed.values())
     unhealthy = {c: status.health(copy) for c, copy in copies.items()
                  if status.health(copy) != "Healthy"}

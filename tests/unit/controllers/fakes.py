@@ -21,6 +21,7 @@ from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
 from federation.controllers import api, propagation
 from federation.controllers.propagation import propagate_deps
+from federation.hub import reconfigure
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
@@ -29,7 +30,7 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
-                             api.MEMBER_CLUSTERS, api.CRDS,
+                             api.MEMBER_CLUSTERS, api.CRDS, reconfigure.RECONFIGURE_POLICIES,
                              *propagate_deps.KINDS.values())}
 
 
