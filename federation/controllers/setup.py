@@ -56,8 +56,8 @@ from federation.controllers import (
     membership,
     policies,
     propagation,
-    reconfigure,
 )
+from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
 from federation.hub import policies as policies_
@@ -93,8 +93,8 @@ class Settings:
     """The work server of pull members (``fedctl run --work-bind-address``); None: a
     MemberCluster with ``mode: Pull`` is refused with that reason."""
 
-    reconfigure: reconfigure.ReconfigureSettings = dataclasses.field(
-        default_factory=reconfigure.ReconfigureSettings)
+    reconfigure: rollouts.ReconfigureSettings = dataclasses.field(
+        default_factory=rollouts.ReconfigureSettings)
     """The rollout controller's settings; ``fedctl run`` gives it the reloader client (no
     client: online steps fail saying so, see
     :class:`~federation.controllers.reconfigure.ReconfigureSettings`)."""
@@ -250,7 +250,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                        settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
                          settings.propagation.deny_list)
-    reconfigure.install(mgr, settings.reconfigure)
+    rollouts.install(mgr, settings.reconfigure)
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,
