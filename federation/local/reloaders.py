@@ -383,7 +383,7 @@ class ReloaderSync:
         self.on_change = on_change
         self.probe = probe
         self.sleep = sleep
-        self._waiters: dict[Key, asyncio.Task[None]] = {}
+        self._waiters: dict[Key, tuple[Running, asyncio.Task[None]]] = {}
         self._reported: dict[Key, tuple[str, ...]] = {}
 
     async def reconcile(self, objects: Mapping[str, Mapping[tuple[str, str], JSON]]) -> None:
@@ -433,11 +433,13 @@ class ReloaderSync:
             await self._write_slice(wanted_slice, current_slice)
 
     def _wait_ready(self, key: Key, running: Running) -> None:
-        task = self._waiters.get(key)
-        if task is not None and not task.done():
+        waiter = self._waiters.get(key)
+        if waiter is not None and waiter[0] is running and not waiter[1].done():
             return
-        self._waiters[key] = asyncio.create_task(self._ready(key, running),
-                                                 name=f"reloader ready {key}")
+        if waiter is not None:  # it waited for a process that has since been replaced
+            waiter[1].cancel()
+        self._waiters[key] = (running, asyncio.create_task(self._ready(key, running),
+                                                           name=f"reloader ready {key}"))
 
     async def _ready(self, key: Key, running: Running) -> None:
         waited = 0.0
@@ -451,13 +453,14 @@ class ReloaderSync:
         log.warning("%s: the reloader of %s/%s does not accept connections on port %d "
                     "after %.0fs; restarting it", self.client.name, key[1], key[2],
                     running.port, READY_TIMEOUT)
-        await asyncio.to_thread(self.procs.stop, key)
+        if self.procs.running.get(key) is running:
+            await asyncio.to_thread(self.procs.stop, key)
         self.on_change()
 
     def _forget(self, key: Key) -> None:
-        task = self._waiters.pop(key, None)
-        if task is not None:
-            task.cancel()
+        waiter = self._waiters.pop(key, None)
+        if waiter is not None:
+            waiter[1].cancel()
         self._reported.pop(key, None)
 
     async def _write_slice(self, wanted_slice: JSON, current: JSON | None) -> None:

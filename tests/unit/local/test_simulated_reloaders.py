@@ -309,3 +309,31 @@ async def test_a_reloader_that_never_listens_is_stopped_for_the_next_pass(
     await asyncio.wait_for(changed.wait(), 5)
     assert slept >= reloaders.READY_TIMEOUT - 0.2 and fake.live == {}
     assert member.writes == []
+
+
+async def test_a_replaced_process_is_waited_for_and_the_old_wait_stops_nothing(
+        tmp_path: Path) -> None:
+    fake, member = FakeProcs(), FakeMember()
+    procs = fake.processes(tmp_path)
+    changed = asyncio.Event()
+    accepting: set[int] = set()
+
+    async def probe(port: int) -> bool:
+        return port in accepting
+
+    async def no_sleep(_: float) -> None:
+        await asyncio.sleep(0)
+
+    sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
+                                  probe=probe, sleep=no_sleep)
+    objects: dict[str, dict[tuple[str, str], JSON]] = {
+        "deployments": {("shop", "app"): deployment()}, "configmaps": {}, "secrets": {},
+        "endpointslices": {}}
+    await sync.reconcile(objects)
+    fake.live.clear()  # the first process (port 40000) died before it listened
+    await sync.reconcile(objects)  # a second one, on port 40001
+    accepting.add(40001)
+    await asyncio.wait_for(changed.wait(), 5)
+    await sync.reconcile(objects)
+    assert len(fake.live) == 1
+    assert member.slices[("shop", "app-reloader-simulated")]["ports"][0]["port"] == 40001
