@@ -118,6 +118,7 @@ class Source:
     kind: str  # ConfigMap | Secret
     name: str
     items: tuple[tuple[str, str], ...] | None  # (key, path); None: every key at its name
+    optional: bool = False
 
 
 def _source(kind: str, volume: JSON, name_field: str) -> Source | None:
@@ -127,7 +128,7 @@ def _source(kind: str, volume: JSON, name_field: str) -> Source | None:
     items = volume.get("items")
     listed = None if items is None else tuple((str(i.get("key", "")), str(i.get("path", "")))
                                              for i in items)
-    return Source(kind, str(name), listed)
+    return Source(kind, str(name), listed, volume.get("optional") is True)
 
 
 def mounted_sources(workload: JSON) -> list[Source]:
@@ -165,6 +166,9 @@ def _contents(obj: JSON) -> dict[str, bytes]:
 @dataclasses.dataclass(frozen=True)
 class Files:
     files: dict[str, bytes]
+    missing: tuple[str, ...]
+    """Mounted objects that do not exist (and are not ``optional``): the kubelet would not
+    start the pod yet, so no reloader starts before they appear."""
     problems: tuple[str, ...]
     """What could not be placed (a missing object or key, an unsafe path, a clash): the
     kubelet would hold the pod; we start the reloader with the rest and say so."""
@@ -176,10 +180,12 @@ def desired_files(workload: JSON, config_maps: Mapping[str, JSON],
     name in the workload's namespace."""
     files: dict[str, bytes] = {}
     problems: list[str] = []
+    missing: list[str] = []
     for source in mounted_sources(workload):
         obj = (config_maps if source.kind == "ConfigMap" else secrets).get(source.name)
         if obj is None:
-            problems.append(f"{source.kind} {source.name} not found")
+            if not source.optional:
+                missing.append(f"{source.kind} {source.name}")
             continue
         try:
             content = _contents({**obj, "kind": source.kind})
@@ -197,7 +203,7 @@ def desired_files(workload: JSON, config_maps: Mapping[str, JSON],
                                 "mounted by an earlier volume")
             else:
                 files[path] = content[key]
-    return Files(files, tuple(problems))
+    return Files(files, tuple(missing), tuple(problems))
 
 
 def service_name(name: str) -> str:
@@ -415,10 +421,15 @@ class ReloaderSync:
                        if ns == namespace}
         secrets = {n: o for (ns, n), o in objects.get("secrets", {}).items() if ns == namespace}
         files = desired_files(workload, config_maps, secrets)
-        if files.problems != self._reported.get(key, ()):
-            self._reported[key] = files.problems
+        said = files.problems + tuple(f"waiting for {m}" for m in files.missing)
+        if said != self._reported.get(key, ()):
+            self._reported[key] = said
             for problem in files.problems:
                 log.warning("%s: %s %s/%s: %s", self.client.name, *key, problem)
+            for waiting in files.missing:  # usual for a moment: the workload came first
+                log.info("%s: %s %s/%s: waiting for %s", self.client.name, *key, waiting)
+        if files.missing and key not in self.procs.running:
+            return  # waiting for its volumes, like a pod in ContainerCreating
         running = await asyncio.to_thread(self.procs.ensure, key)
         directory = self.procs.directory(key)
         if await asyncio.to_thread(sync_config_dir, directory / "config", files.files):

@@ -89,6 +89,7 @@ def test_files_of_configmaps_secrets_items_and_projected_volumes() -> None:
 
 def test_what_cannot_be_placed_is_said_not_skipped_silently() -> None:
     volumes = [{"name": "a", "configMap": {"name": "missing"}},
+               {"name": "o", "secret": {"secretName": "maybe", "optional": True}},
                {"name": "b", "configMap": {"name": "cm", "items": [
                    {"key": "nokey", "path": "x"}, {"key": "k", "path": "../../etc/passwd"},
                    {"key": "k", "path": "..data/k"}, {"key": "k", "path": "/abs"},
@@ -97,8 +98,9 @@ def test_what_cannot_be_placed_is_said_not_skipped_silently() -> None:
     files = reloaders.desired_files(deployment(volumes=volumes), {"cm": config_map("cm", k="v")},
                                     {})
     assert files.files == {"ok": b"v"}
+    assert files.missing == ("ConfigMap missing",)  # the optional Secret is not awaited
     assert files.problems == (
-        "ConfigMap missing not found", "ConfigMap cm has no key 'nokey'",
+        "ConfigMap cm has no key 'nokey'",
         "ConfigMap cm: path '../../etc/passwd' refused", "ConfigMap cm: path '..data/k' refused",
         "ConfigMap cm: path '/abs' refused",
         "ConfigMap cm: path 'ok' already mounted by an earlier volume")
@@ -304,7 +306,8 @@ async def test_a_reloader_that_never_listens_is_stopped_for_the_next_pass(
 
     sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
                                   probe=never, sleep=virtual_sleep)
-    await sync.reconcile({"deployments": {("shop", "app"): deployment()}, "configmaps": {},
+    await sync.reconcile({"deployments": {("shop", "app"): deployment()},
+                          "configmaps": {("shop", "app-config"): config_map("app-config")},
                           "secrets": {}, "endpointslices": {}})
     await asyncio.wait_for(changed.wait(), 5)
     assert slept >= reloaders.READY_TIMEOUT - 0.2 and fake.live == {}
@@ -327,7 +330,8 @@ async def test_a_replaced_process_is_waited_for_and_the_old_wait_stops_nothing(
     sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
                                   probe=probe, sleep=no_sleep)
     objects: dict[str, dict[tuple[str, str], JSON]] = {
-        "deployments": {("shop", "app"): deployment()}, "configmaps": {}, "secrets": {},
+        "deployments": {("shop", "app"): deployment()},
+        "configmaps": {("shop", "app-config"): config_map("app-config")}, "secrets": {},
         "endpointslices": {}}
     await sync.reconcile(objects)
     fake.live.clear()  # the first process (port 40000) died before it listened
@@ -337,3 +341,21 @@ async def test_a_replaced_process_is_waited_for_and_the_old_wait_stops_nothing(
     await sync.reconcile(objects)
     assert len(fake.live) == 1
     assert member.slices[("shop", "app-reloader-simulated")]["ports"][0]["port"] == 40001
+
+
+async def test_no_reloader_starts_before_its_configmap_exists(tmp_path: Path) -> None:
+    fake, member = FakeProcs(), FakeMember()
+    procs = fake.processes(tmp_path)
+    sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, lambda: None,
+                                  probe=lambda port: asyncio.sleep(0, result=False))
+    objects: dict[str, dict[tuple[str, str], JSON]] = {
+        "deployments": {("shop", "app"): deployment()}, "configmaps": {}, "secrets": {},
+        "endpointslices": {}}
+    await sync.reconcile(objects)
+    assert fake.spawned == [] and member.writes == []
+    objects["configmaps"] = {("shop", "app-config"): config_map("app-config", a="1")}
+    await sync.reconcile(objects)
+    assert len(fake.spawned) == 1
+    assert (tmp_path / "member1/shop/app/config/a").read_text() == "1"
+    sync.close()
+    assert fake.live == {}
