@@ -124,6 +124,14 @@ def test_each_member_runs_a_reachable_reloader_that_records_or_fails(
             lines = [json.loads(line) for line in applied.read_text().splitlines()]
             assert [line["params"] for line in lines] == [{"mysqld.max_connections": "200"}]
 
+    # The simulator stops its reloaders when it exits, and starts them again when it returns.
+    pid_files = [root / m / ns / "app" / "reloader.pid" for m in MEMBERS]
+    assert fleet.stop_simulator()
+    assert all(stopped(p) for p in pid_files)
+    fleet.start_simulator(print)
+    for pid_file in pid_files:
+        wait_for(partial(running, pid_file), timeout=60, what=f"{pid_file} again")
+
     # The workload goes: its slice and its process go in every member.
     fleet.kubectl("hub", "delete", "deployment", "app", "-n", ns)
     for member in MEMBERS:
@@ -139,3 +147,7 @@ def gone(fleet: TestFleet, member: str, ns: str) -> bool:
 
 def stopped(pid_file: Path) -> bool:
     return processes.owned_pid(pid_file) is None
+
+
+def running(pid_file: Path) -> bool:
+    return not stopped(pid_file)
