@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import click
@@ -197,10 +198,42 @@ def start_agent(name: str, state_dir: Path, kubeconfig: Path) -> None:
 @kubeconfig_option
 @clear_errors
 def simulate(state_dir: Path, kubeconfig: Path) -> None:
-    """Play the members' node agents in the foreground (``up`` starts this in the background)."""
-    from federation.local import simulator
+    """Play the members' node agents in the foreground (``up`` starts this in the background).
+
+    It also runs a real ``fedctl reloader`` for every member workload whose pod template
+    says ``reloader.federation.io/simulate: "true"`` (docs/reconfigure.md); their
+    certificate comes from the hub's reloader CA, made here when missing."""
+    from federation.local import reloaders, simulator
 
     target = _fleet(state_dir, kubeconfig)
     config = target.load()
+    root = target.state_dir / "reloaders"
+    paths = asyncio.run(_reloader_tls(target.kubeconfig, root / "tls"))
+    setup = simulator.ReloaderSetup(root, reloaders.TLSFiles(paths["cert"], paths["key"],
+                                                             paths["ca"]))
     simulator.run(target.kubeconfig, [(c.name, c.labels) for c in config.members],
-                  config.simulator)
+                  config.simulator, setup)
+
+
+async def _reloader_tls(kubeconfig_path: Path, directory: Path) -> dict[str, Path]:
+    """Ensure the reloaders' CA on the fleet's hub; write a reloader certificate."""
+    from federation.commands import reloader_ca
+    from federation.contexts import client as kube
+    from federation.contexts import kubeconfig as kubeconfigs
+
+    context = kubeconfigs.load(kubeconfig_path).context("hub")
+    for attempt in range(RELOADER_CA_ATTEMPTS):
+        try:
+            async with kube.connect(context) as hub:
+                return await reloader_ca.server_files(hub, directory)
+        except kube.ClientError as exc:  # the hub restarting: wait, then give up loudly
+            if attempt == RELOADER_CA_ATTEMPTS - 1:
+                raise click.ClickException(f"the reloaders' CA on the hub: {exc}") from None
+            err.print(f"the reloaders' CA on the hub: {exc}; retrying")
+            await asyncio.sleep(2)
+    raise AssertionError("unreachable")
+
+
+RELOADER_CA_ATTEMPTS = 15
+"""Tries 2 s apart: ``up`` starts the simulator once the hub is ready, so only a hub
+restarting at that moment needs more than one."""

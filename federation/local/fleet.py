@@ -377,6 +377,11 @@ class Fleet:
             progress("stopped control plane")
         if processes.terminate(self.simulator_pid_file):
             progress("stopped simulator")
+        for pid_file in self.state_dir.glob("reloaders/*/*/*/reloader.pid"):
+            # The simulator stops its reloaders when it exits; these are the ones a killed
+            # simulator could not.
+            if processes.terminate(pid_file):
+                progress(f"stopped reloader {pid_file.parent.relative_to(self.state_dir)}")
         for pid_file in self.state_dir.glob("agents/*/agent.pid"):
             if processes.terminate(pid_file):
                 progress(f"stopped the agent of {pid_file.parent.name}")

@@ -18,6 +18,11 @@ recomputes all statuses from the watched objects, writing only those that
 differ. Nodes are watched too, so shrinking a node's allocatable (tests do)
 takes effect at once. A member that goes away is retried with backoff and
 relisted when it returns.
+
+Given the reloaders' certificate files (``fedctl local simulate`` makes them), it also plays
+the reloader sidecar of workloads that ask for one (:mod:`federation.local.reloaders`): it
+then watches ConfigMaps, Secrets and its own EndpointSlices too, and each pass ends with
+that reconciliation.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import datetime
 import logging
 import math
 import random
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,6 +42,7 @@ from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
+from federation.local import reloaders
 from federation.local.fleet import SimulatorSettings
 
 log = logging.getLogger("federation.simulator")
@@ -212,7 +219,8 @@ class MemberSimulator:
 
     def __init__(self, client: kube.ClusterClient, settings: SimulatorSettings,
                  node_labels: dict[str, str],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 reloader_processes: reloaders.ReloaderProcesses | None = None) -> None:
         self.client = client
         self.clock = clock
         self.settings = settings
@@ -223,6 +231,14 @@ class MemberSimulator:
         """The clock reading of the last status pass: every ready delay that ended by then
         was served by it; later ones are still due (see :meth:`_next_deadline`)."""
         self.dirty = asyncio.Event()
+        self.reloaders = None if reloader_processes is None else reloaders.ReloaderSync(
+            client, reloader_processes, self.dirty.set)
+        self.watched: list[tuple[kube.Resource, dict[str, Any]]] = [
+            (resource, {}) for resource in (kube.NODES, *WORKLOADS)]
+        if self.reloaders is not None:
+            self.watched += [(kube.CONFIGMAPS, {}), (reloaders.SECRETS, {}),
+                             (reloaders.ENDPOINT_SLICES,
+                              {"labelSelector": reloaders.MANAGED_SELECTOR})]
 
     async def run(self) -> None:
         delay = 0.5
@@ -244,8 +260,9 @@ class MemberSimulator:
     async def _session(self) -> None:
         await self._ensure_nodes()
         async with asyncio.TaskGroup() as group:
-            for resource in (kube.NODES, *WORKLOADS):
-                group.create_task(self._watch(resource), name=f"watch {resource.plural}")
+            for resource, params in self.watched:
+                group.create_task(self._watch(resource, params),
+                                  name=f"watch {resource.plural}")
             group.create_task(self._reconcile_loop(), name="status writer")
 
     async def _ensure_nodes(self) -> None:
@@ -262,9 +279,9 @@ class MemberSimulator:
                     raise
         log.info("%s: registered %d simulated nodes", self.client.name, self.settings.nodes)
 
-    async def _watch(self, resource: kube.Resource) -> None:
+    async def _watch(self, resource: kube.Resource, params: dict[str, Any]) -> None:
         while True:
-            listing = await self.client.list(resource)
+            listing = await self.client.list(resource, **params)
             self.objects[resource.plural] = {
                 (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
                 for o in listing.get("items", [])
@@ -272,7 +289,8 @@ class MemberSimulator:
             self.dirty.set()
             version = listing["metadata"].get("resourceVersion")
             try:
-                async for event in self.client.watch(resource, resource_version=version):
+                async for event in self.client.watch(resource, resource_version=version,
+                                                     **params):
                     version = self._apply_event(resource, event) or version
             except kube.ApiError as exc:
                 if exc.status != 410:
@@ -305,6 +323,9 @@ class MemberSimulator:
                 await asyncio.wait_for(self.dirty.wait(), timeout=self._next_deadline())
             self.dirty.clear()
             await self._write_statuses()
+            if self.reloaders is not None and all(r.plural in self.objects
+                                                  for r, _ in self.watched):
+                await self.reloaders.reconcile(self.objects)
 
     def _next_deadline(self) -> float | None:
         # Due is what the last pass could not serve yet, judged by that pass's clock, not
@@ -369,23 +390,46 @@ class _Expired(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ReloaderSetup:
+    """Where simulated reloaders keep their files, and their certificate files."""
+
+    root: Path
+    """``<state-dir>/reloaders``: one directory per cluster, namespace and workload."""
+    tls: reloaders.TLSFiles
+
+
 async def simulate(kubeconfig_path: Path, members: Sequence[tuple[str, dict[str, str]]],
-                   settings: SimulatorSettings) -> None:
+                   settings: SimulatorSettings,
+                   reloader_setup: ReloaderSetup | None = None) -> None:
     config = kubeconfig.load(kubeconfig_path)
     clients = [kube.ClusterClient(config.context(name)) for name, _ in members]
+    simulators = [
+        MemberSimulator(client, settings, labels, reloader_processes=None
+                        if reloader_setup is None else reloaders.ReloaderProcesses(
+                            reloader_setup.root / client.name, reloader_setup.tls))
+        for client, (_, labels) in zip(clients, members, strict=True)]
+    task = asyncio.current_task()
+    if task is not None:  # SIGTERM (``local down``) unwinds, so the reloaders stop too
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         async with asyncio.TaskGroup() as group:
-            for client, (_, labels) in zip(clients, members, strict=True):
-                group.create_task(MemberSimulator(client, settings, labels).run(),
-                                  name=f"simulated node agents of {client.name}")
+            for simulator in simulators:
+                group.create_task(simulator.run(),
+                                  name=f"simulated node agents of {simulator.client.name}")
+    except asyncio.CancelledError:
+        log.info("simulator stopping")
     finally:
+        for simulator in simulators:
+            if simulator.reloaders is not None:
+                await asyncio.to_thread(simulator.reloaders.close)
         for client in clients:
             await client.close()
 
 
 def run(kubeconfig_path: Path, members: Sequence[tuple[str, dict[str, str]]],
-        settings: SimulatorSettings) -> None:
+        settings: SimulatorSettings, reloader_setup: ReloaderSetup | None = None) -> None:
     logging.basicConfig(level=logging.INFO, force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.info("simulating node agents for %s", ", ".join(name for name, _ in members))
-    asyncio.run(simulate(kubeconfig_path, members, settings))
+    asyncio.run(simulate(kubeconfig_path, members, settings, reloader_setup))

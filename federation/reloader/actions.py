@@ -204,14 +204,24 @@ async def _exec(argv: list[str], timeout: float) -> Outcome:
     try:
         output, _ = await asyncio.wait_for(process.communicate(), timeout)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # its children too: it had its own session
+        _kill_group(process.pid)
         await process.wait()
         return Outcome(False, f"{argv[0]} timed out after {timeout:g}s")
+    except asyncio.CancelledError:
+        # The caller gave up (its deadline passed, or the reloader is stopping): an action
+        # nobody waits for would outlive its timeout and overlap the next call, which the
+        # one-call-at-a-time rule forbids.
+        _kill_group(process.pid)
+        raise
     if process.returncode != 0:
         return Outcome(False, f"{argv[0]} exited with status {process.returncode}",
                        _tail(output))
     return Outcome(True, output=_tail(output))
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)  # its children too: it had its own session
 
 
 async def _http(action: HttpAction, request: Request) -> Outcome:

@@ -9,6 +9,14 @@ name in it, organisation :data:`AGENT_ORGANIZATION`, client-auth only); the serv
 a stream whose ``Hello`` names another cluster (:func:`check_peer`). The server's own
 certificate is issued at its start from the same CA, for the addresses it is told to serve.
 
+The same helpers keep other CAs in other Secrets of ``federation-system``: every function
+that reads or writes the Secret takes its name (default: the work CA's), and
+:func:`issue_server` / :func:`issue_client` take the certificate's common name. The
+reloaders' CA (issue 13, ``federation-reloader-ca``) is one: its server certificates name
+the reloaders' service name, its client certificate the rollout controller
+(:mod:`federation.commands.reloader_ca` puts the pieces together; this module knows no
+names but the work CA's).
+
 Certificates last :data:`AGENT_VALIDITY`; an agent asks for a new one over its stream
 (a CSR: its new key never leaves it) once :func:`needs_renewal` says two thirds of the
 lifetime have passed, and the server signs it only for the stream's own cluster
@@ -43,10 +51,17 @@ AGENT_VALIDITY = datetime.timedelta(days=90)
 (day 60) over their stream, so an agent offline for a month still renews in time."""
 SERVER_VALIDITY = datetime.timedelta(days=90)
 """The server's certificate is re-issued at every start of the control plane."""
+CLIENT_VALIDITY = datetime.timedelta(days=90)
+"""A control-plane client certificate (the rollout controller's, for reloaders) is issued
+at each start of the process that uses it, so a quarter is ample."""
 
 
 class IdentityError(ValueError):
     """A certificate, CSR or CA Secret that cannot be used (the message says which part)."""
+
+
+class CAMissing(IdentityError):
+    """The CA Secret does not exist on the hub (:func:`ensure_ca` creates it then)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +77,7 @@ class CA:
     def key(self) -> ec.EllipticCurvePrivateKey:
         key = serialization.load_pem_private_key(self.key_pem, password=None)
         if not isinstance(key, ec.EllipticCurvePrivateKey):
-            raise IdentityError("the work CA key is not an EC key")
+            raise IdentityError("the CA key is not an EC key")
         return key
 
 
@@ -79,10 +94,10 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
                              serialization.NoEncryption())
 
 
-def new_ca(now: datetime.datetime | None = None) -> CA:
+def new_ca(now: datetime.datetime | None = None, common_name: str = SECRET_NAME) -> CA:
     now = now or _now()
     key = new_key()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "federation-work-ca")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -123,9 +138,10 @@ def issue_agent(ca: CA, cluster: str, now: datetime.datetime | None = None,
     return cert, key_pem(key)
 
 
-def issue_server(ca: CA, hosts: Sequence[str], now: datetime.datetime | None = None
-                 ) -> tuple[bytes, bytes]:
-    """(certificate, key) PEMs for the work server, valid for ``hosts`` (names or IPs)."""
+def issue_server(ca: CA, hosts: Sequence[str], now: datetime.datetime | None = None,
+                 common_name: str = "federation-work-server") -> tuple[bytes, bytes]:
+    """(certificate, key) PEMs of a server (server-auth only), valid for ``hosts`` (names
+    or IPs); the work server's unless ``common_name`` says otherwise."""
     sans: list[x509.GeneralName] = []
     for host in hosts:
         try:
@@ -133,9 +149,20 @@ def issue_server(ca: CA, hosts: Sequence[str], now: datetime.datetime | None = N
         except ValueError:
             sans.append(x509.DNSName(host))
     key = new_key()
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "federation-work-server")])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     cert = _leaf(ca, subject, key.public_key(), ExtendedKeyUsageOID.SERVER_AUTH,
                  SERVER_VALIDITY, sans, now)
+    return cert, key_pem(key)
+
+
+def issue_client(ca: CA, common_name: str, now: datetime.datetime | None = None,
+                 validity: datetime.timedelta = CLIENT_VALIDITY) -> tuple[bytes, bytes]:
+    """(certificate, key) PEMs of a client (client-auth only) named ``common_name`` and
+    nothing else: no organisation, so it is never taken for an agent."""
+    key = new_key()
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = _leaf(ca, subject, key.public_key(), ExtendedKeyUsageOID.CLIENT_AUTH, validity,
+                 [], now)
     return cert, key_pem(key)
 
 
@@ -189,45 +216,45 @@ def check_peer(peer_names: Sequence[str], cluster: str) -> str | None:
 
 # -- the hub Secret ------------------------------------------------------------------------
 
-def ca_secret(ca: CA) -> JSON:
+def ca_secret(ca: CA, name: str = SECRET_NAME) -> JSON:
     return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-            "metadata": {"name": SECRET_NAME, "namespace": SECRET_NAMESPACE,
+            "metadata": {"name": name, "namespace": SECRET_NAMESPACE,
                          "labels": {"app.kubernetes.io/managed-by": "federation"}},
             "data": {"tls.crt": base64.b64encode(ca.cert_pem).decode(),
                      "tls.key": base64.b64encode(ca.key_pem).decode()}}
 
 
-def ca_from_secret(secret: JSON) -> CA:
+def ca_from_secret(secret: JSON, name: str = SECRET_NAME) -> CA:
     data = secret.get("data") or {}
     try:
         ca = CA(base64.b64decode(data["tls.crt"]), base64.b64decode(data["tls.key"]))
         _ = ca.cert, ca.key
     except (KeyError, ValueError) as exc:
-        raise IdentityError(f"Secret {SECRET_NAMESPACE}/{SECRET_NAME}: tls.crt and tls.key "
+        raise IdentityError(f"Secret {SECRET_NAMESPACE}/{name}: tls.crt and tls.key "
                             f"must hold a PEM CA certificate and key ({type(exc).__name__})"
                             ) from None
     return ca
 
 
-async def load_ca(hub: ClusterClient) -> CA:
-    """The work CA from the hub Secret (the control plane: read only)."""
+async def load_ca(hub: ClusterClient, name: str = SECRET_NAME) -> CA:
+    """The CA kept in hub Secret ``name`` (the work CA by default; read only)."""
     try:
-        secret = await hub.get(SECRETS, SECRET_NAME, SECRET_NAMESPACE)
+        secret = await hub.get(SECRETS, name, SECRET_NAMESPACE)
     except ApiError as exc:
         if exc.status == 404:
-            raise IdentityError(f"no Secret {SECRET_NAMESPACE}/{SECRET_NAME} on the hub: "
-                                "`fedctl join NAME --mode pull` creates it") from None
+            hint = ": `fedctl join NAME --mode pull` creates it" if name == SECRET_NAME else ""
+            raise CAMissing(f"no Secret {SECRET_NAMESPACE}/{name} on the hub{hint}") from None
         raise
-    return ca_from_secret(secret)
+    return ca_from_secret(secret, name)
 
 
-async def ensure_ca(hub: ClusterClient) -> CA:
-    """The work CA, created in the hub Secret when missing (admins: join, local up)."""
+async def ensure_ca(hub: ClusterClient, name: str = SECRET_NAME) -> CA:
+    """The CA of hub Secret ``name``, created (CN = ``name``) when missing (admins: join,
+    local up, the local fleet's simulator)."""
     try:
-        return await load_ca(hub)
-    except IdentityError as exc:
-        if "no Secret" not in str(exc):
-            raise
+        return await load_ca(hub, name)
+    except CAMissing:
+        pass
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": SECRET_NAMESPACE}}
     try:
@@ -235,11 +262,11 @@ async def ensure_ca(hub: ClusterClient) -> CA:
     except ApiError as exc:
         if exc.status != 409:
             raise
-    ca = new_ca()
+    ca = new_ca(common_name=name)
     try:
-        await hub.create(SECRETS, ca_secret(ca))
+        await hub.create(SECRETS, ca_secret(ca, name))
     except ApiError as exc:
         if exc.status != 409:
             raise
-        return await load_ca(hub)  # made by a concurrent join: use that one
+        return await load_ca(hub, name)  # made by a concurrent caller: use that one
     return ca

@@ -363,3 +363,32 @@ def test_the_command_refuses_a_bad_action_file_in_one_line(tmp_path: Path) -> No
     assert "action.shell: Extra inputs are not permitted" in result.output
     result = CliRunner().invoke(reloader, [*args[:-1], str(tmp_path / "missing.crt")])
     assert result.exit_code == 1 and "--tls-ca" in result.output
+
+
+async def test_an_action_whose_caller_gives_up_is_killed(tmp_path: Path) -> None:
+    """A cancelled call (the client's deadline passed) kills its program at once: nobody
+    would reap it at its own timeout, and it would overlap the next call."""
+    pid_file = tmp_path / "pid"
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " \
+             "time.sleep(60)"
+    call = asyncio.create_task(actions._exec([sys.executable, "-c", script], 30.0))
+    deadline = asyncio.get_running_loop().time() + 10
+    while not pid_file.exists() or not pid_file.read_text():
+        assert asyncio.get_running_loop().time() < deadline, "the action never started"
+        await asyncio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    while _running(pid):
+        assert asyncio.get_running_loop().time() < deadline, "the action outlived its caller"
+        await asyncio.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

@@ -1,0 +1,153 @@
+"""Simulated reloaders on the local fleet: a workload asking for one gets, in every member,
+a real ``fedctl reloader`` process listed by an EndpointSlice, reachable over mutual TLS
+with a client certificate from the hub's reloader CA, whose action records the parameters
+it applied; ``simulate-fail`` (set on the pod template for one member by an
+OverridePolicy) makes it fail; the process and the slice go with the workload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from federation.commands import reloader_ca
+from federation.hub.reconfigure import RELOADER_CA_SECRET, RELOADER_PORT_NAME
+from federation.local import processes
+from federation.reloader.client import ClientTLS, UpgradeResult, online_upgrade
+from federation.work import identity
+from tests.conftest import TestFleet
+from tests.e2e.conftest import ControlPlane
+from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+
+MEMBERS = ("member1", "member2", "member3")
+FAILING = "member3"
+POLICY_API = "policy.federation.io/v1alpha1"
+INI = "[mysqld]\nmax_connections=100\n"
+FAIL_OVERRIDE = {"path": "/spec/template/metadata/annotations/"
+                         "reloader.federation.io~1simulate-fail",
+                 "operator": "add", "value": "true"}
+"""On the pod template: an OverridePolicy may not write a ``*.federation.io/`` key of the
+workload's own metadata (docs/security.md), but the pod template's annotations are the
+application's."""
+
+
+@pytest.fixture
+def ns(fleet: TestFleet, control_plane: ControlPlane) -> Iterator[str]:
+    name = f"rsim-{uuid.uuid4().hex[:6]}"
+    fleet.kubectl("hub", "create", "namespace", name)
+    yield name
+    for kinds in ("deployments,configmaps",
+                  "propagationpolicies.policy.federation.io,overridepolicies.policy.federation.io"):
+        fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false", check=False)
+
+
+def manifests(ns: str) -> list[dict[str, Any]]:
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "app-config", "namespace": ns}, "data": {"my.ini": INI}}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
+                 "template": {
+                     "metadata": {"labels": {"app": "app"}, "annotations": {
+                         "reloader.federation.io/simulate": "true"}},
+                     "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}],
+                              "volumes": [{"name": "config",
+                                           "configMap": {"name": "app-config"}}]}}}}
+    policy = {"apiVersion": POLICY_API, "kind": "PropagationPolicy",
+              "metadata": {"name": "app", "namespace": ns},
+              "spec": {"resourceSelectors": [
+                  {"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config"},
+                  {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"}],
+                  "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
+    override = {"apiVersion": POLICY_API, "kind": "OverridePolicy",
+                "metadata": {"name": "fail-one", "namespace": ns},
+                "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                                "name": "app"}],
+                         "overrideRules": [{"targetCluster": {"clusterNames": [FAILING]},
+                                            "overriders": {"plaintext": [FAIL_OVERRIDE]}}]}}
+    return [config, override, deployment, policy]
+
+
+def slices(fleet: TestFleet, member: str, ns: str) -> list[dict[str, Any]]:
+    listing = get_json(fleet, member, "endpointslices.discovery.k8s.io", "-n", ns,
+                       "-l", "kubernetes.io/service-name=app-reloader")
+    items: list[dict[str, Any]] = listing.get("items", [])
+    return items
+
+
+def address(slice_: dict[str, Any]) -> str:
+    port = next(p["port"] for p in slice_["ports"] if p["name"] == RELOADER_PORT_NAME)
+    endpoint = slice_["endpoints"][0]
+    assert endpoint["conditions"]["ready"] is True
+    return f"{endpoint['addresses'][0]}:{port}"
+
+
+def client_tls(fleet: TestFleet) -> ClientTLS:
+    secret = get_json(fleet, "hub", "secret", RELOADER_CA_SECRET, "-n", "federation-system")
+    return reloader_ca.client_tls_from(identity.ca_from_secret(secret, RELOADER_CA_SECRET))
+
+
+def call(target: str, tls: ClientTLS) -> UpgradeResult:
+    return asyncio.run(online_upgrade(target, tls, config_spec="app-config",
+                                      config_file="my.ini",
+                                      params={"mysqld.max_connections": "200"}, timeout=20))
+
+
+def test_each_member_runs_a_reachable_reloader_that_records_or_fails(
+        fleet: TestFleet, ns: str) -> None:
+    apply(fleet, "hub", *manifests(ns))
+    found = {m: wait_for(partial(slices, fleet, m, ns), timeout=90,
+                         what=f"reloader EndpointSlice in {m}")[0] for m in MEMBERS}
+    tls = client_tls(fleet)
+    root = fleet.state_dir / "reloaders"
+    for member in MEMBERS:
+        workload = root / member / ns / "app"
+        # The config directory holds the member's copy of the mounted ConfigMap.
+        wait_for((workload / "config" / "my.ini").is_file, timeout=30, what="config synced")
+        assert (workload / "config" / "my.ini").read_text() == INI
+        result = call(address(found[member]), tls)
+        applied = workload / "applied.jsonl"
+        if member == FAILING:
+            assert not result.ok and "exited with status 1" in result.message, result
+            assert not applied.exists()
+        else:
+            assert result.ok, (member, result)
+            assert result.config_version
+            lines = [json.loads(line) for line in applied.read_text().splitlines()]
+            assert [line["params"] for line in lines] == [{"mysqld.max_connections": "200"}]
+
+    # The simulator stops its reloaders when it exits, and starts them again when it returns.
+    pid_files = [root / m / ns / "app" / "reloader.pid" for m in MEMBERS]
+    assert fleet.stop_simulator()
+    assert all(stopped(p) for p in pid_files)
+    fleet.start_simulator(print)
+    for pid_file in pid_files:
+        wait_for(partial(running, pid_file), timeout=60, what=f"{pid_file} again")
+
+    # The workload goes: its slice and its process go in every member.
+    fleet.kubectl("hub", "delete", "deployment", "app", "-n", ns)
+    for member in MEMBERS:
+        wait_for(partial(gone, fleet, member, ns), timeout=90, what=f"slice gone from {member}")
+        pid_file = root / member / ns / "app" / "reloader.pid"
+        wait_for(partial(stopped, pid_file), timeout=30, what=f"the reloader of {member} stopped")
+
+
+def gone(fleet: TestFleet, member: str, ns: str) -> bool:
+    return (get_or_none(fleet, member, "deployment", "app", "-n", ns) is None
+            and not slices(fleet, member, ns))
+
+
+def stopped(pid_file: Path) -> bool:
+    return processes.owned_pid(pid_file) is None
+
+
+def running(pid_file: Path) -> bool:
+    return not stopped(pid_file)
