@@ -14,7 +14,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from federation.contexts import clusters, credentials, kubeconfig
 from federation.runtime import auth, leader, manager
 
 if TYPE_CHECKING:
+    from federation.reloader.client import ClientTLS, UpgradeResult
     from federation.work.server import WorkServer
 
 log = logging.getLogger("federation.run")
@@ -92,8 +93,50 @@ def quiet_closed_tls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -
     loop.default_exception_handler(context)
 
 
+class ReloaderCaller:
+    """The rollout controller's :class:`~federation.controllers.reconfigure.OnlineUpgrade`:
+    :func:`federation.reloader.client.online_upgrade` with the control plane's client
+    certificate (CN ``federation-reconfigure``), issued in memory from the reloaders' CA
+    when ``run`` starts (:meth:`prepare`) and never written anywhere.
+
+    The CA is the hub Secret ``federation-system/federation-reloader-ca``, made here when
+    missing and the credentials allow it (an admin's, as in the local fleet; ``fedctl local
+    simulate`` makes it too). With the least-privilege RBAC the control plane may only read
+    it: then a missing CA is a warning at start, and every online step fails naming it,
+    never reported done."""
+
+    def __init__(self) -> None:
+        self.tls: ClientTLS | None = None
+        self.problem = "the reloaders' client certificate is not loaded yet"
+
+    async def prepare(self, hub: kube.ClusterClient) -> None:
+        from federation.commands import reloader_ca
+        from federation.hub.reconfigure import RELOADER_CA_SECRET
+        from federation.work import identity
+
+        try:
+            ca = await identity.ensure_ca(hub, RELOADER_CA_SECRET)
+        except (kube.ClientError, identity.IdentityError) as exc:
+            self.problem = (f"no usable reloader CA (hub Secret {identity.SECRET_NAMESPACE}/"
+                            f"{RELOADER_CA_SECRET}): {exc}")
+            log.warning("online reconfiguration disabled: %s", self.problem)
+            return
+        self.tls = reloader_ca.client_tls_from(ca)
+
+    async def __call__(self, address: str, *, config_spec: str, config_file: str,
+                       params: Mapping[str, str], timeout: float) -> UpgradeResult:
+        if self.tls is None:
+            raise RuntimeError(self.problem)
+        from federation.reloader import client
+
+        return await client.online_upgrade(address, self.tls, config_spec=config_spec,
+                                           config_file=config_file, params=params,
+                                           timeout=timeout)
+
+
 async def serve(mgr: manager.Manager, work: WorkServer | None = None,
-                work_address: str | None = None) -> None:
+                work_address: str | None = None,
+                reloaders: ReloaderCaller | None = None) -> None:
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(quiet_closed_tls)
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -106,6 +149,8 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
     try:
         installed = await install.install_crds(hub_client, only_changed=True)
         log.info("hub API installed: %d CRDs", len(installed))
+        if reloaders is not None:
+            await reloaders.prepare(hub_client)
         if work is not None and work_address is not None:
             from federation.work import identity
             await work.start(work_address, await identity.load_ca(hub_client))
@@ -221,17 +266,19 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     if work_bind_address != "0":
         from federation.work.server import WorkServer
         work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
-    from federation.controllers import applications, propagation
+    from federation.controllers import applications, propagation, reconfigure
     from federation.controllers import setup as controllers_setup
 
+    reloaders = ReloaderCaller()
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work,
-        applications=applications.ApplicationSettings(local_cluster=app_local_cluster)))
+        applications=applications.ApplicationSettings(local_cluster=app_local_cluster),
+        reconfigure=reconfigure.ReconfigureSettings(caller=reloaders)))
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-            runner.run(serve(mgr, work, work_bind_address))
+            runner.run(serve(mgr, work, work_bind_address, reloaders))
     except manager.LeadershipLost as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)

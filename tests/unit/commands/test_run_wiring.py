@@ -68,4 +68,25 @@ def test_work_bind_address_gives_membership_a_work_server(
     assert result.exit_code == 0, result.output
     [settings] = received
     assert settings.work is not None and settings.work.hosts == ["hub.example.com"]
-    assert served == [settings.work, "127.0.0.1:0"]
+    assert served == [settings.work, "127.0.0.1:0", settings.reconfigure.caller]
+
+
+def test_the_rollout_controller_gets_the_reloader_caller_serve_prepares(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ReloaderCaller: the controller's settings hold it, `serve` loads its CA."""
+    received: list[setup.Settings] = []
+    served: list[object] = []
+
+    async def serve(mgr: manager.Manager, *args: object) -> None:
+        served.extend(args)
+        await mgr.close()
+
+    monkeypatch.setattr(setup, "setup", lambda mgr, settings: received.append(settings))
+    monkeypatch.setattr(run_command, "serve", serve)
+    result = CliRunner().invoke(run_command.run, [
+        "--kubeconfig", str(kubeconfig(tmp_path)), "--hub-context", "hub",
+        "--metrics-bind-address", "0", "--health-probe-bind-address", "0"])
+    assert result.exit_code == 0, result.output
+    [settings] = received
+    assert isinstance(settings.reconfigure.caller, run_command.ReloaderCaller)
+    assert served[-1] is settings.reconfigure.caller
