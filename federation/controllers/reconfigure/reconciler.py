@@ -266,10 +266,18 @@ def restart_wait(live: Mapping[str, Any] | None, version: str) -> str | None:
     status = _map(live, "status")
     if _int(status.get("observedGeneration")) < _int(_map(live, "metadata").get("generation")):
         return "the new generation to be observed"
+    # kubectl rollout status's checks: every replica updated, no old one left, every
+    # updated one available (ready, for kinds that report no availability).
     replicas = spec["replicas"] if isinstance(spec.get("replicas"), int) else 1
-    ready, updated = _int(status.get("readyReplicas")), _int(status.get("updatedReplicas"))
-    if ready < replicas or updated < replicas or _int(status.get("replicas")) > replicas:
-        return f"{min(ready, updated)}/{replicas} replicas updated and ready"
+    updated = _int(status.get("updatedReplicas"))
+    available = _int(status.get("availableReplicas", status.get("readyReplicas")))
+    if updated < replicas:
+        return f"{updated}/{replicas} replicas updated"
+    if _int(status.get("replicas")) > updated:
+        return f"{_int(status.get('replicas')) - updated} old replicas to go"
+    if min(available, _int(status.get("readyReplicas"))) < updated:
+        return f"{min(available, _int(status.get('readyReplicas')))}/{updated} updated " \
+               "replicas ready"
     return None
 
 

@@ -462,3 +462,30 @@ def test_timestamps_have_microseconds() -> None:
     moment = datetime.datetime(2026, 11, 23, 5, 30, 1, 123456, tzinfo=datetime.UTC)
     assert rollout.stamp(moment) == "2026-11-23T05:30:01.123456Z"
     assert rollout.parse_stamp(rollout.stamp(moment)) == moment
+
+
+@pytest.mark.parametrize(("status", "waiting"), [
+    ({"observedGeneration": 1}, "the new generation to be observed"),
+    ({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "readyReplicas": 3,
+      "availableReplicas": 3}, "1/3 replicas updated"),
+    ({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 3, "readyReplicas": 3,
+      "availableReplicas": 3}, "1 old replicas to go"),
+    ({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
+      "availableReplicas": 2}, "2/3 updated replicas ready"),
+    ({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
+      "availableReplicas": 3}, None),
+    ({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3},
+     None),  # a StatefulSet reports no availability
+])
+def test_a_restart_waits_as_kubectl_rollout_status_does(
+        status: dict[str, int], waiting: str | None) -> None:
+    from federation.controllers.reconfigure.reconciler import restart_wait
+
+    live = {"metadata": {"generation": 2},
+            "spec": {"replicas": 3, "template": {"metadata": {"annotations": {
+                hub_api.CONFIG_VERSION_ANNOTATION: "v2"}}}},
+            "status": status}
+    assert restart_wait(live, "v2") == waiting
+    assert restart_wait(live, "v3") == f"the pod template stamp " \
+                                       f"{hub_api.CONFIG_VERSION_ANNOTATION}=v3"
+    assert restart_wait(None, "v2") == "its copy to appear"
