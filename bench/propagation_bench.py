@@ -497,6 +497,8 @@ class Bench:
         self.plane = ControlPlane(self.fleet, args.control_plane_arg, args.profile_cpu)
         self.clients: Clients | None = None
         self.namespaces = 0
+        self.at_rest: dict[int, float] = {}
+        """Cores the members' API servers and etcds use idle, by fleet size."""
 
     # -- fleet and control plane ----------------------------------------------------
 
@@ -520,7 +522,24 @@ class Bench:
             self.fleet.stop_simulator()
             self.fleet.start_simulator(log)
         self.clients = Clients(self.fleet)
+        self.at_rest[members] = await self.members_at_rest()
+        log(f"fleet at rest: its {members} members' API servers and etcds use "
+            f"{self.at_rest[members]:.2f} cores doing nothing")
         return self.clients
+
+    async def members_at_rest(self, window: float = 5.0, limit: float = 150.0) -> float:
+        """Wait until the members' CPU use has stopped falling (API servers spend their
+        first minute bootstrapping, which no scenario should be charged for), and return
+        it: the cores an idle fleet of this size takes from everything else."""
+        deadline = time.monotonic() + limit
+        previous = math.inf
+        while True:
+            before = cpu_by_owner(self.fleet, None).get("members", 0.0)
+            await asyncio.sleep(window)
+            rate = (cpu_by_owner(self.fleet, None).get("members", 0.0) - before) / window
+            if rate >= previous * 0.85 or time.monotonic() > deadline:
+                return rate
+            previous = rate
 
     async def start_plane(self) -> None:
         await asyncio.to_thread(self.plane.install)
@@ -656,6 +675,9 @@ class Bench:
         self.rows.append(info(scenario, "control plane CPU (s)", run.cpu, ".1f"))
         self.rows.append(info(scenario, "the bench's hub creates / all copies done after (s)",
                               f"{run.creates_done:.2f} / {run.elapsed:.2f}"))
+        if run.members in self.at_rest:
+            self.rows.append(info(scenario, "members at rest before the run (cores of 2)",
+                                  self.at_rest[run.members], ".2f"))
         self.rows.append(info(scenario, "CPU s until all copies: " + ", ".join(
             run.window_cpu), " / ".join(f"{v:.1f}" for v in run.window_cpu.values())))
         log(f"{scenario}: hub writes {breakdown(run.hub_writes)} (the bench's own: "
