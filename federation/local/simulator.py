@@ -31,6 +31,8 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
+import hashlib
+import json
 import logging
 import math
 import random
@@ -145,8 +147,10 @@ def pack(workloads: Sequence[JSON], nodes: Sequence[JSON]) -> dict[str, int]:
     return fitted
 
 
-def workload_status(kind: str, workload: JSON, ready: int) -> JSON:
-    """The status a real cluster reports for ``workload`` with ``ready`` replicas ready."""
+def workload_status(kind: str, workload: JSON, ready: int, rolling: bool = False) -> JSON:
+    """The status a real cluster reports for ``workload`` with ``ready`` replicas ready;
+    ``rolling``: its pod template changed and no new replica is ready yet (the old ones
+    still serve: none counts as updated)."""
     replicas = desired_replicas(workload)
     failing = unhealthy(workload)
     if failing:
@@ -154,21 +158,22 @@ def workload_status(kind: str, workload: JSON, ready: int) -> JSON:
     generation = workload["metadata"].get("generation", 1)
     status: JSON = {"observedGeneration": generation, "replicas": replicas,
                     "readyReplicas": ready}
+    updated = 0 if rolling else replicas
     if kind == "Deployment":
-        complete = ready >= replicas
-        status.update(updatedReplicas=replicas, availableReplicas=ready,
+        available = ready >= replicas  # the old replicas serve while new ones start
+        status.update(updatedReplicas=updated, availableReplicas=ready,
                       unavailableReplicas=replicas - ready, conditions=[
-                          _condition("Available", complete,
-                                     "MinimumReplicasAvailable" if complete
+                          _condition("Available", available,
+                                     "MinimumReplicasAvailable" if available
                                      else "MinimumReplicasUnavailable"),
                           _condition("Progressing", not failing,
                                      "ProgressDeadlineExceeded" if failing else
-                                     "NewReplicaSetAvailable" if complete
+                                     "NewReplicaSetAvailable" if available and not rolling
                                      else "ReplicaSetUpdated"),
                       ])
     elif kind == "StatefulSet":
         revision = f"{workload['metadata']['name']}-{generation}"
-        status.update(currentReplicas=replicas, updatedReplicas=replicas,
+        status.update(currentReplicas=replicas, updatedReplicas=updated,
                       currentRevision=revision, updateRevision=revision)
     else:
         status.update(fullyLabeledReplicas=replicas, availableReplicas=ready)
@@ -227,6 +232,8 @@ class MemberSimulator:
         self.node_labels = node_labels
         self.objects: dict[str, dict[tuple[str, str], JSON]] = {}
         self.generation_seen: dict[str, tuple[int, int, float]] = {}
+        self.template_seen: dict[str, tuple[str, float]] = {}
+        """Per workload uid: its pod template's digest and when it last changed."""
         self.last_pass = -math.inf
         """The clock reading of the last status pass: every ready delay that ended by then
         was served by it; later ones are still due (see :meth:`_next_deadline`)."""
@@ -350,7 +357,8 @@ class MemberSimulator:
                 # No status reads as not ready all the same, and the members' API servers,
                 # which share the machine with everything else, take one write, not two.
                 continue
-            wanted = workload_status(resource.kind, workload, ready)
+            wanted = workload_status(resource.kind, workload, ready,
+                                     self._rolling(workload, now))
             if status_differs(workload.get("status"), wanted):
                 meta = workload["metadata"]
                 try:
@@ -375,9 +383,27 @@ class MemberSimulator:
         seen = self.generation_seen.get(uid)
         if seen is None or seen[:2] != (generation, replicas):
             self.generation_seen[uid] = seen = (generation, replicas, now)
+            self._note_template(uid, workload, now)
         if now >= seen[2] + self.settings.ready_delay:
             return fit
         return min(previous_ready, fit, replicas)
+
+    def _note_template(self, uid: str, workload: JSON, now: float) -> None:
+        """At a new generation: when the pod template itself changed (not only the replica
+        count), a rollout starts now (see :meth:`_rolling`)."""
+        template = json.dumps((workload.get("spec") or {}).get("template") or {},
+                              sort_keys=True)
+        digest = hashlib.sha256(template.encode()).hexdigest()
+        before = self.template_seen.get(uid)
+        started = now if before is not None and before[0] != digest else -math.inf
+        self.template_seen[uid] = (digest, started)
+
+    def _rolling(self, workload: JSON, now: float) -> bool:
+        """Its pod template changed less than ``ready_delay`` ago: the new replicas are not
+        ready, so none counts as updated (what a rollout waits for, as ``kubectl rollout
+        status`` does, is then a real wait here too)."""
+        seen = self.template_seen.get(workload["metadata"]["uid"])
+        return seen is not None and now < seen[1] + self.settings.ready_delay
 
 
 def _first_cause(exc: BaseException) -> BaseException:

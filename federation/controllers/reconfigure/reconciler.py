@@ -146,6 +146,8 @@ class Reconciler:
         now = self.view.now()
         waiting_for = await self._copy_wait(loaded, cluster.name)
         if waiting_for is None and cluster.action == Action.RESTART.value:
+            if cluster.restart_version != loaded.version:
+                return rollout.restart(cluster, loaded.version)
             waiting_for = await self._restart_wait(loaded, cluster.name)
         if waiting_for is None and cluster.action == Action.ONLINE.value:
             waiting_for = await self._reloaders_wait(loaded, cluster.name)

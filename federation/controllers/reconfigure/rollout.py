@@ -10,8 +10,9 @@ policy generation:
   released). The versions each cluster was released and restarted with before are kept:
   dropping a ``restartVersion`` would restart the workloads there.
 - :func:`start`: in order, while fewer than ``maxUnavailableClusters`` are ``Updating``
-  and none has failed, the next ``Pending`` cluster is released (``releasedVersion`` = V,
-  and for a restart ``restartVersion`` = V) and becomes ``Updating`` with ``startedAt``. An
+  and none has failed, the next ``Pending`` cluster is released (``releasedVersion`` = V)
+  and becomes ``Updating`` with ``startedAt``; a restart sets ``restartVersion`` = V only
+  once the cluster's copy shows V (:func:`restart`). An
   ``unchanged`` cluster is released and ``Done`` at once and takes no slot.
 - :func:`finish` / :func:`fail`: an ``Updating`` cluster ends ``Done`` (``finishedAt``,
   per-workload config version) or ``Failed`` (its message says why); once one has failed
@@ -211,12 +212,18 @@ def start(rollout: Rollout, max_unavailable: int, now: datetime.datetime) -> Rol
         if slots <= 0:
             break  # strictly in order: a later cluster never overtakes a waiting one
         slots -= 1
-        restart = rollout.version if cluster.action == Action.RESTART.value \
-            else cluster.restart_version
         rollout = rollout.replace(dataclasses.replace(
-            cluster, state=UPDATING, released_version=rollout.version, restart_version=restart,
-            started_at=stamp(now), finished_at=None, message="released"))
+            cluster, state=UPDATING, released_version=rollout.version, started_at=stamp(now),
+            finished_at=None, message="released"))
     return rollout
+
+
+def restart(cluster: ClusterState, version: str) -> ClusterState:
+    """The new config is in the cluster: stamp its workloads (which restarts them). Never
+    together with the release: the copy and the workloads are written by separate
+    reconciles, and a pod that restarted first would read the old file."""
+    return dataclasses.replace(cluster, restart_version=version,
+                               message="config in place: restarting the workloads")
 
 
 def finish(cluster: ClusterState, now: datetime.datetime,

@@ -125,3 +125,47 @@ async def test_a_ready_delay_that_ends_during_a_pass_is_still_woken_for() -> Non
     await member._write_statuses()
     assert [name for name, _ in client.patches] == ["d"]
     assert member._next_deadline() is None
+
+
+async def test_a_changed_pod_template_rolls_for_the_ready_delay_a_scale_does_not() -> None:
+    """A new pod template: observed at once, but no replica counts as updated until the
+    delay ends (the old ones stay ready and available); a replica count change alone is
+    no rollout."""
+    from federation.local.fleet import SimulatorSettings
+
+    now = [100.0]
+    client = RecordingClient()
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),  # type: ignore[arg-type]
+                                       {}, clock=lambda: now[0])
+    deployment = {**workload("d", 2, "t"), "kind": "Deployment"}
+    deployment["metadata"]["generation"] = 1
+    member.objects = {"nodes": {("", "n"): node("n")},
+                      "deployments": {("ns", "d"): deployment}}
+    now[0] += 0.0
+    await member._write_statuses()
+    now[0] += 1.0
+    await member._write_statuses()
+    deployment["status"] = client.patches[-1][1]
+    assert deployment["status"]["updatedReplicas"] == 2
+
+    changed = {**deployment, "metadata": {**deployment["metadata"], "generation": 2},
+               "spec": {**deployment["spec"], "template": {
+                   **deployment["spec"]["template"],
+                   "metadata": {"annotations": {"restarted": "1"}}}}}
+    member.objects["deployments"][("ns", "d")] = changed
+    await member._write_statuses()
+    rolling = client.patches[-1][1]
+    assert (rolling["observedGeneration"], rolling["updatedReplicas"],
+            rolling["readyReplicas"]) == (2, 0, 2)
+    assert {c["type"]: c["reason"] for c in rolling["conditions"]} == {
+        "Available": "MinimumReplicasAvailable", "Progressing": "ReplicaSetUpdated"}
+    changed["status"] = rolling
+    now[0] += 1.0
+    await member._write_statuses()
+    assert client.patches[-1][1]["updatedReplicas"] == 2
+
+    scaled = {**changed, "metadata": {**changed["metadata"], "generation": 3},
+              "spec": {**changed["spec"], "replicas": 3}, "status": client.patches[-1][1]}
+    member.objects["deployments"][("ns", "d")] = scaled
+    await member._write_statuses()
+    assert client.patches[-1][1]["updatedReplicas"] == 3

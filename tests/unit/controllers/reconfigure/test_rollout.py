@@ -52,7 +52,8 @@ async def test_a_new_policy_over_copies_that_already_match_completes_at_once() -
 
 
 async def test_restart_one_cluster_at_a_time_through_every_state() -> None:
-    """Pending -> Updating (released + restart stamp) -> Done, in order, never two at once."""
+    """Pending -> Updating (released; once the copy shows the new version, the restart
+    stamp) -> Done, in order, never two at once."""
     fleet = Fleet()
     standard(fleet)
     rec = reconciler(fleet)
@@ -65,7 +66,8 @@ async def test_restart_one_cluster_at_a_time_through_every_state() -> None:
     assert status["changedParameters"] == ["my.ini:mysqld.innodb_buffer_pool_size"]
     assert fleet.states() == {"member1": "Updating", "member2": "Pending", "member3": "Pending"}
     first = status["clusters"][0]
-    assert first["releasedVersion"] == first["restartVersion"] == version
+    assert first["releasedVersion"] == version
+    assert "restartVersion" not in first  # not before the new file is in the cluster
     assert first["startedAt"].endswith("Z") and "." in first["startedAt"]
     assert "restartVersion" not in status["clusters"][1]
     assert result is not None and result.requeue_after == 2.0
@@ -76,7 +78,15 @@ async def test_restart_one_cluster_at_a_time_through_every_state() -> None:
         assert fleet.states()[cluster] == "Updating"
         assert "waiting for the ConfigMap db-config" in fleet.status()["clusters"][
             MEMBERS.index(cluster)]["message"]
-        fleet.propagate()
+        fleet.propagate()  # the copy lands; no stamp yet, so nothing restarted
+        index = MEMBERS.index(cluster)
+        assert fleet.copies[cluster][("Deployment", NS, "db")]["metadata"]["generation"] == 1
+        fleet.advance(1)
+        await reconcile(rec)
+        entry = fleet.status()["clusters"][index]
+        assert entry["restartVersion"] == version and entry["state"] == "Updating"
+        fleet.propagate()  # now the stamp: the workloads restart
+        assert fleet.copies[cluster][("Deployment", NS, "db")]["metadata"]["generation"] == 2
         fleet.advance(1)
         await reconcile(rec)
         assert fleet.states()[cluster] == "Updating"  # restarted, not ready yet
@@ -267,6 +277,8 @@ async def test_restart_past_the_deadline_fails_and_stops() -> None:
     await reconcile(rec)
     change(fleet, STATIC)
     await reconcile(rec)
+    fleet.propagate()  # the new file lands
+    await reconcile(rec)  # then the stamp
     fleet.propagate()  # restarted, never ready
     fleet.advance(301)
     await reconcile(rec)
@@ -302,6 +314,8 @@ async def test_reload_policy_restart_restarts_even_a_dynamic_change() -> None:
     change(fleet, DYNAMIC)
     await reconcile(rec)
     assert fleet.status()["action"] == "restart"
+    fleet.propagate()
+    await reconcile(rec)
     assert fleet.status()["clusters"][0]["restartVersion"]
 
 
@@ -364,16 +378,24 @@ async def test_a_new_version_mid_rollout_starts_over_and_keeps_restart_stamps() 
     first = hub_api.config_version(fleet.hub[("ConfigMap", NS, "db-config")])
     await reconcile(rec)
     fleet.propagate()
+    await reconcile(rec)
+    fleet.propagate()
     fleet.make_ready("member1")
     await reconcile(rec)
     assert fleet.states()["member1"] == "Done"
+    fleet.propagate()  # member2's file lands...
+    await reconcile(rec)  # ...and it is stamped
     change(fleet, STATIC.replace("256M", "512M"))
     second = hub_api.config_version(fleet.hub[("ConfigMap", NS, "db-config")])
     await reconcile(rec)
     status = fleet.status()
     assert status["configVersion"] == second
-    assert status["clusters"][0]["restartVersion"] == second  # member1 goes again, first
+    assert status["clusters"][0]["releasedVersion"] == second  # member1 goes again, first
+    assert status["clusters"][0]["restartVersion"] == first  # until the new file is there
     assert status["clusters"][0]["state"] == "Updating"
+    fleet.propagate()
+    await reconcile(rec)
+    assert fleet.status()["clusters"][0]["restartVersion"] == second
     # member2 had started the first version: back to Pending, its stamp kept (dropping
     # it would restart its workloads once more)
     assert status["clusters"][1] == {"name": "member2", "state": "Pending",
