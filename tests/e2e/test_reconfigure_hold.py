@@ -2,7 +2,10 @@
 ConfigMap's update is held in a cluster until the ReconfigurePolicy's status releases its
 version there, and a governed Deployment carries the restart stamp only where the status
 gives one. The status is patched by hand (merge patch of ``/status``, as the rollout
-controller writes it), so this module tests propagation alone.
+controller writes it), so this module tests propagation alone. The rollout controller runs
+too, and leaves that status's cluster versions alone on purpose: the policy names a
+ConfigConstraint that does not exist, so it is refused (``ConstraintNotFound``), and a
+refused rollout releases and stamps nothing (docs/reconfigure.md).
 """
 
 from __future__ import annotations
