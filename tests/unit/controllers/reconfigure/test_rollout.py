@@ -7,6 +7,7 @@ import datetime
 import itertools
 import json
 import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -240,34 +241,29 @@ async def test_a_failing_reloader_stops_the_rollout_listing_done_and_pending() -
     assert len(caller.calls) == calls  # stopped: nothing further is called or released
 
 
-async def test_an_unreachable_reloader_fails_the_cluster() -> None:
-    fleet = Fleet(("member1",))
-    standard(fleet)
-    fleet.endpoints("member1", "10.0.0.9")
+def _unreachable() -> Caller:
     caller = Caller()
     caller.raise_for["10.0.0.9:9901"] = "10.0.0.9:9901: TLS handshake failed"
-    rec = reconciler(fleet, caller)
-    await reconcile(rec)
-    change(fleet, DYNAMIC)
-    await reconcile(rec)
-    fleet.propagate()
-    await reconcile(rec)
-    assert fleet.states() == {"member1": "Failed"}
-    assert "TLS handshake failed" in fleet.status()["clusters"][0]["message"]
+    return caller
 
 
-async def test_without_a_reloader_client_an_online_step_fails_rather_than_pass() -> None:
+@pytest.mark.parametrize(("make_caller", "why"), [
+    (_unreachable, "TLS handshake failed"),  # the reloader cannot be reached
+    (lambda: None, "no reloader client"),  # fedctl run has no client: fail, never pass
+])
+async def test_an_online_step_without_an_answer_fails_the_cluster(
+        make_caller: Callable[[], Caller | None], why: str) -> None:
     fleet = Fleet(("member1",))
     standard(fleet)
     fleet.endpoints("member1", "10.0.0.9")
-    rec = reconciler(fleet, None)
+    rec = reconciler(fleet, make_caller())
     await reconcile(rec)
     change(fleet, DYNAMIC)
     await reconcile(rec)
     fleet.propagate()
     await reconcile(rec)
     assert fleet.states() == {"member1": "Failed"}
-    assert "no reloader client" in fleet.status()["clusters"][0]["message"]
+    assert why in fleet.status()["clusters"][0]["message"]
 
 
 async def test_restart_past_the_deadline_fails_and_stops() -> None:
