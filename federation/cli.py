@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Print the control plane's least-privilege RBAC for hub and members."),
     "reloader": ("federation.commands.reloader:reloader",
                  "Serve Reconfigure next to a process: reload it online, or stop it."),
+    "reloader-cert": ("federation.commands.reloader_cert:reloader_cert",
+                      "Write a reloader's server certificate from the hub's reloader CA."),
     "run": ("federation.commands.run:run", "Run the federation control plane."),
     "unjoin": ("federation.commands.join:unjoin",
                "Remove a member cluster after its workloads moved away (or --orphan)."),

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -20,7 +23,12 @@ import pytest
 from federation.commands import reloader_ca
 from federation.hub.reconfigure import RELOADER_CA_SECRET, RELOADER_PORT_NAME
 from federation.local import processes
-from federation.reloader.client import ClientTLS, UpgradeResult, online_upgrade
+from federation.reloader.client import (
+    ClientTLS,
+    ReloaderUnreachable,
+    UpgradeResult,
+    online_upgrade,
+)
 from federation.work import identity
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
@@ -151,3 +159,56 @@ def stopped(pid_file: Path) -> bool:
 
 def running(pid_file: Path) -> bool:
     return not stopped(pid_file)
+
+
+def test_reloader_cert_makes_a_sidecar_the_rollout_controller_can_call(
+        fleet: TestFleet, tmp_path: Path) -> None:
+    """`fedctl reloader-cert` (what an admin runs for real sidecars) writes files a
+    `fedctl reloader` serves with, and the control plane's client identity from the same
+    hub CA gets through (`--allow-client federation-reconfigure`)."""
+    tls_dir = tmp_path / "tls"
+    written = subprocess.run(
+        [sys.executable, "-m", "federation", "reloader-cert", "--out-dir", str(tls_dir),
+         "--hub-kubeconfig", str(fleet.kubeconfig), "--hub-context", "hub"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert written.returncode == 0, written.stderr
+    assert "--allow-client federation-reconfigure" in written.stdout
+    secret = get_json(fleet, "hub", "secret", RELOADER_CA_SECRET, "-n", "federation-system")
+    ca = identity.ca_from_secret(secret, RELOADER_CA_SECRET)
+    assert (tls_dir / "ca.crt").read_bytes() == ca.cert_pem
+    assert (tls_dir / "tls.key").stat().st_mode & 0o077 == 0
+    (tmp_path / "config").mkdir()
+    out = tmp_path / "applied.json"
+    action = tmp_path / "action.yaml"
+    action.write_text(json.dumps({"kind": "exec", "command": [
+        sys.executable, "-c",
+        "import json, sys; json.dump(sys.argv[2:], open(sys.argv[1], 'w'))", str(out)]}))
+    port = free_port()
+    reloader = subprocess.Popen(
+        [sys.executable, "-m", "federation", "reloader", "--config-dir",
+         str(tmp_path / "config"), "--action", str(action),
+         "--bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "127.0.0.1:0",
+         "--tls-cert", str(tls_dir / "tls.crt"), "--tls-key", str(tls_dir / "tls.key"),
+         "--tls-ca", str(tls_dir / "ca.crt"), "--allow-client", "federation-reconfigure"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        answer = wait_for(partial(_answered, f"127.0.0.1:{port}", client_tls(fleet)),
+                          timeout=30, what="the reloader to answer")
+        assert answer.ok, answer.message
+        assert json.loads(out.read_text()) == ["mysqld.max_connections=200"]
+    finally:
+        reloader.terminate()
+        reloader.wait(timeout=10)
+
+
+def _answered(target: str, tls: ClientTLS) -> UpgradeResult | None:
+    try:
+        return call(target, tls)
+    except ReloaderUnreachable:
+        return None  # not listening yet
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
