@@ -28,6 +28,18 @@ class Refusal:
     message: str
 
 
+def unknown_clusters(spec: hub_api.ReconfigurePolicySpec,
+                     members: Sequence[str]) -> Refusal | None:
+    """A ``clusterOrder`` name no member cluster has is a typo, refused by name (a member
+    the config is not placed on is fine: placements change)."""
+    known = set(members)
+    for index, name in enumerate(spec.cluster_order):
+        if name not in known:
+            return Refusal("InvalidSpec", f"spec.clusterOrder[{index}]: no member cluster "
+                                          f"{name!r} (members: {', '.join(sorted(known))})")
+    return None
+
+
 def validation_message(exc: pydantic.ValidationError, prefix: str) -> str:
     """Every error as ``field.path: message`` (never the input value: it may be a secret)."""
     parts = []

@@ -111,6 +111,9 @@ class Reconciler:
         spec = load.spec(policy)
         if isinstance(spec, load.Refusal):
             return refuse(spec)
+        typo = load.unknown_clusters(spec, self.view.member_names())
+        if typo is not None:
+            return refuse(typo)
         rival = load.conflict(policy, spec, await self.view.policies(namespace))
         if rival is not None:
             return refuse(rival)

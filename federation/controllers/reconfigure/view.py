@@ -65,6 +65,10 @@ class RolloutView(Protocol):
 
     def now(self) -> datetime.datetime: ...
 
+    def member_names(self) -> Sequence[str]:
+        """Every member cluster the control plane knows (a ``clusterOrder`` typo check)."""
+        ...
+
     async def policy(self, namespace: str, name: str) -> ReadOnly | None: ...
 
     async def policies(self, namespace: str) -> Sequence[ReadOnly]: ...
@@ -148,6 +152,9 @@ class CacheView:
 
     def now(self) -> datetime.datetime:
         return self._clock()
+
+    def member_names(self) -> list[str]:
+        return [cluster.name for cluster in self._mc.clusters.members]
 
     async def policy(self, namespace: str, name: str) -> ReadOnly | None:
         return await self._mc.get(hub_api.RECONFIGURE_POLICIES, name, namespace,

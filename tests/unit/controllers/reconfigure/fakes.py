@@ -98,6 +98,9 @@ class Fleet:
         self.clock += datetime.timedelta(seconds=seconds)
 
     # -- RolloutView -------------------------------------------------------------------
+    def member_names(self) -> list[str]:
+        return list(self.members)
+
     async def policy(self, namespace: str, name: str) -> ReadOnly | None:
         return self.hub.get(("ReconfigurePolicy", namespace, name))
 

@@ -136,13 +136,28 @@ async def test_max_unavailable_clusters_is_never_exceeded(max_unavailable: int) 
 
 async def test_cluster_order_goes_first() -> None:
     fleet = Fleet()
-    standard(fleet, clusterOrder=["member3", "nowhere"])
+    standard(fleet, clusterOrder=["member3"])
     rec = reconciler(fleet)
     await reconcile(rec)
     change(fleet, STATIC)
     await reconcile(rec)
     assert [c["name"] for c in fleet.status()["clusters"]] == ["member3", "member1", "member2"]
     assert fleet.states()["member3"] == "Updating"
+
+
+async def test_a_cluster_order_typo_is_refused_by_name_and_nothing_rolls() -> None:
+    fleet = Fleet()
+    standard(fleet, clusterOrder=["member3", "membr1"])
+    rec = reconciler(fleet)
+    await reconcile(rec)
+    change(fleet, STATIC)
+    await reconcile(rec)
+    status = fleet.status()
+    accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
+    assert (accepted["status"], accepted["reason"]) == ("False", "InvalidSpec")
+    assert accepted["message"].startswith("spec.clusterOrder[1]: no member cluster 'membr1'")
+    assert status["phase"] == "Refused"
+    assert not any(c.get("releasedVersion") for c in status.get("clusters") or [])
 
 
 async def test_online_calls_every_reloader_with_the_new_values_and_restarts_nothing() -> None:
