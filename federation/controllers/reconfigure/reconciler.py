@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import ApiError
+from federation.contexts.client import ApiError, ClusterUnavailable
 from federation.controllers.reconfigure import load, plan, rollout
 from federation.controllers.reconfigure.rollout import ClusterState, Rollout, WorkloadVersion
 from federation.controllers.reconfigure.settings import ReconfigureSettings
@@ -90,8 +90,11 @@ class Reconciler:
         if current.refusal is None:
             for cluster in current.clusters:
                 if cluster.state == rollout.UPDATING:
-                    current = current.replace(
-                        await self._progress(loaded, cluster, current.changed))
+                    try:
+                        progressed = await self._progress(loaded, cluster, current.changed)
+                    except ClusterUnavailable as exc:
+                        progressed = self._unanswered(loaded, cluster, exc)
+                    current = current.replace(progressed)
             current = rollout.start(current, loaded.spec.max_unavailable_clusters,
                                     self.view.now())
         return await self._write(policy, current, loaded)
@@ -171,6 +174,20 @@ class Reconciler:
             log.warning("reconfigure %s/%s: cluster %s failed: %s", loaded.namespace,
                         loaded.name, cluster.name, message)
             return rollout.fail(cluster, now, f"ProgressDeadlineExceeded: {message}")
+        return rollout.waiting(cluster, f"waiting for {waiting_for}")
+
+    def _unanswered(self, loaded: Loaded, cluster: ClusterState,
+                    exc: ClusterUnavailable) -> ClusterState:
+        """An Updating cluster that cannot be read: still waiting, and its deadline still
+        runs (a member gone for good fails the rollout instead of stalling it)."""
+        now = self.view.now()
+        waiting_for = f"the cluster to answer ({exc})"
+        deadline = loaded.spec.progress_deadline_seconds
+        if rollout.overdue(cluster, now, deadline):
+            log.warning("reconfigure %s/%s: cluster %s failed: not done after %ss, "
+                        "unreachable", loaded.namespace, loaded.name, cluster.name, deadline)
+            return rollout.fail(cluster, now, f"ProgressDeadlineExceeded: not done after "
+                                              f"{deadline}s: waiting for {waiting_for}")
         return rollout.waiting(cluster, f"waiting for {waiting_for}")
 
     async def _copy_wait(self, loaded: Loaded, cluster: str) -> str | None:

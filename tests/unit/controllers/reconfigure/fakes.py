@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import ApiError
+from federation.contexts.client import ApiError, ClusterUnavailable
 from federation.controllers.reconfigure import OnlineUpgrade, Reconciler, ReconfigureSettings
 from federation.controllers.reconfigure import rollout as rollout_
 from federation.controllers.reconfigure.view import reloader_addresses
@@ -88,6 +88,8 @@ class Fleet:
         self.writes: list[JSON] = []
         self.constraint_writes: list[tuple[str, JSON]] = []
         self.stale = False
+        self.away: set[str] = set()
+        """Members whose reads raise ClusterUnavailable (down, or their cache stale)."""
         self._rv = 100
 
     # -- the clock ---------------------------------------------------------------------
@@ -113,6 +115,8 @@ class Fleet:
 
     async def config(self, kind: str, namespace: str, name: str,
                      cluster: str | None = None) -> ReadOnly | None:
+        if cluster in self.away:
+            raise ClusterUnavailable(cluster, "connection refused")
         store = self.hub if cluster is None else self.copies[cluster]
         return store.get((kind, namespace, name))
 

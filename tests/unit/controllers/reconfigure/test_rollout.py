@@ -522,3 +522,28 @@ def test_a_restart_waits_as_kubectl_rollout_status_does(
     assert restart_wait(live, "v3") == f"the pod template stamp " \
                                        f"{hub_api.CONFIG_VERSION_ANNOTATION}=v3"
     assert restart_wait(None, "v2") == "its copy to appear"
+
+
+async def test_a_cluster_that_cannot_be_read_waits_then_fails_at_its_deadline() -> None:
+    """A member gone during its step does not stall the rollout for ever: the step says
+    what it waits for, and its deadline still runs."""
+    fleet = Fleet()
+    standard(fleet)
+    rec = reconciler(fleet)
+    await reconcile(rec)
+    change(fleet, STATIC)
+    await reconcile(rec)
+    fleet.away.add("member1")
+    fleet.advance(10)
+    result = await reconcile(rec)
+    entry = fleet.status()["clusters"][0]
+    assert entry["state"] == "Updating" and result is not None
+    assert entry["message"] == ("waiting for the cluster to answer "
+                                "(member1: connection refused)")
+    fleet.advance(300)
+    await reconcile(rec)
+    status = fleet.status()
+    assert status["phase"] == "Failed"
+    assert status["clusters"][0]["message"].startswith(
+        "ProgressDeadlineExceeded: not done after 300s: waiting for the cluster to answer")
+    assert fleet.states() == {"member1": "Failed", "member2": "Pending", "member3": "Pending"}
