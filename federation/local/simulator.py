@@ -219,6 +219,25 @@ def simulated_node(name: str, settings: SimulatorSettings, labels: dict[str, str
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class Seen:
+    """A workload's generation as the simulator first saw it."""
+
+    generation: int
+    replicas: int
+    since: float
+    """When this generation (and replica count) was first seen: its ready delay starts."""
+    template: str
+    """The pod template's digest (:func:`template_digest`)."""
+    rolled_at: float
+    """When the pod template last changed (-inf: not since the workload appeared)."""
+
+
+def template_digest(workload: JSON) -> str:
+    template = json.dumps((workload.get("spec") or {}).get("template") or {}, sort_keys=True)
+    return hashlib.sha256(template.encode()).hexdigest()
+
+
 class MemberSimulator:
     """Plays the node agents of one member cluster."""
 
@@ -231,9 +250,8 @@ class MemberSimulator:
         self.settings = settings
         self.node_labels = node_labels
         self.objects: dict[str, dict[tuple[str, str], JSON]] = {}
-        self.generation_seen: dict[str, tuple[int, int, float]] = {}
-        self.template_seen: dict[str, tuple[str, float]] = {}
-        """Per workload uid: its pod template's digest and when it last changed."""
+        self.seen: dict[str, Seen] = {}
+        """Per workload uid, what the last generation looked like and when it came."""
         self.last_pass = -math.inf
         """The clock reading of the last status pass: every ready delay that ended by then
         was served by it; later ones are still due (see :meth:`_next_deadline`)."""
@@ -339,9 +357,9 @@ class MemberSimulator:
         # by now: a delay that ended while the pass was still writing would otherwise be
         # "past" here and never woken for (a copy left without status until another event).
         now = self.clock()
-        pending = [seen + self.settings.ready_delay - now
-                   for (_, _, seen) in self.generation_seen.values()
-                   if seen + self.settings.ready_delay > self.last_pass]
+        pending = [seen.since + self.settings.ready_delay - now
+                   for seen in self.seen.values()
+                   if seen.since + self.settings.ready_delay > self.last_pass]
         return max(min(pending), 0.01) if pending else None
 
     async def _write_statuses(self) -> None:
@@ -349,6 +367,8 @@ class MemberSimulator:
                      if not o["metadata"].get("deletionTimestamp")]
         fitted = pack([o for _, o in workloads], list(self.objects.get("nodes", {}).values()))
         now = self.last_pass = self.clock()
+        live = {o["metadata"]["uid"] for _, o in workloads}
+        self.seen = {uid: seen for uid, seen in self.seen.items() if uid in live}
         for resource, workload in workloads:
             ready = self._ready_now(workload, fitted.get(workload["metadata"]["uid"], 0), now)
             if not workload.get("status") and self._in_ready_delay(workload, now):
@@ -371,8 +391,8 @@ class MemberSimulator:
                                     meta.get("namespace"), meta["name"], exc)
 
     def _in_ready_delay(self, workload: JSON, now: float) -> bool:
-        seen = self.generation_seen.get(workload["metadata"]["uid"])
-        return seen is not None and now < seen[2] + self.settings.ready_delay
+        seen = self.seen.get(workload["metadata"]["uid"])
+        return seen is not None and now < seen.since + self.settings.ready_delay
 
     def _ready_now(self, workload: JSON, fit: int, now: float) -> int:
         """Replicas ready now: new replicas become ready ``ready_delay`` after they appear."""
@@ -380,30 +400,23 @@ class MemberSimulator:
         generation = int(workload["metadata"].get("generation", 1))
         replicas = desired_replicas(workload)
         previous_ready = int((workload.get("status") or {}).get("readyReplicas") or 0)
-        seen = self.generation_seen.get(uid)
-        if seen is None or seen[:2] != (generation, replicas):
-            self.generation_seen[uid] = seen = (generation, replicas, now)
-            self._note_template(uid, workload, now)
-        if now >= seen[2] + self.settings.ready_delay:
+        seen = self.seen.get(uid)
+        if seen is None or (seen.generation, seen.replicas) != (generation, replicas):
+            # At a new generation: when the pod template itself changed (not only the
+            # replica count), a rollout starts now (see :meth:`_rolling`).
+            template = template_digest(workload)
+            rolled_at = now if seen is not None and seen.template != template else -math.inf
+            self.seen[uid] = seen = Seen(generation, replicas, now, template, rolled_at)
+        if now >= seen.since + self.settings.ready_delay:
             return fit
         return min(previous_ready, fit, replicas)
-
-    def _note_template(self, uid: str, workload: JSON, now: float) -> None:
-        """At a new generation: when the pod template itself changed (not only the replica
-        count), a rollout starts now (see :meth:`_rolling`)."""
-        template = json.dumps((workload.get("spec") or {}).get("template") or {},
-                              sort_keys=True)
-        digest = hashlib.sha256(template.encode()).hexdigest()
-        before = self.template_seen.get(uid)
-        started = now if before is not None and before[0] != digest else -math.inf
-        self.template_seen[uid] = (digest, started)
 
     def _rolling(self, workload: JSON, now: float) -> bool:
         """Its pod template changed less than ``ready_delay`` ago: the new replicas are not
         ready, so none counts as updated (what a rollout waits for, as ``kubectl rollout
         status`` does, is then a real wait here too)."""
-        seen = self.template_seen.get(workload["metadata"]["uid"])
-        return seen is not None and now < seen[1] + self.settings.ready_delay
+        seen = self.seen.get(workload["metadata"]["uid"])
+        return seen is not None and now < seen.rolled_at + self.settings.ready_delay
 
 
 def _first_cause(exc: BaseException) -> BaseException:
