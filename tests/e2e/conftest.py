@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TestFleet
+from tests.e2e.helpers import free_port
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -19,12 +20,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "/tests/e2e/" in str(item.path):
             item.add_marker(pytest.mark.e2e)
 
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def install(fleet: TestFleet, *extra: str) -> None:
@@ -46,11 +41,11 @@ class ControlPlane:
     def __init__(self, fleet: TestFleet, log_path: Path, *extra: str) -> None:
         self.fleet = fleet
         self.log_path = log_path
-        self.health_port = _free_port()
+        self.health_port = free_port()
         self.kubeconfig = fleet.ensure_control_plane_identity()
         self.argv = [sys.executable, "-m", "federation", "run", "--kubeconfig",
                      str(self.kubeconfig), "--hub-context", "hub", "--metrics-bind-address",
-                     f"127.0.0.1:{_free_port()}", "--health-probe-bind-address",
+                     f"127.0.0.1:{free_port()}", "--health-probe-bind-address",
                      f"127.0.0.1:{self.health_port}", *extra]
         self.process: subprocess.Popen[bytes] | None = None
 

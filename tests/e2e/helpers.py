@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -48,3 +49,11 @@ def apply(fleet: TestFleet, context: str, *manifests: dict[str, Any]) -> None:
         timeout=60)
     if result.returncode != 0:
         raise AssertionError(f"kubectl apply failed: {result.stderr.strip()}")
+
+
+def free_port() -> int:
+    """A loopback port nobody holds now (the process told to bind it does so a moment
+    later; tests accept that race, as every port-0-then-rebind test does)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

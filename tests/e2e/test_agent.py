@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from federation.work.proto import work_pb2 as pb
 from federation.work.server import METHOD
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+from tests.e2e.helpers import apply, free_port, get_json, get_or_none, wait_for
 
 MEMBERS = ("member1", "member2", "member3")
 POLICY_API = "policy.federation.io/v1alpha1"
@@ -46,12 +45,6 @@ _SAMPLE = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\}\s+(?P<value
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 NOT_OURS = frozenset({"nodes", "leases", "events", "endpoints", "endpointslices"})
 """Written in member3 by others: the simulator (nodes), the API server itself."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def writes(fleet: TestFleet, context: str) -> Counter[tuple[str, str]]:
@@ -79,7 +72,7 @@ class Agent:
         self.kubeconfig = directory / "member3.yaml"
         self.kubeconfig.write_text(yaml.safe_dump(_only(source, {"member3"}, "member3")))
         tls = directory / "tls"
-        self.port = _free_port()
+        self.port = free_port()
         self.argv = [sys.executable, "-m", "federation", "agent", "--hub-address", hub_address,
                      "--cluster-name", "member3", "--kubeconfig", str(self.kubeconfig),
                      "--tls-cert", str(tls / "tls.crt"), "--tls-key", str(tls / "tls.key"),
@@ -128,7 +121,7 @@ def pull(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[tuple[ControlPlane, Agent]]:
     fleet = fleet_session
     directory = tmp_path_factory.mktemp("agent")
-    port = _free_port()
+    port = free_port()
     address = f"127.0.0.1:{port}"
     plane = ControlPlane(fleet, directory / "fedctl-run.log", "--cleanup-wait", "8",
                          "--work-bind-address", address)

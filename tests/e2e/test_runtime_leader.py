@@ -10,7 +10,6 @@ import datetime
 import json
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,13 +23,7 @@ import pytest
 
 from tests.conftest import TestFleet
 from tests.e2e.conftest import install
-from tests.e2e.helpers import apply, wait_for
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.e2e.helpers import apply, free_port, wait_for
 
 
 class Replica:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import uuid
@@ -32,7 +31,7 @@ from federation.reloader.client import (
 from federation.work import identity
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+from tests.e2e.helpers import apply, free_port, get_json, get_or_none, wait_for
 
 MEMBERS = ("member1", "member2", "member3")
 FAILING = "member3"
@@ -206,9 +205,3 @@ def _answered(target: str, tls: ClientTLS) -> UpgradeResult | None:
         return call(target, tls)
     except ReloaderUnreachable:
         return None  # not listening yet
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
