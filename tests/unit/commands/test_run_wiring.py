@@ -50,8 +50,10 @@ def test_flags_become_the_settings_setup_receives(
     assert not [name for name in vars(setup) if name.isupper()]
 
 
-def test_work_bind_address_gives_membership_a_work_server(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def run_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 *flags: str) -> tuple[setup.Settings, list[object]]:
+    """`fedctl run` with ``flags``, stopped at `serve`: the settings `setup` got and what
+    `serve` was handed."""
     received: list[setup.Settings] = []
     served: list[object] = []
 
@@ -63,10 +65,16 @@ def test_work_bind_address_gives_membership_a_work_server(
     monkeypatch.setattr(run_command, "serve", serve)
     result = CliRunner().invoke(run_command.run, [
         "--kubeconfig", str(kubeconfig(tmp_path)), "--hub-context", "hub",
-        "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-        "--work-bind-address", "127.0.0.1:0", "--work-hosts", "hub.example.com"])
+        "--metrics-bind-address", "0", "--health-probe-bind-address", "0", *flags])
     assert result.exit_code == 0, result.output
     [settings] = received
+    return settings, served
+
+
+def test_work_bind_address_gives_membership_a_work_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, served = run_recorded(tmp_path, monkeypatch, "--work-bind-address",
+                                    "127.0.0.1:0", "--work-hosts", "hub.example.com")
     assert settings.work is not None and settings.work.hosts == ["hub.example.com"]
     assert served == [settings.work, "127.0.0.1:0", settings.reconfigure.caller]
 
@@ -74,19 +82,6 @@ def test_work_bind_address_gives_membership_a_work_server(
 def test_the_rollout_controller_gets_the_reloader_caller_serve_prepares(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One ReloaderCaller: the controller's settings hold it, `serve` loads its CA."""
-    received: list[setup.Settings] = []
-    served: list[object] = []
-
-    async def serve(mgr: manager.Manager, *args: object) -> None:
-        served.extend(args)
-        await mgr.close()
-
-    monkeypatch.setattr(setup, "setup", lambda mgr, settings: received.append(settings))
-    monkeypatch.setattr(run_command, "serve", serve)
-    result = CliRunner().invoke(run_command.run, [
-        "--kubeconfig", str(kubeconfig(tmp_path)), "--hub-context", "hub",
-        "--metrics-bind-address", "0", "--health-probe-bind-address", "0"])
-    assert result.exit_code == 0, result.output
-    [settings] = received
+    settings, served = run_recorded(tmp_path, monkeypatch)
     assert isinstance(settings.reconfigure.caller, run_command.ReloaderCaller)
     assert served[-1] is settings.reconfigure.caller
