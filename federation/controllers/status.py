@@ -37,8 +37,10 @@ OUR_CONDITIONS = ("Scheduled", "Applied", "Healthy", "Conflict", "CleanupPending
 """The conditions propagation writes on bindings and templates (others are left alone)."""
 
 
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now(at: datetime.datetime | None = None) -> str:
+    """``at`` (default: the wall clock) as a condition's transition time."""
+    return (at or datetime.datetime.now(datetime.UTC)).astimezone(datetime.UTC) \
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def health(copy: Mapping[str, Any] | None) -> Health:
@@ -73,12 +75,14 @@ def all_observed(copies: Mapping[str, Mapping[str, Any] | None]) -> bool:
 
 
 def condition(kind: str, ok: bool, reason: str, message: str,
-              previous: Sequence[Mapping[str, Any]] = ()) -> JSON:
-    """A condition whose lastTransitionTime moves only when its status changes."""
+              previous: Sequence[Mapping[str, Any]] = (),
+              at: datetime.datetime | None = None) -> JSON:
+    """A condition whose lastTransitionTime moves only when its status changes (to ``at``,
+    default the wall clock: controllers on a fake clock pass theirs)."""
     status = "True" if ok else "False"
     before = next((c for c in previous if c.get("type") == kind), None)
     since = before.get("lastTransitionTime") if before and before.get("status") == status \
-        else now()
+        else now(at)
     return {"type": kind, "status": status, "reason": reason, "message": message[:1024],
             "lastTransitionTime": since}
 

@@ -29,6 +29,7 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from federation.controllers import status as conditions_
 from federation.controllers.reconfigure.load import Refusal
 from federation.controllers.reconfigure.plan import ClusterPlan, strongest
 from federation.reconfigure.diff import Action
@@ -287,13 +288,9 @@ def _listed(names: Sequence[str]) -> str:
 
 def condition(kind: str, ok: bool, reason: str, message: str,
               previous: Sequence[Mapping[str, Any]], now: datetime.datetime) -> JSON:
-    """A condition whose lastTransitionTime moves only when its status changes."""
-    status = "True" if ok else "False"
-    before = next((c for c in previous if c.get("type") == kind), None)
-    since = before.get("lastTransitionTime") if before and before.get("status") == status \
-        else now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"type": kind, "status": status, "reason": reason, "message": message[:1024],
-            "lastTransitionTime": since}
+    """A condition whose lastTransitionTime moves only when its status changes (at the
+    controller's clock)."""
+    return conditions_.condition(kind, ok, reason, message, previous, at=now)
 
 
 def to_status(rollout: Rollout, previous: Mapping[str, Any] | None,
