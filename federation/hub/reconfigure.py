@@ -37,6 +37,7 @@ from pydantic.alias_generators import to_camel
 
 from federation.contexts.client import Resource
 from federation.hub import parsed
+from federation.reconfigure.constraint import ConfigConstraintSpec
 from federation.reconfigure.diff import ReloadPolicy
 
 GROUP = "config.federation.io"
@@ -133,6 +134,11 @@ def parse_spec(doc: Mapping[str, Any]) -> ReconfigurePolicySpec:
 
 parsed_spec = parsed.Memo(parse_spec)
 """Specs parsed once per version (:mod:`federation.hub.parsed`)."""
+
+parsed_constraint = parsed.Memo(
+    lambda doc: ConfigConstraintSpec.model_validate(doc.get("spec") or {}))
+"""ConfigConstraint specs parsed once per version: a rollout reads its constraints at every
+poll of an Updating cluster. Raises pydantic's ValidationError naming the field."""
 
 
 def config_version(obj: Mapping[str, Any]) -> str:

@@ -13,14 +13,14 @@ import pydantic
 from federation.contexts.cache import ReadOnly
 from federation.controllers.reconfigure import load, rollout
 from federation.controllers.reconfigure.view import RolloutView, StatusWriter
-from federation.reconfigure.constraint import ConfigConstraintSpec
+from federation.hub import reconfigure as hub_api
 from federation.runtime.reconcile import Request, Result
 
 
 def problem(doc: ReadOnly) -> str | None:
     """Why the constraint's spec is invalid (field path and message), or None."""
     try:
-        ConfigConstraintSpec.model_validate(doc.get("spec") or {})
+        hub_api.parsed_constraint(doc)
     except pydantic.ValidationError as exc:
         return load.validation_message(exc, "spec")
     return None

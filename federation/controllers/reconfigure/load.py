@@ -82,7 +82,7 @@ def constraints(parsed: hub_api.ReconfigurePolicySpec,
             return Refusal("ConstraintNotFound",
                            f"{field}: ConfigConstraint {entry.constraint_ref!r} not found")
         try:
-            found[entry.key] = ConfigConstraintSpec.model_validate(doc.get("spec") or {})
+            found[entry.key] = hub_api.parsed_constraint(doc)
         except pydantic.ValidationError as exc:
             message = validation_message(exc, "spec")
             return Refusal("InvalidConstraint", f"{field}: ConfigConstraint "
