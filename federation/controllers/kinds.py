@@ -50,7 +50,58 @@ waiting half a second lets the queue fold those into one reconcile and one statu
 instead of one each, while drift is still reverted well within a second."""
 
 
+OWN_WRITES_LIMIT = 50_000
+"""Member writes of ours whose watch event has not come back yet, at most: an entry is
+dropped when its event comes, so only events a relist skipped linger; a few MB at most."""
+
 _BOOKKEEPING = ("resourceVersion", "managedFields")
+
+
+class OwnWrites:
+    """Member objects exactly as our last write left them, so that the watch event of
+    that write is not taken for news.
+
+    A copy we create or update comes back through the member's watch a moment later;
+    reconciling its template for that event would find what the write already recorded
+    (the binding is written from the write's answer) and cost a whole reconcile per
+    template in a burst. The event is recognised by its resourceVersion: the server's
+    answer to our write names it, and an event carrying exactly that version shows
+    exactly the state we wrote. Any other version (drift, the data plane's status, a
+    delete) is someone else's change and reconciles as before. Keyed by cluster, API
+    group, kind, namespace and name; bounded by :data:`OWN_WRITES_LIMIT`, oldest first."""
+
+    def __init__(self, limit: int = OWN_WRITES_LIMIT) -> None:
+        self.limit = limit
+        self._versions: dict[tuple[str, str, str, str, str], str] = {}
+
+    @staticmethod
+    def _key(cluster: str, obj: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
+        meta = obj.get("metadata") or {}
+        group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+        return (cluster, group, str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
+                str(meta.get("name") or ""))
+
+    def wrote(self, cluster: str, obj: Mapping[str, Any]) -> None:
+        """``obj`` is the server's answer to our write in ``cluster``."""
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if not version:
+            return
+        key = self._key(cluster, obj)
+        self._versions.pop(key, None)
+        while len(self._versions) >= self.limit:
+            del self._versions[next(iter(self._versions))]
+        self._versions[key] = str(version)
+
+    def echo(self, event: Event) -> bool:
+        """``event`` shows one of our own writes coming back (and forgets it)."""
+        if event.type not in ("ADDED", "MODIFIED"):
+            return False
+        key = self._key(event.cluster, event.obj)
+        version = (event.obj.get("metadata") or {}).get("resourceVersion")
+        if version is None or self._versions.get(key) != str(version):
+            return False
+        del self._versions[key]
+        return True
 
 
 def status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -77,6 +128,8 @@ class KindTracker:
         """group kind (``Deployment.apps``) -> the hub's resource for it."""
         self.member_resources: dict[tuple[str, str], Resource] = {}
         """(cluster, group kind) -> that member's resource."""
+        self.own_writes = OwnWrites()
+        """Our member writes not seen back yet: their events reconcile nothing."""
 
     def resource(self, group_kind: str) -> Resource | None:
         return self.hub_resources.get(group_kind)
@@ -142,7 +195,9 @@ class KindTracker:
 
     def _copy_event(self, event: Event) -> None:
         """A member object changed: reconcile the hub template of the same identity, at
-        :data:`COPY_EVENT_PRIORITY`."""
+        :data:`COPY_EVENT_PRIORITY`; our own write coming back reconciles nothing."""
+        if self.own_writes.echo(event):
+            return
         meta = event.obj.get("metadata") or {}
         request = reconcile.Request(self.clusters.hub.name, reconcile.group_kind(event.resource),
                                     str(meta.get("namespace") or ""), str(meta["name"]))

@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import logging
@@ -68,7 +69,12 @@ Key = tuple[str, str, str]  # (plural, namespace, name)
 
 def parse_quantity(value: Any) -> float:
     """A Kubernetes quantity as a float (cpu in cores, memory in bytes)."""
-    text = str(value).strip()
+    return _parse_quantity_text(str(value).strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_quantity_text(text: str) -> float:
+    # Every pass parses every workload's requests again; they are a handful of strings.
     suffixes = {
         "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
         "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
@@ -346,11 +352,18 @@ class MemberSimulator:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.dirty.wait(), timeout=self._next_deadline())
+            rest = self._pass_floor()
+            if rest > 0:  # what comes meanwhile joins this pass
+                await asyncio.sleep(rest)
             self.dirty.clear()
             await self._write_statuses()
             if self.reloaders is not None and all(r.plural in self.objects
                                                   for r, _ in self.watched):
                 await self.reloaders.reconcile(self.objects)
+
+    def _pass_floor(self) -> float:
+        """Seconds until a pass may run: ``pass_interval`` after the last one began."""
+        return self.last_pass + self.settings.pass_interval - self.clock()
 
     def _next_deadline(self) -> float | None:
         # Due is what the last pass could not serve yet, judged by that pass's clock, not

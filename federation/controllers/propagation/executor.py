@@ -10,7 +10,7 @@ first). Nothing else in the package holds a client.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from federation.contexts.client import ApiError
@@ -58,13 +58,23 @@ class SharedCreates:
 
 class Writer:
     """The executor's writes, through the multi-cluster client only. A create, update or
-    apply of a denied object in a member is refused here too, whatever planned it."""
+    apply of a denied object in a member is refused here too, whatever planned it.
+    ``wrote`` hears the server's answer to every member create, update and apply (the
+    kind tracker's :class:`~federation.controllers.kinds.OwnWrites`, so that the watch
+    event of our own write is not taken for news)."""
 
     def __init__(self, mc: MultiClusterClient, hub: str,
-                 denied: deny.DenyList | None = None) -> None:
+                 denied: deny.DenyList | None = None,
+                 wrote: Callable[[str, JSON], None] | None = None) -> None:
         self.mc = mc
         self.hub = hub
         self.denied = denied if denied is not None else deny.DenyList()
+        self.wrote = wrote
+
+    def _written(self, cluster: str, answer: JSON) -> JSON:
+        if self.wrote is not None and cluster != self.hub:
+            self.wrote(cluster, answer)
+        return answer
 
     def _check(self, cluster: str, obj: JSON) -> None:
         if cluster == self.hub:
@@ -76,15 +86,15 @@ class Writer:
 
     async def create(self, cluster: str, obj: JSON) -> JSON:
         self._check(cluster, obj)
-        return await self.mc.cluster(cluster).create(obj)
+        return self._written(cluster, await self.mc.cluster(cluster).create(obj))
 
     async def update(self, cluster: str, obj: JSON) -> JSON:
         self._check(cluster, obj)
-        return await self.mc.cluster(cluster).update(obj)
+        return self._written(cluster, await self.mc.cluster(cluster).update(obj))
 
     async def apply(self, cluster: str, obj: JSON) -> JSON:
         self._check(cluster, obj)
-        return await self.mc.cluster(cluster).apply(obj)
+        return self._written(cluster, await self.mc.cluster(cluster).apply(obj))
 
     async def patch_status(self, cluster: str, obj: JSON) -> JSON:
         writer = self.mc.cluster(cluster)

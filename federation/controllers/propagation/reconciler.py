@@ -101,7 +101,8 @@ class Reconciler:
         self.recorder = recorder
         self.settings = settings or PropagationSettings()
         self.hub = clusters.hub.name
-        self.writer: plan.Writer = executor.Writer(mc, self.hub, self.settings.deny_list)
+        self.writer: plan.Writer = executor.Writer(mc, self.hub, self.settings.deny_list,
+                                                   kinds.own_writes.wrote)
         self.scheduler = scheduling.Scheduler(self.settings.schedule_budget,
                                               self.settings.schedule_threads)
         self.failover = failover_.Failover()

@@ -101,6 +101,6 @@ def test_member_cluster_heartbeats_are_not_charged_to_templates() -> None:
     assert bench.heartbeats(counts) == 40
     run = bench.Run(latencies=[], copies_per_second=0.0, hub_writes=counts,
                     member_writes=bench.collections.Counter(), own_writes=10, cpu=0.0,
-                    window_cpu={}, creates_done=0.0,
+                    window_cpu={}, window_writes=(0, 0), creates_done=0.0,
                     complete=True, templates=10, members=3, elapsed=1.0)
     assert run.hub_writes_per_template == 1.0

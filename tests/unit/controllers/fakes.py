@@ -20,6 +20,7 @@ from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
 from federation.controllers import api, propagation
+from federation.controllers import kinds as kinds_
 from federation.controllers.propagation import propagate_deps
 from federation.hub import reconfigure
 from federation.runtime.reconcile import Request, group_kind
@@ -223,6 +224,9 @@ class FakeWriter:
 
 class FakeKinds:
     """Every kind in :data:`KINDS` is tracked, on the hub and in every member."""
+
+    def __init__(self) -> None:
+        self.own_writes = kinds_.OwnWrites()
 
     def resource(self, kind: str) -> Resource | None:
         return next((r for r in KINDS.values() if group_kind(r) == kind), None)

@@ -84,3 +84,48 @@ def test_member_events_queue_after_template_changes() -> None:
     changed["spec"]["replicas"] = 5
     tracker._template_event(Event("MODIFIED", "hub", kube.DEPLOYMENTS, changed, copy_of))
     assert queued == [("hub", queue.LOW_PRIORITY), ("hub", queue.DEFAULT_PRIORITY)]
+
+
+def test_our_own_member_write_coming_back_is_not_queued() -> None:
+    """The watch event showing exactly the version our write made is our write's echo: no
+    reconcile. Any other version of the copy (the data plane's status, drift, someone's
+    edit) is queued as before, and so is the same version seen a second time."""
+    from federation.contexts import client as kube
+    from federation.contexts.cache import Event
+    from tests.unit.controllers.fakes import cluster_set
+
+    queued: list[str] = []
+    tracker = kinds.KindTracker(cluster_set("member1", "member2"),
+                                lambda request, priority=0: queued.append(request.name))
+    answer = deployment()
+    answer["metadata"]["resourceVersion"] = "7"
+    tracker.own_writes.wrote("member1", answer)
+
+    tracker._copy_event(Event("ADDED", "member2", kube.DEPLOYMENTS, answer))
+    assert queued == ["web"], "the same version in another member is not our write there"
+    tracker._copy_event(Event("ADDED", "member1", kube.DEPLOYMENTS, answer))
+    assert queued == ["web"], "our create's echo was queued"
+    status = copy.deepcopy(answer)
+    status["metadata"]["resourceVersion"] = "8"
+    status["status"] = {"readyReplicas": 3}
+    tracker._copy_event(Event("MODIFIED", "member1", kube.DEPLOYMENTS, status, answer))
+    tracker._copy_event(Event("MODIFIED", "member1", kube.DEPLOYMENTS, answer, status))
+    assert queued == ["web", "web", "web"]
+
+
+def test_own_writes_are_bounded_and_ignore_deletes() -> None:
+    from federation.contexts import client as kube
+    from federation.contexts.cache import Event
+
+    own = kinds.OwnWrites(limit=2)
+    written = []
+    for index in range(3):
+        obj = deployment()
+        obj["metadata"].update(name=f"web{index}", resourceVersion=str(index + 10))
+        own.wrote("member1", obj)
+        written.append(obj)
+    oldest, *newer = written
+    assert not own.echo(Event("ADDED", "member1", kube.DEPLOYMENTS, oldest)), \
+        "the oldest entry was not dropped at the limit"
+    assert not own.echo(Event("DELETED", "member1", kube.DEPLOYMENTS, newer[0]))
+    assert all(own.echo(Event("MODIFIED", "member1", kube.DEPLOYMENTS, o)) for o in newer)

@@ -169,3 +169,28 @@ async def test_a_changed_pod_template_rolls_for_the_ready_delay_a_scale_does_not
     member.objects["deployments"][("ns", "d")] = scaled
     await member._write_statuses()
     assert client.patches[-1][1]["updatedReplicas"] == 3
+
+
+async def test_passes_are_at_least_the_pass_interval_apart() -> None:
+    """Events right after a pass wait for the interval to end (and join one pass); a pass
+    long enough ago leaves none to wait."""
+    from federation.local.fleet import SimulatorSettings
+
+    now = [100.0]
+    member = simulator.MemberSimulator(RecordingClient(),  # type: ignore[arg-type]
+                                       SimulatorSettings(pass_interval=0.2), {},
+                                       clock=lambda: now[0])
+    assert member._pass_floor() < 0, "the first pass waited"
+    member.objects = {"nodes": {("", "n"): node("n")}}
+    await member._write_statuses()
+    now[0] += 0.05
+    assert abs(member._pass_floor() - 0.15) < 1e-9
+    now[0] += 0.5
+    assert member._pass_floor() < 0
+
+
+def test_quantities_parse_the_same_through_the_memo() -> None:
+    assert simulator.parse_quantity("250m") == 0.25
+    assert simulator.parse_quantity(" 1Gi ") == 2**30
+    assert simulator.parse_quantity(3) == 3.0
+    assert simulator.parse_quantity("250m") == 0.25
