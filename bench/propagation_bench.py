@@ -11,9 +11,9 @@ Scenarios (``--scenarios``, all by default, in this order):
   copy seen by the bench's member watches; the ratio ours/raw is the headline. CPU
   seconds by owner (hub, members, simulator, control plane) are printed for both
   windows: where the cost lands. ``--data-plane paused`` stops the fleet's data-plane
-  simulator (the members' stand-in for kubelets and controllers: two status writes per
-  copy) in both windows, to compare the write paths alone; readiness is still awaited
-  after it resumes.
+  simulator (the members' stand-in for kubelets and controllers: one status write per
+  copy, when its ready delay ends) in both windows, to compare the write paths alone;
+  readiness is still awaited after it resumes.
 - ``paced``: ``--paced-templates`` created at ``--paced-rate``/s (20/s: the Kubernetes
   scalability SLO's churn), open loop (each create at its scheduled time, whatever
   the previous one is doing).

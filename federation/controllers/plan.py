@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
@@ -94,8 +95,10 @@ class Vertex:
         """The resourceVersion this write replaces, as far as it is known."""
         return self.replacing or (self.obj.get("metadata") or {}).get("resourceVersion")
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        # Computed once: a plan looks keys up many times per vertex (edges, order, report),
+        # and a vertex's cluster, action and object identity never change once built.
         key = vertex_key(self.cluster, self.obj)
         return f"{key}|status" if self.action is Action.STATUS else key
 
@@ -229,13 +232,20 @@ class Report:
 
 async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
     """Apply every vertex, dependencies first, independent chains concurrently."""
-    plan.order()  # validate: no cycle, no dangling edge
+    ordered = plan.order()  # also validates: no cycle, no dangling edge
     limit = asyncio.Semaphore(concurrency)
     tasks: dict[str, asyncio.Task[Outcome]] = {}
+    settled: dict[str, Outcome] = {}
+    """Outcomes known without waiting: a no-op whose dependencies are settled no-ops (most
+    of a reconcile that changes nothing) needs no task of its own."""
+
+    async def outcome_of(key: str) -> Outcome:
+        known = settled.get(key)
+        return known if known is not None else await tasks[key]
 
     async def run(vertex: Vertex) -> Outcome:
         for dependency in sorted(vertex.depends_on):
-            before = await tasks[dependency]
+            before = await outcome_of(dependency)
             if not before.ok:
                 return Outcome(vertex, ok=False, attempted=False, error=_not_attempted(before))
         if vertex.action is Action.NOOP:
@@ -251,10 +261,15 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
                 return Outcome(vertex, ok=False, error=str(exc), exception=exc)
         return Outcome(vertex, ok=True, result=answer)
 
-    for vertex in plan.order():
-        tasks[vertex.key] = asyncio.create_task(run(vertex), name=vertex.describe())
-    results = await asyncio.gather(*tasks.values())
-    return Report({outcome.vertex.key: outcome for outcome in results})
+    for vertex in ordered:
+        if vertex.action is Action.NOOP and all(
+                key in settled and settled[key].ok for key in vertex.depends_on):
+            settled[vertex.key] = Outcome(vertex, ok=True, attempted=False)
+        else:
+            tasks[vertex.key] = asyncio.create_task(run(vertex), name=vertex.describe())
+    results = [*settled.values(), *await asyncio.gather(*tasks.values())]
+    by_key = {outcome.vertex.key: outcome for outcome in results}
+    return Report({vertex.key: by_key[vertex.key] for vertex in ordered})
 
 
 def _not_attempted(before: Outcome) -> str:

@@ -95,8 +95,11 @@ def test_our_own_member_write_coming_back_is_not_queued() -> None:
     from tests.unit.controllers.fakes import cluster_set
 
     queued: list[str] = []
-    tracker = kinds.KindTracker(cluster_set("member1", "member2"),
-                                lambda request, priority=0: queued.append(request.name))
+
+    def enqueue(request: Any, priority: int = 0) -> None:
+        queued.append(request.name)
+
+    tracker = kinds.KindTracker(cluster_set("member1", "member2"), enqueue)
     answer = deployment()
     answer["metadata"]["resourceVersion"] = "7"
     tracker.own_writes.wrote("member1", answer)

@@ -194,3 +194,33 @@ def test_quantities_parse_the_same_through_the_memo() -> None:
     assert simulator.parse_quantity(" 1Gi ") == 2**30
     assert simulator.parse_quantity(3) == 3.0
     assert simulator.parse_quantity("250m") == 0.25
+
+
+async def test_the_echo_of_our_own_status_write_needs_no_pass() -> None:
+    """The watch event carrying the version our status write made shows what the pass
+    computed: it updates the cache but marks nothing dirty; any other version does."""
+    from federation.contexts import client as kube
+    from federation.local.fleet import SimulatorSettings
+
+    class AnsweringClient(RecordingClient):
+        async def patch(self, resource: Any, name: str, body: dict[str, Any], **_: Any
+                        ) -> dict[str, Any]:
+            self.patches.append((name, body["status"]))
+            return {"metadata": {"name": name, "resourceVersion": "42"}, **body}
+
+    now = [100.0]
+    member = simulator.MemberSimulator(AnsweringClient(),  # type: ignore[arg-type]
+                                       SimulatorSettings(ready_delay=0.0), {},
+                                       clock=lambda: now[0])
+    deployment = {**workload("d", 1, "t"), "kind": "Deployment"}
+    member.objects = {"nodes": {("", "n"): node("n")}, "deployments": {("ns", "d"): deployment}}
+    await member._write_statuses()
+    assert member.client.patches  # type: ignore[attr-defined]
+    echo = {**deployment, "metadata": {**deployment["metadata"], "resourceVersion": "42"}}
+    member.dirty.clear()
+    member._apply_event(kube.DEPLOYMENTS, {"type": "MODIFIED", "object": echo})
+    assert not member.dirty.is_set()
+    assert member.objects["deployments"][("ns", "d")] is echo
+    other = {**deployment, "metadata": {**deployment["metadata"], "resourceVersion": "43"}}
+    member._apply_event(kube.DEPLOYMENTS, {"type": "MODIFIED", "object": other})
+    assert member.dirty.is_set()
