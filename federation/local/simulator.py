@@ -187,9 +187,14 @@ def workload_status(kind: str, workload: JSON, ready: int, rolling: bool = False
 
 
 def _condition(kind: str, ok: bool, reason: str) -> JSON:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = _timestamp(int(time.time()))
     return {"type": kind, "status": "True" if ok else "False", "reason": reason,
             "message": f"simulated: {reason}", "lastUpdateTime": now, "lastTransitionTime": now}
+
+
+@functools.lru_cache(maxsize=2)
+def _timestamp(second: int) -> str:
+    return datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status_differs(current: JSON | None, wanted: JSON) -> bool:
@@ -263,6 +268,9 @@ class MemberSimulator:
         was served by it; later ones are still due (see :meth:`_next_deadline`)."""
         self.dirty = asyncio.Event()
         self.own_writes: dict[tuple[str, str, str], str] = {}
+        self.settled: dict[str, tuple[Any, int, bool]] = {}
+        """Per workload uid, the (resourceVersion, ready, rolling) whose status was found
+        already right: the same again needs no status computed (most of a pass)."""
         """(plural, namespace, name) -> the resourceVersion our last status write made: its
         watch event shows what the pass computed, so it needs no pass of its own."""
         self.reloaders = None if reloader_processes is None else reloaders.ReloaderSync(
@@ -387,6 +395,7 @@ class MemberSimulator:
         now = self.last_pass = self.clock()
         live = {o["metadata"]["uid"] for _, o in workloads}
         self.seen = {uid: seen for uid, seen in self.seen.items() if uid in live}
+        self.settled = {uid: key for uid, key in self.settled.items() if uid in live}
         if len(self.own_writes) > 2 * len(workloads):  # echoes a relist skipped
             names = {(r.plural, o["metadata"].get("namespace", ""), o["metadata"]["name"])
                      for r, o in workloads}
@@ -399,9 +408,16 @@ class MemberSimulator:
                 # No status reads as not ready all the same, and the members' API servers,
                 # which share the machine with everything else, take one write, not two.
                 continue
-            wanted = workload_status(resource.kind, workload, ready,
-                                     self._rolling(workload, now))
-            if status_differs(workload.get("status"), wanted):
+            rolling = self._rolling(workload, now)
+            version = workload["metadata"].get("resourceVersion")
+            uid = workload["metadata"]["uid"]
+            if version is not None and self.settled.get(uid) == (version, ready, rolling):
+                continue  # this version already shows what we would write
+            wanted = workload_status(resource.kind, workload, ready, rolling)
+            if not status_differs(workload.get("status"), wanted):
+                if version is not None:
+                    self.settled[uid] = (version, ready, rolling)
+            else:
                 meta = workload["metadata"]
                 try:
                     answer = await self.client.patch(resource, meta["name"],

@@ -224,3 +224,28 @@ async def test_the_echo_of_our_own_status_write_needs_no_pass() -> None:
     other = {**deployment, "metadata": {**deployment["metadata"], "resourceVersion": "43"}}
     member._apply_event(kube.DEPLOYMENTS, {"type": "MODIFIED", "object": other})
     assert member.dirty.is_set()
+
+
+async def test_a_version_whose_status_is_right_is_not_computed_again() -> None:
+    """Once a workload's version shows the status a pass would write, later passes skip it
+    until its version (or its readiness) changes: a settled member costs little per pass."""
+    from federation.local.fleet import SimulatorSettings
+
+    now = [100.0]
+    client = RecordingClient()
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=0.0),  # type: ignore[arg-type]
+                                       {}, clock=lambda: now[0])
+    deployment = {**workload("d", 1, "t"), "kind": "Deployment"}
+    deployment["metadata"]["resourceVersion"] = "5"
+    member.objects = {"nodes": {("", "n"): node("n")}, "deployments": {("ns", "d"): deployment}}
+    await member._write_statuses()
+    deployment["status"] = client.patches[-1][1]
+    deployment["metadata"]["resourceVersion"] = "6"
+    await member._write_statuses()
+    assert len(client.patches) == 1 and member.settled["d"] == ("6", 1, False)
+    deployment["status"] = {}  # only a new version can change it; the memo trusts that
+    await member._write_statuses()
+    assert len(client.patches) == 1
+    deployment["metadata"]["resourceVersion"] = "7"
+    await member._write_statuses()
+    assert len(client.patches) == 2
