@@ -25,7 +25,7 @@ from typing import Any
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers import deny
+from federation.controllers import deny, plan
 from federation.runtime import controller, queue, reconcile
 
 log = logging.getLogger("federation.kinds")
@@ -67,26 +67,22 @@ class OwnWrites:
     template in a burst. The event is recognised by its resourceVersion: the server's
     answer to our write names it, and an event carrying exactly that version shows
     exactly the state we wrote. Any other version (drift, the data plane's status, a
-    delete) is someone else's change and reconciles as before. Keyed by cluster, API
-    group, kind, namespace and name; bounded by :data:`OWN_WRITES_LIMIT`, oldest first."""
+    delete) is someone else's change and reconciles as before. Keyed as plan vertices are
+    (cluster, API group, kind, namespace, name); bounded by :data:`OWN_WRITES_LIMIT`, oldest
+    first."""
 
     def __init__(self, limit: int = OWN_WRITES_LIMIT) -> None:
         self.limit = limit
-        self._versions: dict[tuple[str, str, str, str, str], str] = {}
-
-    @staticmethod
-    def _key(cluster: str, obj: Mapping[str, Any]) -> tuple[str, str, str, str, str]:
-        meta = obj.get("metadata") or {}
-        group = str(obj.get("apiVersion") or "").rpartition("/")[0]
-        return (cluster, group, str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
-                str(meta.get("name") or ""))
+        self._versions: dict[str, str] = {}
+        """:func:`~federation.controllers.plan.vertex_key` -> resourceVersion: the identity
+        the plan wrote the object under."""
 
     def wrote(self, cluster: str, obj: Mapping[str, Any]) -> None:
         """``obj`` is the server's answer to our write in ``cluster``."""
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if not version:
             return
-        key = self._key(cluster, obj)
+        key = plan.vertex_key(cluster, obj)
         self._versions.pop(key, None)
         while len(self._versions) >= self.limit:
             del self._versions[next(iter(self._versions))]
@@ -96,7 +92,7 @@ class OwnWrites:
         """``event`` shows one of our own writes coming back (and forgets it)."""
         if event.type not in ("ADDED", "MODIFIED"):
             return False
-        key = self._key(event.cluster, event.obj)
+        key = plan.vertex_key(event.cluster, event.obj)
         version = (event.obj.get("metadata") or {}).get("resourceVersion")
         if version is None or self._versions.get(key) != str(version):
             return False

@@ -268,11 +268,11 @@ class MemberSimulator:
         was served by it; later ones are still due (see :meth:`_next_deadline`)."""
         self.dirty = asyncio.Event()
         self.own_writes: dict[tuple[str, str, str], str] = {}
+        """(plural, namespace, name) -> the resourceVersion our last status write made: its
+        watch event shows what the pass computed, so it needs no pass of its own."""
         self.settled: dict[str, tuple[Any, int, bool]] = {}
         """Per workload uid, the (resourceVersion, ready, rolling) whose status was found
         already right: the same again needs no status computed (most of a pass)."""
-        """(plural, namespace, name) -> the resourceVersion our last status write made: its
-        watch event shows what the pass computed, so it needs no pass of its own."""
         self.reloaders = None if reloader_processes is None else reloaders.ReloaderSync(
             client, reloader_processes, self.dirty.set)
         self.watched: list[tuple[kube.Resource, dict[str, Any]]] = [
@@ -424,10 +424,10 @@ class MemberSimulator:
                                                      {"status": wanted},
                                                      namespace=meta.get("namespace"),
                                                      subresource="status")
-                    version = (answer.get("metadata") or {}).get("resourceVersion")
-                    if version:
+                    written = (answer.get("metadata") or {}).get("resourceVersion")
+                    if written:
                         self.own_writes[(resource.plural, meta.get("namespace", ""),
-                                         meta["name"])] = str(version)
+                                         meta["name"])] = str(written)
                 except kube.ApiError as exc:
                     if exc.status != 404:
                         log.warning("%s: status of %s/%s: %s", self.client.name,
