@@ -1,4 +1,5 @@
-"""Small helpers shared by e2e tests: waiting, reading and applying with kubectl."""
+"""Small helpers shared by e2e tests: waiting, reading and applying with kubectl, and the
+application the reloader tests roll configuration out to."""
 
 from __future__ import annotations
 
@@ -57,3 +58,45 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+RELOADER_FAIL_OVERRIDE = {"path": "/spec/template/metadata/annotations/"
+                                  "reloader.federation.io~1simulate-fail",
+                          "operator": "add", "value": "true"}
+"""Makes one member's simulated reloader fail (on the pod template: an OverridePolicy may not
+write a ``*.federation.io/`` key of the workload's own metadata, docs/security.md, but the pod
+template's annotations are the application's)."""
+
+
+def reloaded_app(ns: str, ini: str, fail_in: str | None = None) -> list[dict[str, Any]]:
+    """In apply order: ConfigMap ``app-config`` (key ``my.ini``), with ``fail_in`` an
+    OverridePolicy making that member's simulated reloader fail, Deployment ``app`` mounting
+    the config with a simulated reloader, and a Duplicated PropagationPolicy for both."""
+    policy_api = "policy.federation.io/v1alpha1"
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "app-config", "namespace": ns}, "data": {"my.ini": ini}}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
+                 "template": {
+                     "metadata": {"labels": {"app": "app"}, "annotations": {
+                         "reloader.federation.io/simulate": "true"}},
+                     "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}],
+                              "volumes": [{"name": "config",
+                                           "configMap": {"name": "app-config"}}]}}}}
+    propagation = {
+        "apiVersion": policy_api, "kind": "PropagationPolicy",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"resourceSelectors": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config"},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"}],
+            "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
+    override = [] if fail_in is None else [{
+        "apiVersion": policy_api, "kind": "OverridePolicy",
+        "metadata": {"name": "fail-one", "namespace": ns},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": "app"}],
+                 "overrideRules": [{"targetCluster": {"clusterNames": [fail_in]},
+                                    "overriders": {"plaintext": [RELOADER_FAIL_OVERRIDE]}}]}}]
+    return [config, *override, deployment, propagation]

@@ -27,10 +27,9 @@ from federation.controllers.reconfigure import rollout
 from federation.hub import reconfigure as hub_api
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+from tests.e2e.helpers import apply, get_json, get_or_none, reloaded_app, wait_for
 
 MEMBERS = ("member1", "member2", "member3")
-POLICY_API = "policy.federation.io/v1alpha1"
 CONFIG_API = "config.federation.io/v1alpha1"
 INI = ("[mysqld]\nmax_connections = 100\ninnodb_buffer_pool_size = 128M\n"
        "server_id = 1\n")
@@ -38,11 +37,6 @@ DYNAMIC = INI.replace("max_connections = 100", "max_connections = 200")
 STATIC = INI.replace("128M", "256M")
 IMMUTABLE = INI.replace("server_id = 1", "server_id = 2")
 TIMEOUT = 120
-FAIL_OVERRIDE = {"path": "/spec/template/metadata/annotations/"
-                         "reloader.federation.io~1simulate-fail",
-                 "operator": "add", "value": "true"}
-"""Makes one member's simulated reloader fail (on the pod template: the workload's own
-``*.federation.io/`` annotations may not be overridden, docs/security.md)."""
 
 
 class App:
@@ -62,27 +56,6 @@ class App:
                      "dynamicParameters": ["mysqld.max_connections"],
                      "staticParameters": ["mysqld.innodb_buffer_pool_size"],
                      "immutableParameters": ["mysqld.server_id"]}}
-        config = {"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": {"name": "app-config", "namespace": ns},
-                  "data": {"my.ini": INI}}
-        deployment = {
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "app", "namespace": ns},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
-                     "template": {
-                         "metadata": {"labels": {"app": "app"}, "annotations": {
-                             "reloader.federation.io/simulate": "true"}},
-                         "spec": {"containers": [{"name": "app",
-                                                  "image": "registry.local/app:1"}],
-                                  "volumes": [{"name": "config",
-                                               "configMap": {"name": "app-config"}}]}}}}
-        propagation = {
-            "apiVersion": POLICY_API, "kind": "PropagationPolicy",
-            "metadata": {"name": "app", "namespace": ns},
-            "spec": {"resourceSelectors": [
-                {"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config"},
-                {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"}],
-                "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
         policy = {
             "apiVersion": CONFIG_API, "kind": "ReconfigurePolicy",
             "metadata": {"name": "app", "namespace": ns},
@@ -90,16 +63,7 @@ class App:
                      "files": [{"key": "my.ini", "constraintRef": self.constraint}],
                      "workloads": [{"kind": "Deployment", "name": "app"}],
                      "maxUnavailableClusters": 1, "progressDeadlineSeconds": 90}}
-        found = [constraint, config]
-        if fail_in is not None:
-            found.append({
-                "apiVersion": POLICY_API, "kind": "OverridePolicy",
-                "metadata": {"name": "fail-one", "namespace": ns},
-                "spec": {"resourceSelectors": [{"apiVersion": "apps/v1",
-                                                "kind": "Deployment", "name": "app"}],
-                         "overrideRules": [{"targetCluster": {"clusterNames": [fail_in]},
-                                            "overriders": {"plaintext": [FAIL_OVERRIDE]}}]}})
-        return [*found, deployment, propagation, policy]
+        return [constraint, *reloaded_app(ns, INI, fail_in), policy]
 
     # -- reads ---------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:

@@ -31,18 +31,18 @@ from federation.reloader.client import (
 from federation.work import identity
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, free_port, get_json, get_or_none, wait_for
+from tests.e2e.helpers import (
+    apply,
+    free_port,
+    get_json,
+    get_or_none,
+    reloaded_app,
+    wait_for,
+)
 
 MEMBERS = ("member1", "member2", "member3")
 FAILING = "member3"
-POLICY_API = "policy.federation.io/v1alpha1"
 INI = "[mysqld]\nmax_connections=100\n"
-FAIL_OVERRIDE = {"path": "/spec/template/metadata/annotations/"
-                         "reloader.federation.io~1simulate-fail",
-                 "operator": "add", "value": "true"}
-"""On the pod template: an OverridePolicy may not write a ``*.federation.io/`` key of the
-workload's own metadata (docs/security.md), but the pod template's annotations are the
-application's."""
 
 
 @pytest.fixture
@@ -53,34 +53,6 @@ def ns(fleet: TestFleet, control_plane: ControlPlane) -> Iterator[str]:
     for kinds in ("deployments,configmaps",
                   "propagationpolicies.policy.federation.io,overridepolicies.policy.federation.io"):
         fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false", check=False)
-
-
-def manifests(ns: str) -> list[dict[str, Any]]:
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "app-config", "namespace": ns}, "data": {"my.ini": INI}}
-    deployment = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "app", "namespace": ns},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "app"}},
-                 "template": {
-                     "metadata": {"labels": {"app": "app"}, "annotations": {
-                         "reloader.federation.io/simulate": "true"}},
-                     "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}],
-                              "volumes": [{"name": "config",
-                                           "configMap": {"name": "app-config"}}]}}}}
-    policy = {"apiVersion": POLICY_API, "kind": "PropagationPolicy",
-              "metadata": {"name": "app", "namespace": ns},
-              "spec": {"resourceSelectors": [
-                  {"apiVersion": "v1", "kind": "ConfigMap", "name": "app-config"},
-                  {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"}],
-                  "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
-    override = {"apiVersion": POLICY_API, "kind": "OverridePolicy",
-                "metadata": {"name": "fail-one", "namespace": ns},
-                "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                                "name": "app"}],
-                         "overrideRules": [{"targetCluster": {"clusterNames": [FAILING]},
-                                            "overriders": {"plaintext": [FAIL_OVERRIDE]}}]}}
-    return [config, override, deployment, policy]
 
 
 def slices(fleet: TestFleet, member: str, ns: str) -> list[dict[str, Any]]:
@@ -110,7 +82,7 @@ def call(target: str, tls: ClientTLS) -> UpgradeResult:
 
 def test_each_member_runs_a_reachable_reloader_that_records_or_fails(
         fleet: TestFleet, ns: str) -> None:
-    apply(fleet, "hub", *manifests(ns))
+    apply(fleet, "hub", *reloaded_app(ns, INI, fail_in=FAILING))
     found = {m: wait_for(partial(slices, fleet, m, ns), timeout=90,
                          what=f"reloader EndpointSlice in {m}")[0] for m in MEMBERS}
     tls = client_tls(fleet)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -247,7 +248,20 @@ class FakeMember:
         return {}
 
 
-async def test_a_pass_starts_syncs_registers_and_a_later_pass_cleans_up(tmp_path: Path) -> None:
+@dataclasses.dataclass
+class Harness:
+    """A ReloaderSync over fake processes and a fake member: a port listens once it is in
+    ``accepting``, sleeps take no time, and ``changed`` is set when a reloader comes up."""
+
+    fake: FakeProcs
+    member: FakeMember
+    procs: reloaders.ReloaderProcesses
+    changed: asyncio.Event
+    accepting: set[int]
+    sync: reloaders.ReloaderSync
+
+
+def harness(tmp_path: Path) -> Harness:
     fake, member = FakeProcs(), FakeMember()
     procs = fake.processes(tmp_path)
     changed = asyncio.Event()
@@ -261,32 +275,37 @@ async def test_a_pass_starts_syncs_registers_and_a_later_pass_cleans_up(tmp_path
 
     sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
                                   probe=probe, sleep=no_sleep)
+    return Harness(fake, member, procs, changed, accepting, sync)
+
+
+async def test_a_pass_starts_syncs_registers_and_a_later_pass_cleans_up(tmp_path: Path) -> None:
+    h = harness(tmp_path)
     app = deployment(fail="workload")
     objects: dict[str, dict[tuple[str, str], JSON]] = {
         "deployments": {("shop", "app"): app},
         "configmaps": {("shop", "app-config"): config_map("app-config", **{"my.ini": "a=1\n"}),
                        ("other", "app-config"): config_map("app-config", **{"my.ini": "NO"})},
         "secrets": {}, "endpointslices": {}}
-    await sync.reconcile(objects)
+    await h.sync.reconcile(objects)
     config = tmp_path / "member1/shop/app/config"
     assert (config / "my.ini").read_text() == "a=1\n"  # its own namespace's ConfigMap
     assert (tmp_path / "member1/shop/app/fail").exists()
-    assert member.writes == []  # not listening yet: no slice advertises it
-    accepting.add(40000)
-    await asyncio.wait_for(changed.wait(), 5)
-    await sync.reconcile(objects)
-    assert member.writes == [("create", "app-reloader-simulated")]
-    objects["endpointslices"] = dict(member.slices)
-    await sync.reconcile(objects)  # level-triggered: nothing differs, nothing written
-    assert len(member.writes) == 1 and len(fake.spawned) == 1
+    assert h.member.writes == []  # not listening yet: no slice advertises it
+    h.accepting.add(40000)
+    await asyncio.wait_for(h.changed.wait(), 5)
+    await h.sync.reconcile(objects)
+    assert h.member.writes == [("create", "app-reloader-simulated")]
+    objects["endpointslices"] = dict(h.member.slices)
+    await h.sync.reconcile(objects)  # level-triggered: nothing differs, nothing written
+    assert len(h.member.writes) == 1 and len(h.fake.spawned) == 1
     # A stale slice of a workload that is gone is deleted; so is the workload's own.
     objects["endpointslices"][("shop", "old-reloader-simulated")] = \
         reloaders.endpoint_slice("shop", "old", 1)
     objects["deployments"] = {}
-    await sync.reconcile(objects)
-    assert sorted(member.writes[1:]) == [("delete", "app-reloader-simulated"),
-                                         ("delete", "old-reloader-simulated")]
-    assert fake.live == {} and procs.running == {}
+    await h.sync.reconcile(objects)
+    assert sorted(h.member.writes[1:]) == [("delete", "app-reloader-simulated"),
+                                           ("delete", "old-reloader-simulated")]
+    assert h.fake.live == {} and h.procs.running == {}
 
 
 async def test_a_reloader_that_never_listens_is_stopped_for_the_next_pass(
@@ -316,31 +335,19 @@ async def test_a_reloader_that_never_listens_is_stopped_for_the_next_pass(
 
 async def test_a_replaced_process_is_waited_for_and_the_old_wait_stops_nothing(
         tmp_path: Path) -> None:
-    fake, member = FakeProcs(), FakeMember()
-    procs = fake.processes(tmp_path)
-    changed = asyncio.Event()
-    accepting: set[int] = set()
-
-    async def probe(port: int) -> bool:
-        return port in accepting
-
-    async def no_sleep(_: float) -> None:
-        await asyncio.sleep(0)
-
-    sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
-                                  probe=probe, sleep=no_sleep)
+    h = harness(tmp_path)
     objects: dict[str, dict[tuple[str, str], JSON]] = {
         "deployments": {("shop", "app"): deployment()},
         "configmaps": {("shop", "app-config"): config_map("app-config")}, "secrets": {},
         "endpointslices": {}}
-    await sync.reconcile(objects)
-    fake.live.clear()  # the first process (port 40000) died before it listened
-    await sync.reconcile(objects)  # a second one, on port 40001
-    accepting.add(40001)
-    await asyncio.wait_for(changed.wait(), 5)
-    await sync.reconcile(objects)
-    assert len(fake.live) == 1
-    assert member.slices[("shop", "app-reloader-simulated")]["ports"][0]["port"] == 40001
+    await h.sync.reconcile(objects)
+    h.fake.live.clear()  # the first process (port 40000) died before it listened
+    await h.sync.reconcile(objects)  # a second one, on port 40001
+    h.accepting.add(40001)
+    await asyncio.wait_for(h.changed.wait(), 5)
+    await h.sync.reconcile(objects)
+    assert len(h.fake.live) == 1
+    assert h.member.slices[("shop", "app-reloader-simulated")]["ports"][0]["port"] == 40001
 
 
 async def test_no_reloader_starts_before_its_configmap_exists(tmp_path: Path) -> None:
