@@ -63,12 +63,22 @@ def container(fleet: TestFleet, member: str, namespace: str) -> dict[str, Any] |
 
 
 def test_bundle_propagates_with_the_override(fleet: TestFleet, ns: str) -> None:
-    """samples/nginx-style PropagationPolicy + OverridePolicy, both policy.karmada.io."""
+    """samples/nginx-style PropagationPolicy + OverridePolicy, both policy.karmada.io.
+
+    kubectl creates the file's documents one after the other, the PropagationPolicy
+    first, so a copy may be written before the OverridePolicy exists and be updated a
+    moment later, as in Karmada; the test waits for the copies to converge.
+    """
     apply(fleet, "hub", nginx(ns))
     fleet.kubectl("hub", "apply", "-n", ns, "-f", str(SAMPLES / "bundle-propagation-override.yaml"))
-    member2 = wait_for(lambda: container(fleet, "member2", ns), 60, what="nginx in member2")
-    assert member2["image"] == "registry.eu.example.com/nginx:1.25"
-    member1 = wait_for(lambda: container(fleet, "member1", ns), 60, what="nginx in member1")
+    def overridden(member: str, field: str) -> dict[str, Any] | None:
+        found = container(fleet, member, ns)
+        return found if found is not None and field in found else None
+
+    wait_for(lambda: (container(fleet, "member2", ns) or {}).get("image")
+             == "registry.eu.example.com/nginx:1.25", 60, what="member2's image override")
+    member1 = wait_for(lambda: overridden("member1", "command"), 60,
+                       what="member1's command override")
     assert member1["image"] == "nginx:1.25"
     assert member1["command"] == ["-c", "/etc/nginx/member1.conf"]
     copy = get_json(fleet, "member2", "deployment", "nginx", "-n", ns)
