@@ -7,7 +7,8 @@ anything about the template: its spec is the decision (policy, replicas per
 cluster, the explanation), ``pendingCleanup`` (clusters still holding a copy to
 delete), ``orphan`` and ``templateDeleted``, and what Karmada's behaviour fields need
 remembered (``dependencies`` carried by propagateDeps, ``preserveResourcesOnDeletion``,
-the ``activation`` a Lazy policy was applied with, the policy's ``suspension``); its
+the ``activation`` a Lazy policy was applied with, the policy's ``suspension``, and
+``whenUnclaimed``: ``Keep`` when a ``policy.karmada.io`` policy claimed it); its
 status holds the conditions (Scheduled, Applied, Healthy, Conflict, CleanupPending,
 Dispatching) and ``aggregatedStatus``:
 per cluster whether the copy was applied, the error when not, its health and the

@@ -1,6 +1,7 @@
 """Karmada's behaviour fields on the local fleet: suspension stops dispatching and resuming
 continues; preserveResourcesOnDeletion keeps the copies; propagateDeps carries a ConfigMap
-(and its later change) with a Deployment and removes it with the Deployment.
+(and its later change) with a Deployment and removes it with the Deployment; a deleted
+policy.karmada.io policy leaves its copies (unclaimed), one of ours takes them away.
 
 Each test works in its own hub namespace; `fedctl run` runs for the whole module.
 """
@@ -29,7 +30,8 @@ def ns(fleet: TestFleet, control_plane: ControlPlane) -> Iterator[str]:
     yield name
     if control_plane.process is not None and control_plane.process.poll() is not None:
         pytest.fail(f"fedctl run exited:\n{control_plane.log_tail()}")
-    for kinds in ("deployments,configmaps", "propagationpolicies.policy.federation.io"):
+    for kinds in ("deployments,configmaps", "propagationpolicies.policy.federation.io",
+                  "propagationpolicies.policy.karmada.io"):
         fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false", check=False)
 
 
@@ -148,3 +150,34 @@ def test_propagate_deps_carries_a_config_map(fleet: TestFleet, ns: str) -> None:
     for member in MEMBERS:
         wait_for(partial(has_data, fleet, member, "app-config", ns, None),
                  timeout=60, what=f"app-config removed from {member}")
+
+
+def test_a_deleted_karmada_policy_leaves_its_copies_and_ours_removes_them(fleet: TestFleet,
+                                                                         ns: str) -> None:
+    """Two ConfigMaps, one placed by a policy.karmada.io policy and one by ours; both
+    policies deleted: the first's copies stay (its binding says Unclaimed), the second's go.
+    Deleting the first template then removes its copies too."""
+    karmada = policy("kept", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "kept"}])
+    karmada["apiVersion"] = "policy.karmada.io/v1alpha1"
+    apply(fleet, "hub", config_map("kept", ns, {"v": "1"}), karmada,
+          config_map("removed", ns, {"v": "1"}),
+          policy("removed", ns, [{"apiVersion": "v1", "kind": "ConfigMap", "name": "removed"}]))
+    for member in MEMBERS:
+        for name in ("kept", "removed"):
+            wait_for(partial(has_data, fleet, member, name, ns, {"v": "1"}), 60,
+                     what=f"{name} in {member}")
+    fleet.kubectl("hub", "delete", "propagationpolicies.policy.karmada.io", "kept", "-n", ns)
+    fleet.kubectl("hub", "delete", "propagationpolicies.policy.federation.io", "removed",
+                  "-n", ns)
+    wait_for(lambda: (condition(fleet, "kept-configmap", ns, "Scheduled") or {}).get("reason")
+             == "Unclaimed", 60, what="kept's binding Unclaimed")
+    for member in MEMBERS:
+        wait_for(partial(has_data, fleet, member, "removed", ns, None), 60,
+                 what=f"removed gone from {member}")
+    assert binding(fleet, "removed-configmap", ns) is None
+    for member in MEMBERS:
+        assert data_in(fleet, member, "kept", ns) == {"v": "1"}, member
+    fleet.kubectl("hub", "delete", "configmap", "kept", "-n", ns)
+    for member in MEMBERS:
+        wait_for(partial(has_data, fleet, member, "kept", ns, None), 60,
+                 what=f"kept gone from {member}")

@@ -1,4 +1,5 @@
-"""Finalisation: a template that is gone, or that no policy selects any more.
+"""Finalisation: a template that is gone, or that no policy selects any more (unless
+the binding keeps its copies then: :mod:`.unclaimed`).
 
 Templates carry no finalizer (Karmada's way): ``kubectl delete`` of a template returns
 at once, and the delete, seen by the watch (or, after a restart, by the clean-up

@@ -6,7 +6,8 @@ still matches, unless a matching policy with ``preemption: Always`` preempts it.
 
 An object on the deny list (:mod:`federation.controllers.deny`) is treated as if no
 policy selected it (the reconciler reports it once on the policy); no policy at all
-stops the chain: the reconciler then removes whatever this template had placed.
+stops the chain: the reconciler then removes whatever this template had placed, or,
+when a ``policy.karmada.io`` policy had claimed it, leaves it unclaimed (:mod:`.unclaimed`).
 """
 
 from __future__ import annotations

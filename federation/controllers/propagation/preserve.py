@@ -8,9 +8,9 @@ removed, as Karmada's execution controller removes its claim labels and annotati
 and the copy becomes an ordinary object of its cluster that nothing of ours updates or
 deletes (a template re-created later meets it as a conflict, unless its policy says
 ``conflictResolution: Overwrite``). It applies to the template's deletion only: a
-policy that stops selecting a template, or a cluster the template leaves, still
-removes copies. A member away at the deletion gets its copy released by the clean-up
-controller when it returns.
+cluster the template leaves still loses its copy (what a policy that stops selecting a
+template does is :mod:`.unclaimed`'s). A member away at the deletion gets its copy
+released by the clean-up controller when it returns.
 """
 
 from __future__ import annotations

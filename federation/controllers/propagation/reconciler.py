@@ -7,7 +7,8 @@ and answers with a verdict. Execute hands the plan to the executor, the only wri
 Record builds a second, small plan from what the execution reported: the binding and
 the template's status, each only when it changed. A gone template, or one no policy
 selects any more, goes to finalisation (:mod:`.finalise`), whose deletes and record are
-plans too.
+plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
+(:mod:`.unclaimed`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from federation.controllers.propagation import (
     schedule,
     scheduler_name,
     suspension,
+    unclaimed,
 )
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import CacheContext, TransformContext
@@ -68,6 +70,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     scheduler_name.check_scheduler_name,  # another scheduler's policy: not ours to place
     dependent_overrides.wait_for_overrides,  # the named override policies exist first
     preserve.record_preservation,     # preserveResourcesOnDeletion, kept in the binding
+    unclaimed.record_rule,            # policy.karmada.io: copies stay when unclaimed
     load_clusters.load_clusters,      # the ClusterSet as placement input
     capacity.estimate_capacity,       # availableReplicas from resource summaries
     failover.apply_failover,          # ready / held / evicted, per policy
@@ -151,6 +154,8 @@ class Reconciler:
         if build.policy is None:
             if build.denied is not None:
                 await self._report_denied(build, *build.denied)
+            elif unclaimed.keeps(build.own_binding):
+                return await self._unclaim(build)
             return await self._unpropagate(build)
         report = await self.execute(build.dag, build.shared)
         return await self._record(build, report)
@@ -267,15 +272,20 @@ class Reconciler:
     # -- finalisation ---------------------------------------------------------------------------
 
     async def _unpropagate(self, build: Build) -> Result | None:
-        """No policy selects the template (any more): remove its copies, then its binding."""
+        """No policy selects the template (any more): remove its copies (not those of a
+        template marked orphan), then its binding."""
         binding = build.own_binding
         writes = self._legacy_marks(build.template)
         if binding is None:
             raise_for_hub_failure(await self.execute(writes))
             return None
+        # The live template says whether it is orphaned (the binding may not know yet).
+        orphan = (build.template["metadata"].get("annotations") or {}).get(
+            api.ORPHAN_ANNOTATION) == "true"
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
-                                          build.namespace, records.holders(binding),
+                                          build.namespace, records.pending(binding) if orphan
+                                          else records.holders(binding),
                                           build.uid, unreachable,
                                           dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
@@ -283,6 +293,39 @@ class Reconciler:
             writes.add(vertex)
         raise_for_hub_failure(await self.execute(writes))
         return Result(requeue_after=self.settings.retry_pending) if left else None
+
+    async def _unclaim(self, build: Build) -> Result | None:
+        """No policy selects a template a ``policy.karmada.io`` policy claimed: its copies
+        stay, the binding loses its claim (see :mod:`.unclaimed`); only pending clean-up
+        goes on."""
+        binding = build.own_binding
+        assert binding is not None
+        placed = records.decision(binding)
+        unreachable: dict[str, str] = {}
+        dag = await finalise.removal_plan(self.context, build.resource, build.name,
+                                          build.namespace,
+                                          [c for c in records.pending(binding)
+                                           if c not in placed], build.uid, unreachable)
+        pending = sorted(finalise.left_after(await self.execute(dag), unreachable))
+        previous = build.previous_conditions
+        conds = [status.condition("Scheduled", False, unclaimed.REASON,
+                                  unclaimed.message(binding), previous)]
+        if pending:
+            conds.append(record.pending_condition(pending, previous))
+        writes = self._legacy_marks(build.template)
+        record.add_binding(writes, self.hub, unclaimed.unclaimed_binding(binding, pending, conds),
+                           binding)
+        current = build.template.get("status") or {}
+        if status.template_status(build.template, {}, conds) is not None:
+            wanted = {**current, "conditions": status.merge_conditions(
+                current.get("conditions") or [], conds, drop=("CleanupPending",))}
+            if not status.same_status(current, wanted):
+                record.add_template_status(writes, self.hub, build.template, wanted)
+        raise_for_hub_failure(await self.execute(writes))
+        if (binding.get("spec") or {}).get("policy"):  # the claim went just now: say so once
+            await self.recorder.emit(build.template, "Normal", unclaimed.REASON,
+                                     unclaimed.message(binding))
+        return Result(requeue_after=self.settings.retry_pending) if pending else None
 
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
                             binding: ReadOnly | None) -> Result | None:

@@ -463,19 +463,6 @@ async def test_a_dependency_placed_by_its_own_policy_is_left_to_it() -> None:
     assert mc.find("member2", "ConfigMap", "app-config", "shop") is None
 
 
-async def test_no_policy_any_more_removes_the_workload_and_its_dependencies() -> None:
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", deployment_policy(propagateDeps=True))
-    mc.put("hub", config_map("app-config"))
-    template = mc.put("hub", mounting("app-config"))
-    r = reconciler(mc)
-    await r.reconcile(request_for(template))
-    del mc.objects[("hub", "propagationpolicies", "shop", "web")]
-    await r.reconcile(request_for(template))
-    assert all(mc.find(m, "ConfigMap", "app-config", "shop") is None for m in MEMBERS)
-    assert all(mc.find(m, "Deployment", "web", "shop") is None for m in MEMBERS)
-
-
 async def test_suspension_also_holds_back_dependencies() -> None:
     mc = FakeMC(cluster_set(*MEMBERS))
     mc.put("hub", deployment_policy(propagateDeps=True, suspension={"dispatching": True}))

@@ -1,0 +1,68 @@
+"""Unclaimed templates: what becomes of the copies when no policy selects a template.
+
+The rule depends on the group of the policy that last claimed the template, recorded in
+the binding (``spec.whenUnclaimed``) because the policy itself may be gone by then:
+
+- ``policy.federation.io`` (ours, nothing recorded): the copies are removed, then the
+  binding. Our policy is the statement of where a template runs; without one it runs
+  nowhere.
+- ``policy.karmada.io`` (``whenUnclaimed: Keep``): the copies stay. Karmada removes only
+  the claim when a policy is deleted or stops selecting a template, and leaves its
+  ResourceBinding and Works, so a Karmada user who deletes a policy to replace it does
+  not take the workload down. The binding stays *unclaimed*: no ``spec.policy``,
+  ``Scheduled=False`` with reason ``Unclaimed``, the last decision kept. Nothing updates
+  the copies while it is so (the template may change; its copies do not follow). A
+  policy that selects the template claims it again and places it as any new claim; the
+  template's deletion still deletes its copies (or releases them under
+  ``preserveResourcesOnDeletion``).
+
+Either way pending clean-up (clusters the template had already left while claimed) is
+finished: that removal was decided before the claim went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from federation.contexts.cache import ReadOnly
+from federation.controllers import status
+from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.propagation.context import TransformContext
+from federation.hub import records
+from federation.placement import policy as policy_
+
+FIELD = "whenUnclaimed"
+KEEP = "Keep"
+REASON = "Unclaimed"
+
+
+async def record_rule(ctx: TransformContext, build: Build) -> Verdict | None:
+    """Record the claiming policy's rule in the binding."""
+    assert build.policy is not None
+    karmada = build.policy.api_version == policy_.KARMADA_GROUP_VERSION
+    build.record[FIELD] = KEEP if karmada else None
+    return None
+
+
+def keeps(binding: Mapping[str, Any] | None) -> bool:
+    """Whether the binding's copies stay when no policy selects its template."""
+    return ((binding or {}).get("spec") or {}).get(FIELD) == KEEP
+
+
+def message(binding: ReadOnly) -> str:
+    placed = ", ".join(records.decision(binding)) or "no cluster"
+    return (f"no policy selects the template any more; its copies stay as they are "
+            f"({placed}: policy.karmada.io keeps them, as Karmada does) until a policy "
+            f"claims it again or it is deleted")
+
+
+def unclaimed_binding(binding: ReadOnly, pending: list[str], conditions: list[JSON]) -> JSON:
+    """``binding`` without its claim: no ``spec.policy``, ``pending`` as the clean-up
+    still due, ``conditions`` replacing the Scheduled and CleanupPending ones."""
+    spec = {k: v for k, v in (binding.get("spec") or {}).items() if k != "policy"}
+    spec["pendingCleanup"] = pending
+    state = dict(binding.get("status") or {})
+    state["conditions"] = status.merge_conditions(state.get("conditions") or [], conditions,
+                                                  drop=("CleanupPending",))
+    return {**binding, "spec": spec, "status": state}
