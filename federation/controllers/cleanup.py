@@ -10,8 +10,9 @@ control plane ran: every binding is seen at start) is handed to propagation's
 queue, which finalises it. This controller retries them:
 on every binding event, every MemberCluster change and every few seconds, it
 deletes our copy (only ours: the ownership label is checked) in each member
-listed in ``spec.pendingCleanup`` it can reach, and deletes the binding when none
-is left. It runs as many workers as propagation: after an outage it has as
+listed in ``spec.pendingCleanup`` it can reach (and, through propagation, the
+dependencies the template carried there with ``propagateDeps``), and deletes the binding
+when none is left. It runs as many workers as propagation: after an outage it has as
 many bindings to finish as propagation has templates to fix.
 
 A template re-created under the same name takes the leftover over (see
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
@@ -50,7 +51,9 @@ class Reconciler:
     def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
                  retry: float = RETRY, wait: float = 30.0,
                  gone: Callable[[Request], None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 dependencies: Callable[[ReadOnly, str], Awaitable[bool]] | None = None
+                 ) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder
@@ -60,6 +63,10 @@ class Reconciler:
         self.gone = gone
         """Hands a binding whose template is gone to propagation's queue (the wiring)."""
         self.clock = clock
+        self.dependencies = dependencies
+        """Deletes what the binding's template carried with ``propagateDeps`` in a cluster
+        (propagation's :meth:`~federation.controllers.propagation.Reconciler.
+        finish_dependencies`); True when nothing is left there."""
 
     async def reconcile(self, request: Request) -> Result | None:
         resource = api.RESOURCE_BINDINGS if request.namespace else api.CLUSTER_RESOURCE_BINDINGS
@@ -71,7 +78,7 @@ class Reconciler:
             await self._check_template(binding)
             return None
         pending = list(binding["spec"].get("pendingCleanup") or [])
-        left = [cluster for cluster in pending if not await self._clean(binding, cluster)]
+        left = [cluster for cluster in pending if not await self._finish(binding, cluster)]
         writer = self.mc.cluster(self.hub)
         meta = binding["metadata"]
         if not left:
@@ -153,6 +160,13 @@ class Reconciler:
             return None  # the hub serves no such kind any more: no template can claim a copy
         uid = live["metadata"].get("uid")
         return str(uid) if uid else None
+
+    async def _finish(self, binding: ReadOnly, cluster: str) -> bool:
+        """True when ``cluster`` holds neither the copy nor a carried dependency any more
+        (the copy first: a dependency goes only once its workload has)."""
+        if not await self._clean(binding, cluster):
+            return False
+        return self.dependencies is None or await self.dependencies(binding, cluster)
 
     async def _clean(self, binding: ReadOnly, cluster: str) -> bool:
         """True when ``cluster`` holds no copy of the deleted template any more."""

@@ -126,6 +126,9 @@ class KindTracker:
         """(cluster, group kind) -> that member's resource."""
         self.own_writes = OwnWrites()
         """Our member writes not seen back yet: their events reconcile nothing."""
+        self.related: Callable[[Event], Iterable[reconcile.Request]] | None = None
+        """Further templates a member event concerns (set by the wiring: the carriers of a
+        ``propagateDeps`` dependency's copy)."""
 
     def resource(self, group_kind: str) -> Resource | None:
         return self.hub_resources.get(group_kind)
@@ -198,10 +201,11 @@ class KindTracker:
         request = reconcile.Request(self.clusters.hub.name, reconcile.group_kind(event.resource),
                                     str(meta.get("namespace") or ""), str(meta["name"]))
         priority = COPY_EVENT_PRIORITY
-        if self.enqueue_after is not None:
-            self.enqueue_after(request, MEMBER_EVENT_DELAY, priority)
-        else:
-            self.enqueue(request, priority)
+        for each in (request, *(self.related(event) if self.related is not None else ())):
+            if self.enqueue_after is not None:
+                self.enqueue_after(each, MEMBER_EVENT_DELAY, priority)
+            else:
+                self.enqueue(each, priority)
 
     def templates(self, group_kind: str | None = None) -> list[reconcile.Request]:
         """Requests for every cached template (of one kind, or of all tracked kinds)."""

@@ -53,6 +53,7 @@ from federation.controllers import (
     deny,
     events,
     health,
+    manifests,
     membership,
     policies,
     propagation,
@@ -148,6 +149,7 @@ class Wiring:
         if self._following_dependencies or hub.cache is None:
             return
         self._following_dependencies = True
+        self.kinds.related = self._copied_dependency
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
             hub.cache.informer(resource).add_handler(self._binding_event)
         for resource in propagate_deps.KINDS.values():
@@ -167,6 +169,19 @@ class Wiring:
             request = self._carrier_request(namespace, target)
             if request is not None:
                 self.controller.queue.add(request)
+
+    def _copied_dependency(self, event: Event) -> list[Request]:
+        """A member's copy of a dependency changed or went (someone edited or deleted
+        it): the templates carrying it, so it is put back now, not at their next change.
+        Only our copies: a member's own object of that name is nobody's business here."""
+        if event.initial or event.resource.kind not in propagate_deps.KINDS or \
+                not manifests.is_ours(event.obj):
+            return []
+        meta = event.obj.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        found = (self._carrier_request(namespace, target) for target in
+                 self.dependents.carriers(namespace, event.resource.kind, str(meta.get("name"))))
+        return [request for request in found if request is not None]
 
     def on_reconfigure(self, event: Event) -> Iterable[Request]:
         """The templates a ReconfigurePolicy names (its config, its workloads, and the
@@ -272,7 +287,8 @@ def _cleanup(mgr: manager.Manager, wiring: Wiring,
         "cleanup",
         cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, wiring.recorder,
                            settings.retry_pending, settings.cleanup_wait,
-                           gone=wiring.controller.queue.add),
+                           gone=wiring.controller.queue.add,
+                           dependencies=wiring.reconciler.finish_dependencies),
         workers=settings.workers,
         queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")

@@ -146,6 +146,9 @@ def test_propagate_deps_carries_a_config_map(fleet: TestFleet, ns: str) -> None:
     apply(fleet, "hub", config_map("app-config", ns, {"mode": "safe"}))
     wait_for(lambda: data_in(fleet, "member1", "app-config", ns) == {"mode": "safe"},
              timeout=60, what="the dependency's change carried")
+    fleet.kubectl("member2", "delete", "configmap", "app-config", "-n", ns)
+    wait_for(partial(has_data, fleet, "member2", "app-config", ns, {"mode": "safe"}),
+             timeout=60, what="the dependency deleted in member2 put back")
     fleet.kubectl("hub", "delete", "deployment", "web", "-n", ns, "--wait=false")
     for member in MEMBERS:
         wait_for(partial(has_data, fleet, member, "app-config", ns, None),

@@ -266,9 +266,11 @@ def records_name(build: Build) -> str:
 
 
 async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None, cluster: str,
-                         carrier: str) -> plan.Vertex | None:
+                         carrier: str, strict: bool = False) -> plan.Vertex | None:
     """The delete of dependency ``ref``'s copy in ``cluster``, or None when it stays: not
-    ours, not there, carried there by another binding, or placed there by its own policy."""
+    ours, not there, carried there by another binding, or placed there by its own policy.
+    A member that cannot be read gives None too (the workload's copy, read next, records
+    the cluster as pending), unless ``strict``: then its error is raised."""
     if namespace is None or cluster not in {m.name for m in ctx.members()}:
         return None
     if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
@@ -283,6 +285,8 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
     try:
         live = await ctx.copy(KINDS[ref.kind], cluster, ref.name, namespace)
     except ClientError:
+        if strict:
+            raise
         return None  # retried with the workload's next reconcile; its copy is what counts
     if live is None or not manifests.is_ours(live):
         return None

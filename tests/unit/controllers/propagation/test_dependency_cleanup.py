@@ -1,0 +1,94 @@
+"""Dependencies carried with ``propagateDeps`` on a member that was away when their
+workload was deleted: the clean-up controller finishes them with the workload's copy
+(through propagation's ``finish_dependencies``), unless another workload still carries
+them there. Whole reconciles against the in-memory fleet."""
+
+from __future__ import annotations
+
+from federation.controllers import cleanup
+from tests.unit.controllers.fakes import (
+    FakeMC,
+    FakeRecorder,
+    cluster_set,
+    config_map,
+    reconciler,
+    request_for,
+)
+from tests.unit.controllers.propagation.test_karmada_behaviour import (
+    MEMBERS,
+    deployment_policy,
+    mounting,
+)
+
+WEB_KEY = ("hub", "deployments", "shop", "web")
+
+
+async def deleted_while_member2_away(mc: FakeMC) -> cleanup.Reconciler:
+    """web (carrying app-config) placed on both members, then deleted with member2 away;
+    the clean-up controller, wired as ``fedctl run`` wires it."""
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    mc.put("hub", config_map("app-config"))
+    template = mc.put("hub", mounting("app-config"))
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    assert all(mc.find(m, "ConfigMap", "app-config", "shop") is not None for m in MEMBERS)
+    mc.set_down("member2", True)
+    del mc.objects[WEB_KEY]
+    await r.reconcile(request_for(template))
+    assert mc.find("member1", "ConfigMap", "app-config", "shop") is None
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None and binding["spec"]["pendingCleanup"] == ["member2"]
+    return cleanup.Reconciler(mc, "hub", FakeRecorder(),  # type: ignore[arg-type]
+                              dependencies=r.finish_dependencies)
+
+
+async def test_a_returning_member_loses_the_workload_and_its_dependency() -> None:
+    mc = FakeMC(cluster_set(*MEMBERS))
+    leftovers = await deleted_while_member2_away(mc)
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    assert (await leftovers.reconcile(request_for(binding))) is not None  # still away
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
+    mc.set_down("member2", False)
+    assert await leftovers.reconcile(request_for(binding)) is None
+    assert mc.find("member2", "Deployment", "web", "shop") is None
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is None
+    assert mc.find("hub", "ResourceBinding", "web-deployment", "shop") is None
+
+
+async def test_a_dependency_another_workload_carries_there_stays() -> None:
+    """api, placed on member2 only, carries app-config too: it stays on member2."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    api_policy = deployment_policy("api", propagateDeps=True)
+    api_policy["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["member2"]}}
+    mc.put("hub", api_policy)
+    api = mounting("app-config")
+    api["metadata"]["name"] = "api"
+    api["spec"]["selector"]["matchLabels"] = api["spec"]["template"]["metadata"]["labels"] = \
+        {"app": "api"}
+    mc.put("hub", config_map("app-config"))
+    await reconciler(mc).reconcile(request_for(mc.put("hub", api)))
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
+    leftovers = await deleted_while_member2_away(mc)
+    mc.set_down("member2", False)
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    assert await leftovers.reconcile(request_for(binding)) is None
+    assert mc.find("member2", "Deployment", "web", "shop") is None
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
+    assert mc.find("hub", "ResourceBinding", "web-deployment", "shop") is None
+
+
+async def test_a_dependency_that_cannot_be_read_is_not_reported_done() -> None:
+    """finish_dependencies answers False (try again) while member2 cannot be read, and
+    True once its copy of the dependency is deleted."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    await deleted_while_member2_away(mc)
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    r = reconciler(mc)
+    assert await r.finish_dependencies(binding, "member2") is False
+    mc.set_down("member2", False)
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
+    assert await r.finish_dependencies(binding, "member2") is True
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is None

@@ -1,0 +1,71 @@
+"""A member's copy of a ``propagateDeps`` dependency edited or deleted there requeues the
+templates carrying it (they put it back at once), through the propagation wiring and the
+kind tracker's member handler; a member's own object of that name requeues nothing."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from federation.contexts import client as kube
+from federation.contexts.cache import ClusterCache, Event
+from federation.controllers import manifests, setup
+from federation.runtime.reconcile import Request
+from tests.unit.controllers.test_outages import RecordingManager
+
+CARRIER = {"metadata": {"name": "web-deployment", "namespace": "shop"},
+           "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "dependencies": ["ConfigMap/app-config"]}}
+
+
+def wired() -> tuple[setup.Wiring, list[tuple[Request, float]]]:
+    """The propagation wiring following dependencies, its queue recorded."""
+    mgr = RecordingManager()
+    mgr.clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
+    wiring = setup.Wiring(mgr, setup.Settings().propagation)  # type: ignore[arg-type]
+    wiring.kinds.hub_resources["Deployment.apps"] = kube.DEPLOYMENTS
+    queued: list[tuple[Request, float]] = []
+    wiring.kinds.enqueue_after = lambda request, delay, _priority: queued.append(
+        (request, delay))
+    wiring.follow_dependencies()
+    wiring.dependents.binding_changed(CARRIER, deleted=False)
+    return wiring, queued
+
+
+def member_copy(ours: bool, name: str = "app-config") -> dict[str, Any]:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": "shop", "resourceVersion": "9"},
+           "data": {"k": "edited"}}
+    return manifests.mark(obj, "uid-1") if ours else obj
+
+
+def requested(queued: list[tuple[Request, float]]) -> list[tuple[str, str]]:
+    return sorted((r.kind, r.name) for r, _ in queued)
+
+
+def test_an_edited_dependency_copy_requeues_its_carrier() -> None:
+    wiring, queued = wired()
+    wiring.kinds._copy_event(Event("MODIFIED", "member1", kube.CONFIGMAPS, member_copy(True)))
+    assert requested(queued) == [("ConfigMap", "app-config"), ("Deployment.apps", "web")]
+
+
+def test_a_deleted_dependency_copy_requeues_its_carrier() -> None:
+    wiring, queued = wired()
+    wiring.kinds._copy_event(Event("DELETED", "member2", kube.CONFIGMAPS, member_copy(True)))
+    assert ("Deployment.apps", "web") in requested(queued)
+
+
+def test_a_members_own_object_and_other_names_requeue_no_carrier() -> None:
+    wiring, queued = wired()
+    wiring.kinds._copy_event(Event("MODIFIED", "member1", kube.CONFIGMAPS,
+                                   member_copy(False)))
+    wiring.kinds._copy_event(Event("MODIFIED", "member1", kube.CONFIGMAPS,
+                                   member_copy(True, name="other")))
+    assert ("Deployment.apps", "web") not in requested(queued)
+
+
+def test_the_initial_list_requeues_no_carrier() -> None:
+    """At start every template reconciles anyway."""
+    wiring, queued = wired()
+    wiring.kinds._copy_event(Event("ADDED", "member1", kube.CONFIGMAPS, member_copy(True),
+                                   initial=True))
+    assert ("Deployment.apps", "web") not in requested(queued)
