@@ -66,7 +66,7 @@ Desired = dict[tuple[str, str], list[tuple[JSON, int]]]
 """(cluster, deploy step) -> the manifests it must hold, each with its revision."""
 
 APP_KIND = group_kind(api.APPLICATIONS)
-APP_ANNOTATION = "federation.io/application"
+APP_ANNOTATION = manifests.APPLICATION_ANNOTATION
 """On member objects: ``namespace/name`` of the Application that placed them."""
 RESUME = "federation.io/resume"
 RESTART = "federation.io/restart"
@@ -403,7 +403,8 @@ class Reconciler:
             vertex = copy_vertex(entry.cluster, desired, live, overwrite=False,
                                  expect=plan.Identity.of(manifest))
             if vertex is None:
-                problems.append(f"{entry}: exists and is not ours")
+                assert live is not None
+                problems.append(f"{entry}: exists and {manifests.placer(live)}")
                 continue
             vertex = dag.add(vertex)
             if namespace_vertex is not None:

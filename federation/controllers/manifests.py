@@ -53,6 +53,33 @@ def is_ours(obj: Mapping[str, Any]) -> bool:
     return bool(labels.get(MANAGED_BY_LABEL) == MANAGER)
 
 
+APPLICATION_ANNOTATION = f"{DOMAIN}/application"
+"""On member objects an Application placed: its ``namespace/name``."""
+
+
+def application_of(obj: Mapping[str, Any]) -> str | None:
+    """``namespace/name`` of the Application that placed ``obj``, or None (a propagated
+    template's copy, or an object that is not ours)."""
+    found = (obj.get("metadata", {}).get("annotations") or {}).get(APPLICATION_ANNOTATION)
+    return str(found) if found else None
+
+
+def same_placer(desired: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
+    """Whether ``live`` is ours and was placed by whoever writes ``desired``: the same
+    Application, or propagation (no Application). Two of our writers never fight over
+    one object: each leaves the other's alone, as it leaves a foreign object."""
+    return is_ours(live) and application_of(live) == application_of(desired)
+
+
+def placer(live: Mapping[str, Any]) -> str:
+    """Who placed ``live``, for messages."""
+    if not is_ours(live):
+        return "is not managed by federation"
+    application = application_of(live)
+    return f"was placed by Application {application}" if application else \
+        "is a propagated template's copy"
+
+
 def replica_field(template: Mapping[str, Any]) -> str | None:
     """The spec field that carries replicas for this kind, when it has one."""
     kind = str(template.get("kind"))

@@ -1,8 +1,8 @@
 """Transformer: create / update / nothing per chosen cluster, against the member cache.
 
-A foreign object is a conflict, never overwritten unless the policy says
-``conflictResolution: Overwrite``. A copy vertex carries the template's identity, which
-the executor checks before writing.
+A foreign object, or one an Application placed, is a conflict, never overwritten unless
+the policy says ``conflictResolution: Overwrite``. A copy vertex carries the template's
+identity, which the executor checks before writing.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
         vertex = copy_vertex(cluster, desired, live, overwrite,
                              expect=plan.Identity.of(build.template))
         if vertex is None:
+            assert live is not None
             build.conflicts[cluster] = (
                 f"{build.resource.kind} {build.namespace + '/' if build.namespace else ''}"
-                f"{build.name} exists and is not managed by federation "
+                f"{build.name} exists and {manifests.placer(live)} "
                 "(set conflictResolution: Overwrite in the policy to take it over)")
             continue
         added = build.dag.add(vertex)
@@ -48,9 +49,10 @@ def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: b
     ``expect`` (the template's identity) is what the executor checks before writing."""
     if live is None:
         return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing", expect=expect)
-    if not manifests.is_ours(live) and not overwrite:
+    mine = manifests.same_placer(desired, live)
+    if not mine and not overwrite:
         return None
-    why = manifests.needs_write(desired, live) if manifests.is_ours(live) else "taking over"
+    why = manifests.needs_write(desired, live) if mine else "taking over"
     if why is None:
         return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
     return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,

@@ -232,7 +232,8 @@ async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: Re
         vertex = copy_vertex(cluster, manifests.mark(manifest, uid), live, overwrite,
                              expect=plan.Identity.of(source))
         if vertex is None:
-            found = f"dependency {ref} exists and is not managed by federation (set " \
+            assert live is not None
+            found = f"dependency {ref} exists and {manifests.placer(live)} (set " \
                 "conflictResolution: Overwrite in the policy to take it over)"
             before = build.conflicts.get(cluster)
             build.conflicts[cluster] = f"{before}; {found}" if before else found

@@ -38,6 +38,31 @@ async def test_foreign_object_is_a_conflict_with_a_hint() -> None:
                            "to take it over)"}
 
 
+def placed_by_application() -> JSON:
+    placed = manifests.mark(manifests.render(config_map("a", data="app's"), None, False), "a1")
+    placed["metadata"]["annotations"][manifests.APPLICATION_ANNOTATION] = "shop/store"
+    return placed
+
+
+async def test_an_applications_object_is_a_conflict_naming_it() -> None:
+    """Marked ours, but by an Application: not a copy of this template, so not updated
+    (the two would rewrite it in turn for ever)."""
+    ctx = FakeContext(copies={"member1": placed_by_application()})
+    b = build("member1")
+    await plan_copies(ctx, b)
+    assert len(b.dag) == 0
+    assert "exists and was placed by Application shop/store" in b.conflicts["member1"]
+
+
+async def test_overwrite_takes_an_applications_object_over() -> None:
+    ctx = FakeContext(copies={"member1": placed_by_application()})
+    b = build("member1", overwrite=True)
+    await plan_copies(ctx, b)
+    (vertex,) = list(b.dag)
+    assert vertex.action is plan.Action.UPDATE and vertex.reason == "taking over"
+    assert manifests.APPLICATION_ANNOTATION not in vertex.obj["metadata"]["annotations"]
+
+
 async def test_overwrite_policy_takes_a_foreign_object_over() -> None:
     """conflictResolution: Overwrite turns the conflict into an update with the template's
     identity for the executor to check."""
