@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -16,9 +16,10 @@ from click.testing import CliRunner
 from federation.apps import compile as compile_
 from federation.apps import model, scope, tracker
 from federation.cli import cli
-from federation.contexts.cache import Event
+from federation.contexts import client as kube
+from federation.contexts.cache import ClusterCache, Event
 from federation.contexts.client import NAMESPACES
-from federation.controllers import applications, manifests
+from federation.controllers import api, applications, manifests
 from federation.placement import clusters as clusters_
 from tests.unit.apps.test_controller import MC, REQUEST, Clock, app, must, set_app
 from tests.unit.controllers import fakes
@@ -253,3 +254,18 @@ async def test_a_forged_tracker_entry_deletes_nothing_of_another_team() -> None:
     await reconciler.reconcile(REQUEST)  # the Application "shop" does not exist
     assert mc.find("member1", "Deployment", "api", "team-b") is not None
     assert not [w for w in mc.writes if w[1] != "hub"]
+
+
+def test_an_external_policy_event_requeues_its_namespace_applications_only() -> None:
+    """A changed Policy (external, KubeVela's) requeues every Application of its namespace
+    at once (the revision hash then says whether one of them names it)."""
+    clusters = fakes.cluster_set("member1")
+    clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
+    store = clusters.hub.cache.informer(api.APPLICATIONS).store
+    for namespace, name in (("shop", "a"), ("shop", "b"), ("bank", "c")):
+        store.put({"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+                   "metadata": {"name": name, "namespace": namespace}})
+    changed = {"metadata": {"name": "eu", "namespace": "shop"}}
+    found = applications.apps_in_namespace(clusters, "hub",
+                                           Event("MODIFIED", "hub", api.OAM_POLICIES, changed))
+    assert sorted((r.namespace, r.name) for r in found) == [("shop", "a"), ("shop", "b")]
