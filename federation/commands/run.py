@@ -190,8 +190,9 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
 @click.option("--cache-sync-timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for each cluster's caches before starting controllers.")
 @click.option("--cleanup-wait", type=float, default=30.0, show_default=True,
-              help="Seconds a deleted template waits for unreachable members before its "
-                   "finalizer is released (the cleanup then finishes when they return).")
+              help="Seconds the copies of a deleted template or Application may stay on "
+                   "unreachable members before a CleanupPending Warning event says so "
+                   "(they are deleted when the members return).")
 @click.option("--allow-exec-command", "allow_exec", multiple=True,
               help="Exec-plugin command (bare name or absolute path) the kubeconfig's and "
                    "joined clusters' contexts may use, beyond the built-in allowlist "
@@ -274,7 +275,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work,
-        applications=applications.ApplicationSettings(local_cluster=app_local_cluster),
+        applications=applications.ApplicationSettings(local_cluster=app_local_cluster,
+                                                      cleanup_wait=cleanup_wait),
         reconfigure=reconfigure.ReconfigureSettings(caller=reloaders)))
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:

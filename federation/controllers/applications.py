@@ -85,6 +85,10 @@ class ApplicationSettings:
     enough that a member coming back is cleaned within a few seconds."""
     workers: int = 4
     """Applications reconciled at once: each waits mostly on member API servers."""
+    cleanup_wait: float = 30.0
+    """Seconds a deleted Application's objects may stay pending on an away member before
+    a Warning event says so (``--cleanup-wait``, as for propagated templates): a member
+    restarting is not news, one gone for half a minute is."""
 
 
 def _stamp(value: float) -> str:
@@ -123,18 +127,42 @@ class Reconciler:
                 deleted = await self._delete(diff.delete, f"{ns}/{name}", plan.Plan())
                 left = [e for e in entries if e not in deleted]
                 if left:
+                    since = str(rt["spec"].get("pendingSince") or _stamp(self.clock()))
                     await self._write_tracker(rt, ns, name, str(rt["spec"]["applicationUID"]),
-                                              left, left, deleted_app=True)
+                                              left, left, deleted_app=True, since=since)
+                    await self._warn_if_lasting(rt, f"{ns}/{name}", left, since)
                     return Result(requeue_after=self.settings.pending_retry)
-            with contextlib.suppress(ClientError):
-                await self.mc.cluster(self.hub).delete(
-                    api.RESOURCE_TRACKERS, name, ns,
-                    resource_version=rt["metadata"].get("resourceVersion"))
+            await self._delete_from_hub(api.RESOURCE_TRACKERS, name, ns,
+                                        rt["metadata"].get("resourceVersion"))
         for rev in await self._revisions(ns, name):
-            with contextlib.suppress(ClientError):
-                await self.mc.cluster(self.hub).delete(api.APPLICATION_REVISIONS,
-                                                       rev["metadata"]["name"], ns)
+            await self._delete_from_hub(api.APPLICATION_REVISIONS, rev["metadata"]["name"], ns)
         return None
+
+    async def _delete_from_hub(self, resource: kube.Resource, name: str, ns: str,
+                               version: str | None = None) -> None:
+        """Gone already is done; any other failure is raised and the deletion retried (a
+        tracker or revision must not outlive its Application quietly)."""
+        try:
+            await self.mc.cluster(self.hub).delete(resource, name, ns, resource_version=version)
+        except kube.ApiError as exc:
+            if exc.status != 404:
+                raise
+
+    async def _warn_if_lasting(self, rt: JSON, app: str, left: Sequence[tracker.Entry],
+                               since: str) -> None:
+        """One Warning on the tracker once objects have been pending ``cleanup_wait``
+        seconds (in the few retries after that moment, so a restart much later does not
+        repeat it)."""
+        started = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        waited = self.clock() - started.timestamp()
+        wait, retry = self.settings.cleanup_wait, self.settings.pending_retry
+        if not wait <= waited < wait + 3 * retry:
+            return
+        where = ", ".join(sorted({e.cluster for e in left}))
+        await self.recorder.emit(rt, "Warning", "CleanupPending",
+                                 f"Application {app} deleted; {len(left)} object(s) left in "
+                                 f"{where} (unreachable for {wait:.0f}s) are deleted when "
+                                 "they return")
 
     # -- one reconcile of a live Application --------------------------------------------
 
@@ -482,12 +510,14 @@ class Reconciler:
 
     async def _write_tracker(self, rt: JSON | None, ns: str, name: str, uid: str,
                              entries: Sequence[tracker.Entry],
-                             pending: Sequence[tracker.Entry], deleted_app: bool = False
-                             ) -> None:
-        spec = {"application": name, "applicationUID": uid,
-                "resources": [e.as_json() for e in entries], "count": len(entries),
-                "pendingCleanup": [e.as_json() for e in pending],
-                "applicationDeleted": deleted_app}
+                             pending: Sequence[tracker.Entry], deleted_app: bool = False,
+                             since: str | None = None) -> None:
+        spec: JSON = {"application": name, "applicationUID": uid,
+                      "resources": [e.as_json() for e in entries], "count": len(entries),
+                      "pendingCleanup": [e.as_json() for e in pending],
+                      "applicationDeleted": deleted_app}
+        if since is not None:
+            spec["pendingSince"] = since  # when the deleted Application's clean-up stalled
         if rt is not None and rt.get("spec") == spec:
             return
         if rt is None and not entries:

@@ -226,3 +226,54 @@ async def test_removed_component_and_delete_with_a_member_away(
     assert mc.find("member2", "Deployment", "web", "shop") is None
     assert mc.find("hub", "ResourceTracker", "shop", "shop") is None
     assert mc.find("hub", "ApplicationRevision", "shop-v1", "shop") is None
+
+
+async def test_a_deletion_pending_past_the_wait_is_warned_once(
+        world: tuple[MC, Any, Clock]) -> None:
+    """member2 away after the Application's deletion: the tracker records since when;
+    one CleanupPending Warning once cleanup_wait has passed, not before, not again."""
+    mc, reconciler, clock = world
+    body = app()
+    body["spec"]["workflow"] = {"steps": [{"name": "all", "type": "deploy",
+                                           "properties": {"policies": ["canary", "rest"]}}]}
+    set_app(mc, body)
+    await reconciler.reconcile(REQUEST)
+    mc.set_down("member2", True)
+    del mc.objects[("hub", "applications", "shop", "shop")]
+    warned = []
+    for _ in range(20):  # 20 retries, pending_retry (5 s) apart: 100 s of virtual time
+        await reconciler.reconcile(REQUEST)
+        warned = [e for e in reconciler.recorder.events if e[1] == "CleanupPending"]
+        assert clock.now - 1000.0 >= reconciler.settings.cleanup_wait or not warned
+        clock.now += reconciler.settings.pending_retry
+    # A few retries fall in the window; the recorder writes each (object, reason,
+    # message) once, and every one of them is the same.
+    assert len(set(warned)) == 1
+    assert warned[0][0] == "Warning" and "member2" in warned[0][2]
+    assert len(warned) < 20 - reconciler.settings.cleanup_wait / 5
+    assert must(mc, "hub", "ResourceTracker", "shop")["spec"]["pendingSince"]
+
+
+async def test_a_tracker_that_cannot_be_deleted_is_retried_not_dropped(
+        world: tuple[MC, Any, Clock], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every copy deleted but the hub refuses the tracker's delete (not a 404): the
+    reconcile fails and is retried; the tracker is not left behind quietly."""
+    mc, reconciler, _ = world
+    set_app(mc, app())
+    await reconciler.reconcile(REQUEST)
+    del mc.objects[("hub", "applications", "shop", "shop")]
+    real = Writer.delete
+
+    async def refuse(self: Writer, resource: Resource, name: str, *args: Any,
+                     **kw: Any) -> Any:
+        if resource.kind == "ResourceTracker":
+            raise kube.ApiError("hub", 500, "InternalError", "etcd timeout")
+        return await real(self, resource, name, *args, **kw)
+
+    monkeypatch.setattr(Writer, "delete", refuse)
+    with pytest.raises(kube.ApiError):
+        await reconciler.reconcile(REQUEST)
+    monkeypatch.undo()
+    assert mc.find("hub", "ResourceTracker", "shop", "shop") is not None
+    assert await reconciler.reconcile(REQUEST) is None
+    assert mc.find("hub", "ResourceTracker", "shop", "shop") is None
