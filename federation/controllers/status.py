@@ -33,8 +33,10 @@ SUMMED_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedRepli
                  "currentReplicas", "unavailableReplicas")
 
 
-OUR_CONDITIONS = ("Scheduled", "Applied", "Healthy", "Conflict", "CleanupPending")
-"""The conditions propagation writes on bindings and templates (others are left alone)."""
+OUR_CONDITIONS = ("Scheduled", "Applied", "Healthy", "Conflict", "CleanupPending",
+                  "Dispatching")
+"""The conditions propagation writes on bindings and templates (others are left alone;
+one of ours that a round no longer states is removed, so a cleared problem goes)."""
 
 
 def now(at: datetime.datetime | None = None) -> str:
@@ -108,7 +110,8 @@ def template_status(template: Mapping[str, Any], copies: Mapping[str, Mapping[st
         status["observedGeneration"] = generation
     elif "observedGeneration" in current:
         status["observedGeneration"] = current["observedGeneration"]
-    status["conditions"] = merge_conditions(current.get("conditions") or [], list(conditions))
+    status["conditions"] = merge_conditions(current.get("conditions") or [], list(conditions),
+                                            drop=OUR_CONDITIONS)
     return status
 
 

@@ -4,6 +4,10 @@ Karmada's rules (:mod:`federation.placement.matching`): an unclaimed template go
 the best matching policy; the policy the binding names (the claim) keeps it while it
 still matches, unless a matching policy with ``preemption: Always`` preempts it.
 
+The policy that claimed the template turning invalid (a typo in an edit) is a problem,
+not an absence: the template stops with ``Scheduled=False``, reason ``PolicyInvalid``,
+and its copies stay as they are (an edit gone wrong must not empty the fleet).
+
 An object on the deny list (:mod:`federation.controllers.deny`) is treated as if no
 policy selected it (the reconciler reports it once on the policy); no policy at all
 stops the chain: the reconciler then removes whatever this template had placed, or,
@@ -39,17 +43,23 @@ def template_resource(build: Build) -> resources_.Resource:
 async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
     resource = template_resource(build)
     found: list[tuple[policy_.Policy, ReadOnly]] = []
+    claim = claimed_by(build)
     for kind in api.PROPAGATION_POLICY_RESOURCES:  # both groups compete by the same rules
         if kind.namespaced and build.namespace is None:
             continue
         for doc in await ctx.list(kind, build.namespace if kind.namespaced else None):
             policy = policies.parse_policy(doc)
+            if policy is None and claim is not None and doc_ref(doc) == claim:
+                raise Problem("Scheduled", "PolicyInvalid",
+                              f"{claim}, which placed this template, is invalid (see its "
+                              "Valid condition); its copies stay as they are until it is "
+                              "fixed")
             if policy is not None and matching.matches(policy, resource):
                 found.append((policy, doc))
     if not found:
         return STOP
     found.sort(key=lambda pair: matching.precedence(pair[0], resource))
-    winner, claim = matching.claimant([p for p, _ in found], claimed_by(build), api_ref)
+    winner, said = matching.claimant([p for p, _ in found], claim, api_ref)
     chosen = next(pair for pair in found if pair[0] is winner)
     rule = await denied_by(ctx, build.template)
     if rule is not None:
@@ -57,8 +67,8 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
         return STOP
     build.policy, build.policy_doc = chosen
     build.notes.append(matching.describe(winner, [p for p, _ in found if p is not winner]))
-    if claim:
-        build.notes.append(claim)
+    if said:
+        build.notes.append(said)
     return None
 
 
@@ -75,6 +85,14 @@ async def denied_by(ctx: TransformContext, template: ReadOnly) -> deny.Rule | No
     if deny.group_kind_of(template) == deny.SECRET:
         rules = rules.with_rules(deny.credential_rules(await ctx.list(api.MEMBER_CLUSTERS)))
     return rules.object_rule(template)
+
+
+def doc_ref(doc: ReadOnly) -> str:
+    """``KIND REF`` of a policy object as :func:`api_ref` writes it, parsed or not."""
+    meta = doc.get("metadata") or {}
+    namespace = meta.get("namespace")
+    ref = f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+    return f"{doc.get('kind')} {ref}"
 
 
 def api_ref(policy: policy_.Policy | None) -> str:

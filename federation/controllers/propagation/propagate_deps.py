@@ -35,7 +35,7 @@ from federation.controllers.propagation.build import JSON, Build, Problem, Verdi
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.copies import copy_vertex
 from federation.controllers.propagation.load_policy import api_ref, denied_by
-from federation.controllers.propagation.render import load_overrides
+from federation.controllers.propagation.render import load_overrides, stop_if_invalid_selects
 from federation.hub import records
 from federation.placement import resources as resources_
 
@@ -178,7 +178,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
                 raise Problem("Applied", "InvalidDependency",
                               f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
     carried: list[str] = []
-    chosen = await load_overrides(ctx, build.namespace) if wanted else []
+    chosen, invalid = await load_overrides(ctx, build.namespace) if wanted else ([], [])
     for ref in wanted:
         whole = ctx.deny_list.kind_rule("", ref.kind)
         if whole is not None:  # a kind denied whole is never read, not even on the hub
@@ -195,6 +195,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
             raise Problem("Applied", "DependencyDenied",
                           f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({rule}); the workload is not propagated without it")
+        stop_if_invalid_selects(invalid, resources_.from_manifest(source))
         carried.append(str(ref))
         await _plan_copies(ctx, build, ref, source, chosen)
     build.record["dependencies"] = carried or None

@@ -237,8 +237,10 @@ class Reconciler:
                                   before)]
         if pending:
             conds.append(record.pending_condition(pending, before))
+        # Without a policy (it is the problem) the record keeps the claim it had.
         wanted = bindings.binding(build.template, load_policy.api_ref(build.policy)
-                                  if build.policy else None, previous, build.decision
+                                  if build.policy else load_policy.claimed_by(build),
+                                  previous, build.decision
                                   if build.decision and build.decision.ok else None,
                                   conds, {}, {}, unreachable, pending,
                                   extra=record.extras(build))
@@ -313,8 +315,8 @@ class Reconciler:
         if pending:
             conds.append(record.pending_condition(pending, previous))
         writes = self._legacy_marks(build.template)
-        record.add_binding(writes, self.hub, unclaimed.unclaimed_binding(binding, pending, conds),
-                           binding)
+        record.add_binding(writes, self.hub, unclaimed.unclaimed_binding(
+            binding, build.template, pending, conds), binding)
         current = build.template.get("status") or {}
         if status.template_status(build.template, {}, conds) is not None:
             wanted = {**current, "conditions": status.merge_conditions(

@@ -2,24 +2,32 @@
 
 An override policy that would change a protected field (see
 :func:`federation.controllers.overrides.refusals`) stops the template
-(``Applied=False``, ``OverrideRefused``); copy vertices also carry the template's
-identity, which the executor checks before writing.
+(``Applied=False``, ``OverrideRefused``); so does one that does not parse and may select
+it (``OverrideInvalid``: its copies stay as they were, never rewritten without it); copy
+vertices also carry the template's identity, which the executor checks before writing.
 """
 
 from __future__ import annotations
 
+import pydantic
+
+from federation.contexts.cache import ReadOnly
 from federation.controllers import api, manifests, overrides
 from federation.controllers.propagation.build import Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import template_resource
 from federation.hub import parsed
+from federation.placement import matching
 from federation.placement import policy as policy_
+from federation.placement import resources as resources_
 
 
 async def render(ctx: TransformContext, build: Build) -> Verdict | None:
     assert build.policy is not None and build.decision is not None
     resource = template_resource(build)
-    chosen = overrides.applicable(await load_overrides(ctx, build.namespace), resource)
+    valid, invalid = await load_overrides(ctx, build.namespace)
+    stop_if_invalid_selects(invalid, resource)
+    chosen = overrides.applicable(valid, resource)
     for policy in chosen:
         found = overrides.refusals(policy)
         if found:
@@ -45,8 +53,10 @@ _parsed_override = parsed.Memo(
 
 
 async def load_overrides(ctx: TransformContext, namespace: str | None
-                         ) -> list[overrides.OverridePolicy]:
-    found = []
+                         ) -> tuple[list[overrides.OverridePolicy], list[ReadOnly]]:
+    """The override policies of the template's scope: parsed, and those that do not parse
+    (each reported on the policy itself by policy-validation)."""
+    found, invalid = [], []
     for kind in api.OVERRIDE_POLICY_RESOURCES:
         if kind.namespaced and namespace is None:
             continue
@@ -54,5 +64,37 @@ async def load_overrides(ctx: TransformContext, namespace: str | None
             try:
                 found.append(_parsed_override(doc))
             except overrides.OverrideError:
-                continue  # reported on the policy itself
-    return found
+                invalid.append(doc)
+    return found, invalid
+
+
+def stop_if_invalid_selects(invalid: list[ReadOnly], resource: resources_.Resource) -> None:
+    """:class:`Problem` ``OverrideInvalid`` naming the first invalid override policy that
+    may select ``resource``."""
+    for doc in invalid:
+        if may_select(doc, resource):
+            meta = doc.get("metadata") or {}
+            where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+            raise Problem("Applied", "OverrideInvalid",
+                          f"{doc.get('kind')} {where}{meta.get('name')} is invalid (see its "
+                          f"Valid condition) and may select {resource.kind} "
+                          f"{resource.name}: nothing is written until it is fixed")
+
+
+def may_select(doc: ReadOnly, resource: resources_.Resource) -> bool:
+    """Whether an override policy that does not parse may select ``resource``: its
+    selectors read alone, and any that cannot be read counts as selecting (applying the
+    other overrides without it could ship what it was written to prevent, an image from
+    the wrong registry, say)."""
+    selectors = (doc.get("spec") or {}).get("resourceSelectors")
+    if not isinstance(selectors, list) or not selectors:
+        return True
+    namespace = (doc.get("metadata") or {}).get("namespace")
+    for raw in selectors:
+        try:
+            selector = policy_.ResourceSelector.model_validate(raw)
+        except pydantic.ValidationError:
+            return True
+        if matching.selector_matches(selector, resource, namespace or None):
+            return True
+    return False

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import status
+from federation.controllers import api, status
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import records
@@ -57,11 +57,21 @@ def message(binding: ReadOnly) -> str:
             f"claims it again or it is deleted")
 
 
-def unclaimed_binding(binding: ReadOnly, pending: list[str], conditions: list[JSON]) -> JSON:
-    """``binding`` without its claim: no ``spec.policy``, ``pending`` as the clean-up
-    still due, ``conditions`` replacing the Scheduled and CleanupPending ones."""
-    spec = {k: v for k, v in (binding.get("spec") or {}).items() if k != "policy"}
+FORGOTTEN = ("policy", "activation")
+"""What goes with the claim: the claiming policy, and the spec a Lazy policy was applied
+with (a policy that claims the template next is a new claim, applied at once)."""
+
+
+def unclaimed_binding(binding: ReadOnly, template: ReadOnly, pending: list[str],
+                      conditions: list[JSON]) -> JSON:
+    """``binding`` without its claim (:data:`FORGOTTEN`), ``pending`` as the clean-up still
+    due, ``conditions`` replacing the Scheduled and CleanupPending ones, and the template's
+    orphan annotation as it is now (deleting the template honours it)."""
+    spec = {k: v for k, v in (binding.get("spec") or {}).items() if k not in FORGOTTEN}
     spec["pendingCleanup"] = pending
+    spec.pop("orphan", None)
+    if (template["metadata"].get("annotations") or {}).get(api.ORPHAN_ANNOTATION) == "true":
+        spec["orphan"] = True
     state = dict(binding.get("status") or {})
     state["conditions"] = status.merge_conditions(state.get("conditions") or [], conditions,
                                                   drop=("CleanupPending",))

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from federation.contexts import client as kube
 from federation.controllers import manifests
-from federation.controllers.propagation import propagate_deps
+from federation.controllers.propagation import dependent_overrides, propagate_deps
+from federation.controllers.propagation.build import Build, Problem
+from federation.placement import loader
 from tests.unit.controllers.fakes import (
+    FakeContext,
     FakeMC,
     cluster_set,
     config_map,
@@ -440,6 +446,29 @@ async def test_policy_waits_for_its_dependent_overrides() -> None:
     await r.reconcile(request_for(template))
     copy = mc.find("member1", "ConfigMap", "a", "shop")
     assert copy is not None and copy["metadata"]["labels"]["env"] == "prod"
+
+
+@pytest.mark.parametrize("override_group", ["policy.karmada.io/v1alpha1",
+                                            "policy.federation.io/v1alpha1"])
+async def test_dependent_overrides_are_found_in_either_group(override_group: str) -> None:
+    """A Karmada PropagationPolicy names a Karmada OverridePolicy (the bundle as Karmada
+    users write it), or one of ours: either is there, so nothing waits. Against the
+    transformer's context, which lists each API group apart as the hub does."""
+    policy = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+              "metadata": {"name": "a", "namespace": "shop"},
+              "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                              "name": "a"}],
+                       "dependentOverrides": ["labels"]}}
+    override = {"apiVersion": override_group, "kind": "OverridePolicy",
+                "metadata": {"name": "labels", "namespace": "shop"},
+                "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}]}}
+    build = Build(template={**config_map("a"), "metadata": {
+        "name": "a", "namespace": "shop", "uid": "u1"}}, resource=kube.CONFIGMAPS, hub="hub")
+    build.policy = loader.parse_policy(policy, "test")
+    await dependent_overrides.wait_for_overrides(
+        FakeContext(lists={"OverridePolicy": [override]}), build)
+    with pytest.raises(Problem):
+        await dependent_overrides.wait_for_overrides(FakeContext(), build)
 
 
 async def test_a_dependency_placed_by_its_own_policy_is_left_to_it() -> None:

@@ -68,7 +68,7 @@ async def test_karmada_override_policies_are_loaded_too() -> None:
            "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}],
                     "overrideRules": [rule]}}
     ours = {**doc, "apiVersion": policy_.GROUP_VERSION}
-    found = await load_overrides(FakeContext({"OverridePolicy": [doc, ours]}), "shop")
+    found, _ = await load_overrides(FakeContext({"OverridePolicy": [doc, ours]}), "shop")
     assert sorted(p.api_version for p in found) == [policy_.GROUP_VERSION, KARMADA]
 
 

@@ -15,6 +15,10 @@ from tests.unit.controllers.fakes import (
     reconciler,
     request_for,
 )
+from tests.unit.controllers.propagation.test_karmada_behaviour import (
+    deployment,
+    deployment_policy,
+)
 
 
 async def placed(name: str) -> tuple[FakeMC, propagation.Reconciler]:
@@ -126,3 +130,64 @@ async def test_untracked_kind_is_ignored() -> None:
     request = Request("hub", "example.com/Widget", "shop", "w")
     assert await reconciler(mc).reconcile(request) is None
     assert mc.writes == []
+
+
+async def test_a_typo_in_the_claiming_policy_keeps_the_copies_until_it_is_fixed() -> None:
+    """An edit makes the policy invalid (a misspelt field): that is bad input, not "no
+    policy": no copy is deleted or changed, the binding keeps its claim and says
+    PolicyInvalid; the fixed policy takes over again."""
+    mc, r = await placed("t")
+    policy = mc.find("hub", "PropagationPolicy", "t", "shop")
+    assert policy is not None
+    good = dict(policy["spec"]["placement"])
+    policy["spec"]["placement"] = {**good, "clusterAfinity": {}}
+    mc.put("hub", policy)
+    template = mc.find("hub", "ConfigMap", "t", "shop")
+    assert template is not None
+    since = len(mc.writes)
+    assert await r.reconcile(request_for(template)) is None
+    assert [w for w in mc.writes[since:] if w[1] != "hub"] == []
+    assert all(mc.find(m, "ConfigMap", "t", "shop") is not None for m in MEMBERS)
+    binding = mc.find("hub", "ResourceBinding", "t-configmap", "shop")
+    assert binding is not None and binding["spec"]["policy"] == "PropagationPolicy shop/t"
+    scheduled = {c["type"]: c for c in binding["status"]["conditions"]}["Scheduled"]
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "PolicyInvalid")
+    assert await r.reconcile(request_for(template)) is None  # the same: nothing new
+    assert all(mc.find(m, "ConfigMap", "t", "shop") is not None for m in MEMBERS)
+    policy["spec"]["placement"] = {**good, "clusterAffinity": {"clusterNames": ["member1"]}}
+    mc.put("hub", policy)
+    assert await r.reconcile(request_for(template)) is None
+    assert mc.find("member1", "ConfigMap", "t", "shop") is not None
+    assert all(mc.find(m, "ConfigMap", "t", "shop") is None for m in MEMBERS[1:])
+
+
+async def test_a_cleared_conflict_leaves_the_templates_status_too() -> None:
+    """A foreign Deployment in member1 (Conflict=True on the binding and the template),
+    then removed by its owner: once the copies are ready the template's status holds no
+    Conflict any more, as the binding's does not."""
+    mc = FakeMC(cluster_set("member1", "member2"))
+    mc.put("hub", deployment_policy())
+    mc.put("member1", {**deployment(), "spec": {**deployment()["spec"], "replicas": 1}})
+    template = mc.put("hub", deployment())
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+
+    def template_conditions() -> dict[str, str]:
+        found = mc.find("hub", "Deployment", "web", "shop")
+        assert found is not None
+        return {c["type"]: c["status"] for c in found["status"]["conditions"]}
+
+    assert template_conditions()["Conflict"] == "True"
+    del mc.objects[("member1", "deployments", "shop", "web")]
+    await r.reconcile(request_for(template))
+    for member in ("member1", "member2"):
+        copy = mc.find(member, "Deployment", "web", "shop")
+        assert copy is not None
+        copy["metadata"]["generation"] = 1
+        ready = copy["spec"]["replicas"]
+        copy["status"] = {"observedGeneration": 1, "replicas": ready, "readyReplicas": ready,
+                          "updatedReplicas": ready, "availableReplicas": ready}
+        mc.put(member, copy)
+    await r.reconcile(request_for(template))
+    assert "Conflict" not in template_conditions()
+    assert template_conditions()["Healthy"] == "True"

@@ -79,14 +79,49 @@ async def test_statically_refused_override_stops_with_override_refused() -> None
     assert "OverridePolicy shop/o is refused" in str(caught.value)
 
 
-async def test_invalid_override_policy_is_skipped_not_fatal() -> None:
-    """An override policy that does not parse is left to policy validation to report;
-    the valid ones still load."""
+def misspelt(name: str, selectors: Any) -> JSON:
+    """An override policy that does not parse (``overridRules``), with ``selectors``."""
+    return {"apiVersion": "policy.federation.io/v1alpha1", "kind": "OverridePolicy",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"resourceSelectors": selectors, "overridRules": []}}
+
+
+async def test_invalid_override_policy_loads_apart_from_the_valid_ones() -> None:
+    """An override policy that does not parse is reported on itself by policy
+    validation; it is handed back apart, the valid ones still load."""
     bad = override("OverridePolicy", "bad", [{"path": "no-slash", "operator": "add"}])
     good = override("OverridePolicy", "good", [])
     ctx = FakeContext({"OverridePolicy": [bad, good]})
-    found = await load_overrides(ctx, "shop")
+    found, invalid = await load_overrides(ctx, "shop")
     assert [p.metadata.name for p in found] == ["good"]
+    assert [d["metadata"]["name"] for d in invalid] == ["bad"]
+
+
+@pytest.mark.parametrize("selectors", [
+    [{"apiVersion": "v1", "kind": "ConfigMap", "name": "a"}],
+    [{"apiVersion": "v1", "kind": "ConfigMap"}],
+    [{"apiVersion": "v1", "kind": "ConfigMap", "nmae": "a"}],  # unreadable: may select
+    None])
+async def test_an_invalid_override_that_may_select_the_template_stops_it(
+        selectors: Any) -> None:
+    """Rendering without it could ship what it was written to prevent: the template stops
+    (OverrideInvalid, naming it) and no copy is planned."""
+    ctx = FakeContext({"OverridePolicy": [misspelt("typo", selectors)]})
+    b = build(config_map("a"))
+    with pytest.raises(propagation.Problem) as caught:
+        await render(ctx, b)
+    assert caught.value.reason == "OverrideInvalid"
+    assert str(caught.value).startswith("OverridePolicy shop/typo is invalid")
+    assert b.desired == {}
+
+
+async def test_an_invalid_override_for_other_objects_stops_nothing() -> None:
+    ctx = FakeContext({"OverridePolicy": [
+        misspelt("other", [{"apiVersion": "v1", "kind": "ConfigMap", "name": "b"},
+                           {"apiVersion": "apps/v1", "kind": "Deployment"}])]})
+    b = build(config_map("a"))
+    await render(ctx, b)
+    assert set(b.desired) == set(MEMBERS)
 
 
 async def test_cluster_scoped_template_loads_cluster_override_policies_only() -> None:
@@ -94,5 +129,5 @@ async def test_cluster_scoped_template_loads_cluster_override_policies_only() ->
     ctx = FakeContext({"OverridePolicy": [override("OverridePolicy", "o", [])],
                        "ClusterOverridePolicy": [override("ClusterOverridePolicy", "c", [],
                                                           namespace=None)]})
-    found = await load_overrides(ctx, None)
+    found, _ = await load_overrides(ctx, None)
     assert [(p.kind, p.metadata.name) for p in found] == [("ClusterOverridePolicy", "c")]

@@ -193,3 +193,40 @@ async def test_our_policy_deleted_keeps_the_copies_of_a_template_marked_orphan()
     await r.reconcile(request_for(template))
     assert all(mc.find(m, "ConfigMap", "a", "shop") is not None for m in MEMBERS)
     assert mc.find("hub", "ResourceBinding", "a-configmap", "shop") is None
+
+
+async def test_a_lazy_policy_recreated_claims_anew_and_applies_at_once() -> None:
+    """A Lazy policy deleted and created again (narrowed to member1): a new claim, so its
+    placement applies now, not at the template's next change."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(activationPreference="Lazy"))
+    template = mc.put("hub", deployment())
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    del mc.objects[POLICY_KEY]
+    await r.reconcile(request_for(template))
+    assert "activation" not in binding(mc)["spec"]
+    again = deployment_policy(activationPreference="Lazy")
+    again["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["member1"]}}
+    mc.put("hub", again)
+    await r.reconcile(request_for(template))
+    assert replicas(mc, "member1") == 2
+    assert replicas(mc, "member2") is None
+
+
+async def test_an_unclaimed_template_marked_orphan_keeps_its_copies_when_deleted() -> None:
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy())
+    template = mc.put("hub", deployment())
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    del mc.objects[POLICY_KEY]
+    await r.reconcile(request_for(template))
+    marked = edit(mc, "Deployment", "web", "shop", lambda d: d["metadata"].update(
+        annotations={"federation.io/orphan": "true"}))
+    await r.reconcile(request_for(marked))
+    assert binding(mc)["spec"]["orphan"] is True
+    del mc.objects[("hub", "deployments", "shop", "web")]
+    await r.reconcile(request_for(marked))
+    assert all(replicas(mc, m) == 2 for m in MEMBERS)
+    assert mc.find("hub", "ResourceBinding", "web-deployment", "shop") is None
