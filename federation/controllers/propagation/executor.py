@@ -58,7 +58,8 @@ class SharedCreates:
 
 class Writer:
     """The executor's writes, through the multi-cluster client only. A create, update or
-    apply of a denied object in a member is refused here too, whatever planned it.
+    apply of a denied object in a member is refused here too, whatever planned it, and so
+    is one of a namespaced object whose kind the member serves cluster-scoped.
     ``wrote`` hears the server's answer to every member create, update and apply (the
     kind tracker's :class:`~federation.controllers.kinds.OwnWrites`, so that the watch
     event of our own write is not taken for news)."""
@@ -76,24 +77,33 @@ class Writer:
             self.wrote(cluster, answer)
         return answer
 
-    def _check(self, cluster: str, obj: JSON) -> None:
+    async def _check(self, cluster: str, obj: JSON) -> None:
         if cluster == self.hub:
             return
         rule = self.denied.object_rule(obj)
         if rule is not None:
             raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster} is on "
                               f"the propagation deny list ({rule})")
+        if (obj.get("metadata") or {}).get("namespace"):
+            # A kind's scope is the member's to say (a CRD may be namespaced on the hub and
+            # cluster-scoped in a member): a namespaced object, which a namespace's owner
+            # may write, never becomes a cluster-scoped one there.
+            resource = await self.mc.cluster(cluster).resource(obj)
+            if not resource.namespaced:
+                raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster}: "
+                                  f"{resource.kind} is cluster-scoped there, and a "
+                                  "namespaced object never becomes a cluster-scoped one")
 
     async def create(self, cluster: str, obj: JSON) -> JSON:
-        self._check(cluster, obj)
+        await self._check(cluster, obj)
         return self._written(cluster, await self.mc.cluster(cluster).create(obj))
 
     async def update(self, cluster: str, obj: JSON) -> JSON:
-        self._check(cluster, obj)
+        await self._check(cluster, obj)
         return self._written(cluster, await self.mc.cluster(cluster).update(obj))
 
     async def apply(self, cluster: str, obj: JSON) -> JSON:
-        self._check(cluster, obj)
+        await self._check(cluster, obj)
         return self._written(cluster, await self.mc.cluster(cluster).apply(obj))
 
     async def patch_status(self, cluster: str, obj: JSON) -> JSON:

@@ -186,6 +186,13 @@ async def test_denied_kinds_are_never_followed(api_version: str, kind: str) -> N
 class FakeWriter:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.cluster_scoped: set[str] = set()
+        """Kinds this member serves cluster-scoped."""
+
+    async def resource(self, obj: dict[str, Any]) -> kube.Resource:
+        kind = str(obj["kind"])
+        return kube.Resource("example.io", "v1", kind.lower() + "s", kind,
+                             namespaced=kind not in self.cluster_scoped)
 
     async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         self.calls.append(("create", obj["metadata"]["name"]))
@@ -220,6 +227,26 @@ async def test_the_writer_refuses_denied_objects_in_members() -> None:
     await writer.create("hub", binding)
     await writer.create("member1", secret("shop"))
     assert mc.writer.calls == [("create", "b"), ("create", "s")]
+
+
+async def test_the_writer_never_turns_a_namespaced_object_cluster_scoped() -> None:
+    """A kind the hub serves namespaced (a namespace owner's template, an Application's
+    object) that a member serves cluster-scoped: refused before any request there."""
+    mc = FakeMC()
+    mc.writer.cluster_scoped.add("Widget")
+    writer = propagation.Writer(mc, "hub", DEFAULT)  # type: ignore[arg-type]
+    widget = {"apiVersion": "example.io/v1", "kind": "Widget",
+              "metadata": {"name": "w", "namespace": "shop"}}
+    for verb in (writer.create, writer.update, writer.apply):
+        with pytest.raises(deny.Denied, match=r"^refused: Widget.example.io shop/w in "
+                                              r"member1: Widget is cluster-scoped there"):
+            await verb("member1", widget)
+    assert mc.writer.calls == []
+    cluster_wide = {**widget, "metadata": {"name": "w"}}  # a cluster-scoped template's
+    await writer.create("member1", cluster_wide)
+    mc.writer.cluster_scoped.clear()
+    await writer.create("member1", widget)
+    assert mc.writer.calls == [("create", "w"), ("create", "w")]
 
 
 class FakeRecorder:

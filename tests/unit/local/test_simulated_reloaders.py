@@ -250,8 +250,13 @@ class FakeMember:
 
 @dataclasses.dataclass
 class Harness:
-    """A ReloaderSync over fake processes and a fake member: a port listens once it is in
-    ``accepting``, sleeps take no time, and ``changed`` is set when a reloader comes up."""
+    """A ReloaderSync over fake processes and a fake member: a port listens once
+    :meth:`accept` has named it, and ``changed`` is set when a reloader comes up.
+
+    Virtual time stands still until the test moves it: a waiter's sleep between probes
+    returns only at the next :meth:`accept`, so no wait can run out of its budget while
+    the test is between two steps (with sleeps that took no time at all, a waiter spun
+    through its 30 s while a reconcile awaited a thread, and restarted the process)."""
 
     fake: FakeProcs
     member: FakeMember
@@ -259,6 +264,15 @@ class Harness:
     changed: asyncio.Event
     accepting: set[int]
     sync: reloaders.ReloaderSync
+    sleepers: list[asyncio.Future[None]]
+
+    def accept(self, port: int) -> None:
+        """``port`` listens from now on; every waiter probes once more."""
+        self.accepting.add(port)
+        for sleeper in self.sleepers:
+            if not sleeper.done():
+                sleeper.set_result(None)
+        self.sleepers.clear()
 
 
 def harness(tmp_path: Path) -> Harness:
@@ -270,12 +284,16 @@ def harness(tmp_path: Path) -> Harness:
     async def probe(port: int) -> bool:
         return port in accepting
 
-    async def no_sleep(_: float) -> None:
-        await asyncio.sleep(0)
+    sleepers: list[asyncio.Future[None]] = []
+
+    async def until_accept(_: float) -> None:
+        sleeper = asyncio.get_running_loop().create_future()
+        sleepers.append(sleeper)
+        await sleeper
 
     sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
-                                  probe=probe, sleep=no_sleep)
-    return Harness(fake, member, procs, changed, accepting, sync)
+                                  probe=probe, sleep=until_accept)
+    return Harness(fake, member, procs, changed, accepting, sync, sleepers)
 
 
 async def test_a_pass_starts_syncs_registers_and_a_later_pass_cleans_up(tmp_path: Path) -> None:
@@ -291,7 +309,7 @@ async def test_a_pass_starts_syncs_registers_and_a_later_pass_cleans_up(tmp_path
     assert (config / "my.ini").read_text() == "a=1\n"  # its own namespace's ConfigMap
     assert (tmp_path / "member1/shop/app/fail").exists()
     assert h.member.writes == []  # not listening yet: no slice advertises it
-    h.accepting.add(40000)
+    h.accept(40000)
     await asyncio.wait_for(h.changed.wait(), 5)
     await h.sync.reconcile(objects)
     assert h.member.writes == [("create", "app-reloader-simulated")]
@@ -343,7 +361,7 @@ async def test_a_replaced_process_is_waited_for_and_the_old_wait_stops_nothing(
     await h.sync.reconcile(objects)
     h.fake.live.clear()  # the first process (port 40000) died before it listened
     await h.sync.reconcile(objects)  # a second one, on port 40001
-    h.accepting.add(40001)
+    h.accept(40001)
     await asyncio.wait_for(h.changed.wait(), 5)
     await h.sync.reconcile(objects)
     assert len(h.fake.live) == 1
