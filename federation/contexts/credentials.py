@@ -306,6 +306,9 @@ EXEC_ENV_DENIED = frozenset({
     # run, e.g. AWS credential_process), and commands a CLI may start (pager, browser)
     "HOME", "XDG_CONFIG_HOME", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
     "CLOUDSDK_CONFIG", "OCI_CLI_CONFIG_FILE", "AZURE_CONFIG_DIR", "AZURE_AUTHORITY_HOST",
+    # Google credential files may name a program to run (external accounts' executable
+    # source, when this switch allows it)
+    "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES",
     "PAGER", "AWS_PAGER", "EDITOR", "VISUAL", "BROWSER",
     # whom TLS trusts, and where requests go (IMDS credentials travel over plain HTTP)
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "AWS_CA_BUNDLE",
@@ -320,11 +323,13 @@ follows it; ``SHELL`` because tools start it for sub-commands. Also every name s
 with one of :data:`EXEC_ENV_DENIED_PREFIXES`."""
 
 EXEC_ENV_DENIED_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL", "RUBY", "NODE_", "BASH_FUNC_",
-                            "AWS_ENDPOINT_URL")
+                            "AWS_ENDPOINT_URL", "CLOUDSDK_PYTHON", "OPENSSL_")
 """The dynamic loaders (``LD_PRELOAD``, ``LD_AUDIT``, ``DYLD_INSERT_LIBRARIES``...), the
-script interpreters' path and option variables, bash's exported functions (a
-``BASH_FUNC_aws%%`` replaces a command inside any bash script the plugin runs), and AWS
-endpoint overrides."""
+script interpreters' path and option variables (gcloud's ``CLOUDSDK_PYTHON`` and
+``CLOUDSDK_PYTHON_ARGS`` too: its wrapper runs ``$CLOUDSDK_PYTHON $CLOUDSDK_PYTHON_ARGS``),
+OpenSSL's configuration and module paths (``OPENSSL_CONF`` can load an engine), bash's
+exported functions (a ``BASH_FUNC_aws%%`` replaces a command inside any bash script the
+plugin runs), and AWS endpoint overrides."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -248,9 +248,15 @@ def test_the_deny_list_covers_the_documented_variables() -> None:
     for name in ("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES",
                  "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PERL5LIB", "RUBYLIB",
                  "NODE_OPTIONS", "BASH_ENV", "ENV", "IFS", "HOME", "SHELL", "path",
-                 "KUBERNETES_EXEC_INFO", "https_proxy", "AWS_ENDPOINT_URL_STS"):
+                 "KUBERNETES_EXEC_INFO", "https_proxy", "AWS_ENDPOINT_URL_STS",
+                 # gcloud's interpreter and its options, OpenSSL's engines, Google
+                 # credential files that may name a program
+                 "CLOUDSDK_PYTHON", "CLOUDSDK_PYTHON_ARGS", "OPENSSL_CONF", "OPENSSL_ENGINES",
+                 "GOOGLE_APPLICATION_CREDENTIALS",
+                 "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES"):
         assert credentials.env_denied(name), name
-    for name in ("AWS_PROFILE", "AWS_REGION", "AZURE_TENANT_ID", "GOOGLE_CLOUD_PROJECT"):
+    for name in ("AWS_PROFILE", "AWS_REGION", "AZURE_TENANT_ID", "GOOGLE_CLOUD_PROJECT",
+                 "CLOUDSDK_CORE_PROJECT", "USE_GKE_GCLOUD_AUTH_PLUGIN"):
         assert not credentials.env_denied(name), name
 
 
