@@ -44,6 +44,11 @@ def _check_file(flag: str, path: Path) -> None:
 @click.option("--allow-client", "allowed_clients", multiple=True,
               help="A client certificate common name allowed to call (repeatable; default: "
                    "any certificate --tls-ca signed).")
+@click.option("--namespace", envvar="POD_NAMESPACE", required=True,
+              help="The namespace of the workload this reloader serves (default: "
+                   "$POD_NAMESPACE, from the downward API). A call meant for another "
+                   "namespace's workload is refused: EndpointSlices, where callers find "
+                   "reloaders, can be shaped by a namespace's owner.")
 @click.option("--poll-interval", type=click.FloatRange(min=0.1), default=2.0,
               show_default=True, help="Seconds between scans of --config-dir.")
 @click.option("--reload-on-change", is_flag=True,
@@ -53,7 +58,7 @@ def _check_file(flag: str, path: Path) -> None:
 @common.clear_errors
 def reloader(config_dir: Path, action_file: Path, pid_file: Path | None, bind_address: str,
              tls_cert: Path, tls_key: Path, tls_ca: Path, allowed_clients: tuple[str, ...],
-             poll_interval: float, reload_on_change: bool,
+             namespace: str, poll_interval: float, reload_on_change: bool,
              health_probe_bind_address: str) -> None:
     """Serve Reconfigure (OnlineUpgradeParams, StopContainer) for one process."""
     from federation.reloader import actions
@@ -74,7 +79,8 @@ def reloader(config_dir: Path, action_file: Path, pid_file: Path | None, bind_ad
         pid_file = action.pid_file
     settings = ReloaderSettings(config_dir=config_dir, action=action, tls_cert=tls_cert,
                                 tls_key=tls_key, tls_ca=tls_ca, pid_file=pid_file,
-                                allowed_clients=allowed_clients, poll_interval=poll_interval,
+                                allowed_clients=allowed_clients, namespace=namespace,
+                                poll_interval=poll_interval,
                                 reload_on_change=reload_on_change)
     the_reloader = Reloader(settings)
 

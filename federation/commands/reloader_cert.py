@@ -41,7 +41,8 @@ def reloader_cert(out_dir: Path, hub_kubeconfig: Path | None, hub_context: str |
         raise click.ClickException(f"the reloaders' CA on the hub: {exc}") from None
     click.echo(f"wrote {paths['cert']}, {paths['key']} and {paths['ca']}; serve with:\n"
                f"  fedctl reloader --tls-cert {paths['cert']} --tls-key {paths['key']} "
-               f"--tls-ca {paths['ca']} --allow-client {RELOADER_CLIENT_NAME} ...")
+               f"--tls-ca {paths['ca']} --allow-client {RELOADER_CLIENT_NAME} "
+               "--namespace <the workload's namespace, or $POD_NAMESPACE> ...")
 
 
 async def _write(context: kubeconfig.Context, out_dir: Path) -> dict[str, Path]:

@@ -123,15 +123,16 @@ class ReloaderCaller:
             return
         self.tls = reloader_ca.client_tls_from(ca)
 
-    async def __call__(self, address: str, *, config_spec: str, config_file: str,
-                       params: Mapping[str, str], timeout: float) -> UpgradeResult:
+    async def __call__(self, address: str, *, namespace: str, config_spec: str,
+                       config_file: str, params: Mapping[str, str], timeout: float
+                       ) -> UpgradeResult:
         if self.tls is None:
             raise RuntimeError(self.problem)
         from federation.reloader import client
 
-        return await client.online_upgrade(address, self.tls, config_spec=config_spec,
-                                           config_file=config_file, params=params,
-                                           timeout=timeout)
+        return await client.online_upgrade(address, self.tls, namespace=namespace,
+                                           config_spec=config_spec, config_file=config_file,
+                                           params=params, timeout=timeout)
 
 
 async def serve(mgr: manager.Manager, work: WorkServer | None = None,

@@ -312,7 +312,7 @@ class ReloaderProcesses:
 
     def argv(self, key: Key, port: int) -> list[str]:
         directory = self.directory(key)
-        return [sys.executable, "-m", "federation", "reloader",
+        return [sys.executable, "-m", "federation", "reloader", "--namespace", key[1],
                 "--config-dir", str(directory / "config"),
                 "--action", str(directory / "action.yaml"),
                 "--tls-cert", str(self.tls.cert), "--tls-key", str(self.tls.key),

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 import grpc
 import grpc.aio
 
+from federation.reloader import NAMESPACE_HEADER
 from federation.reloader.proto import reconfigure_pb2 as pb
 
 ONLINE_UPGRADE = "/federation.reloader.v1.Reconfigure/OnlineUpgradeParams"
@@ -75,9 +76,12 @@ def _detail(error: grpc.aio.AioRpcError) -> str:
     return detail[:MAX_DETAIL]
 
 
-async def online_upgrade(address: str, tls: ClientTLS, *, config_spec: str, config_file: str,
-                         params: Mapping[str, str], timeout: float) -> UpgradeResult:
-    """Call ``OnlineUpgradeParams`` on the reloader at ``address`` (host:port)."""
+async def online_upgrade(address: str, tls: ClientTLS, *, namespace: str, config_spec: str,
+                         config_file: str, params: Mapping[str, str], timeout: float
+                         ) -> UpgradeResult:
+    """Call ``OnlineUpgradeParams`` on the reloader at ``address`` (host:port), meant for a
+    workload of ``namespace`` (sent as :data:`NAMESPACE_HEADER`: a reloader of another
+    namespace refuses the call)."""
     credentials = grpc.ssl_channel_credentials(tls.ca_pem, tls.key_pem, tls.cert_pem)
     options = [("grpc.ssl_target_name_override", SERVER_NAME),
                ("grpc.default_authority", SERVER_NAME)]
@@ -89,8 +93,9 @@ async def online_upgrade(address: str, tls: ClientTLS, *, config_spec: str, conf
                 ONLINE_UPGRADE,
                 request_serializer=pb.OnlineUpgradeParamsRequest.SerializeToString,
                 response_deserializer=pb.OnlineUpgradeParamsResponse.FromString)
-            answer: pb.OnlineUpgradeParamsResponse = await method(request, timeout=timeout,
-                                                                  wait_for_ready=False)
+            answer: pb.OnlineUpgradeParamsResponse = await method(
+                request, timeout=timeout, wait_for_ready=False,
+                metadata=((NAMESPACE_HEADER, namespace),))
     except grpc.aio.AioRpcError as error:
         code = error.code()
         if code in _ANSWERED:

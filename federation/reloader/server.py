@@ -35,7 +35,7 @@ import grpc
 import grpc.aio
 from aiohttp import web
 
-from federation.reloader import actions
+from federation.reloader import NAMESPACE_HEADER, actions
 from federation.reloader.proto import reconfigure_pb2 as pb
 
 log = logging.getLogger("federation.reloader")
@@ -60,6 +60,11 @@ class ReloaderSettings:
     allowed_clients: tuple[str, ...] = ()
     """Common names allowed to call; empty: any certificate the CA signed (the CA is
     then the whole trust boundary, so a dedicated CA is the safe choice)."""
+    namespace: str = ""
+    """The namespace of the workload served. A call must name it (gRPC metadata
+    ``federation-namespace``): callers find reloaders in member EndpointSlices, which a
+    namespace's owner can point at another namespace's pod, and every reloader shares
+    one certificate name. Empty (tests of the server alone): no check."""
     poll_interval: float = 2.0
     """Seconds between scans of the config directory: a kubelet updates a mounted
     ConfigMap within about a minute, so 2 s adds little and costs one stat per file."""
@@ -148,14 +153,30 @@ class Reloader:
     # -- gRPC -------------------------------------------------------------------------------
 
     def _denied(self, context: grpc.aio.ServicerContext[object, object]) -> str | None:
+        why = self._client_denied(context) or self._namespace_denied(context)
+        if why is not None:
+            self.refused += 1
+        return why
+
+    def _client_denied(self, context: grpc.aio.ServicerContext[object, object]) -> str | None:
         if not self.settings.allowed_clients:
             return None
         names = [n.decode(errors="replace") for n in
                  context.auth_context().get("x509_common_name", [])]
         if any(name in self.settings.allowed_clients for name in names):
             return None
-        self.refused += 1
         return f"client {', '.join(names) or '(no name)'} may not reconfigure this process"
+
+    def _namespace_denied(self, context: grpc.aio.ServicerContext[object, object]
+                          ) -> str | None:
+        if not self.settings.namespace:
+            return None
+        meant = next((str(value) for key, value in context.invocation_metadata() or ()
+                      if key == NAMESPACE_HEADER), "")
+        if meant == self.settings.namespace:
+            return None
+        return (f"this reloader serves namespace {self.settings.namespace}; the call was "
+                f"meant for {meant[:63] or 'no namespace'}")
 
     async def _authorize(self, context: grpc.aio.ServicerContext[object, object],
                          method: str) -> None:

@@ -74,9 +74,9 @@ def client_tls(fleet: TestFleet) -> ClientTLS:
     return reloader_ca.client_tls_from(identity.ca_from_secret(secret, RELOADER_CA_SECRET))
 
 
-def call(target: str, tls: ClientTLS) -> UpgradeResult:
-    return asyncio.run(online_upgrade(target, tls, config_spec="app-config",
-                                      config_file="my.ini",
+def call(target: str, tls: ClientTLS, namespace: str) -> UpgradeResult:
+    return asyncio.run(online_upgrade(target, tls, namespace=namespace,
+                                      config_spec="app-config", config_file="my.ini",
                                       params={"mysqld.max_connections": "200"}, timeout=20))
 
 
@@ -92,8 +92,13 @@ def test_each_member_runs_a_reachable_reloader_that_records_or_fails(
         # The config directory holds the member's copy of the mounted ConfigMap.
         wait_for((workload / "config" / "my.ini").is_file, timeout=30, what="config synced")
         assert (workload / "config" / "my.ini").read_text() == INI
-        result = call(address(found[member]), tls)
         applied = workload / "applied.jsonl"
+        # The attack: an EndpointSlice of another namespace pointing here. The call is
+        # meant for that namespace's workload, so this reloader refuses it, runs nothing.
+        foreign = call(address(found[member]), tls, "another-team")
+        assert not foreign.ok and f"serves namespace {ns}" in foreign.message, foreign
+        assert not applied.exists()
+        result = call(address(found[member]), tls, ns)
         if member == FAILING:
             assert not result.ok and "exited with status 1" in result.message, result
             assert not applied.exists()
@@ -160,7 +165,8 @@ def test_reloader_cert_makes_a_sidecar_the_rollout_controller_can_call(
          str(tmp_path / "config"), "--action", str(action),
          "--bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "127.0.0.1:0",
          "--tls-cert", str(tls_dir / "tls.crt"), "--tls-key", str(tls_dir / "tls.key"),
-         "--tls-ca", str(tls_dir / "ca.crt"), "--allow-client", "federation-reconfigure"],
+         "--tls-ca", str(tls_dir / "ca.crt"), "--allow-client", "federation-reconfigure",
+         "--namespace", "shop"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         answer = wait_for(partial(_answered, f"127.0.0.1:{port}", client_tls(fleet)),
@@ -174,6 +180,6 @@ def test_reloader_cert_makes_a_sidecar_the_rollout_controller_can_call(
 
 def _answered(target: str, tls: ClientTLS) -> UpgradeResult | None:
     try:
-        return call(target, tls)
+        return call(target, tls, "shop")
     except ReloaderUnreachable:
         return None  # not listening yet

@@ -232,7 +232,8 @@ class Reconciler:
                 for key, params in calls.items():
                     where = f"{ref.kind.value} {ref.name} reloader {address} ({key})"
                     try:
-                        answer = await caller(address, config_spec=loaded.spec.config_ref.name,
+                        answer = await caller(address, namespace=loaded.namespace,
+                                              config_spec=loaded.spec.config_ref.name,
                                               config_file=key, params=params,
                                               timeout=self.settings.call_timeout)
                     except Exception as exc:  # any failure of the call fails the cluster

@@ -53,11 +53,13 @@ class UpgradeAnswer(Protocol):
 
 class OnlineUpgrade(Protocol):
     """One ``Reconfigure.OnlineUpgradeParams`` call to the reloader at ``address``
-    (``host:port``), mutual TLS already bound. Raises on a transport or handshake failure
-    (its message names the address, never a value)."""
+    (``host:port``), mutual TLS already bound, for a workload of ``namespace`` (the
+    reloader refuses a call meant for another namespace than its own). Raises on a
+    transport or handshake failure (its message names the address, never a value)."""
 
-    async def __call__(self, address: str, *, config_spec: str, config_file: str,
-                       params: Mapping[str, str], timeout: float) -> UpgradeAnswer: ...
+    async def __call__(self, address: str, *, namespace: str, config_spec: str,
+                       config_file: str, params: Mapping[str, str], timeout: float
+                       ) -> UpgradeAnswer: ...
 
 
 class RolloutView(Protocol):

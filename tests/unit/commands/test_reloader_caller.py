@@ -44,5 +44,5 @@ async def test_without_rights_to_make_the_ca_online_steps_fail_naming_it(
     assert caller.tls is None
     assert f"federation-system/{RELOADER_CA_SECRET}" in caplog.text
     with pytest.raises(RuntimeError, match=RELOADER_CA_SECRET):
-        await caller("127.0.0.1:1", config_spec="c", config_file="f", params={"a": "1"},
-                     timeout=1.0)
+        await caller("127.0.0.1:1", namespace="shop", config_spec="c", config_file="f",
+                     params={"a": "1"}, timeout=1.0)

@@ -47,7 +47,8 @@ class Server:
 
     async def start(self, command: list[str] | None = None, *,
                     cert: tuple[bytes, bytes] | None = None,
-                    allowed: tuple[str, ...] = (RELOADER_CLIENT_NAME,)) -> None:
+                    allowed: tuple[str, ...] = (RELOADER_CLIENT_NAME,),
+                    namespace: str = "shop") -> None:
         cert_pem, key_pem = cert or reloader_ca.server_certificate(self.ca)
         for name, data in (("tls.crt", cert_pem), ("tls.key", key_pem),
                            ("ca.crt", self.ca.cert_pem)):
@@ -57,13 +58,14 @@ class Server:
         self.reloader = Reloader(ReloaderSettings(
             config_dir=self.config, action=actions.parse(action),
             tls_cert=self.tmp / "tls.crt", tls_key=self.tmp / "tls.key",
-            tls_ca=self.tmp / "ca.crt", allowed_clients=allowed))
+            tls_ca=self.tmp / "ca.crt", allowed_clients=allowed, namespace=namespace))
         await self.reloader.scan()
         self.address = f"127.0.0.1:{await self.reloader.start('127.0.0.1:0')}"
 
-    async def call(self, tls: ClientTLS | None = None, timeout: float = 10) -> UpgradeResult:
-        return await online_upgrade(self.address, tls or self.client(), config_spec="mysql",
-                                    config_file="my.ini",
+    async def call(self, tls: ClientTLS | None = None, timeout: float = 10,
+                   namespace: str = "shop") -> UpgradeResult:
+        return await online_upgrade(self.address, tls or self.client(), namespace=namespace,
+                                    config_spec="mysql", config_file="my.ini",
                                     params={"mysqld.max_connections": SECRET_VALUE},
                                     timeout=timeout)
 
@@ -144,8 +146,8 @@ async def test_nothing_listening_is_unreachable_naming_the_address() -> None:
         address = f"127.0.0.1:{held.getsockname()[1]}"
         with pytest.raises(ReloaderUnreachable, match=address):
             await online_upgrade(address, reloader_ca.client_tls_from(identity.new_ca()),
-                                 config_spec="c", config_file="f", params={"a": "1"},
-                                 timeout=5)
+                                 namespace="shop", config_spec="c", config_file="f",
+                                 params={"a": "1"}, timeout=5)
 
 
 async def test_a_server_that_never_answers_is_unreachable_at_the_deadline() -> None:
@@ -161,10 +163,22 @@ async def test_a_server_that_never_answers_is_unreachable_at_the_deadline() -> N
     try:
         with pytest.raises(ReloaderUnreachable, match=rf"{address}: no answer within 0\.3s"):
             await online_upgrade(address, reloader_ca.client_tls_from(identity.new_ca()),
-                                 config_spec="c", config_file="f", params={"a": "1"},
-                                 timeout=0.3)
+                                 namespace="shop", config_spec="c", config_file="f",
+                                 params={"a": "1"}, timeout=0.3)
     finally:
         for writer in held:
             writer.close()
         listener.close()
         await listener.wait_closed()
+
+
+async def test_a_call_meant_for_another_namespace_is_refused_and_runs_nothing(
+        server: Server) -> None:
+    """The redirection attack: team bank's EndpointSlice points at shop's reloader. The
+    hub's call names bank (the policy's namespace), so shop's reloader refuses it."""
+    await server.start(namespace="shop")
+    result = await server.call(namespace="bank")
+    assert not result.ok and "PERMISSION_DENIED" in result.message
+    assert "serves namespace shop" in result.message and "meant for bank" in result.message
+    assert not server.out.exists() and SECRET_VALUE not in result.message
+    assert (await server.call(namespace="shop")).ok

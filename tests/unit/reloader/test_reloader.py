@@ -357,12 +357,29 @@ def test_the_command_refuses_a_bad_action_file_in_one_line(tmp_path: Path) -> No
     (tmp_path / "action.yaml").write_text("kind: exec\ncommand: [nginx]\nshell: true\n")
     args = ["--config-dir", str(tmp_path), "--action", str(tmp_path / "action.yaml"),
             "--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key"),
-            "--tls-ca", str(tmp_path / "ca.crt")]
+            "--tls-ca", str(tmp_path / "ca.crt"), "--namespace", "shop"]
     result = CliRunner().invoke(reloader, args)
     assert result.exit_code == 1
     assert "action.shell: Extra inputs are not permitted" in result.output
-    result = CliRunner().invoke(reloader, [*args[:-1], str(tmp_path / "missing.crt")])
+    result = CliRunner().invoke(reloader, [*args[:-3], str(tmp_path / "missing.crt"),
+                                           "--namespace", "shop"])
     assert result.exit_code == 1 and "--tls-ca" in result.output
+
+
+def test_the_command_needs_the_namespace_it_serves(tmp_path: Path) -> None:
+    """Without --namespace or $POD_NAMESPACE the reloader does not start: it could not
+    tell a call meant for its workload from one redirected from another namespace."""
+    from click.testing import CliRunner
+
+    from federation.commands.reloader import reloader
+
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        (tmp_path / name).write_text("x")
+    args = ["--config-dir", str(tmp_path), "--action", str(tmp_path / "action.yaml"),
+            "--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key"),
+            "--tls-ca", str(tmp_path / "ca.crt")]
+    result = CliRunner().invoke(reloader, args, env={"POD_NAMESPACE": None})
+    assert result.exit_code == 2 and "--namespace" in result.output
 
 
 async def test_an_action_whose_caller_gives_up_is_killed(tmp_path: Path) -> None:

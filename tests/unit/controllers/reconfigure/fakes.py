@@ -63,11 +63,11 @@ class Caller:
         self.fail: dict[str, str] = {}
         self.raise_for: dict[str, str] = {}
 
-    async def __call__(self, address: str, *, config_spec: str, config_file: str,
-                       params: Mapping[str, str], timeout: float) -> Answer:
-        self.calls.append({"address": address, "config_spec": config_spec,
-                           "config_file": config_file, "params": dict(params),
-                           "timeout": timeout})
+    async def __call__(self, address: str, *, namespace: str, config_spec: str,
+                       config_file: str, params: Mapping[str, str], timeout: float) -> Answer:
+        self.calls.append({"address": address, "namespace": namespace,
+                           "config_spec": config_spec, "config_file": config_file,
+                           "params": dict(params), "timeout": timeout})
         if address in self.raise_for:
             raise ConnectionError(self.raise_for[address])
         if address in self.fail:

@@ -185,7 +185,8 @@ async def test_online_calls_every_reloader_with_the_new_values_and_restarts_noth
         assert fleet.states()[cluster] == "Done"
     assert [c["address"] for c in caller.calls] == ["127.0.0.1:9901", "127.0.0.2:9901",
                                                     "127.0.0.3:9901"]
-    assert caller.calls[0] == {"address": "127.0.0.1:9901", "config_spec": "db-config",
+    assert caller.calls[0] == {"address": "127.0.0.1:9901", "namespace": "shop",
+                               "config_spec": "db-config",
                                "config_file": "my.ini",
                                "params": {"mysqld.max_connections": "500"}, "timeout": 10.0}
     status = fleet.status()

@@ -99,5 +99,5 @@ async def test_an_endpoint_slice_pointing_at_another_tls_server_gets_nothing(
 async def test_without_a_ca_the_caller_refuses_rather_than_dial() -> None:
     caller = ReloaderCaller()
     with pytest.raises(RuntimeError, match="not loaded"):
-        await caller("127.0.0.1:1", config_spec="c", config_file="f", params={"a": "1"},
-                     timeout=1.0)
+        await caller("127.0.0.1:1", namespace="shop", config_spec="c", config_file="f",
+                     params={"a": "1"}, timeout=1.0)
