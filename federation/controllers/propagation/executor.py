@@ -15,7 +15,7 @@ from typing import Any
 
 from federation.contexts.client import ApiError
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import deny, plan
+from federation.controllers import api, deny, plan
 
 JSON = dict[str, Any]
 
@@ -80,7 +80,7 @@ class Writer:
     async def _check(self, cluster: str, obj: JSON) -> None:
         if cluster == self.hub:
             return
-        rule = self.denied.object_rule(obj)
+        rule = (await self._rules_for(obj)).object_rule(obj)
         if rule is not None:
             raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster} is on "
                               f"the propagation deny list ({rule})")
@@ -93,6 +93,17 @@ class Writer:
                 raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster}: "
                                   f"{resource.kind} is cluster-scoped there, and a "
                                   "namespaced object never becomes a cluster-scoped one")
+
+    async def _rules_for(self, obj: JSON) -> deny.DenyList:
+        """The list, and for a Secret also the namespaces joined clusters' kubeconfigs
+        live in (the hub's MemberClusters, from its cache), as the planners apply it."""
+        if deny.group_kind_of(obj) != deny.SECRET:
+            return self.denied
+        listing = await self.mc.list(api.MEMBER_CLUSTERS, clusters=[self.hub], copy=False)
+        error = listing.errors.get(self.hub)
+        if error is not None:
+            raise error  # unknown credential namespaces: no Secret is written blind
+        return self.denied.with_rules(deny.credential_rules(listing.items.get(self.hub, [])))
 
     async def create(self, cluster: str, obj: JSON) -> JSON:
         await self._check(cluster, obj)

@@ -229,6 +229,20 @@ async def test_the_writer_refuses_denied_objects_in_members() -> None:
     assert mc.writer.calls == [("create", "b"), ("create", "s")]
 
 
+async def test_the_writer_refuses_secrets_where_joined_clusters_keep_kubeconfigs() -> None:
+    """Defence in depth for the rule the planners apply: a Secret in a namespace a
+    MemberCluster's kubeconfigSecretRef points into is refused by the writer too."""
+    member = {"apiVersion": "cluster.federation.io/v1alpha1", "kind": "MemberCluster",
+              "metadata": {"name": "edge"},
+              "spec": {"kubeconfigSecretRef": {"namespace": "fleet-creds", "name": "edge"}}}
+    mc = FakeMC({"MemberCluster": [member]})
+    writer = propagation.Writer(mc, "hub", DEFAULT)  # type: ignore[arg-type]
+    with pytest.raises(deny.Denied, match=r"^refused: Secret fleet-creds/s in member1"):
+        await writer.create("member1", secret("fleet-creds"))
+    await writer.create("member1", secret("shop"))
+    assert mc.writer.calls == [("create", "s")]
+
+
 async def test_the_writer_never_turns_a_namespaced_object_cluster_scoped() -> None:
     """A kind the hub serves namespaced (a namespace owner's template, an Application's
     object) that a member serves cluster-scoped: refused before any request there."""
