@@ -345,7 +345,11 @@ class Mode(enum.Enum):
 
 def mode(placement: Placement) -> Mode:
     """Karmada's defaults: no replicaScheduling is Duplicated; Divided defaults to Weighted."""
-    strategy = placement.replica_scheduling
+    return strategy_mode(placement.replica_scheduling)
+
+
+def strategy_mode(strategy: ReplicaSchedulingStrategy | None) -> Mode:
+    """:func:`mode` of a placement whose replicaScheduling is ``strategy``."""
     if strategy is None or strategy.replica_scheduling_type == "Duplicated":
         return Mode.DUPLICATED
     if strategy.replica_division_preference == "Aggregated":
@@ -497,14 +501,10 @@ def _label_key_problems(path: str, key: str) -> list[Problem]:
 
 
 def overflow_allowed(strategy: ReplicaSchedulingStrategy | None) -> bool:
-    """Karmada: overflow needs Divided with Aggregated, or Weighted with a dynamic weight."""
-    if strategy is None or strategy.replica_scheduling_type != "Divided":
-        return False
-    if strategy.replica_division_preference == "Aggregated":
-        return True
-    weights = strategy.weight_preference
-    return strategy.replica_division_preference == "Weighted" and \
-        weights is not None and weights.dynamic_weight is not None
+    """Karmada: overflow needs Divided with Aggregated, or Weighted with a dynamic weight.
+    The mode is the effective one: Divided without a preference is Weighted (Karmada's
+    defaulting), so a dynamic weight alone allows overflow too."""
+    return strategy_mode(strategy) in (Mode.AGGREGATED, Mode.DYNAMIC)
 
 
 def _overflow_problems(path: str, term: ClusterAffinityTerm,

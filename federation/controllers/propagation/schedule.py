@@ -62,15 +62,23 @@ def schedule_key(build: Build, resource: resources_.Resource) -> tuple[str, ...]
 
 
 def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:
+    """The ``clusterNames`` the policy gives anywhere (affinity terms and their overflow
+    tiers, static weights, replica bounds) that are not in the fleet: a name there is a
+    target, and a target that does not exist is a typo, not a rule to skip."""
     placement = policy.spec.placement
     named: list[str] = []
     for _, affinity in policy_.affinity_terms(placement):
         if affinity is not None:
             named += affinity.cluster_names
+    for term in placement.cluster_affinities:
+        for overflow in term.overflow_affinities or ():
+            named += overflow.cluster_names
     strategy = placement.replica_scheduling
     if strategy and strategy.weight_preference:
         for rule in strategy.weight_preference.static_weight_list:
             named += rule.target_cluster.cluster_names
+    for bound in strategy.replica_bounds if strategy else ():
+        named += bound.target_cluster.cluster_names
     return sorted(set(named) - known)
 
 

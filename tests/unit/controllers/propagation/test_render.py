@@ -13,7 +13,16 @@ from federation.controllers.propagation.render import load_overrides, render
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import loader
-from tests.unit.controllers.fakes import JSON, FakeContext, config_map, duplicated_policy
+from tests.unit.controllers.fakes import (
+    JSON,
+    FakeContext,
+    FakeMC,
+    cluster_set,
+    config_map,
+    duplicated_policy,
+    reconciler,
+    request_for,
+)
 
 MEMBERS = ("member1", "member2")
 
@@ -131,3 +140,100 @@ async def test_cluster_scoped_template_loads_cluster_override_policies_only() ->
                                                           namespace=None)]})
     found, _ = await load_overrides(ctx, None)
     assert [(p.kind, p.metadata.name) for p in found] == [("ClusterOverridePolicy", "c")]
+
+
+def command_override(group: str, container: str, target: list[str] | None = None) -> JSON:
+    rule: dict[str, Any] = {"overriders": {"commandOverrider": [
+        {"containerName": container, "operator": "add", "value": ["--verbose"]}]}}
+    if target is not None:
+        rule["targetCluster"] = {"clusterNames": target}
+    return {"apiVersion": f"{group}/v1alpha1", "kind": "OverridePolicy",
+            "metadata": {"name": "cmd", "namespace": "shop"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                     "overrideRules": [rule]}}
+
+
+def deployment() -> JSON:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u1"},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [
+                {"name": "app", "image": "nginx", "command": ["run"]}]}}}}
+
+
+def deployment_build() -> propagation.Build:
+    found = propagation.Build(template=deployment(), resource=kube.DEPLOYMENTS, hub="hub")
+    found.policy = loader.parse_policy(duplicated_policy("a", MEMBERS), "test")
+    found.clusters = [clusters_.Cluster(name=m) for m in MEMBERS]
+    found.decision = decision_.Decision(replicas=2, clusters={m: 2 for m in MEMBERS},
+                                        explanation=("mode: Duplicated",))
+    return found
+
+
+async def test_a_karmada_override_skipped_for_no_such_container_is_noted_once() -> None:
+    """policy.karmada.io, a commandOverrider naming no container: skipped as in Karmada
+    (every copy unchanged), and the binding's explanation says so in one line naming both
+    clusters, after the placement's lines."""
+    ctx = FakeContext({"OverridePolicy": [command_override("policy.karmada.io", "nosuch")]})
+    b = deployment_build()
+    assert await render(ctx, b) is None
+    assert all(d["spec"]["template"]["spec"]["containers"][0]["command"] == ["run"]
+               for d in b.desired.values())
+    assert b.decision is not None
+    assert b.decision.explanation == (
+        "mode: Duplicated",
+        "override in member1, member2: OverridePolicy shop/cmd overrideRules[0]: command of "
+        "nosuch add (no such container, skipped as in Karmada)")
+
+
+async def test_an_applied_override_is_noted_with_the_clusters_it_targets() -> None:
+    """A rule targeting member2 alone: its note names member2 only; the copy shows it."""
+    ctx = FakeContext({"OverridePolicy": [command_override("policy.karmada.io", "app",
+                                                           target=["member2"])]})
+    b = deployment_build()
+    assert await render(ctx, b) is None
+    assert b.desired["member2"]["spec"]["template"]["spec"]["containers"][0]["command"] == \
+        ["run", "--verbose"]
+    assert b.decision is not None
+    assert b.decision.explanation[1:] == (
+        "override in member2: OverridePolicy shop/cmd overrideRules[0]: command of app add",)
+
+
+async def test_no_override_leaves_the_explanation_alone() -> None:
+    """Without override policies the placement's explanation is unchanged."""
+    b = deployment_build()
+    assert await render(FakeContext({}), b) is None
+    assert b.decision is not None and b.decision.explanation == ("mode: Duplicated",)
+
+
+async def test_our_override_naming_no_container_is_still_an_error() -> None:
+    """policy.federation.io: a container name that matches nothing is OverrideFailed naming
+    it (a typo is not a no-op), not a note."""
+    ctx = FakeContext({"OverridePolicy": [command_override("policy.federation.io", "nosuch")]})
+    with pytest.raises(propagation.Problem) as caught:
+        await render(ctx, deployment_build())
+    assert (caught.value.condition, caught.value.reason) == ("Applied", "OverrideFailed")
+    assert "nosuch" in str(caught.value)
+
+
+async def test_the_skip_note_reaches_the_binding_and_a_quiet_resync_writes_nothing() -> None:
+    """A whole reconcile (the auditor's case): the Karmada skip note is in the
+    ResourceBinding's spec.explanation once, the copies exist; reconciling again with
+    nothing changed writes nothing (the note is stable, so no extra binding write)."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    policy = duplicated_policy("web", MEMBERS)
+    policy["spec"]["resourceSelectors"] = [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "name": "web"}]
+    mc.put("hub", policy)
+    mc.put("hub", command_override("policy.karmada.io", "nosuch"))
+    template = mc.put("hub", deployment())
+    r = reconciler(mc)
+    assert await r.reconcile(request_for(template)) is None
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    noted = [line for line in binding["spec"]["explanation"] if "nosuch" in line]
+    assert noted == ["override in member1, member2: OverridePolicy shop/cmd overrideRules[0]: "
+                     "command of nosuch add (no such container, skipped as in Karmada)"]
+    assert all(mc.find(m, "Deployment", "web", "shop") is not None for m in MEMBERS)
+    before = len(mc.writes)
+    assert await r.reconcile(request_for(template)) is None
+    assert mc.writes[before:] == []
