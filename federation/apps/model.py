@@ -195,9 +195,8 @@ def notification(props: Mapping[str, Any], where: str) -> Notification:
     ``message`` (text, or a map with one of ``text``/``content``); ``webhook.url`` (ours)
     and KubeVela's ``slack.url`` (a string or ``{value: URL}``) and ``slack.message.text``.
     KubeVela's ``url.secretRef`` is refused: the control plane reads no Secrets for an
-    Application (the URL would have to come from another namespace's store of secrets
-    through our credentials). Slack's ``blocks``/``attachments``... are refused too:
-    we POST ``{"text": message}`` only."""
+    Application (its credentials would read them on the author's behalf). Slack's
+    ``blocks``, ``attachments``... are refused too: we POST ``{"text": message}`` only."""
     message = _message_text(props["message"], f"{where}.message") if "message" in props \
         else None
     urls: list[str] = []

@@ -188,6 +188,8 @@ class Topology:
     placement: JSON
     allow_empty: bool = False
     """KubeVela's ``allowEmpty``: a selection matching no member places nothing."""
+    names_from_clusters: bool = False
+    """The cluster names came from KubeVela's ``clusters`` (for the path in a refusal)."""
 
 
 def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
@@ -230,7 +232,7 @@ def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
     allow_empty = props.get("allowEmpty", False)
     if not isinstance(allow_empty, bool):
         raise AppError(f"{where}.allowEmpty: true or false")
-    return Topology(policy.name, namespace, placement, allow_empty)
+    return Topology(policy.name, namespace, placement, allow_empty, "clusters" in props)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,7 +331,7 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
                                  f"policy {topology.name}", "placement")
     decision = engine.place(resource, policy, fleet)
     if topology.allow_empty:
-        _check_names(topology, fleet)
+        _check_names(topology, policy, fleet)
         if not decision.ok and _selects_nothing(policy, fleet):
             notes.append(f"{topology.name}: {EMPTY_NOTE}")
             return {}
@@ -356,15 +358,25 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
 EMPTY_NOTE = "allowEmpty: the selection matches no member cluster; nothing placed"
 
 
-def _check_names(topology: Topology, fleet: Sequence[clusters_.Cluster]) -> None:
-    """With ``allowEmpty`` a misspelt name in ``clusters`` would place nothing, silently:
-    every name must be a member."""
+def _check_names(topology: Topology, policy: policy_.Policy,
+                 fleet: Sequence[clusters_.Cluster]) -> None:
+    """With ``allowEmpty`` a misspelt cluster name would place nothing, silently: every
+    name (``clusters``, or the ``placement`` block's affinities) must be a member."""
     members = {c.name for c in fleet}
-    for name in (topology.placement.get("clusterAffinity") or {}).get("clusterNames") or ():
-        if name not in members:
-            raise AppError(f"policy {topology.name} properties.clusters: no member cluster "
-                           f"{name!r} (allowEmpty excuses a selection that matches no "
-                           "member, not a name that is none)")
+    placement = policy.spec.placement
+    terms = [("placement.clusterAffinities[{i}].clusterNames", t.cluster_names)
+             for t in placement.cluster_affinities or ()]
+    if not terms and placement.cluster_affinity is not None:
+        field = "clusters" if topology.names_from_clusters else \
+            "placement.clusterAffinity.clusterNames"
+        terms = [(field, placement.cluster_affinity.cluster_names)]
+    for index, (field, names) in enumerate(terms):
+        for name in names or ():
+            if name not in members:
+                raise AppError(f"policy {topology.name} properties."
+                               f"{field.format(i=index)}: no member cluster {name!r} "
+                               "(allowEmpty excuses a selection that matches no member, "
+                               "not a name that is none)")
 
 
 def _selects_nothing(policy: policy_.Policy, fleet: Sequence[clusters_.Cluster]) -> bool:

@@ -56,6 +56,21 @@ def test_allow_empty_does_not_excuse_a_misspelt_cluster_name() -> None:
                                         "'membr2'")
 
 
+def test_a_misspelt_name_in_the_placement_block_is_named_by_its_path() -> None:
+    with pytest.raises(model.AppError) as caught:
+        compiled({"placement": {"clusterAffinity": {"clusterNames": ["ghost"]}},
+                  "allowEmpty": True})
+    assert str(caught.value).startswith(
+        "policy none properties.placement.clusterAffinity.clusterNames: no member cluster "
+        "'ghost'")
+    with pytest.raises(model.AppError) as caught:
+        compiled({"placement": {"clusterAffinities": [
+            {"affinityName": "a", "clusterNames": ["member1"]},
+            {"affinityName": "b", "clusterNames": ["ghost"]}]}, "allowEmpty": True})
+    assert "properties.placement.clusterAffinities[1].clusterNames: no member" in \
+        str(caught.value)
+
+
 def test_allow_empty_does_not_excuse_a_selected_cluster_that_cannot_take_it() -> None:
     # member1 is selected but not ready: a real placement failure, not an empty topology
     fleet = clusters_.mark_failed(FLEET, ["member1"])
