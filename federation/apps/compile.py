@@ -59,9 +59,10 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             duration = model.duration_seconds(str(props["duration"]),
                                               f"{where}.properties.duration") \
                 if "duration" in props else None
+            message = model.notification(props, f"{where}.properties").message \
+                if step.type == "notification" else _message(props)
             steps.append(workflow.StepSpec(step.name, step.type, (), 1, timeout,
-                                           step.if_ == "always", duration,
-                                           _message(props)))
+                                           step.if_ == "always", duration, message))
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
                     policies.gc_of(chosen))

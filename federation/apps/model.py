@@ -7,11 +7,16 @@
 ``outputs``, ``dependsOn``, sub-steps, ``workflow.ref``, ``scopes``...) are refused by
 name rather than ignored: an Application that relies on them would otherwise deliver
 something else than its author meant. Errors are :class:`AppError` with a field path
-(``spec.components[0].traits[1].type``).
+(``spec.components[0].traits[1].type``). A notification step's properties are checked
+down to their leaves (:func:`notification`), its URLs included: a URL the controller
+could not POST to is refused here, by path and without quoting it (it may hold a token),
+rather than failing every reconcile later.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -163,6 +168,166 @@ def _check_step(step: Step, where: str) -> None:
                            "step before the deploy)")
     if step.type in ("suspend", "approve") and "duration" in props:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
+    if step.type == "notification":
+        notification(props, f"{where}.properties")
+
+
+# -- notification steps ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Notification:
+    """A notification step's properties as we honour them."""
+
+    message: str
+    """The text of the Event and of every POST (``""``: the controller's default)."""
+    urls: tuple[str, ...]
+    """Every webhook to POST to: ``webhook.url`` then ``slack.url`` (both when both)."""
+
+
+_CHANNELS = {"webhook": {"url"}, "slack": {"url", "message"}}
+_NO_QUOTE = "(the URL is not repeated here: it may hold a token)"
+
+
+def notification(props: Mapping[str, Any], where: str) -> Notification:
+    """A notification step's ``properties``, each leaf honoured or refused by path.
+
+    ``message`` (text, or a map with one of ``text``/``content``); ``webhook.url`` (ours)
+    and KubeVela's ``slack.url`` (a string or ``{value: URL}``) and ``slack.message.text``.
+    KubeVela's ``url.secretRef`` is refused: the control plane reads no Secrets for an
+    Application (its credentials would read them on the author's behalf). Slack's
+    ``blocks``, ``attachments``... are refused too: we POST ``{"text": message}`` only."""
+    message = _message_text(props["message"], f"{where}.message") if "message" in props \
+        else None
+    urls: list[str] = []
+    for channel, allowed in _CHANNELS.items():
+        if channel not in props:
+            continue
+        here = f"{where}.{channel}"
+        raw = props[channel]
+        if not isinstance(raw, dict):
+            raise AppError(f"{here}: a map with {' and '.join(sorted(allowed))}")
+        for key in raw:
+            if key not in allowed:
+                raise AppError(f"{here}.{key}: not supported ({', '.join(sorted(allowed))})")
+        if "url" not in raw:
+            raise AppError(f"{here}.url: required")
+        urls.append(_url_field(raw["url"], f"{here}.url"))
+        if "message" in raw:
+            text = _slack_message(raw["message"], f"{here}.message")
+            if message is not None:
+                raise AppError(f"{here}.message: give the text once, here or in "
+                               f"{where}.message")
+            message = text
+    return Notification(message or "", tuple(urls))
+
+
+def _message_text(raw: Any, where: str) -> str:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("text", "content"):
+        key = next(iter(raw))
+        if not isinstance(raw[key], str):
+            raise AppError(f"{where}.{key}: a string")
+        return str(raw[key])
+    if isinstance(raw, dict):
+        extra = sorted(k for k in raw if k not in ("text", "content"))
+        if extra:
+            raise AppError(f"{where}.{extra[0]}: not supported (text or content)")
+    raise AppError(f"{where}: a string, or a map with one of text or content")
+
+
+def _slack_message(raw: Any, where: str) -> str:
+    if not isinstance(raw, dict):
+        raise AppError(f"{where}: a map with text")
+    for key in raw:
+        if key != "text":
+            raise AppError(f"{where}.{key}: not supported (only text: the POST body is "
+                           '{"text": message})')
+    if not isinstance(raw.get("text"), str):
+        raise AppError(f"{where}.text: a string")
+    return str(raw["text"])
+
+
+def _url_field(raw: Any, where: str) -> str:
+    """``url``: the URL itself or KubeVela's ``{value: URL}``."""
+    if isinstance(raw, dict):
+        for key in raw:
+            if key == "secretRef":
+                raise AppError(f"{where}.secretRef: not supported: the control plane reads "
+                               "no Secret for an Application; give the URL as value")
+            if key != "value":
+                raise AppError(f"{where}.{key}: not supported (value)")
+        if "value" not in raw:
+            raise AppError(f"{where}.value: required")
+        return check_url(raw["value"], f"{where}.value")
+    return check_url(raw, where)
+
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)")
+_LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
+
+
+def check_url(value: Any, where: str) -> str:
+    """An ``http(s)`` URL with a valid host (an IP address or a DNS name whose labels are
+    1 to 63 characters, IDNA-encodable and round-tripping) and port, no whitespace or
+    control characters; else :class:`AppError` naming ``where``, never the URL."""
+    if not isinstance(value, str) or not value:
+        raise AppError(f"{where}: an http(s) URL")
+    if not value.isprintable() or any(c.isspace() for c in value):
+        raise AppError(f"{where}: holds whitespace, control or invisible characters {_NO_QUOTE}")
+    match = _URL.match(value)
+    if match is None or match["scheme"].lower() not in ("http", "https"):
+        raise AppError(f"{where}: only http and https URLs are supported {_NO_QUOTE}")
+    problem = _authority_problem(match["authority"])
+    if problem:
+        raise AppError(f"{where}: {problem} {_NO_QUOTE}")
+    return value
+
+
+def _authority_problem(authority: str) -> str | None:
+    """``[user[:password]@]host[:port]``: what is wrong with the host or port, or None."""
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        host, bracket, port = hostport[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            return "the host's brackets are not closed"
+        port = port[1:]
+        if ":" not in host:
+            return "only an IPv6 address goes in brackets"
+    else:
+        host, _, port = hostport.partition(":")
+    if port and (not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536):
+        return "the port is not a number from 1 to 65535"
+    return _host_problem(host.lower())
+
+
+def _host_problem(host: str) -> str | None:
+    if not host:
+        return "the URL has no host"
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > 253:
+        return "the host name is longer than 253 characters"
+    for number, label in enumerate(name.split("."), start=1):
+        if not label:
+            return f"label {number} of the host name is empty"
+        if len(label) > 63:
+            return f"label {number} of the host name is longer than 63 characters"
+        try:
+            encoded = label.encode("idna")
+            round_trip = encoded.decode("idna")
+        except UnicodeError:
+            return f"label {number} of the host name is not a valid IDNA label"
+        if len(encoded) > 63:
+            return f"label {number} of the host name is longer than 63 characters"
+        if round_trip.lower() != label.lower() or not _LABEL.match(encoded.decode("ascii")):
+            return f"label {number} of the host name is not a valid DNS label"
+    return None
 
 
 def default_steps(spec: AppSpec) -> tuple[Step, ...]:

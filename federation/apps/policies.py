@@ -1,7 +1,10 @@
 """Policies and the deploy step's target: what goes to which cluster, a pure function.
 
 - ``topology``: KubeVela's ``clusters``, ``clusterLabelSelector`` (``clusterSelector``,
-  its old name) and ``namespace``, plus ours: ``placement``, a block in the
+  its old name), ``namespace`` and ``allowEmpty`` (a topology whose selection matches no
+  member places nothing instead of failing; a cluster that matches but cannot take the
+  component is still an error, and so is a name in ``clusters`` that is no member, which
+  would otherwise hide a typo), plus ours: ``placement``, a block in the
   PropagationPolicy schema (docs/placement.md). The topology becomes a PropagationPolicy
   for the component's workload and goes through :func:`federation.placement.engine.place`,
   so weights, replica division, spread and min/max are the placement engine's. Without a
@@ -31,7 +34,8 @@ from federation.apps.model import AppError, AppSpec, Component, PolicySpec, Trai
 from federation.apps.scope import PROTECTED_NAMESPACES
 from federation.controllers import overrides
 from federation.placement import clusters as clusters_
-from federation.placement import engine, loader
+from federation.placement import engine, loader, selection
+from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 
 JSON = dict[str, Any]
@@ -182,6 +186,10 @@ class Topology:
     name: str
     namespace: str | None
     placement: JSON
+    allow_empty: bool = False
+    """KubeVela's ``allowEmpty``: a selection matching no member places nothing."""
+    names_from_clusters: bool = False
+    """The cluster names came from KubeVela's ``clusters`` (for the path in a refusal)."""
 
 
 def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
@@ -221,7 +229,10 @@ def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
     namespace = props.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise AppError(f"{where}.namespace: a namespace name")
-    return Topology(policy.name, namespace, placement)
+    allow_empty = props.get("allowEmpty", False)
+    if not isinstance(allow_empty, bool):
+        raise AppError(f"{where}.allowEmpty: true or false")
+    return Topology(policy.name, namespace, placement, allow_empty, "clusters" in props)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,6 +241,8 @@ class Target:
 
     clusters: Mapping[str, tuple[JSON, ...]]
     explanation: tuple[str, ...] = ()
+    empty: tuple[str, ...] = ()
+    """Topologies with ``allowEmpty`` whose selection matched no member (nothing placed)."""
 
 
 def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
@@ -288,7 +301,9 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
                 per_cluster.setdefault(cluster, []).extend(manifests)
     if rules:
         per_cluster = _apply_rules(per_cluster, rules, fleet)
-    return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes))
+    empty = tuple(sorted({t.name for t in topologies
+                          if f"{t.name}: {EMPTY_NOTE}" in notes}))
+    return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes), empty)
 
 
 
@@ -315,6 +330,11 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
     policy = loader.parse_policy(_policy_document(topology, resource),
                                  f"policy {topology.name}", "placement")
     decision = engine.place(resource, policy, fleet)
+    if topology.allow_empty:
+        _check_names(topology, policy, fleet)
+        if not decision.ok and _selects_nothing(policy, fleet):
+            notes.append(f"{topology.name}: {EMPTY_NOTE}")
+            return {}
     if not decision.ok:
         raise AppError(f"policy {topology.name}: cannot place {resource.ref}: "
                        f"{decision.error}")
@@ -333,6 +353,39 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
             manifests.append(body)
         placed[cluster] = manifests
     return placed
+
+
+EMPTY_NOTE = "allowEmpty: the selection matches no member cluster; nothing placed"
+
+
+def _check_names(topology: Topology, policy: policy_.Policy,
+                 fleet: Sequence[clusters_.Cluster]) -> None:
+    """With ``allowEmpty`` a misspelt cluster name would place nothing, silently: every
+    name (``clusters``, or the ``placement`` block's affinities) must be a member."""
+    members = {c.name for c in fleet}
+    placement = policy.spec.placement
+    terms = [("placement.clusterAffinities[{i}].clusterNames", t.cluster_names)
+             for t in placement.cluster_affinities or ()]
+    if not terms and placement.cluster_affinity is not None:
+        field = "clusters" if topology.names_from_clusters else \
+            "placement.clusterAffinity.clusterNames"
+        terms = [(field, placement.cluster_affinity.cluster_names)]
+    for index, (field, names) in enumerate(terms):
+        for name in names or ():
+            if name not in members:
+                raise AppError(f"policy {topology.name} properties."
+                               f"{field.format(i=index)}: no member cluster {name!r} "
+                               "(allowEmpty excuses a selection that matches no member, "
+                               "not a name that is none)")
+
+
+def _selects_nothing(policy: policy_.Policy, fleet: Sequence[clusters_.Cluster]) -> bool:
+    """No member matches any of the policy's affinity terms (names, labels, fields):
+    readiness, taints and room are not selection, so a cluster failing those is still an
+    error, not an empty topology."""
+    return not any(affinity is None or selection.affinity_mismatch(cluster, affinity) is None
+                   for _, affinity in policy_.affinity_terms(policy.spec.placement)
+                   for cluster in fleet)
 
 
 def _apply_rules(per_cluster: Mapping[str, list[JSON]],

@@ -236,6 +236,10 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
             new_clusters.append(cluster)
     step = dataclasses.replace(step, started=tuple(started), done=tuple(done),
                                healthy_since=tuple(sorted(since.items())))
+    if not spec.targets:  # e.g. its topologies say allowEmpty and select no member
+        return dataclasses.replace(step, phase="succeeded", finished=now,
+                                   reason="NothingToDeploy",
+                                   message="no cluster to deploy to; nothing placed"), []
     if set(done) >= set(spec.targets):
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Healthy",
                                    message=f"healthy in {len(done)} cluster(s)"), []

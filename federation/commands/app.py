@@ -75,10 +75,14 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         sys.exit(1)
     for step in compiled.steps:
         line = f"# step {step.name} ({step.type})"
-        if step.type == "deploy":
-            line += f": {', '.join(step.targets)} (parallelism {step.parallelism})"
-        click.echo(line)
         target = compiled.targets.get(step.name)
+        if step.type == "deploy":
+            line += f": {', '.join(step.targets) or 'no cluster'} " \
+                    f"(parallelism {step.parallelism})"
+        click.echo(line)
+        for topology in target.empty if target else ():
+            click.echo(f"#   topology {topology}: allowEmpty, its selection matches no member "
+                       "cluster; nothing placed")
         for cluster, objects in (target.clusters.items() if target else ()):
             for obj in objects:
                 click.echo(f"---\n# cluster: {cluster}")

@@ -555,25 +555,21 @@ class Reconciler:
 
     async def _notify(self, app: JSON, compiled: compile_.Compiled,
                       action: workflow.Notify) -> None:
-        step = next(s for s in model.default_steps(compiled.spec) if s.name == action.step)
+        """The Event, then a best-effort POST to each URL the step names. Nothing here may
+        fail the reconcile: the step is already recorded as sent, and a raise would skip
+        the status write, so the step would be taken again (another Event) for ever."""
+        index, step = next((i, s) for i, s in enumerate(model.default_steps(compiled.spec))
+                           if s.name == action.step)
         message = action.message or f"Application {app['metadata']['name']}: step " \
                                     f"{action.step}"
         await self.recorder.emit(app, "Normal", "Notification", message)
-        url = _webhook_url(step.properties)
-        if url is None:
-            return
-        import aiohttp  # only here: a notification is the one outbound call we make
-
         try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as s, \
-                    s.post(url, json={"text": message}) as response:
-                if response.status >= 300:
-                    log.warning("notification of step %s: webhook answered %d",
-                                action.step, response.status)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            # The URL may carry a token: never logged.
-            log.warning("notification of step %s: webhook failed: %s", action.step,
-                        type(exc).__name__)
+            urls = model.notification(step.properties,
+                                      f"spec.workflow.steps[{index}].properties").urls
+        except model.AppError:
+            return  # compile refused it already; unreachable, but never worth a raise
+        for url in urls:
+            await _post(url, message, action.step)
 
     async def _refuse(self, app: JSON, status: JSON, message: str) -> Result | None:
         new = {**status, "status": "renderFailed",
@@ -652,16 +648,21 @@ def _last_good(revisions: Sequence[JSON], current: int) -> int | None:
     return max(good) if good else None
 
 
-def _webhook_url(props: Mapping[str, Any]) -> str | None:
-    for key in ("webhook", "slack"):
-        target = props.get(key)
-        if isinstance(target, dict):
-            url = target.get("url")
-            if isinstance(url, dict):
-                url = url.get("value")
-            if isinstance(url, str) and url.startswith(("http://", "https://")):
-                return url
-    return None
+async def _post(url: str, message: str, step: str) -> None:
+    """One best-effort POST of ``{"text": message}`` (5 s). Any failure, whatever its type
+    (a refused connection, a timeout, a host IDNA cannot encode, a bad redirect), is a
+    warning naming the step and the error's type only: the URL and the error's text may
+    hold a token."""
+    import aiohttp  # only here: a notification is the one outbound call we make
+
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session, \
+                session.post(url, json={"text": message}) as response:
+            if response.status >= 300:
+                log.warning("notification of step %s: webhook answered %d", step,
+                            response.status)
+    except Exception as exc:  # best effort: nothing may stall the workflow
+        log.warning("notification of step %s: webhook failed: %s", step, type(exc).__name__)
 
 
 def app_of(hub: str, event: Event) -> Iterable[Request]:
