@@ -130,7 +130,7 @@ class FakeMC:
                 deepcopy(o) if copy else freeze(o)
                 for (c, plural, ns, _), o in sorted(self.objects.items())
                 if c == name and plural == resource.plural
-                and (namespace is None or ns == namespace)]
+                and (namespace is None or ns == namespace) and _in_group(o, resource)]
         return result
 
     def cluster(self, name: str) -> FakeWriter:
