@@ -330,11 +330,10 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
     policy = loader.parse_policy(_policy_document(topology, resource),
                                  f"policy {topology.name}", "placement")
     decision = engine.place(resource, policy, fleet)
-    if topology.allow_empty:
-        _check_names(topology, policy, fleet)
-        if not decision.ok and _selects_nothing(policy, fleet):
-            notes.append(f"{topology.name}: {EMPTY_NOTE}")
-            return {}
+    _check_names(topology, policy, fleet)
+    if topology.allow_empty and not decision.ok and _selects_nothing(policy, fleet):
+        notes.append(f"{topology.name}: {EMPTY_NOTE}")
+        return {}
     if not decision.ok:
         raise AppError(f"policy {topology.name}: cannot place {resource.ref}: "
                        f"{decision.error}")
@@ -360,8 +359,9 @@ EMPTY_NOTE = "allowEmpty: the selection matches no member cluster; nothing place
 
 def _check_names(topology: Topology, policy: policy_.Policy,
                  fleet: Sequence[clusters_.Cluster]) -> None:
-    """With ``allowEmpty`` a misspelt cluster name would place nothing, silently: every
-    name (``clusters``, or the ``placement`` block's affinities) must be a member."""
+    """Every cluster name (``clusters``, or the ``placement`` block's affinities) must be a
+    member, ready or not (as KubeVela's cluster-not-found): a misspelt one would place
+    nothing there, silently (with ``allowEmpty``, maybe nothing at all)."""
     members = {c.name for c in fleet}
     placement = policy.spec.placement
     terms = [("placement.clusterAffinities[{i}].clusterNames", t.cluster_names)
@@ -373,10 +373,10 @@ def _check_names(topology: Topology, policy: policy_.Policy,
     for index, (field, names) in enumerate(terms):
         for name in names or ():
             if name not in members:
+                why = " (allowEmpty excuses a selection that matches no member, not a " \
+                    "name that is none)" if topology.allow_empty else ""
                 raise AppError(f"policy {topology.name} properties."
-                               f"{field.format(i=index)}: no member cluster {name!r} "
-                               "(allowEmpty excuses a selection that matches no member, "
-                               "not a name that is none)")
+                               f"{field.format(i=index)}: no member cluster {name!r}{why}")
 
 
 def _selects_nothing(policy: policy_.Policy, fleet: Sequence[clusters_.Cluster]) -> bool:

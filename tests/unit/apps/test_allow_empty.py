@@ -56,6 +56,14 @@ def test_allow_empty_does_not_excuse_a_misspelt_cluster_name() -> None:
                                         "'membr2'")
 
 
+def test_without_allow_empty_a_misspelt_cluster_name_is_refused_too() -> None:
+    """Not only with allowEmpty: a name that is no member would place nothing there, the
+    other names going ahead as if all were well (KubeVela: cluster not found)."""
+    with pytest.raises(model.AppError) as caught:
+        compiled({"clusters": ["member1", "membr2"]})
+    assert str(caught.value) == "policy none properties.clusters: no member cluster 'membr2'"
+
+
 def test_a_misspelt_name_in_the_placement_block_is_named_by_its_path() -> None:
     with pytest.raises(model.AppError) as caught:
         compiled({"placement": {"clusterAffinity": {"clusterNames": ["ghost"]}},
