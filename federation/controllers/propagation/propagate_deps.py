@@ -32,6 +32,7 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import CONFIGMAPS, ClientError, Resource
 from federation.controllers import api, manifests, overrides, plan
+from federation.controllers.propagation import preserve
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.copies import copy_vertex
@@ -277,11 +278,13 @@ def records_name(build: Build) -> str:
 
 
 async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None, cluster: str,
-                         carrier: str, strict: bool = False) -> plan.Vertex | None:
-    """The delete of dependency ``ref``'s copy in ``cluster``, or None when it stays: not
-    ours, not there, carried there by another binding, or placed there by its own policy.
-    A member that cannot be read gives None too (the workload's copy, read next, records
-    the cluster as pending), unless ``strict``: then its error is raised."""
+                         carrier: str, strict: bool = False, release: bool = False
+                         ) -> plan.Vertex | None:
+    """The delete of dependency ``ref``'s copy in ``cluster`` (its release, our marks
+    removed, when ``release``: a preserved workload's deletion), or None when it stays:
+    not ours, not there, carried there by another binding, or placed there by its own
+    policy. A member that cannot be read gives None too (the workload's copy, read next,
+    records the cluster as pending), unless ``strict``: then its error is raised."""
     if namespace is None or cluster not in {m.name for m in ctx.members()}:
         return None
     if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
@@ -301,6 +304,8 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
         return None  # retried with the workload's next reconcile; its copy is what counts
     if live is None or not manifests.is_ours(live):
         return None
+    if release:
+        return preserve.release_vertex(cluster, live, what=f"dependency {ref}")
     return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                        reason=f"dependency {ref} not needed")
 
