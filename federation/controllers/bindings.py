@@ -6,7 +6,8 @@ cluster-scoped template). It is the only place the control plane remembers
 anything about the template: its spec is the decision (policy, replicas per
 cluster, the explanation), ``pendingCleanup`` (clusters still holding a copy to
 delete), ``orphan`` and ``templateDeleted``, and what Karmada's behaviour fields need
-remembered (``dependencies`` carried by propagateDeps, ``preserveResourcesOnDeletion``,
+remembered (``dependencies`` carried by propagateDeps and ``awaitedDependencies`` named but
+not on the hub yet, ``preserveResourcesOnDeletion``,
 the ``activation`` a Lazy policy was applied with, the policy's ``suspension``, and
 ``whenUnclaimed``: ``Keep`` when a ``policy.karmada.io`` policy claimed it); its
 status holds the conditions (Scheduled, Applied, Healthy, Conflict, CleanupPending,

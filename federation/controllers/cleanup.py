@@ -188,7 +188,9 @@ class Reconciler:
         if marked and marked == await self._claimed_uid(binding):
             return True  # the re-created template has taken this copy over
         try:
-            if preserve.preserves(binding):  # preserveResourcesOnDeletion: release it
+            # preserveResourcesOnDeletion: release it, unless the template had left the
+            # cluster before its deletion (then it goes, as any cluster left loses its copy).
+            if preserve.releases(binding, cluster):
                 await writer.update(preserve.released(live), resource=resource)
             else:
                 await writer.delete(resource, target["name"], target.get("namespace"),

@@ -9,7 +9,8 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   the kinds they name and requeue those templates; override policy and
   MemberCluster events requeue every template. The first policy with
   ``propagateDeps`` starts following the hub's ConfigMaps, Secrets, ServiceAccounts
-  and PersistentVolumeClaims: a change of one requeues the workloads that carry it.
+  and PersistentVolumeClaims: a change of one requeues the workloads that carry it,
+  and its creation the workloads that name it and waited for it.
   A ReconfigurePolicy event (its status included: a cluster released) requeues the
   templates it names, before and after the change, of kinds already followed.
 - ``policy-validation``: the ``Valid`` condition of every policy, and the
@@ -164,8 +165,9 @@ class Wiring:
             return  # the carriers reconcile at start anyway
         meta = event.obj.get("metadata") or {}
         namespace = str(meta.get("namespace") or "")
+        # Awaiting ones too: a dependency named before it existed is carried once it does.
         for target in self.dependents.carriers(namespace, event.resource.kind,
-                                               str(meta.get("name"))):
+                                               str(meta.get("name")), awaiting=True):
             request = self._carrier_request(namespace, target)
             if request is not None:
                 self.controller.queue.add(request)

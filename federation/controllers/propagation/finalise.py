@@ -11,13 +11,15 @@ record: the binding becomes ``templateDeleted`` with ``pendingCleanup`` and a
 binding whose ``spec.orphan`` is true (the template was annotated
 ``federation.io/orphan: "true"``) is deleted and its copies stay. A binding whose
 ``spec.preserveResourcesOnDeletion`` is true (:mod:`.preserve`) has its copies released
-(our marks removed) instead of deleted; dependencies carried by ``propagateDeps``
-(:mod:`.propagate_deps`) go with the template unless still carried by another.
+(our marks removed) instead of deleted in the clusters of its decision (a cluster only
+pending was left before: its copy is deleted); dependencies carried by ``propagateDeps``
+(:mod:`.propagate_deps`) go with the template (are released with it) unless still
+carried by another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
@@ -30,20 +32,19 @@ from federation.hub import records
 
 async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
                        namespace: str | None, clusters: Sequence[str], uid: str | None,
-                       unreachable: dict[str, str], release: bool = False,
+                       unreachable: dict[str, str], release: Collection[str] = (),
                        dependencies: Sequence[propagate_deps.Ref] = ()) -> plan.Plan:
-    """Deletes of our copies (of template ``uid`` when given) in ``clusters`` (releases,
-    when ``release``), and of the ``dependencies`` they carried; clusters that cannot be
-    read are added to ``unreachable``."""
+    """Deletes of our copies (of template ``uid`` when given) in ``clusters`` (releases in
+    the clusters of ``release``), and of the ``dependencies`` they carried (released
+    there too); clusters that cannot be read are added to ``unreachable``."""
     dag = plan.Plan()
     carrier = records.binding_name(name, hub_resource.kind)
-    if not release:
-        for ref in dependencies:
-            for cluster in clusters:
-                vertex = await propagate_deps.removal_vertex(ctx, ref, namespace, cluster,
-                                                             carrier)
-                if vertex is not None:
-                    dag.add(vertex)
+    for ref in dependencies:
+        for cluster in clusters:
+            vertex = await propagate_deps.removal_vertex(ctx, ref, namespace, cluster,
+                                                         carrier, release=cluster in release)
+            if vertex is not None:
+                dag.add(vertex)
     known = {m.name for m in ctx.members()}
     for cluster in clusters:
         if cluster not in known:
@@ -59,7 +60,7 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
             manifests.TEMPLATE_UID_ANNOTATION)
         if uid and marked and marked != uid:
             continue  # a newer template's copy: not ours to delete
-        dag.add(preserve.release_vertex(cluster, live) if release else
+        dag.add(preserve.release_vertex(cluster, live) if cluster in release else
                 plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                             reason="template gone"))
     return dag
@@ -71,9 +72,11 @@ def left_after(report: plan.Report, unreachable: dict[str, str]) -> dict[str, st
                               for o in report.failed()}}
 
 
-def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
-                ) -> plan.Plan:
-    """Delete the binding when nothing is left; else record what is, once."""
+def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool,
+                released: Collection[str] = ()) -> plan.Plan:
+    """Delete the binding when nothing is left; else record what is, once. A deleted
+    template's record whose copies are released in ``released`` (it preserves) lists the
+    other pending clusters (:data:`.preserve.LEFT`): the clean-up controller deletes those."""
     dag = plan.Plan()
     if not left:
         dag.add(plan.Vertex(hub, plan.Action.DELETE, plan.reference(binding),
@@ -81,11 +84,17 @@ def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
         return dag
     pending = sorted(left)
     spec = dict(binding.get("spec") or {})
-    if spec.get("pendingCleanup") == pending and bool(spec.get("templateDeleted")) == deleted:
+    gone = sorted(c for c in pending if c not in released) \
+        if deleted and preserve.preserves(binding) else None
+    if spec.get("pendingCleanup") == pending and \
+            bool(spec.get("templateDeleted")) == deleted and spec.get(preserve.LEFT) == gone:
         return dag
     previous = (binding.get("status") or {}).get("conditions") or []
     spec.update(pendingCleanup=pending, templateDeleted=deleted,
                 clusters=[] if deleted else spec.get("clusters") or [])
+    spec.pop(preserve.LEFT, None)
+    if gone is not None:  # also when empty: only then does the record say it (see releases)
+        spec[preserve.LEFT] = gone
     updated = {**binding, "spec": spec,
                "status": {**(binding.get("status") or {}),
                           "conditions": [pending_condition(pending, previous)]}}

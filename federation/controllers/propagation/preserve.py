@@ -9,8 +9,13 @@ and the copy becomes an ordinary object of its cluster that nothing of ours upda
 deletes (a template re-created later meets it as a conflict, unless its policy says
 ``conflictResolution: Overwrite``). It applies to the template's deletion only: a
 cluster the template leaves still loses its copy (what a policy that stops selecting a
-template does is :mod:`.unclaimed`'s). A member away at the deletion gets its copy
-released by the clean-up controller when it returns.
+template does is :mod:`.unclaimed`'s), and so does a cluster it had left while that
+cluster was away (pending clean-up, not in the decision) when the deletion comes. A member
+of the decision away at the deletion gets its copy released by the clean-up controller
+when it returns; the deleted binding lists the pending clusters whose copies go instead
+(:data:`LEFT`). The dependencies the workload carried with ``propagateDeps`` are released
+with it where it is released (unless another binding still carries them there), so no
+copy of ours is left for a later clean-up of another workload to delete.
 """
 
 from __future__ import annotations
@@ -22,8 +27,13 @@ from typing import Any
 from federation.controllers import manifests, plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
+from federation.hub import records
 
 FIELD = "preserveResourcesOnDeletion"
+LEFT = "leftBeforeDeletion"
+"""A deleted, preserving binding's spec field: the pending clusters the template had left
+before its deletion (their copies are deleted when they return, not released). Kept apart
+from ``spec.clusters``, which a deleted binding empties (readers of placements ignore it)."""
 
 
 async def record_preservation(ctx: TransformContext, build: Build) -> Verdict | None:
@@ -54,7 +64,23 @@ def released(live: Mapping[str, Any]) -> JSON:
     return obj
 
 
-def release_vertex(cluster: str, live: Mapping[str, Any]) -> plan.Vertex:
+def release_vertex(cluster: str, live: Mapping[str, Any], what: str = "copy") -> plan.Vertex:
     return plan.Vertex(cluster, plan.Action.UPDATE, released(live),
-                       reason="template gone; copy preserved (preserveResourcesOnDeletion)",
+                       reason=f"template gone; {what} preserved (preserveResourcesOnDeletion)",
                        expect=plan.Identity.of(live))
+
+
+def released_on(binding: Mapping[str, Any] | None) -> set[str]:
+    """Where the template's deletion releases copies instead of deleting them: the clusters
+    of its decision when it preserves (a cluster only pending was left earlier, while it
+    was away: its copy goes, as any cluster left loses its copy)."""
+    return set(records.decision(binding)) if preserves(binding) else set()
+
+
+def releases(binding: Mapping[str, Any] | None, cluster: str) -> bool:
+    """Whether a deleted template's pending copy (and dependencies) in ``cluster`` is to be
+    released rather than deleted: it preserves, and the cluster is not :data:`LEFT` (a
+    record without that field, from before it existed, releases every pending copy:
+    keeping an object is the mistake that loses nothing)."""
+    left = ((binding or {}).get("spec") or {}).get(LEFT) or []
+    return preserves(binding) and cluster not in {str(c) for c in left}

@@ -11,7 +11,8 @@ marks with the dependency's own UID, so two workloads sharing a ConfigMap write 
 same copy once). The binding records what was carried (``spec.dependencies``); a
 dependency no longer named, or on a cluster the workload left, is deleted there unless
 another binding of the namespace still carries it there or its own policy places it
-there.
+there. One named but missing on the hub is recorded apart (``spec.awaitedDependencies``),
+so its creation requeues the workload (:class:`Dependents`); no deletion reads that list.
 
 A reference can only ever mean an object of the workload's own namespace: a pod
 template has no field naming another namespace, the namespace is never read from the
@@ -31,6 +32,7 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import CONFIGMAPS, ClientError, Resource
 from federation.controllers import api, manifests, overrides, plan
+from federation.controllers.propagation import preserve
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.copies import copy_vertex
@@ -38,6 +40,11 @@ from federation.controllers.propagation.load_policy import api_ref, denied_by
 from federation.controllers.propagation.render import load_overrides, stop_if_invalid_selects
 from federation.hub import records
 from federation.placement import resources as resources_
+
+AWAITED = "awaitedDependencies"
+"""The binding's spec field naming the dependencies the pod template names that do not
+exist on the hub yet: the wiring requeues the workload when one appears. Never read by
+a deletion (only ``spec.dependencies``, what was copied, is)."""
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
@@ -178,6 +185,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
                 raise Problem("Applied", "InvalidDependency",
                               f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
     carried: list[str] = []
+    awaited: list[str] = []
     chosen, invalid = await load_overrides(ctx, build.namespace) if wanted else ([], [])
     for ref in wanted:
         whole = ctx.deny_list.kind_rule("", ref.kind)
@@ -189,6 +197,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
         if source is None:
             _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "
                             "once it exists")
+            awaited.append(str(ref))
             continue
         rule = await denied_by(ctx, source)
         if rule is not None:
@@ -199,6 +208,8 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
         carried.append(str(ref))
         await _plan_copies(ctx, build, ref, source, chosen)
     build.record["dependencies"] = carried or None
+    # Apart from the carried ones: a name never copied must never look like ours to delete.
+    build.record[AWAITED] = awaited or None
     await _plan_removals(ctx, build, {r for r in wanted if str(r) in carried})
     return None
 
@@ -268,11 +279,13 @@ def records_name(build: Build) -> str:
 
 
 async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None, cluster: str,
-                         carrier: str, strict: bool = False) -> plan.Vertex | None:
-    """The delete of dependency ``ref``'s copy in ``cluster``, or None when it stays: not
-    ours, not there, carried there by another binding, or placed there by its own policy.
-    A member that cannot be read gives None too (the workload's copy, read next, records
-    the cluster as pending), unless ``strict``: then its error is raised."""
+                         carrier: str, strict: bool = False, release: bool = False
+                         ) -> plan.Vertex | None:
+    """The delete of dependency ``ref``'s copy in ``cluster`` (its release, our marks
+    removed, when ``release``: a preserved workload's deletion), or None when it stays:
+    not ours, not there, carried there by another binding, or placed there by its own
+    policy. A member that cannot be read gives None too (the workload's copy, read next,
+    records the cluster as pending), unless ``strict``: then its error is raised."""
     if namespace is None or cluster not in {m.name for m in ctx.members()}:
         return None
     if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
@@ -292,6 +305,8 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
         return None  # retried with the workload's next reconcile; its copy is what counts
     if live is None or not manifests.is_ours(live):
         return None
+    if release:
+        return preserve.release_vertex(cluster, live, what=f"dependency {ref}")
     return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                        reason=f"dependency {ref} not needed")
 
@@ -299,7 +314,16 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
 def dependencies(binding: Mapping[str, Any] | None) -> list[Ref]:
     """The dependencies a binding records as carried (unparseable entries ignored: the
     record is ours, and a name we could not have written is never acted on)."""
-    found = ((binding or {}).get("spec") or {}).get("dependencies") or []
+    return _refs(binding, "dependencies")
+
+
+def awaited(binding: Mapping[str, Any] | None) -> list[Ref]:
+    """The dependencies a binding records as named but missing on the hub (:data:`AWAITED`)."""
+    return _refs(binding, AWAITED)
+
+
+def _refs(binding: Mapping[str, Any] | None, field: str) -> list[Ref]:
+    found = ((binding or {}).get("spec") or {}).get(field) or []
     refs = [Ref.parse(str(text)) for text in found] if isinstance(found, list) else []
     return sorted(r for r in refs if r is not None)
 
@@ -327,32 +351,40 @@ def owned_clusters(binding: Mapping[str, Any] | None) -> set[str]:
 
 
 class Dependents:
-    """Which templates carry which dependency, from the bindings' ``spec.dependencies``:
-    a changed ConfigMap (Secret, ...) on the hub requeues the workloads that carry it, as
-    Karmada's distributor does. Fed binding events; kept in memory, rebuilt at start from
-    the bindings' first list."""
+    """Which templates carry which dependency, from the bindings' ``spec.dependencies``,
+    and which await one, from their ``spec.awaitedDependencies``: a changed ConfigMap
+    (Secret, ...) on the hub requeues the workloads that carry it, as Karmada's
+    distributor does, and one that appears the workloads waiting for it. Fed binding
+    events; kept in memory, rebuilt at start from the bindings' first list."""
 
     def __init__(self) -> None:
-        self._by_binding: dict[tuple[str, str], tuple[JSON, list[Ref]]] = {}
-        self._carriers: dict[tuple[str, Ref], set[tuple[str, str]]] = {}
+        self._by_binding: dict[tuple[str, str], tuple[JSON, set[Ref], set[Ref]]] = {}
+        self._index: dict[tuple[str, Ref], set[tuple[str, str]]] = {}
 
     def binding_changed(self, binding: Mapping[str, Any], deleted: bool) -> None:
         meta = binding.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name")))
-        _, before = self._by_binding.pop(key, ({}, []))
-        for ref in before:
-            self._carriers.get((key[0], ref), set()).discard(key)
-        refs = [] if deleted else dependencies(binding)
-        if refs:
+        _, carried, waiting = self._by_binding.pop(key, ({}, set(), set()))
+        for ref in carried | waiting:
+            self._index.get((key[0], ref), set()).discard(key)
+        carried = set() if deleted else set(dependencies(binding))
+        waiting = set() if deleted else set(awaited(binding))
+        if carried or waiting:
             target = dict((binding.get("spec") or {}).get("resource") or {})
-            self._by_binding[key] = (target, refs)
-            for ref in refs:
-                self._carriers.setdefault((key[0], ref), set()).add(key)
+            self._by_binding[key] = (target, carried, waiting)
+            for ref in carried | waiting:
+                self._index.setdefault((key[0], ref), set()).add(key)
 
-    def carriers(self, namespace: str, kind: str, name: str) -> list[JSON]:
-        """The ``spec.resource`` of each template that carries ``kind/name`` in ``namespace``."""
+    def carriers(self, namespace: str, kind: str, name: str, awaiting: bool = False
+                 ) -> list[JSON]:
+        """The ``spec.resource`` of each template that carries ``kind/name`` in
+        ``namespace`` (and, with ``awaiting``, of each that waits for it to exist)."""
         ref = Ref.parse(f"{kind}/{name}")
         if ref is None:
             return []
-        keys = sorted(self._carriers.get((namespace, ref), set()))
-        return [self._by_binding[k][0] for k in keys if k in self._by_binding]
+        found = []
+        for key in sorted(self._index.get((namespace, ref), set())):
+            target, carried, waiting = self._by_binding[key]
+            if ref in carried or (awaiting and ref in waiting):
+                found.append(target)
+        return found

@@ -332,19 +332,21 @@ class Reconciler:
     async def finish_dependencies(self, binding: ReadOnly, cluster: str) -> bool:
         """The clean-up controller's part of a deleted template's ``propagateDeps``: delete
         the dependencies ``binding`` carried in ``cluster`` (a member that was away when the
-        template went), unless another binding still carries them there or their own policy
-        places them. True when none of ours is left there; False to try again."""
+        template went; release them where it releases the copy, see
+        :func:`.preserve.releases`), unless another binding still carries them there or
+        their own policy places them. True when none of ours is left there; False to try again."""
         spec = binding.get("spec") or {}
         namespace = (spec.get("resource") or {}).get("namespace")
         refs = finalise.dependencies(binding)
-        if not refs or finalise.preserves(binding):
-            return True  # preserved: the template's deletion leaves its dependencies too
+        if not refs:
+            return True
+        release = preserve.releases(binding, cluster)  # preserved: released with the copy
         dag = plan.Plan()
         try:
             for ref in refs:
                 vertex = await propagate_deps.removal_vertex(
                     self.context, ref, namespace, cluster, str(binding["metadata"]["name"]),
-                    strict=True)
+                    strict=True, release=release)
                 if vertex is not None:
                     dag.add(vertex)
         except ClientError as exc:
@@ -362,9 +364,10 @@ class Reconciler:
                 target.get("kind") != resource.kind or target.get("name") != name:
             return None
         unreachable: dict[str, str] = {}
+        released = preserve.released_on(binding)  # the decision's: a cluster left still loses
         dag = await finalise.removal_plan(self.context, resource, name, namespace,
                                           finalise.holders(binding), target.get("uid"),
-                                          unreachable, release=finalise.preserves(binding),
+                                          unreachable, release=released,
                                           dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
         for cluster, why in sorted(left.items()):
@@ -372,7 +375,7 @@ class Reconciler:
             log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,
                       why)
         raise_for_hub_failure(await self.execute(
-            finalise.record_plan(self.hub, binding, left, deleted=True)))
+            finalise.record_plan(self.hub, binding, left, deleted=True, released=released)))
         return None
 
 

@@ -18,13 +18,13 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers import bindings, events, plan, status
-from federation.controllers.propagation import reconfigure, unclaimed
+from federation.controllers.propagation import propagate_deps, reconfigure, unclaimed
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import decision as decision_
 
-RECORD_KEYS = ("dependencies", "preserveResourcesOnDeletion", "activation", "suspension",
-               reconfigure.FIELD, unclaimed.FIELD)
+RECORD_KEYS = ("dependencies", propagate_deps.AWAITED, "preserveResourcesOnDeletion",
+               "activation", "suspension", reconfigure.FIELD, unclaimed.FIELD)
 """Binding spec fields the behaviour transformers own (:attr:`~.build.Build.record`)."""
 
 

@@ -69,3 +69,48 @@ def test_the_initial_list_requeues_no_carrier() -> None:
     wiring.kinds._copy_event(Event("ADDED", "member1", kube.CONFIGMAPS, member_copy(True),
                                    initial=True))
     assert ("Deployment.apps", "web") not in requested(queued)
+
+
+AWAITING: dict[str, Any] = {"metadata": {"name": "api-deployment", "namespace": "shop"},
+                             "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                                   "name": "api"},
+                                      "awaitedDependencies": ["ConfigMap/later"]}}
+
+
+def hub_requests(wiring: setup.Wiring) -> list[Request]:
+    queued: list[Request] = []
+    wiring.controller.queue.add = lambda request, *_: queued.append(request)  # type: ignore[method-assign]
+    return queued
+
+
+def test_a_missing_dependency_that_appears_on_the_hub_requeues_its_workload() -> None:
+    """The binding names ConfigMap/later as awaited (the pod template names it, the hub
+    had none): its creation requeues api, so it is carried without another change."""
+    wiring, _ = wired()
+    wiring.dependents.binding_changed(AWAITING, deleted=False)
+    queued = hub_requests(wiring)
+    later = {"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": {"name": "later", "namespace": "shop"}}
+    wiring._dependency_event(Event("ADDED", "hub", kube.CONFIGMAPS, later))
+    assert [(r.kind, r.name) for r in queued] == [("Deployment.apps", "api")]
+    # Another namespace's ConfigMap of that name, or another name, requeues nothing.
+    wiring._dependency_event(Event("ADDED", "hub", kube.CONFIGMAPS,
+                                   {**later, "metadata": {"name": "later", "namespace": "bank"}}))
+    wiring._dependency_event(Event("ADDED", "hub", kube.CONFIGMAPS,
+                                   {**later, "metadata": {"name": "other", "namespace": "shop"}}))
+    assert len(queued) == 1
+
+
+def test_an_awaited_name_is_no_carrier_of_member_copies() -> None:
+    """api never copied ConfigMap/later: a member's copy of that name (ours, another
+    workload's) changing requeues nothing for api; once carried, the awaited entry goes."""
+    wiring, queued = wired()
+    wiring.dependents.binding_changed(AWAITING, deleted=False)
+    wiring.kinds._copy_event(Event("MODIFIED", "member1", kube.CONFIGMAPS,
+                                   member_copy(True, name="later")))
+    assert ("Deployment.apps", "api") not in requested(queued)
+    carried = {**AWAITING, "spec": {**AWAITING["spec"], "awaitedDependencies": None,
+                                    "dependencies": ["ConfigMap/later"]}}
+    wiring.dependents.binding_changed(carried, deleted=False)
+    assert [t["name"] for t in wiring.dependents.carriers("shop", "ConfigMap", "later")] == \
+        ["api"]

@@ -312,6 +312,55 @@ def test_dependents_index_maps_a_dependency_to_its_carriers() -> None:
     assert index.carriers("shop", "ConfigMap", "app-config") == []
 
 
+async def test_a_missing_dependency_is_awaited_then_carried_once_it_exists() -> None:
+    """Named before it exists: the explanation says so, the binding records it as
+    awaited (not as carried) and the index requeues the workload when it appears; the
+    next reconcile carries it, in the one binding write the explanation needs anyway."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    template = mc.put("hub", mounting("later"))
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    assert binding["spec"]["awaitedDependencies"] == ["ConfigMap/later"]
+    assert "dependencies" not in binding["spec"]
+    assert any("ConfigMap/later not found" in line for line in binding["spec"]["explanation"])
+    assert all(mc.find(m, "ConfigMap", "later", "shop") is None for m in MEMBERS)
+    index = propagate_deps.Dependents()
+    index.binding_changed(binding, deleted=False)
+    assert index.carriers("shop", "ConfigMap", "later") == []
+    assert [t["name"] for t in index.carriers("shop", "ConfigMap", "later", awaiting=True)] \
+        == ["web"]
+    mc.put("hub", config_map("later", k="v1"))
+    before = len([w for w in mc.writes if w[1] == "hub"])
+    await r.reconcile(request_for(template))
+    assert len([w for w in mc.writes if w[1] == "hub"]) - before <= 1
+    for member in MEMBERS:
+        copy = mc.find(member, "ConfigMap", "later", "shop")
+        assert copy is not None and copy["data"] == {"k": "v1"} and manifests.is_ours(copy)
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None and binding["spec"]["dependencies"] == ["ConfigMap/later"]
+    assert "awaitedDependencies" not in binding["spec"]
+
+
+async def test_an_awaited_dependency_is_never_deleted_as_carried() -> None:
+    """web names ConfigMap/later, which the hub lacks; member1 holds a copy of that name
+    marked ours that nothing carries (web never copied it). web's deletion leaves it."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    stray = manifests.mark(config_map("later"), "uid-elsewhere")
+    mc.put("member1", stray)
+    template = mc.put("hub", mounting("later"))
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    del mc.objects[("hub", "deployments", "shop", "web")]
+    await r.reconcile(request_for(template))
+    assert mc.find("member1", "Deployment", "web", "shop") is None
+    assert mc.find("member1", "ConfigMap", "later", "shop") is not None
+    assert mc.find("hub", "ResourceBinding", "web-deployment", "shop") is None
+
+
 # -- schedulerName -----------------------------------------------------------------------------
 
 
