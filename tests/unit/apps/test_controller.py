@@ -146,32 +146,23 @@ async def test_staged_rollout_on_the_fakes(world: tuple[MC, Any, Clock]) -> None
     assert must(mc, "hub", "ApplicationRevision", "shop-v1")["status"]["succeeded"]
 
 
-async def test_a_foreign_object_is_never_overwritten(world: tuple[MC, Any, Clock]) -> None:
-    mc, reconciler, _ = world
-    mc.put("member1", {"apiVersion": "apps/v1", "kind": "Deployment",
-                       "metadata": {"name": "web", "namespace": "shop"},
-                       "spec": {"replicas": 9}})
-    set_app(mc, app())
-    await reconciler.reconcile(REQUEST)
-    assert must(mc, "member1", "Deployment", "web")["spec"] == {"replicas": 9}
-    conditions = {c["type"]: c for c in
-                  must(mc, "hub", "Application", "shop")["status"]["conditions"]}
-    assert conditions["Applied"]["status"] == "False"
-    assert "not managed by federation" in conditions["Applied"]["message"]
+OURS = {"federation.io/managed-by": "federation"}
 
 
-@pytest.mark.parametrize(("placer", "said"), [
-    ({"federation.io/application": "shop/other"}, "was placed by Application shop/other"),
-    ({"federation.io/template-uid": "uid-t"}, "is a propagated template's copy")])
-async def test_an_object_another_of_our_writers_placed_is_left_alone(
-        world: tuple[MC, Any, Clock], placer: dict[str, str], said: str) -> None:
-    """Another Application's object, or a propagated template's copy, of the same
-    identity: neither is updated (two of our writers would rewrite it in turn for ever);
-    the condition names who placed it."""
+@pytest.mark.parametrize(("labels", "placer", "said"), [
+    ({}, {}, "is not managed by federation"),
+    (OURS, {"federation.io/application": "shop/other"},
+     "was placed by Application shop/other"),
+    (OURS, {"federation.io/template-uid": "uid-t"}, "is a propagated template's copy")])
+async def test_an_object_someone_else_placed_is_never_overwritten(
+        world: tuple[MC, Any, Clock], labels: dict[str, str], placer: dict[str, str],
+        said: str) -> None:
+    """A foreign object, another Application's, or a propagated template's copy, of the
+    same identity: none is updated (two of our writers would rewrite it in turn for
+    ever); the condition names who placed it."""
     mc, reconciler, _ = world
     mc.put("member1", {"apiVersion": "apps/v1", "kind": "Deployment",
-                       "metadata": {"name": "web", "namespace": "shop",
-                                    "labels": {"federation.io/managed-by": "federation"},
+                       "metadata": {"name": "web", "namespace": "shop", "labels": labels,
                                     "annotations": placer},
                        "spec": {"replicas": 9}})
     set_app(mc, app())

@@ -12,6 +12,7 @@ import pytest
 from federation.contexts.client import ClusterUnavailable
 from federation.controllers import manifests
 from federation.controllers.propagation import unclaimed
+from federation.controllers.propagation.reconciler import Reconciler
 from federation.runtime.reconcile import Result
 from tests.unit.controllers.fakes import (
     FakeMC,
@@ -44,6 +45,24 @@ def binding(mc: FakeMC) -> JSON:
 def replicas(mc: FakeMC, member: str) -> int | None:
     copy = mc.find(member, "Deployment", "web", "shop")
     return None if copy is None else int(copy["spec"]["replicas"])
+
+
+async def unclaimed_web(carrying: bool = False, **policy: Any
+                        ) -> tuple[FakeMC, Reconciler, JSON]:
+    """web placed on both members by a policy.karmada.io policy (``policy``: its extra
+    spec fields; ``carrying``: web mounts the ConfigMap app-config, propagateDeps on),
+    then the policy deleted and the template reconciled: unclaimed."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    if carrying:
+        policy["propagateDeps"] = True
+        mc.put("hub", config_map("app-config"))
+    mc.put("hub", deployment_policy(**policy))
+    template = mc.put("hub", mounting("app-config") if carrying else deployment())
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    del mc.objects[POLICY_KEY]
+    await r.reconcile(request_for(template))
+    return mc, r, template
 
 
 async def test_a_karmada_policy_deleted_leaves_the_copies_and_unclaims_the_binding() -> None:
@@ -80,13 +99,7 @@ async def test_a_karmada_policy_deleted_leaves_the_copies_and_unclaims_the_bindi
 async def test_an_unclaimed_template_changes_no_copy_and_writes_nothing_again() -> None:
     """A scale of the template on the hub while unclaimed: no member write, no hub write,
     no second event."""
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", deployment_policy())
-    template = mc.put("hub", deployment())
-    r = reconciler(mc)
-    await r.reconcile(request_for(template))
-    del mc.objects[POLICY_KEY]
-    await r.reconcile(request_for(template))
+    mc, r, _ = await unclaimed_web()
     since = len(mc.writes)
     scaled = edit(mc, "Deployment", "web", "shop", lambda d: d["spec"].update(replicas=7))
     assert await r.reconcile(request_for(scaled)) is None
@@ -99,13 +112,7 @@ async def test_an_unclaimed_template_changes_no_copy_and_writes_nothing_again() 
 async def test_a_new_policy_claims_an_unclaimed_template_and_places_it_anew() -> None:
     """A policy for member1 only takes the template over: member1's copy follows the
     template again, member2's goes, and the binding names its new claim."""
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", deployment_policy())
-    template = mc.put("hub", deployment())
-    r = reconciler(mc)
-    await r.reconcile(request_for(template))
-    del mc.objects[POLICY_KEY]
-    await r.reconcile(request_for(template))
+    mc, r, template = await unclaimed_web()
     edit(mc, "Deployment", "web", "shop", lambda d: d["spec"].update(replicas=3))
     successor = deployment_policy("successor")
     successor["spec"]["resourceSelectors"][0]["name"] = "web"
@@ -120,14 +127,7 @@ async def test_a_new_policy_claims_an_unclaimed_template_and_places_it_anew() ->
 
 
 async def test_deleting_an_unclaimed_template_still_deletes_its_copies() -> None:
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", deployment_policy(propagateDeps=True))
-    mc.put("hub", config_map("app-config"))
-    template = mc.put("hub", mounting("app-config"))
-    r = reconciler(mc)
-    await r.reconcile(request_for(template))
-    del mc.objects[POLICY_KEY]
-    await r.reconcile(request_for(template))
+    mc, r, template = await unclaimed_web(carrying=True)
     del mc.objects[("hub", "deployments", "shop", "web")]
     await r.reconcile(request_for(template))
     for member in MEMBERS:
@@ -198,13 +198,7 @@ async def test_our_policy_deleted_keeps_the_copies_of_a_template_marked_orphan()
 async def test_a_lazy_policy_recreated_claims_anew_and_applies_at_once() -> None:
     """A Lazy policy deleted and created again (narrowed to member1): a new claim, so its
     placement applies now, not at the template's next change."""
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", deployment_policy(activationPreference="Lazy"))
-    template = mc.put("hub", deployment())
-    r = reconciler(mc)
-    await r.reconcile(request_for(template))
-    del mc.objects[POLICY_KEY]
-    await r.reconcile(request_for(template))
+    mc, r, template = await unclaimed_web(activationPreference="Lazy")
     assert "activation" not in binding(mc)["spec"]
     again = deployment_policy(activationPreference="Lazy")
     again["spec"]["placement"] = {"clusterAffinity": {"clusterNames": ["member1"]}}
@@ -215,13 +209,7 @@ async def test_a_lazy_policy_recreated_claims_anew_and_applies_at_once() -> None
 
 
 async def test_an_unclaimed_template_marked_orphan_keeps_its_copies_when_deleted() -> None:
-    mc = FakeMC(cluster_set(*MEMBERS))
-    mc.put("hub", deployment_policy())
-    template = mc.put("hub", deployment())
-    r = reconciler(mc)
-    await r.reconcile(request_for(template))
-    del mc.objects[POLICY_KEY]
-    await r.reconcile(request_for(template))
+    mc, r, _ = await unclaimed_web()
     marked = edit(mc, "Deployment", "web", "shop", lambda d: d["metadata"].update(
         annotations={"federation.io/orphan": "true"}))
     await r.reconcile(request_for(marked))
