@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +109,32 @@ def test_a_typo_in_a_karmada_policy_is_named_not_pruned(fleet: TestFleet, ns: st
 
     message = wait_for(invalid, 30, what="Valid=False on the misspelt policy")
     assert "spec.placement.clusterAfinity" in message
+
+
+def test_a_typo_in_the_policy_that_placed_a_workload_keeps_its_copies(fleet: TestFleet,
+                                                                       ns: str) -> None:
+    """An edit that misspells a field of the claiming policy is bad input, not "no
+    policy": the copies stay in member1 and member2, the binding says PolicyInvalid."""
+    def policy(placement: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                "metadata": {"name": "nginx", "namespace": ns},
+                "spec": {"resourceSelectors": [{"apiVersion": "apps/v1",
+                                                "kind": "Deployment", "name": "nginx"}],
+                         "placement": placement}}
+
+    apply(fleet, "hub", nginx(ns),
+          policy({"clusterAffinity": {"clusterNames": ["member1", "member2"]}}))
+    for member in ("member1", "member2"):
+        wait_for(partial(container, fleet, member, ns), 60, what=f"nginx in {member}")
+    apply(fleet, "hub", policy({"clusterAfinity": {"clusterNames": ["member1"]}}))
+
+    def scheduled_reason() -> str | None:
+        found = get_or_none(fleet, "hub", "resourcebindings.work.federation.io",
+                            "nginx-deployment", "-n", ns) or {}
+        return next((str(c.get("reason")) for c in (found.get("status") or {}).get(
+            "conditions") or [] if c.get("type") == "Scheduled"), None)
+
+    wait_for(lambda: scheduled_reason() == "PolicyInvalid", 60,
+             what="the binding says PolicyInvalid")
+    for member in ("member1", "member2"):
+        assert container(fleet, member, ns) is not None, member
