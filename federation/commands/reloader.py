@@ -71,6 +71,9 @@ def reloader(config_dir: Path, action_file: Path, pid_file: Path | None, bind_ad
         _check_file(flag, path)
     if not config_dir.is_dir():
         raise click.ClickException(f"--config-dir {config_dir}: not a directory")
+    if not namespace:
+        raise click.ClickException("--namespace (or $POD_NAMESPACE) is empty: name the "
+                                   "namespace of the workload this reloader serves")
     try:
         action = actions.load(action_file)
     except actions.ActionError as exc:

@@ -166,7 +166,14 @@ class Reconciler:
         (the copy first: a dependency goes only once its workload has)."""
         if not await self._clean(binding, cluster):
             return False
-        return self.dependencies is None or await self.dependencies(binding, cluster)
+        if self.dependencies is None or not (binding.get("spec") or {}).get("dependencies"):
+            return True
+        if await self._claimed_uid(binding) is not None:
+            # A re-created template of the name owns the record's dependencies now: its
+            # own reconcile removes what it no longer carries (its binding shares the
+            # name, so it would not count as another carrier here).
+            return True
+        return await self.dependencies(binding, cluster)
 
     async def _clean(self, binding: ReadOnly, cluster: str) -> bool:
         """True when ``cluster`` holds no copy of the deleted template any more."""
@@ -181,7 +188,7 @@ class Reconciler:
             # Every retry of an outage: DEBUG (the cluster's transition is logged once).
             log.debug("%s: %s still unreachable: %s", binding["metadata"]["name"], cluster, exc)
             return False
-        if not manifests.is_ours(live):
+        if not manifests.is_propagated(live):
             return True
         meta = live["metadata"]
         marked = (meta.get("annotations") or {}).get(manifests.TEMPLATE_UID_ANNOTATION)

@@ -64,6 +64,12 @@ def application_of(obj: Mapping[str, Any]) -> str | None:
     return str(found) if found else None
 
 
+def is_propagated(obj: Mapping[str, Any]) -> bool:
+    """Ours and placed by propagation (no Application's mark): what propagation and its
+    clean-up may delete or release, and nothing else."""
+    return is_ours(obj) and application_of(obj) is None
+
+
 def same_placer(desired: Mapping[str, Any], live: Mapping[str, Any]) -> bool:
     """Whether ``live`` is ours and was placed by whoever writes ``desired``: the same
     Application, or propagation (no Application). Two of our writers never fight over

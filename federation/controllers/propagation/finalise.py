@@ -54,7 +54,7 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
         except ClientError as exc:
             unreachable[cluster] = str(exc)
             continue
-        if live is None or not manifests.is_ours(live):
+        if live is None or not manifests.is_propagated(live):
             continue
         marked = (live["metadata"].get("annotations") or {}).get(
             manifests.TEMPLATE_UID_ANNOTATION)

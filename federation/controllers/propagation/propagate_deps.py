@@ -303,7 +303,7 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
         if strict:
             raise
         return None  # retried with the workload's next reconcile; its copy is what counts
-    if live is None or not manifests.is_ours(live):
+    if live is None or not manifests.is_propagated(live):
         return None
     if release:
         return preserve.release_vertex(cluster, live, what=f"dependency {ref}")

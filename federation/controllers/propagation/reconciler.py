@@ -229,7 +229,8 @@ class Reconciler:
         unreachable = dict(build.unreachable)
         cleaning = sorted(set(build.pending_before) - set(previous))
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
-                                          build.namespace, cleaning, None, unreachable)
+                                          build.namespace, cleaning, None, unreachable,
+                                          dependencies=finalise.dependencies(build.binding))
         report = await self.execute(dag)
         pending = sorted(finalise.left_after(report, unreachable))
         before = build.previous_conditions
@@ -307,7 +308,8 @@ class Reconciler:
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
                                           build.namespace,
                                           [c for c in records.pending(binding)
-                                           if c not in placed], build.uid, unreachable)
+                                           if c not in placed], build.uid, unreachable,
+                                          dependencies=finalise.dependencies(binding))
         pending = sorted(finalise.left_after(await self.execute(dag), unreachable))
         previous = build.previous_conditions
         conds = [status.condition("Scheduled", False, unclaimed.REASON,

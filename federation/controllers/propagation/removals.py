@@ -31,7 +31,7 @@ async def delete_vertex(ctx: TransformContext, build: Build, cluster: str
     except ClientError as exc:
         build.note_unreachable(cluster, exc)
         return None
-    if live is None or not manifests.is_ours(live):
+    if live is None or not manifests.is_propagated(live):
         return None
     return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                        reason="copy no longer wanted")

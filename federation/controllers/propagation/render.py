@@ -92,7 +92,10 @@ async def load_overrides(ctx: TransformContext, namespace: str | None
 def stop_if_invalid_selects(invalid: list[ReadOnly], resource: resources_.Resource) -> None:
     """:class:`Problem` ``OverrideInvalid`` naming the first invalid override policy that
     may select ``resource``."""
-    for doc in invalid:
+    # In a stable order: the message (and so the status) names the same one every round.
+    for doc in sorted(invalid, key=lambda d: (str(d.get("kind")),
+                                              str(d["metadata"].get("namespace") or ""),
+                                              str(d["metadata"].get("name")))):
         if may_select(doc, resource):
             meta = doc.get("metadata") or {}
             where = f"{meta['namespace']}/" if meta.get("namespace") else ""

@@ -380,6 +380,11 @@ def test_the_command_needs_the_namespace_it_serves(tmp_path: Path) -> None:
             "--tls-ca", str(tmp_path / "ca.crt")]
     result = CliRunner().invoke(reloader, args, env={"POD_NAMESPACE": None})
     assert result.exit_code == 2 and "--namespace" in result.output
+    (tmp_path / "action.yaml").write_text("kind: exec\ncommand: [true]\n")
+    result = CliRunner().invoke(reloader, [*args, "--namespace", ""],
+                                env={"POD_NAMESPACE": None})
+    assert result.exit_code == 1 and "--namespace (or $POD_NAMESPACE) is empty" in \
+        result.output, result.output
 
 
 async def test_an_action_whose_caller_gives_up_is_killed(tmp_path: Path) -> None:

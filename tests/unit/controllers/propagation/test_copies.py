@@ -7,7 +7,21 @@ from federation.contexts import client as kube
 from federation.controllers import manifests, plan, propagation
 from federation.controllers.propagation.copies import plan_copies
 from federation.placement import loader
-from tests.unit.controllers.fakes import JSON, FakeContext, config_map, duplicated_policy
+from tests.unit.controllers.fakes import (
+    JSON,
+    FakeContext,
+    FakeMC,
+    cluster_set,
+    config_map,
+    duplicated_policy,
+    reconciler,
+    request_for,
+)
+from tests.unit.controllers.propagation.test_karmada_behaviour import (
+    deployment,
+    deployment_policy,
+    edit,
+)
 
 
 def desired(uid: str = "u1") -> JSON:
@@ -117,3 +131,21 @@ def test_a_fenced_copy_ends_the_reconcile_as_not_leader() -> None:
     b.unreachable.pop("member1")
     assert isinstance(propagation.copies_failed(b, plan.Report({}), "hub"),
                       kube.ClusterUnavailable)
+
+
+async def test_an_applications_object_is_never_deleted_when_the_template_leaves() -> None:
+    """Called a conflict while placed, so not deleted when the template's policy narrows
+    away from that cluster either (the removal checks who placed it, as the copy does)."""
+    mc = FakeMC(cluster_set("member1", "member2"))
+    placed = deployment()
+    placed["metadata"]["annotations"] = {manifests.APPLICATION_ANNOTATION: "shop/myapp"}
+    mc.put("member2", manifests.mark(placed, "app-uid"))
+    mc.put("hub", deployment_policy())
+    template = mc.put("hub", deployment())
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    edit(mc, "PropagationPolicy", "web", "shop", lambda p: p["spec"].update(
+        placement={"clusterAffinity": {"clusterNames": ["member1"]}}))
+    await r.reconcile(request_for(template))
+    left = mc.find("member2", "Deployment", "web", "shop")
+    assert left is not None and manifests.application_of(left) == "shop/myapp"

@@ -92,3 +92,19 @@ async def test_a_dependency_that_cannot_be_read_is_not_reported_done() -> None:
     assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
     assert await r.finish_dependencies(binding, "member2") is True
     assert mc.find("member2", "ConfigMap", "app-config", "shop") is None
+
+
+async def test_a_recreated_templates_dependency_is_not_deleted_by_a_stale_clean_up() -> None:
+    """The clean-up controller read the deleted template's record; meanwhile the template
+    was created again and placed on member2 with its ConfigMap. Finishing the stale
+    record deletes neither (the new template owns them now)."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    leftovers = await deleted_while_member2_away(mc)
+    mc.set_down("member2", False)
+    stale = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert stale is not None
+    again = mc.put("hub", mounting("app-config"))
+    await reconciler(mc).reconcile(request_for(again))
+    assert await leftovers._finish(stale, "member2") is True
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
+    assert mc.find("member2", "Deployment", "web", "shop") is not None

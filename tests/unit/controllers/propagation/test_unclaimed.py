@@ -218,3 +218,26 @@ async def test_an_unclaimed_template_marked_orphan_keeps_its_copies_when_deleted
     await r.reconcile(request_for(marked))
     assert all(replicas(mc, m) == 2 for m in MEMBERS)
     assert mc.find("hub", "ResourceBinding", "web-deployment", "shop") is None
+
+
+async def test_pending_clean_up_while_unclaimed_takes_the_dependencies_too() -> None:
+    """member2 left while away (policy narrowed), then the policy went: when member2 is
+    back its copy of the workload and of the ConfigMap it carried both go."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    mc.put("hub", config_map("app-config"))
+    mc.put("hub", deployment_policy(propagateDeps=True))
+    template = mc.put("hub", mounting("app-config"))
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    mc.set_down("member2", True)
+    edit(mc, "PropagationPolicy", "web", "shop", lambda p: p["spec"].update(
+        placement={"clusterAffinity": {"clusterNames": ["member1"]}}))
+    with pytest.raises(ClusterUnavailable):
+        await r.reconcile(request_for(template))
+    del mc.objects[POLICY_KEY]
+    await r.reconcile(request_for(template))
+    mc.set_down("member2", False)
+    await r.reconcile(request_for(template))
+    assert mc.find("member2", "Deployment", "web", "shop") is None
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is None
+    assert mc.find("member1", "ConfigMap", "app-config", "shop") is not None
