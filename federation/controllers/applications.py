@@ -54,7 +54,7 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, ClusterUnavailable
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, deny, events, kinds, manifests, plan
+from federation.controllers import api, deny, events, failover, kinds, manifests, plan
 from federation.controllers.propagation import copy_vertex, members_of, placement_clusters
 from federation.controllers.propagation import executor as executor_
 from federation.runtime import controller, manager
@@ -151,12 +151,10 @@ class Reconciler:
     async def _warn_if_lasting(self, rt: JSON, app: str, left: Sequence[tracker.Entry],
                                since: str) -> None:
         """One Warning on the tracker once objects have been pending ``cleanup_wait``
-        seconds (in the few retries after that moment, so a restart much later does not
-        repeat it)."""
-        started = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        waited = self.clock() - started.timestamp()
-        wait, retry = self.settings.cleanup_wait, self.settings.pending_retry
-        if not wait <= waited < wait + 3 * retry:
+        seconds (:func:`~federation.controllers.events.overdue_once`)."""
+        wait = self.settings.cleanup_wait
+        if not events.overdue_once(failover.parse_time(since), self.clock(), wait,
+                                   self.settings.pending_retry):
             return
         where = ", ".join(sorted({e.cluster for e in left}))
         await self.recorder.emit(rt, "Warning", "CleanupPending",

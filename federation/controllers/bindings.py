@@ -66,6 +66,13 @@ def leftover(binding: Mapping[str, Any] | None, template: Mapping[str, Any]) -> 
     return sorted(str(c) for c in spec.get("pendingCleanup") or [])
 
 
+def orphaned(template: Mapping[str, Any]) -> bool:
+    """The template is annotated ``federation.io/orphan: "true"``: its copies stay when
+    it (or its policy) goes."""
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(api.ORPHAN_ANNOTATION) == "true")
+
+
 def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str, int],
             decision: decision_.Decision | None, conditions: Sequence[JSON],
             copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
@@ -92,7 +99,7 @@ def binding(template: Mapping[str, Any], policy: str | None, placed: Mapping[str
         "pendingCleanup": list(pending),
         "clusters": [{"name": n, "replicas": r} for n, r in placed.items()],
     }
-    if (meta.get("annotations") or {}).get(api.ORPHAN_ANNOTATION) == "true":
+    if orphaned(template):
         spec["orphan"] = True
     if policy is not None:
         spec["policy"] = policy

@@ -113,7 +113,7 @@ class Reconciler:
         pending = next((c for c in (binding.get("status") or {}).get("conditions") or []
                         if c.get("type") == "CleanupPending"), None)
         since = failover.parse_time((pending or {}).get("lastTransitionTime"))
-        if since is None or not self.wait <= self.clock() - since < self.wait + 3 * self.retry:
+        if not events.overdue_once(since, self.clock(), self.wait, self.retry):
             return
         target = (binding.get("spec") or {}).get("resource") or {}
         message = (f"{target.get('kind')} {target.get('name')} deleted; copies left in "

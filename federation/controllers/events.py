@@ -41,6 +41,14 @@ def event_body(obj: Mapping[str, Any], kind: EventType, reason: str,
     }
 
 
+def overdue_once(since: float | None, now: float, wait: float, retry: float) -> bool:
+    """Whether a Warning about something pending since ``since`` (epoch seconds) is due at
+    ``now``: once ``wait`` seconds have passed, and only in the few retries (``retry``
+    apart) after that moment, so a restart long after it does not repeat it (the
+    recorder's memory covers the retries themselves)."""
+    return since is not None and wait <= now - since < wait + 3 * retry
+
+
 class Recorder:
     """Writes events on the hub, each (object, reason, message) once."""
 

@@ -163,14 +163,11 @@ class Wiring:
     def _dependency_event(self, event: Event) -> None:
         if event.initial:
             return  # the carriers reconcile at start anyway
-        meta = event.obj.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
         # Awaiting ones too: a dependency named before it existed is carried once it does.
-        for target in self.dependents.carriers(namespace, event.resource.kind,
-                                               str(meta.get("name")), awaiting=True):
-            request = self._carrier_request(namespace, target)
-            if request is not None:
-                self.controller.queue.add(request)
+        meta = event.obj.get("metadata") or {}
+        for request in self._carriers_of(str(meta.get("namespace") or ""), event.resource.kind,
+                                         str(meta.get("name")), awaiting=True):
+            self.controller.queue.add(request)
 
     def _copied_dependency(self, event: Event) -> list[Request]:
         """A member's copy of a dependency changed or went (someone edited or deleted
@@ -180,9 +177,15 @@ class Wiring:
                 not manifests.is_ours(event.obj):
             return []
         meta = event.obj.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
+        return self._carriers_of(str(meta.get("namespace") or ""), event.resource.kind,
+                                 str(meta.get("name")))
+
+    def _carriers_of(self, namespace: str, kind: str, name: str, awaiting: bool = False
+                     ) -> list[Request]:
+        """Requests for the templates carrying dependency ``kind/name`` of ``namespace``,
+        and with ``awaiting`` those waiting for it to exist, of kinds we follow."""
         found = (self._carrier_request(namespace, target) for target in
-                 self.dependents.carriers(namespace, event.resource.kind, str(meta.get("name"))))
+                 self.dependents.carriers(namespace, kind, name, awaiting))
         return [request for request in found if request is not None]
 
     def on_reconfigure(self, event: Event) -> Iterable[Request]:
@@ -202,10 +205,7 @@ class Wiring:
                 group_kind = f"{kind}.{group}" if group else kind
                 if self.kinds.resource(group_kind) is not None:
                     found.add(Request(hub, group_kind, namespace, name))
-                for target in self.dependents.carriers(namespace, kind, name):
-                    request = self._carrier_request(namespace, target)
-                    if request is not None:
-                        found.add(request)
+                found.update(self._carriers_of(namespace, kind, name))
         return sorted(found, key=lambda r: (r.kind, r.name))
 
     def _carrier_request(self, namespace: str, target: Any) -> Request | None:

@@ -283,11 +283,10 @@ class Reconciler:
             raise_for_hub_failure(await self.execute(writes))
             return None
         # The live template says whether it is orphaned (the binding may not know yet).
-        orphan = (build.template["metadata"].get("annotations") or {}).get(
-            api.ORPHAN_ANNOTATION) == "true"
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
-                                          build.namespace, records.pending(binding) if orphan
+                                          build.namespace, records.pending(binding)
+                                          if bindings.orphaned(build.template)
                                           else records.holders(binding),
                                           build.uid, unreachable,
                                           dependencies=finalise.dependencies(binding))

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import api, status
+from federation.controllers import bindings, status
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import records
@@ -70,7 +70,7 @@ def unclaimed_binding(binding: ReadOnly, template: ReadOnly, pending: list[str],
     spec = {k: v for k, v in (binding.get("spec") or {}).items() if k not in FORGOTTEN}
     spec["pendingCleanup"] = pending
     spec.pop("orphan", None)
-    if (template["metadata"].get("annotations") or {}).get(api.ORPHAN_ANNOTATION) == "true":
+    if bindings.orphaned(template):
         spec["orphan"] = True
     state = dict(binding.get("status") or {})
     state["conditions"] = status.merge_conditions(state.get("conditions") or [], conditions,
