@@ -29,9 +29,10 @@ from rich.text import Text
 from federation.controllers import manifests as manifests_
 from federation.controllers import overrides
 from federation.placement import clusters as clusters_
-from federation.placement import documents, engine, loader
+from federation.placement import engine, loader
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
+from federation.untrusted import documents
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1

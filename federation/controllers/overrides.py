@@ -22,7 +22,7 @@ Karmada's group (``policy.karmada.io/v1alpha1``) is read the same, including the
 deprecated spec-level ``targetCluster``/``overriders`` pair, which, as in Karmada,
 acts as one rule when ``overrideRules`` is empty. ``fieldOverrider`` edits a
 document held in a string field (a ConfigMap's ``data`` entry): the string is
-parsed as JSON or YAML (within :mod:`federation.placement.documents`' limits),
+parsed as JSON or YAML (within :mod:`federation.untrusted.documents`' limits),
 patched with the JSON-patch operations at their ``subPath`` and written back
 (compact JSON, or YAML with sorted keys, as Karmada's encoders do).
 
@@ -70,9 +70,10 @@ from typing_extensions import TypeAliasType
 
 from federation.controllers import manifests
 from federation.placement import clusters as clusters_
-from federation.placement import documents, loader, matching, selection
+from federation.placement import loader, matching, selection
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
+from federation.untrusted import documents
 
 KINDS = ("OverridePolicy", "ClusterOverridePolicy")
 JSON = dict[str, Any]

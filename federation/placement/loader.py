@@ -36,9 +36,10 @@ import pydantic
 from pydantic.alias_generators import to_camel
 
 from federation.placement import clusters as clusters_
-from federation.placement import counts, documents
+from federation.placement import counts
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
+from federation.untrusted import documents
 
 Source = tuple[str, str]
 """(file name for messages, file text)."""

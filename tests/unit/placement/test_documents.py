@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from federation.placement import documents, loader
-from federation.placement.documents import Limits, TextError
+from federation.placement import loader
+from federation.untrusted import documents
+from federation.untrusted.documents import Limits, TextError
 
 
 def refused(call: object, *args: object, match: str) -> None:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from federation.cli import cli
-from federation.placement import documents
+from federation.untrusted import documents
 
 POLICY = """\
 apiVersion: policy.federation.io/v1alpha1
