@@ -10,8 +10,11 @@ until a signal or lost leadership, and reports cluster state as it changes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
 import logging
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from federation.contexts import client as kube
-from federation.contexts import clusters, credentials, kubeconfig
+from federation.contexts import clusters, credentials, egress, kubeconfig
 from federation.runtime import auth, leader, manager
 
 if TYPE_CHECKING:
@@ -135,6 +138,27 @@ class ReloaderCaller:
                                            params=params, timeout=timeout)
 
 
+def own_addresses(*bind_addresses: str) -> frozenset[egress.Address]:
+    """The addresses this process listens on, for the outbound policy to refuse: each bind
+    address's host, and for a wildcard bind every address of this host's name."""
+    hosts: set[str] = set()
+    for bind in bind_addresses:
+        if bind == "0":
+            continue
+        host = bind.rpartition(":")[0].strip("[]")
+        if host in ("", "0.0.0.0", "::"):
+            with contextlib.suppress(OSError):
+                hosts.update(str(info[4][0]) for info in socket.getaddrinfo(
+                    socket.gethostname(), None))
+        else:
+            hosts.add(host)
+    found: set[egress.Address] = set()
+    for host in hosts:
+        with contextlib.suppress(ValueError):
+            found.add(ipaddress.ip_address(host.split("%")[0]))
+    return frozenset(found)
+
+
 async def serve(mgr: manager.Manager, work: WorkServer | None = None,
                 work_address: str | None = None,
                 reloaders: ReloaderCaller | None = None) -> None:
@@ -219,6 +243,13 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
 @click.option("--work-hosts", default="127.0.0.1,localhost", show_default=True,
               help="Names and addresses the work server's certificate is valid for (the "
                    "agents' --hub-address hosts), comma-separated.")
+@click.option("--notification-allow", "notification_allow", multiple=True, metavar="CIDR",
+              help="Networks Application notification steps may POST to although private, "
+                   "loopback or link-local (repeatable; default: public addresses only; "
+                   "docs/security.md, Outbound connections).")
+@click.option("--reloader-allow", "reloader_allow", multiple=True, metavar="CIDR",
+              help="Networks of reloader addresses online configuration steps may dial "
+                   "(repeatable; the members' pod CIDRs; default: public addresses only).")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
@@ -226,7 +257,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
         propagation_deny: tuple[str, ...], app_local_cluster: str | None,
-        work_bind_address: str, work_hosts: str) -> None:
+        work_bind_address: str, work_hosts: str, notification_allow: tuple[str, ...],
+        reloader_allow: tuple[str, ...]) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -251,6 +283,11 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
             if not metrics_secure:
                 raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
             auth.server_tls(metrics_cert_dir, "localhost")  # fail now, naming the file
+        own = own_addresses(metrics_bind_address, health_probe_bind_address,
+                            work_bind_address)
+        notification_egress = egress.EgressPolicy(
+            egress.parse_networks(notification_allow), own)
+        reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
         config = kubeconfig.load(kubeconfig_path)
         # The allowlist covers the static contexts too: one rule for every exec plugin.
         client_settings = kube.ClientSettings(
@@ -276,6 +313,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work,
+        notification_egress=notification_egress, reloader_egress=reloader_egress,
         applications=applications.ApplicationSettings(local_cluster=app_local_cluster,
                                                       cleanup_wait=cleanup_wait),
         reconfigure=reconfigure.ReconfigureSettings(caller=reloaders)))

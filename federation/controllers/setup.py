@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from federation.contexts import client as kube
+from federation.contexts import egress
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError
 from federation.contexts.clusters import Cluster
@@ -94,6 +95,17 @@ class Settings:
     work: WorkServer | None = None
     """The work server of pull members (``fedctl run --work-bind-address``); None: a
     MemberCluster with ``mode: Pull`` is refused with that reason."""
+
+    notification_egress: egress.EgressPolicy = dataclasses.field(
+        default_factory=egress.EgressPolicy)
+    """Where Application notification steps may POST (``--notification-allow``): public
+    addresses only unless the operator allows more (see :mod:`federation.contexts.egress`)."""
+
+    reloader_egress: egress.EgressPolicy = dataclasses.field(
+        default_factory=egress.EgressPolicy)
+    """Which reloader addresses (member EndpointSlices) online steps may dial
+    (``--reloader-allow``: the members' pod CIDRs in a real fleet, 127.0.0.0/8 in the local
+    one)."""
 
     reconfigure: rollouts.ReconfigureSettings = dataclasses.field(
         default_factory=rollouts.ReconfigureSettings)

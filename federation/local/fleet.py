@@ -655,7 +655,9 @@ class Fleet:
         work = ["--work-bind-address", f"127.0.0.1:{config.work_port}"] if config.pull else []
         argv = [*fedctl, "run", "--kubeconfig", str(identity), *hub,
                 "--metrics-bind-address", "127.0.0.1:0",
-                "--health-probe-bind-address", "127.0.0.1:0", *work, *extra_args]
+                "--health-probe-bind-address", "127.0.0.1:0", *work,
+                # the simulated reloaders listen on loopback (docs/reconfigure.md)
+                "--reloader-allow", "127.0.0.0/8", *extra_args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         processes.spawn(argv, self.control_plane_pid_file, self.control_plane_log_file, env=env)
         progress(f"control plane started: fedctl run as {pki.CONTROL_PLANE_USER} "
