@@ -15,7 +15,7 @@ import click
 
 from federation.commands import common
 from federation.contexts import client as kube
-from federation.contexts import kubeconfig
+from federation.contexts import incluster, kubeconfig
 
 log = logging.getLogger("federation.agent")
 
@@ -72,8 +72,10 @@ def agent(hub_address: str, cluster_name: str, kubeconfig_path: Path | None,
     if named != cluster_name:
         raise click.ClickException(f"--tls-cert {tls_cert} names cluster {named!r}, not "
                                    f"--cluster-name {cluster_name!r}")
-    config = kubeconfig.load(kubeconfig_path)
-    client = kube.ClusterClient(config.context(context))
+    try:  # no kubeconfig in a pod: the pod's ServiceAccount (contexts.incluster)
+        client = kube.ClusterClient(incluster.load(kubeconfig_path).context(context))
+    except kubeconfig.KubeconfigError as exc:
+        raise click.ClickException(str(exc)) from None
     client.user_agent = kube.user_agent(f"agent {cluster_name}")
     settings = AgentSettings(hub_address=hub_address, cluster=cluster_name, tls_cert=tls_cert,
                              tls_key=tls_key, tls_ca=tls_ca, state_dir=state_dir,

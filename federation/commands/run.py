@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from federation.contexts import client as kube
-from federation.contexts import clusters, credentials, egress, kubeconfig
+from federation.contexts import clusters, credentials, egress, incluster, kubeconfig
 from federation.runtime import auth, leader, manager
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         notification_egress = egress.EgressPolicy(
             egress.parse_networks(notification_allow), own)
         reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
-        config = kubeconfig.load(kubeconfig_path)
+        config = incluster.load(kubeconfig_path)  # no kubeconfig in a pod: its ServiceAccount
         # The allowlist covers the static contexts too: one rule for every exec plugin.
         client_settings = kube.ClientSettings(
             qps=kube_api_qps, burst=kube_api_burst,

@@ -8,7 +8,6 @@ from federation.placement import loader
 from federation.untrusted import documents
 from federation.untrusted.documents import Limits, TextError
 
-
 #: Which reason class each of our own phrases belongs to (the phrase is ours, not a library's).
 CLASSES = {"larger than": documents.Reason.SIZE, "deeper than": documents.Reason.DEPTH,
            "more than 1 YAML": documents.Reason.DOCUMENTS, "values": documents.Reason.VALUES,
@@ -113,7 +112,7 @@ def test_anchors_do_not_leak_between_documents() -> None:
 def test_constructor_failures_are_one_line(text: str) -> None:
     """ValueErrors from PyYAML's constructors and reader errors become one line of the syntax
     class (the library's own words after it are not part of the contract)."""
-    with pytest.raises(TextError, match="^malformed YAML: ") as caught:
+    with pytest.raises(TextError, match=r"^malformed YAML: ") as caught:
         documents.yaml_documents(text)
     assert "\n" not in str(caught.value)
     assert caught.value.reason is documents.Reason.SYNTAX
@@ -158,7 +157,8 @@ def test_the_c_loader_is_used_when_available() -> None:
 def test_json_depth_and_nodes() -> None:
     assert documents.json_document('{"a": [1]}', Limits(max_depth=2, max_nodes=3)) == {"a": [1]}
     refused(documents.json_document, '{"a": [[1]]}', Limits(max_depth=2), match="deeper than 2")
-    refused(documents.json_document, '{"a": [1, 2]}', Limits(max_nodes=3), match="more than 3 values")
+    refused(documents.json_document, '{"a": [1, 2]}', Limits(max_nodes=3),
+            match="more than 3 values")
 
 
 def test_json_beyond_the_interpreter_stack_is_the_depth_error() -> None:

@@ -302,7 +302,8 @@ def test_many_values_within_the_size_limit_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(5)
 def test_too_many_documents_are_refused(tmp_path: Path) -> None:
-    refused(run(tmp_path, manifest="---\n" * 20_000), "manifest.yaml", documents.Reason.DOCUMENTS.value)
+    refused(run(tmp_path, manifest="---\n" * 20_000), "manifest.yaml",
+            documents.Reason.DOCUMENTS.value)
 
 
 @pytest.mark.timeout(5)
