@@ -96,27 +96,30 @@ class Agent:
     async def run(self) -> None:
         failures = 0
         while True:
-            try:
-                opened = await self.connect_once()
-            except grpc.aio.AioRpcError as exc:
-                opened = False
-                if exc.code() == grpc.StatusCode.NOT_FOUND:
-                    self.worker.leave(exc.details() or "NOT_FOUND")
-                    self.m_left.set(1)
-                level = logging.WARNING if failures == 0 else logging.DEBUG
-                log.log(level, "work stream to %s: %s %s", self.settings.hub_address,
-                        exc.code().name, exc.details())
-            except (OSError, ValueError) as exc:
-                opened = False
-                log.warning("work stream to %s: %s", self.settings.hub_address, exc)
-            finally:
-                self.connected = False
-                self.m_connected.set(0)
-                self.worker.end_session()
+            opened = await self.attempt(quiet=failures > 0)
             failures = 0 if opened else failures + 1
             delay = min(self.settings.backoff_initial * 2.0 ** min(failures, 20),
                         self.settings.backoff_max) * random.uniform(0.8, 1.2)
             await asyncio.sleep(delay)
+
+    async def attempt(self, quiet: bool = False) -> bool:
+        """One stream until it ends, its refusal or failure handled (NOT_FOUND: the hub has
+        no such member, keep nothing); True when the hub accepted it."""
+        try:
+            return await self.connect_once()
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                self.worker.leave(exc.details() or "NOT_FOUND")
+                self.m_left.set(1)
+            log.log(logging.DEBUG if quiet else logging.WARNING, "work stream to %s: %s %s",
+                    self.settings.hub_address, exc.code().name, exc.details())
+        except (OSError, ValueError) as exc:
+            log.warning("work stream to %s: %s", self.settings.hub_address, exc)
+        finally:
+            self.connected = False
+            self.m_connected.set(0)
+            self.worker.end_session()
+        return False
 
     def _credentials(self) -> grpc.ChannelCredentials:
         s = self.settings
