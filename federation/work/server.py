@@ -51,7 +51,7 @@ HELLO_TIMEOUT = 10.0
 """Seconds a new stream has to say who it is (a connection that never does is dropped)."""
 MAX_MESSAGE = 4 * 2**20
 """Bytes of one agent message at most (gRPC's default, stated): one object of at most the
-API server's 3 MiB, or a Hello of some 50,000 applied generations."""
+API server's 3 MiB, or a Hello of some tens of thousands of generations."""
 SIGNER_THREADS = 1
 """Renewals are rare (one per agent per 60 days) and each stream may ask once: one thread
 keeps a burst of them off the loop without letting them take more than one core."""
