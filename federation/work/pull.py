@@ -221,9 +221,12 @@ class PullState:
         """This stream's renewal: "" none yet, "asked" until its answer is sent, "granted"
         once a certificate was (one per stream: the agent reconnects with it)."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._ignored_logged = 0
+        """The last stream whose first ignored answer was logged (one line per stream)."""
         self.writes_sent = 0
         self.ignored = 0
-        """Results dropped: for a key or generation not in flight (a metric)."""
+        """Results dropped: for a key or generation not in flight (the first of a stream is
+        logged; an agent that sends one is broken or hostile)."""
         self.renew: Renewer | None = None
         """Signs a renewal CSR for this cluster (set by the server; None: refused)."""
 
@@ -364,6 +367,11 @@ class PullState:
         if self.inflight.get(key) != result.generation:
             # Not what the hub sent on this stream (a key it never sent, a generation not
             # in flight): kept nowhere, so an agent cannot grow the hub with answers.
+            if self._ignored_logged != self.stream:
+                log.warning("agent of %s answered work the hub did not send (%s generation "
+                            "%d): ignored, as is every such answer on this stream", self.name,
+                            one_line(str(key), 200), result.generation)
+                self._ignored_logged = self.stream
             self.ignored += 1
             return
         del self.inflight[key]

@@ -81,7 +81,8 @@ class WorkServer:
         self.settings = settings or pull.PullSettings()
         self.states: dict[str, pull.PullState] = {}
         self.refused = 0
-        """Streams refused for a certificate that named another cluster (a metric)."""
+        """Streams refused for their certificate or because another one was live (each
+        also a WARNING line)."""
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
         self.listeners: list[Callable[[str, bool], None]] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 
 import pytest
 
@@ -42,14 +43,17 @@ def renewals(messages: list[pb.HubMessage]) -> list[pb.RenewAnswer]:
 
 # -- finding 5: the hub's memory and loop ---------------------------------------------------
 
-async def test_results_for_keys_the_hub_never_sent_are_dropped() -> None:
+async def test_results_for_keys_the_hub_never_sent_are_dropped(
+        caplog: pytest.LogCaptureFixture) -> None:
     """Results for invented keys used to add one entry each to ``applied``, never dropped
     (50,000 in the finding)."""
     s = state()
     s.connect(hello())
-    for i in range(5_000):
-        answer(s, f"invented-{i}", 1)
+    with caplog.at_level(logging.WARNING, "federation.work"):
+        for i in range(5_000):
+            answer(s, f"invented-{i}", 1)
     assert s.applied == {} and s.ignored == 5_000
+    assert len(caplog.records) == 1 and "did not send" in caplog.text  # one line, not 5,000
 
 
 async def test_a_result_for_a_generation_not_in_flight_changes_nothing() -> None:
