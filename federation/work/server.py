@@ -252,9 +252,10 @@ class WorkServer:
             expiry.cancel()
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
-            if state.stream == stream and state.connected:
-                state.disconnect("stream closed")
-                log.warning("agent of %s disconnected", cluster)
+            if state.stream == stream:  # not replaced by a newer stream: it is gone
+                if state.connected:
+                    state.disconnect("stream closed")
+                log.warning("agent of %s: %s", cluster, state.agent_detail)
                 self._notify(cluster, False)
 
     async def _first_use(self, state: pull.PullState, peer: identity.Presented) -> None:
@@ -292,6 +293,4 @@ class WorkServer:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             why = "the stream broke"
-        if state.stream == stream and state.connected:
-            state.disconnect(why)
-            self._notify(state.name, False)
+        state.disconnect(why, stream)  # the response side ends and tells the listeners
