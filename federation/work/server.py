@@ -287,8 +287,7 @@ class WorkServer:
                     return
                 state.receive(message)
         except ValueError as exc:
-            why = f"protocol error: {one_line(str(exc), 300)}"
-            log.warning("agent of %s: %s", state.name, why)
+            why = f"protocol error: {one_line(str(exc), 300)}"  # logged as it ends
         except (grpc.aio.AioRpcError, grpc.RpcError, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
