@@ -37,7 +37,7 @@ def _read(flag: str, path: Path) -> bytes:
 @click.option("--context", default=None, help="Its context (default: the current one).")
 @click.option("--tls-cert", type=click.Path(path_type=Path), required=True,
               help="The agent's client certificate (from `fedctl join NAME --mode pull`); "
-                   "renewed in place before it expires.")
+                   "renewed in place, for the same key, before it expires.")
 @click.option("--tls-key", type=click.Path(path_type=Path), required=True,
               help="Its private key (mode 0600).")
 @click.option("--tls-ca", type=click.Path(path_type=Path), required=True,
@@ -46,7 +46,8 @@ def _read(flag: str, path: Path) -> bytes:
               help="Name to verify in the hub's certificate when --hub-address is not in it.")
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False),
               default=Path(".federation-agent"), show_default=True,
-              help="Where the generations applied are kept (resume without re-applying).")
+              help="Where the generations applied are kept (resume without re-applying); "
+                   "made or tightened to mode 0700, and no Secret's data is written there.")
 @click.option("--health-probe-bind-address", default="127.0.0.1:8091", show_default=True,
               help='/healthz and /readyz address; "0" disables.')
 @click.option("--metrics-bind-address", default="127.0.0.1:8090", show_default=True,

@@ -28,7 +28,14 @@ joined as a cluster whose client is the work stream
 (:class:`~federation.work.pull.WorkClient`), so every controller treats it as any
 member; it is ready while its agent streams heartbeats. Without a work server it is
 refused with that reason. Deleting it (or switching it to Push) unregisters it: a stream
-of its agent is closed and refused from then on.
+of its agent is closed, and the agent's next one is told NOT_FOUND (it stops keeping the
+member's objects).
+
+Its agent's certificate is recorded in ``status.agentCertificate``
+(:class:`~federation.work.identity.CertificateRecord`): ``fedctl join`` writes it when it
+issues one, the work server through :meth:`Reconciler.record_certificate` when it renews
+one, and this controller hands every change to the work server, which refuses any other
+serial and closes a live stream whose certificate a re-join revoked.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from federation.controllers import api, events
 from federation.controllers.kinds import KindTracker
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, Result
-from federation.work import pull
+from federation.work import identity, pull
 
 if TYPE_CHECKING:  # grpc is loaded only when a work server is configured
     from federation.work.server import WorkServer
@@ -71,6 +78,9 @@ class Reconciler:
         """Joined cluster -> resourceVersion of the Secret it was engaged from."""
         self.refusals: dict[str, str] = {}
         """Refused cluster -> the reason last reported (an event only when it changes)."""
+        if work is not None:
+            work.recorder = self.record_certificate
+            work.membership = self.is_pull_member
 
     async def reconcile(self, request: Request) -> Result | None:
         name = request.name
@@ -132,9 +142,10 @@ class Reconciler:
                                                  "serves no work stream (fedctl run "
                                                  "--work-bind-address)")
         if name in self.pull and existing is not None:
+            await self._follow_certificate(name, doc)
             return None
         await self._leave(name)
-        state = self.work.register(name)
+        state = self.work.register(name, identity.CertificateRecord.of(doc))
         hub = self.mgr.clusters.hub
         cluster = Cluster(name, client=pull.WorkClient(state, hub.settings.client),
                           settings=hub.settings)
@@ -147,6 +158,46 @@ class Reconciler:
             await self.recorder.emit(doc, "Normal", "Joined",
                                      "pull mode: engaged when its agent connects")
         return None
+
+    async def _follow_certificate(self, name: str, doc: ReadOnly) -> None:
+        """Hand a changed certificate record to the work server. The cache may be behind
+        the work server's own renewal write, so a difference is read again, live."""
+        assert self.work is not None
+        state = self.work.states.get(name)
+        if state is None or identity.CertificateRecord.of(doc) == state.certificate:
+            return
+        live = await self.mgr.client.cluster(self.hub).get(api.MEMBER_CLUSTERS, name)
+        record = identity.CertificateRecord.of(live)
+        if record != state.certificate:
+            log.info("cluster %s: agent certificate serial %s now accepted%s", name,
+                     record.serial or "(none)",
+                     f" (and {record.previous} until it is used)" if record.previous else "")
+            state.track(record)
+
+    async def record_certificate(self, name: str, record: identity.CertificateRecord,
+                                 presented: str) -> None:
+        """Write ``record`` to the MemberCluster's status, only if the record there still
+        accepts the ``presented`` serial (a re-join meanwhile wins: IdentityError)."""
+        writer = self.mgr.client.cluster(self.hub)
+        live = await writer.get(api.MEMBER_CLUSTERS, name)
+        if not identity.CertificateRecord.of(live).accepts(presented):
+            raise identity.IdentityError(f"renewal: certificate serial {presented} of "
+                                         f"cluster {name!r} was revoked meanwhile")
+        await writer.patch_status(api.MEMBER_CLUSTERS, name, record.status_patch(),
+                                  resource_version=live["metadata"]["resourceVersion"])
+
+    def is_pull_member(self, name: str) -> bool | None:
+        """Whether the hub's MemberClusters make ``name`` a pull member; None until this
+        process leads and its cache of them is synced (a starting control plane does not
+        know yet, and must not tell an agent it left)."""
+        hub = self.mgr.clusters.hub
+        informer = hub.cache.informers.get(api.MEMBER_CLUSTERS) if hub.cache else None
+        if not self.mgr.is_leader or informer is None or not informer.synced.is_set():
+            return None
+        doc = informer.store.get(None, name)
+        spec = (doc or {}).get("spec") or {}
+        return doc is not None and spec.get("mode") == "Pull" and \
+            not doc["metadata"].get("deletionTimestamp")
 
     async def _refuse(self, doc: ReadOnly, name: str, reason: str) -> Result:
         """Nothing of a refused Secret is used: the cluster is known with the reason only."""
