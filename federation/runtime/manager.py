@@ -424,7 +424,8 @@ class Manager:
             raise LeadershipLost("leadership lost; exiting")
 
     def _make_elector(self) -> leader.LeaderElector:
-        """The elector, on a hub client of its own (its Lease writes must not be fenced)."""
+        """The elector, on a hub client of its own: its Lease writes answer to its own
+        permit (the renew deadline), not to the controllers' fence."""
         lease_client = self._own_client(self._hub_client().settings)
         return leader.LeaderElector(lease_client, self.settings.leader, self.identity)
 
