@@ -91,6 +91,11 @@ class LeaderSettings:
             raise ValueError(
                 f"leader election needs 0 < retry_period ({self.retry_period}) < renew_deadline"
                 f" ({self.renew_deadline}) < lease_duration ({self.lease_duration})")
+        if self.lease_duration != int(self.lease_duration):
+            # The Lease stores whole seconds and the others judge expiry by what it says:
+            # rounding down would let them take over before our renew deadline.
+            raise ValueError(f"leader election lease_duration must be whole seconds, not "
+                             f"{self.lease_duration}")
 
 
 def identity() -> str:
