@@ -50,7 +50,9 @@ consulted where nothing can wait any more:
   their own, which the loop runs later (on Python 3.11 not eagerly): a stalled
   callback or a resumed process's backlog may run in between. Its body is a
   :class:`_FencedBody`, which checks again as that task starts writing, before
-  any byte (aiohttp holds the headers back to send them with the body).
+  any byte (the aiohttp we install holds the headers back to send them with the
+  body; one that wrote them at once would leave the server a request without
+  its body, which it cannot carry out, never a write).
 
 aiohttp's request tracing could not do this: ``on_request_start`` fires before
 the waits, ``on_connection_create_end`` only for new connections (a reused one

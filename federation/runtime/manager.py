@@ -218,7 +218,8 @@ class Manager:
         cluster.client.fence = self.fence
 
     def _own_client(self, settings: kube.ClientSettings) -> kube.ClusterClient:
-        """A hub client of our own, without fence (the Lease, reviews); closed at shutdown."""
+        """A hub client of our own, without the controllers' fence (the Lease, which the
+        elector gives its own permit; reviews); closed at shutdown."""
         context = self.clusters.hub.context
         if context is None:
             raise ValueError(f"hub {self.clusters.hub.name} has no kubeconfig context")
