@@ -23,8 +23,9 @@ Controllers hold one :class:`MultiClusterClient` and never a bare
   a failure is reported per cluster by the plan's executor. A write to a
   disabled, unavailable or misconfigured cluster raises a retryable error: it is
   never reported as done. Under leader election every write also passes the
-  fence of the target's client (:class:`~federation.contexts.client.Fence`):
-  once this process may no longer lead, each raises
+  fence of the target's client (:class:`~federation.contexts.client.Fence`),
+  checked as the request is sent, after any wait for a connection: once this
+  process may no longer lead, each raises
   :class:`~federation.contexts.client.NotLeader` and nothing is sent.
 
 Optimistic concurrency is the server's: ``update`` sends the object's

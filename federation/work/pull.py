@@ -37,6 +37,10 @@ tell a pull member from a push one.
   renewal is outstanding and one granted per stream, signed off the loop, and its answer is
   the only control message the agent can cause; heartbeat details and refusal messages are
   clipped and escaped to one line before they reach a log line, condition or Event.
+- **Fencing**: a write's permit (leadership) is checked when it is asked for and again
+  when its Work is taken from the queue to be handed to gRPC (:meth:`PullState.next_message`,
+  with nothing awaited in between), since a Work may wait there for the window across a
+  freeze. A Work refused then is never sent; its writer gets the refusal.
 """
 
 from __future__ import annotations
@@ -59,8 +63,9 @@ from federation.contexts.client import (
     ClientSettings,
     ClusterClient,
     ClusterUnavailable,
-    Fence,
     Resource,
+    WritePermit,
+    WriteRefused,
 )
 from federation.untrusted.text import one_line
 from federation.work import identity, wire
@@ -115,6 +120,17 @@ class Desired:
     op: int  # pb.Op
     manifest: JSON | None
     uid: str = ""
+    gate: Callable[[], None] | None = None
+    """The write's permit check, run again as the Work is sent (raises WriteRefused)."""
+
+    def refused(self) -> WriteRefused | None:
+        """Why this write may not be sent now, or None."""
+        try:
+            if self.gate is not None:
+                self.gate()
+        except WriteRefused as exc:
+            return exc
+        return None
 
     def message(self) -> pb.HubMessage:
         return pb.HubMessage(work=pb.Work(
@@ -325,10 +341,21 @@ class PullState:
             desired = self.desired.get(key)
             if desired is None or desired.generation <= self.applied.get(key, 0):
                 continue
+            refused = desired.refused()  # the last thing before gRPC takes the Work
+            if refused is not None:
+                self._refuse(desired, refused)
+                continue
             self.inflight[key] = desired.generation
             self.writes_sent += 1
             return desired.message()
         return None
+
+    def _refuse(self, desired: Desired, why: WriteRefused) -> None:
+        """A write refused as it was to be sent: dropped unsent, its writer told why."""
+        del self.desired[desired.key]
+        future = self.waiters.pop((desired.key, desired.generation), None)
+        if future is not None and not future.done():
+            future.set_exception(why)
 
     def receive(self, message: pb.AgentMessage) -> None:
         """One message from the agent on the current stream."""
@@ -430,8 +457,8 @@ class PullState:
             return False, False, f"no heartbeat from the agent for {silent:.0f}s"
         return True, self.agent_ready, self.agent_detail
 
-    def submit(self, key: Key, op: int, manifest: JSON | None, uid: str = ""
-               ) -> asyncio.Future[pb.Result]:
+    def submit(self, key: Key, op: int, manifest: JSON | None, uid: str = "",
+               gate: Callable[[], None] | None = None) -> asyncio.Future[pb.Result]:
         """Record a write as the object's next generation; its result arrives in the future."""
         if not self.connected:
             raise ClusterUnavailable(self.name, f"{self.agent_detail}; write not done")
@@ -452,7 +479,7 @@ class PullState:
             if stale is not None and not stale.done():  # never sent: superseded, not done
                 stale.set_exception(ApiError(self.name, 409, "Conflict",
                                              f"{key}: superseded by a newer write"))
-        self.desired[key] = Desired(key, generation, op, manifest, uid)
+        self.desired[key] = Desired(key, generation, op, manifest, uid, gate)
         self.pending[key] = None
         future: asyncio.Future[pb.Result] = asyncio.get_running_loop().create_future()
         # Its answer may come after the writer gave up waiting: retrieved here, not warned of.
@@ -520,16 +547,21 @@ class WorkClient(ClusterClient):
         self.name = state.name
         self.state = state
         self.settings = settings or ClientSettings()
-        self.fence: Fence | None = None
+        self.fence: WritePermit | None = None
         self.observer = None
         self.bucket = None
 
     async def close(self) -> None:
         """Nothing to close: the stream belongs to the work server."""
 
-    def _check_fence(self, method: str, path: str) -> None:
-        if self.fence is not None and method in MUTATING_METHODS:
-            self.fence.check(self.name, method, path)
+    def _check_fence(self, method: str, path: str) -> Callable[[], None]:
+        """Check the permit now, and return the check to run again as the Work is sent."""
+        def check() -> None:
+            if self.fence is not None and method in MUTATING_METHODS:
+                self.fence.check(self.name, method, path)
+
+        check()
+        return check
 
     async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
@@ -637,9 +669,9 @@ class WorkClient(ClusterClient):
     async def create(self, resource: Resource, body: JSON,
                      namespace: str | None = None) -> JSON:
         namespace = namespace or (body.get("metadata") or {}).get("namespace") or ""
-        self._check_fence("POST", resource.path(namespace))
+        gate = self._check_fence("POST", resource.path(namespace))
         key = wire.key_of(resource, body)._replace(namespace=namespace or "")
-        return await self._write(key, pb.CREATE, body, "")
+        return await self._write(key, pb.CREATE, body, "", gate)
 
     async def replace(self, resource: Resource, body: JSON, subresource: str | None = None
                       ) -> JSON:
@@ -648,8 +680,8 @@ class WorkClient(ClusterClient):
                            f"PUT {resource.plural}/{subresource} is not served for a pull "
                            "member (its status comes from the member)")
         key = wire.key_of(resource, body)
-        self._check_fence("PUT", resource.path(key.namespace, key.name))
-        return await self._write(key, pb.UPDATE, body, "")
+        gate = self._check_fence("PUT", resource.path(key.namespace, key.name))
+        return await self._write(key, pb.UPDATE, body, "", gate)
 
     async def apply(self, resource: Resource, body: JSON, field_manager: str, *,
                     force: bool = False, subresource: str | None = None) -> JSON:
@@ -661,8 +693,8 @@ class WorkClient(ClusterClient):
         body = {**body, "metadata": {k: v for k, v in (body.get("metadata") or {}).items()
                                      if k != "resourceVersion"}}
         key = wire.key_of(resource, body)
-        self._check_fence("PATCH", resource.path(key.namespace, key.name))
-        return await self._write(key, pb.UPDATE, body, "")
+        gate = self._check_fence("PATCH", resource.path(key.namespace, key.name))
+        return await self._write(key, pb.UPDATE, body, "", gate)
 
     async def patch(self, resource: Resource, name: str, patch: Any, *,
                     namespace: str | None = None, subresource: str | None = None,
@@ -674,12 +706,13 @@ class WorkClient(ClusterClient):
     async def delete(self, resource: Resource, name: str, namespace: str | None = None,
                      **body: Any) -> JSON:
         key = Key(resource, namespace or "", name)
-        self._check_fence("DELETE", resource.path(namespace, name))
+        gate = self._check_fence("DELETE", resource.path(namespace, name))
         uid = str((body.get("preconditions") or {}).get("uid") or "")
-        return await self._write(key, pb.DELETE, None, uid)
+        return await self._write(key, pb.DELETE, None, uid, gate)
 
-    async def _write(self, key: Key, op: int, manifest: JSON | None, uid: str) -> JSON:
-        future = self.state.submit(key, op, manifest, uid)
+    async def _write(self, key: Key, op: int, manifest: JSON | None, uid: str,
+                     gate: Callable[[], None]) -> JSON:
+        future = self.state.submit(key, op, manifest, uid, gate)
         result: pb.Result = await self._wait(future, None, f"write of {key}")
         return _answer(self.name, result)
 
