@@ -7,6 +7,11 @@ member it registers from ``--clusters`` and in ``--member-contexts``. The
 control plane itself (``fedctl run``) then runs as ``federation:control-plane``
 or the ServiceAccount ``federation-system/federation-control-plane``, never
 as an admin. ``--no-rbac`` leaves RBAC to your own tools.
+
+Hub Secrets are granted per namespace: ``--secret-namespaces team-a,team-b`` binds
+ClusterRole ``federation:control-plane:secrets`` there (a RoleBinding each); the control
+plane reads no Secret of any other namespace (never ``kube-*`` or ``federation-system``,
+which are refused by name). A grant is revoked by deleting its RoleBinding.
 """
 
 from __future__ import annotations

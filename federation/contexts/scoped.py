@@ -163,10 +163,13 @@ class ScopedInformer:
         :class:`~federation.contexts.client.ClusterUnavailable` while the grants cannot be
         listed (waiting up to ``timeout`` seconds for their first list)."""
         grants = self.grant_informer
-        if not grants.synced.is_set() and (
-                grants.state == "backoff" or not await grants.wait_synced(timeout)):
-            raise ClusterUnavailable(self.cluster, f"cannot tell where {self.resource.plural} "
-                                     f"may be read: {grants.last_error or 'grants not listed'}")
+        if not grants.synced.is_set():
+            with contextlib.suppress(TimeoutError):  # listed, or failed once: no longer
+                await asyncio.wait_for(grants.settled.wait(), timeout)
+            if not grants.synced.is_set():
+                raise ClusterUnavailable(self.cluster, f"cannot tell where "
+                                         f"{self.resource.plural} may be read: "
+                                         f"{grants.last_error or 'grants not listed yet'}")
         child = self.children.get(namespace)
         if child is None:
             raise NotGranted(self.cluster, self.grants.refusal(namespace))
