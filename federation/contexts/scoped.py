@@ -94,6 +94,7 @@ class ScopedInformer:
         """Namespaces granted after the first sync: their first list is news."""
         self._running = False
         self._stopped = False
+        self.grant_informer.add_handler(self._grant_event)
 
     # -- what readers see ----------------------------------------------------------------
 
@@ -179,8 +180,7 @@ class ScopedInformer:
 
     async def run(self) -> None:
         """Follow the grants and the granted namespaces until cancelled."""
-        self._running = True
-        self.grant_informer.add_handler(self._grant_event)
+        self._running, self._stopped = True, False
         grants = asyncio.create_task(self.grant_informer.run(), name=self.grant_informer.name)
         for namespace in self.children:
             self._start(namespace)
