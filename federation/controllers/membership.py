@@ -13,6 +13,14 @@ engagement (prober, informers, tasks, connections) and tells the leave listeners
 (the kinds discovered in it, the health controller's capacity clock); copies in
 it are left alone: ``fedctl unjoin`` moves or orphans them first.
 
+The reference itself is checked first, by this controller and not only by RBAC: it
+must name a Secret of the credentials namespace (``federation-system``, where ``fedctl
+join`` writes them), and not one of the CA Secrets kept there; any other is refused with
+that rule as the ``JoinFailed`` reason before anything is read. The kubeconfig is read
+within limits (:func:`federation.contexts.kubeconfig.parse`): a hostile Secret (invalid
+UTF-8, deep nesting, a huge number, Python tags...) is a refusal naming the Secret and
+the reason, never a crash and never a quote of its content.
+
 A static context of the same name (from ``fedctl run --contexts``) wins: the
 Secret is ignored and a warning event says so. A Secret that cannot be used
 (missing, or refused: an exec plugin off the allowlist, an ``exec.env`` setting
@@ -40,8 +48,10 @@ serial and closes a live stream whose certificate a re-join revoked.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from federation.contexts import client as kube
@@ -51,6 +61,8 @@ from federation.contexts.client import ApiError
 from federation.contexts.clusters import Cluster
 from federation.controllers import api, events
 from federation.controllers.kinds import KindTracker
+from federation.hub.reconfigure import RELOADER_CA_SECRET
+from federation.rbac import roles
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, Result
 from federation.work import identity, pull
@@ -62,6 +74,45 @@ log = logging.getLogger("federation.membership")
 SECRETS = kube.Resource("", "v1", "secrets", "Secret")
 RETRY = 10.0
 """Seconds before a join that failed (Secret missing or unusable) is tried again."""
+CREDENTIALS_NAMESPACE = roles.NAMESPACE
+"""The one namespace kubeconfig Secrets are read from (where `fedctl join` writes them)."""
+CA_SECRETS = frozenset({identity.SECRET_NAME, RELOADER_CA_SECRET})
+"""Secrets of the credentials namespace that hold CA keys, never a kubeconfig."""
+RULE = (f"kubeconfigSecretRef must name a Secret in {CREDENTIALS_NAMESPACE}, the credentials "
+        "namespace")
+"""The rule a refused reference breaks, named in its JoinFailed reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SecretRef:
+    """A MemberCluster's ``spec.kubeconfigSecretRef``, checked."""
+
+    namespace: str
+    name: str
+    key: str
+
+
+def secret_ref(ref: object) -> SecretRef | str:
+    """The reference, or why it is refused (:data:`RULE`, names checked, no CA Secret): a
+    MemberCluster writer may point the control plane at a kubeconfig, never make it read
+    another namespace's Secrets, whatever RBAC would allow."""
+    if not isinstance(ref, Mapping):
+        return "spec.kubeconfigSecretRef is not a mapping"
+    namespace, name, key = (ref.get(k) for k in ("namespace", "name", "key"))
+    if namespace != CREDENTIALS_NAMESPACE:
+        shown = repr(namespace[:63]) if isinstance(namespace, str) and namespace else "none"
+        return f"{RULE}; it names namespace {shown}"
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        return "spec.kubeconfigSecretRef.name is not a Secret name"
+    if name in CA_SECRETS:
+        return f"{RULE}; {name} holds a CA key, not a kubeconfig"
+    if key is not None and (not isinstance(key, str) or not _KEY.fullmatch(key)):
+        return "spec.kubeconfigSecretRef.key is not a Secret key"
+    return SecretRef(namespace, name, key or minify.SECRET_KEY)
+
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
 
 
 class Reconciler:
@@ -109,16 +160,17 @@ class Reconciler:
         if name in self.pull:
             await self._leave(name)
         assert ref  # Push without a Secret left above
+        source = secret_ref(ref)
+        if isinstance(source, str):  # refused by our own rule, before anything is read
+            return await self._refuse(doc, name, source)
         try:
             secret = await self.mgr.client.cluster(self.hub).get(
-                SECRETS, ref["name"], ref.get("namespace"))
+                SECRETS, source.name, source.namespace)
             version = str(secret["metadata"].get("resourceVersion"))
             if self.versions.get(name) == version and existing is not None:
                 return None
-            config = minify.load(minify.secret_kubeconfig(secret, ref.get("key") or
-                                                          minify.SECRET_KEY),
-                                 name, f"Secret {ref.get('namespace')}/{ref['name']}",
-                                 self.allowed_exec)
+            config = minify.load(minify.secret_kubeconfig(secret, source.key), name,
+                                 f"Secret {source.namespace}/{source.name}", self.allowed_exec)
         except (ApiError, kubeconfig.KubeconfigError, ValueError) as exc:
             return await self._refuse(doc, name, str(exc))
         await self._leave(name)
@@ -128,11 +180,11 @@ class Reconciler:
         self.mgr.engage(cluster)
         self.versions[name] = version
         self.refusals.pop(name, None)
-        log.info("cluster %s joined from Secret %s/%s: %s", name, ref.get("namespace"),
-                 ref["name"], cluster.detail)
+        log.info("cluster %s joined from Secret %s/%s: %s", name, source.namespace,
+                 source.name, cluster.detail)
         if not _was_ready(doc):  # re-engaging at our own restart is not news
             await self.recorder.emit(doc, "Normal", "Joined", f"engaged from Secret "
-                                                             f"{ref.get('namespace')}/{ref['name']}")
+                                                             f"{source.namespace}/{source.name}")
         return None
 
     async def _join_pull(self, doc: ReadOnly, name: str, existing: Cluster | None

@@ -64,7 +64,7 @@ import prometheus_client
 from aiohttp import web
 
 from federation.contexts import client as kube
-from federation.contexts.cache import Informer
+from federation.contexts.cache import CachedResource
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
@@ -510,7 +510,7 @@ class Manager:
         self._own_clients.clear()
 
 
-def _informer_report(informer: Informer) -> dict[str, Any]:
+def _informer_report(informer: CachedResource) -> dict[str, Any]:
     return {"state": informer.state, "synced": informer.synced.is_set(),
             "objects": len(informer.store), "relists": informer.relists,
             "restarts": informer.restarts, "last_error": informer.last_error}

@@ -156,6 +156,6 @@ class StateCollector(Collector):
         yield from (depth, by_priority, waiting, busy, adds, retries)
 
 
-def _resource_label(informer: cache.Informer) -> str:
+def _resource_label(informer: cache.CachedResource) -> str:
     group = informer.resource.group
     return f"{informer.resource.plural}.{group}" if group else informer.resource.plural
