@@ -226,6 +226,7 @@ def _document_limits(limits: Limits) -> documents.Limits:
 
 # The capped loader's reasons, by the words it uses (anything else is a syntax error).
 _TEXT_REASONS = (("larger than", Reason.TOO_LARGE), ("nested deeper", Reason.NESTED_TOO_DEEP),
+                 ("nesting depth", Reason.NESTED_TOO_DEEP),
                  ("values", Reason.TOO_MANY_VALUES), ("recursive alias", Reason.RECURSIVE_ALIAS),
                  ("documents", Reason.DOCUMENTS))
 
