@@ -92,6 +92,9 @@ class Fleet:
         self.stale = False
         self.away: set[str] = set()
         """Members whose reads raise ClusterUnavailable (down, or their cache stale)."""
+        self.lagging: dict[tuple[str, str], JSON] = {}
+        """(namespace, name) -> the policy a cache behind the last status write still shows
+        (writes still go to, and are checked against, the current object)."""
         self._rv = 100
 
     # -- the clock ---------------------------------------------------------------------
@@ -106,6 +109,8 @@ class Fleet:
         return list(self.members)
 
     async def policy(self, namespace: str, name: str) -> ReadOnly | None:
+        if (namespace, name) in self.lagging:
+            return self.lagging[(namespace, name)]
         return self.hub.get(("ReconfigurePolicy", namespace, name))
 
     async def policies(self, namespace: str) -> Sequence[ReadOnly]:
