@@ -46,6 +46,13 @@ Runner = Callable[[JSON], Awaitable[JSON]]
 
 TIMED_OUT = "timed out"
 STOPPED = "worker stopped"
+UNAVAILABLE = "unavailable"
+"""No worker could answer (none would start, or the manager is stopping): not the file's
+fault, so never kept and never a refusal (:class:`Unavailable` is raised instead)."""
+
+
+class Unavailable(RuntimeError):
+    """No worker could analyse the file now; the reconcile fails and is retried."""
 
 # The worker: limits first, then the pure analysis loop over stdin/stdout. sys.path[0] is
 # the directory holding the federation package this process runs, so both run one code.
@@ -135,7 +142,7 @@ class Sandbox:
     async def ask(self, request: JSON) -> JSON:
         """The worker's answer, or a failure answer (timed out, worker stopped)."""
         if self._closed:
-            return {"error": "the control plane is stopping", "reason": STOPPED}
+            return {"error": "the control plane is stopping", "reason": UNAVAILABLE}
         line = json.dumps(request, ensure_ascii=True).encode() + b"\n"
         idle = self._slots()
         slot = await idle.get()
@@ -151,7 +158,7 @@ class Sandbox:
                                                   self.ready_timeout)
             except OSError as exc:
                 slot.worker = None
-                return {"error": str(exc), "reason": STOPPED}
+                return {"error": str(exc), "reason": UNAVAILABLE}
         worker = slot.worker
         try:
             reply = await worker.ask(line, self.timeout)
@@ -164,6 +171,8 @@ class Sandbox:
         if not reply:
             slot.worker = None
             await worker.kill()
+            if self._closed:  # killed by close(): the file did nothing wrong
+                return {"error": "the control plane is stopping", "reason": UNAVAILABLE}
             return {"error": "the worker process stopped while parsing (the memory limit "
                              f"is {self.memory // 2**20} MiB)", "reason": STOPPED}
         found = json.loads(reply)
@@ -244,6 +253,8 @@ class Analyses:
             return kept[1]
         self.asked += 1
         found = await self.run(request)
+        if found.get("reason") == UNAVAILABLE:
+            raise Unavailable(str(found.get("error")))
         weight = 64 + sum(len(str(c[0])) for c in found.get("changes") or [])
         self._memo[key] = (weight, found)
         self._weight += weight

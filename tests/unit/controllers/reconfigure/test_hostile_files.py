@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from federation.controllers.reconfigure.sandbox import Analyses, Sandbox, inline
+from federation.controllers.reconfigure.sandbox import Analyses, Sandbox, Unavailable, inline
 from federation.reconfigure.formats import FileFormat
 from tests.unit.controllers.reconfigure.fakes import (
     NS,
@@ -229,3 +229,18 @@ async def test_the_workers_stop_with_the_manager() -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await keeper
     assert process.returncode is not None  # killed, not left behind
+
+
+async def test_no_worker_is_a_retry_not_a_refusal() -> None:
+    """A stopping manager (or a worker that will not start) is not the file's fault: the
+    reconcile fails and is retried; nothing is refused or remembered."""
+    fleet = Fleet()
+    governed(fleet, "yaml")
+    box = Sandbox(workers=1)
+    await box.close()
+    analyses = Analyses(box.ask)
+    rec = reconciler(fleet, Caller(), analyses=analyses)
+    with pytest.raises(Unavailable):
+        await reconcile(rec)  # copies exist: their diff is asked for
+    assert "status" not in fleet.hub[("ReconfigurePolicy", NS, "db")]  # nothing written
+    assert not analyses._memo
