@@ -45,6 +45,12 @@ from federation.reconfigure.diff import Change, ChangeKind, Diff, diff_parameter
 JSON = dict[str, Any]
 READY = b'{"ready": true}\n'
 """The worker's first line: it imported everything and waits for requests."""
+MAX_CHANGED = 1000
+"""Parameters one file may change in one rollout. Every changed name is carried by the
+answer, the controller's loop, the policy's status (``changedParameters``) and, for online
+steps, the reloader calls; 1,000 is far more than a reviewed change holds, and keeps the
+status small enough to write (a 250,000-parameter file changed whole would not be)."""
+TOO_MANY = "too many changes"
 INTERNAL = "internal"
 """The reason class of a failure that is no limit and no syntax error (a bug, or a
 constraint that does not validate in the worker)."""
@@ -195,6 +201,10 @@ def answer(request: Mapping[str, Any], parsed: _Parsed = _PARSED) -> JSON:
 def _diff(constraint: ConfigConstraintSpec, old: formats.Parameters,
           new: formats.Parameters) -> JSON:
     result = diff_parameters(constraint, old, new)
+    if len(result.changes) > MAX_CHANGED:
+        return {"error": f"{len(result.changes)} parameters changed, more than "
+                         f"{MAX_CHANGED} in one rollout: roll it in smaller changes",
+                "reason": TOO_MANY, "side": ""}
     invalid = sorted({c.name for c in result.changes if c.kind is not ChangeKind.REMOVED
                       and constraint.validate_value(c.name, c.new)})
     return {"changes": [[c.name, c.kind.value, c.parameter_class.value]

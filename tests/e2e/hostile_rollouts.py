@@ -58,7 +58,9 @@ CASES = (
             "nested too deep"),
     Hostile("toml-deep", "toml", "a = 1\n", "a = " + "[" * 100_000 + "]" * 100_000 + "\n",
             "nested too deep"),
-    Hostile("yaml-900k", "yaml", "a: 1\n", nine_hundred_kib_yaml(), ""),
+    # Legitimate: 900 KiB in every member, one value changed (parsed twice, off the loop).
+    Hostile("yaml-900k", "yaml", nine_hundred_kib_yaml(),
+            nine_hundred_kib_yaml().replace(f"value: {'v' * 30}7\n", "value: changed\n"), ""),
     Hostile("pattern", "ini", "[mysqld]\nname = a\n", "[mysqld]\nname = " + "a" * 29 + "!\n",
             "timed out", pattern="([a-z0-9]+)*"),
 )
@@ -96,15 +98,15 @@ def propagation(ns: str) -> dict[str, Any]:
                 "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}}
 
 
-def replace(fleet: TestFleet, context: str, manifest: dict[str, Any]) -> None:
-    """``kubectl replace``: a 900 KiB ConfigMap does not fit ``apply``'s last-applied
-    annotation (256 KiB)."""
+def write(fleet: TestFleet, verb: str, manifest: dict[str, Any]) -> None:
+    """``kubectl create`` or ``replace`` on the hub: a 900 KiB ConfigMap does not fit
+    ``apply``'s last-applied annotation (256 KiB)."""
     result = subprocess.run(
-        [kubectl_binary(), "--kubeconfig", str(fleet.kubeconfig), "--context", context,
-         "replace", "-f", "-"], input=json.dumps(manifest), text=True, capture_output=True,
+        [kubectl_binary(), "--kubeconfig", str(fleet.kubeconfig), "--context", "hub",
+         verb, "-f", "-"], input=json.dumps(manifest), text=True, capture_output=True,
         timeout=60)
     if result.returncode != 0:
-        raise AssertionError(f"kubectl replace failed: {result.stderr.strip()[:500]}")
+        raise AssertionError(f"kubectl {verb} failed: {result.stderr.strip()[:500]}")
 
 
 def copied_everywhere(fleet: TestFleet, ns: str) -> bool:
@@ -117,12 +119,14 @@ def apply_hostile_rollouts(fleet: TestFleet, ns: str, timeout: float = 120) -> l
     copied to every member, then the hostile contents. Returns the cases (policy and
     ConfigMap ``h-<name>``, constraint :func:`constraint_name`)."""
     for case in CASES:
-        apply(fleet, "hub", *manifests(ns, case, case.benign))
+        constraint, config, policy = manifests(ns, case, case.benign)
+        apply(fleet, "hub", constraint, policy)
+        write(fleet, "create", config)
     apply(fleet, "hub", propagation(ns))
     wait_for(partial(copied_everywhere, fleet, ns), timeout=timeout,
              what="the hostile ConfigMaps' first versions in every member")
     for case in CASES:
-        replace(fleet, "hub", manifests(ns, case, case.content)[1])
+        write(fleet, "replace", manifests(ns, case, case.content)[1])
     return list(CASES)
 
 

@@ -7,11 +7,14 @@ One reconcile handles one ReconfigurePolicy, level-triggered:
    the hub's ConfigMap/Secret (``ConfigNotFound``); V is its :func:`config_version`.
 2. The clusters are those the config's ResourceBinding places it on, in ``clusterOrder``
    then by name. A new V or a new policy generation begins a new rollout: each cluster's
-   live copy is diffed against the hub's content (:mod:`.plan`); any refusal refuses it all.
+   live copy is diffed against the hub's content (:mod:`.plan`), never on the event loop
+   (:class:`~.sandbox.Analyses`: worker processes with a deadline, each content once); any
+   refusal refuses it all, and a refused plan is not planned again until its inputs change.
 3. Each ``Updating`` cluster (as the status last recorded it) is looked at: the copy at V,
    then by action: restart waits for every governed workload there to carry the restart
    stamp V and be ready; online calls every reloader of every governed workload with the
-   changed dynamic parameters; none waits for the copy only. Past
+   changed dynamic parameters (each address through the outbound policy, each call once
+   per version, ``finishedAt`` after the last); none waits for the copy only. Past
    ``progressDeadlineSeconds``, or on a reloader's failure, the cluster fails and the
    rollout stops.
 4. :func:`.rollout.start` releases the next clusters, and the status is written in one

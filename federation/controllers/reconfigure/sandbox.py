@@ -121,7 +121,7 @@ class Sandbox:
     """A pool of worker processes answering :mod:`~federation.reconfigure.analysis`
     requests, each within :attr:`timeout` seconds."""
 
-    def __init__(self, workers: int = 2, timeout: float = 20.0, memory: int = 2**30,
+    def __init__(self, workers: int = 2, timeout: float = 30.0, memory: int = 2**30,
                  ready_timeout: float = 60.0) -> None:
         self.timeout = timeout
         self.memory = memory

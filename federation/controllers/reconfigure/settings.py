@@ -38,8 +38,8 @@ class ReconfigureSettings:
     """Worker processes that parse, diff and validate config files (:mod:`.sandbox`): one
     per core of a small control plane; a tenant's slowest file holds one of them for at
     most :attr:`parse_timeout`, and the event loop never."""
-    parse_timeout: float = 20.0
+    parse_timeout: float = 30.0
     """Seconds one file's parse, diff and checks may take in a worker before it is killed
-    and the file refused (``InvalidFile``, timed out). The largest file a ConfigMap can hold
-    (1 MiB of YAML) takes a few seconds on a loaded two-core machine; a backtracking
-    pattern or a quadratic line would take hours."""
+    and the file refused (``InvalidFile``, timed out). A diff of two 900 KiB YAML files (the
+    largest a ConfigMap holds) took 10 s on a loaded two-core machine, in a worker that
+    yields the CPU (``nice``); a backtracking pattern or a quadratic line would take hours."""
