@@ -130,6 +130,8 @@ class Sandbox:
         """Workers killed at their deadline (a metric for tests and logs)."""
         self._size = workers
         self._idle: asyncio.Queue[_Slot] | None = None
+        self._running: set[_Worker] = set()
+        """Every live worker, busy or idle: :meth:`close` kills them all."""
         self._closed = False
 
     def _slots(self) -> asyncio.Queue[_Slot]:
@@ -156,6 +158,7 @@ class Sandbox:
             try:
                 slot.worker = await _Worker.start(self.memory, self.timeout,
                                                   self.ready_timeout)
+                self._running.add(slot.worker)
             except OSError as exc:
                 slot.worker = None
                 return {"error": str(exc), "reason": UNAVAILABLE}
@@ -165,11 +168,13 @@ class Sandbox:
         except TimeoutError:
             self.killed += 1
             slot.worker = None
+            self._running.discard(worker)
             await worker.kill()
             return {"error": f"parsing and checking took longer than {self.timeout:g}s "
                              "(the limit)", "reason": TIMED_OUT}
         if not reply:
             slot.worker = None
+            self._running.discard(worker)
             await worker.kill()
             if self._closed:  # killed by close(): the file did nothing wrong
                 return {"error": "the control plane is stopping", "reason": UNAVAILABLE}
@@ -181,13 +186,9 @@ class Sandbox:
     async def close(self) -> None:
         """Kill every worker; later requests are answered with a failure."""
         self._closed = True
-        if self._idle is None:
-            return
-        while not self._idle.empty():
-            slot = self._idle.get_nowait()
-            if slot.worker is not None:
-                await slot.worker.kill()
-                slot.worker = None
+        running, self._running = self._running, set()
+        for worker in running:  # busy ones too: their callers get "stopping"
+            await worker.kill()
 
     async def keep(self) -> None:
         """A manager runnable: waits until cancelled (the manager stopping or losing the
