@@ -11,7 +11,7 @@ import time
 import pytest
 
 from federation.reconfigure import analysis, constraint, formats
-from federation.reconfigure.constraint import ConfigConstraintSpec, ParameterSchema
+from federation.reconfigure.constraint import ConfigConstraintSpec, ParameterSchema, ValueType
 from federation.reconfigure.formats import FileFormat, FormatError, Reason
 
 SECRET = "S3cretTokenValue42"
@@ -128,7 +128,7 @@ def test_unquoted_keeps_the_place_and_drops_the_text() -> None:
 def test_a_long_value_is_not_matched_against_a_pattern() -> None:
     """The length cap of pattern checks: the match itself is bounded by the worker's
     deadline (the controller's tests), this bounds what reaches it."""
-    rule = ParameterSchema(type="string", pattern="([a-z0-9]+)*")
+    rule = ParameterSchema(type=ValueType.STRING, pattern="([a-z0-9]+)*")
     started = time.perf_counter()
     found = constraint.check(rule, "a" * (constraint.MAX_MATCHED + 1) + "!")
     assert time.perf_counter() - started < 0.5
@@ -137,7 +137,7 @@ def test_a_long_value_is_not_matched_against_a_pattern() -> None:
 
 def test_a_pattern_longer_than_the_limit_is_an_invalid_constraint() -> None:
     with pytest.raises(ValueError, match="at most 1024"):
-        ParameterSchema(type="string", pattern="a" * 1025)
+        ParameterSchema(type=ValueType.STRING, pattern="a" * 1025)
 
 
 SPEC = ConfigConstraintSpec.model_validate({
