@@ -130,7 +130,8 @@ class ReloaderCaller:
                        config_file: str, params: Mapping[str, str], timeout: float
                        ) -> UpgradeResult:
         if self.tls is None:
-            raise RuntimeError(self.problem)
+            from federation.controllers.reconfigure.view import CallerNotReady
+            raise CallerNotReady(self.problem)
         from federation.reloader import client
 
         return await client.online_upgrade(address, self.tls, namespace=namespace,

@@ -287,7 +287,8 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                        settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
                          settings.propagation.deny_list)
-    rollouts.install(mgr, settings.reconfigure)
+    rollouts.install(mgr, dataclasses.replace(settings.reconfigure,
+                                              egress=settings.reloader_egress))
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,

@@ -91,8 +91,10 @@ class ConfigRef(_Model):
 
 
 class ConfigFile(_Model):
-    key: str = Field(min_length=1, max_length=253)
-    """The key of the ConfigMap's (Secret's) data holding the file."""
+    key: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9_.][-A-Za-z0-9_.]*$")
+    """The key of the ConfigMap's (Secret's) data holding the file. Not starting with
+    ``-``: a reloader's template may place it alone in a program's arguments, where it
+    would read as an option (the reloader refuses such a call too)."""
     constraint_ref: str = Field(min_length=1, max_length=253)
     """The ConfigConstraint (cluster-scoped) that classifies its parameters."""
 

@@ -63,8 +63,11 @@ class ParameterSchema(_Model):
     type: ValueType = ValueType.STRING
     minimum: float | None = Field(default=None, allow_inf_nan=False)
     maximum: float | None = Field(default=None, allow_inf_nan=False)
-    pattern: str | None = None
-    """A regular expression the whole value must match (``string`` only)."""
+    pattern: str | None = Field(default=None, max_length=1024)
+    """A regular expression the whole value must match (``string`` only). Python's engine
+    backtracks, so a pattern such as ``([a-z0-9]+)*`` takes exponential time on some
+    values: values longer than :data:`MAX_MATCHED` are refused without matching, and the
+    rollout controller matches in a worker process with a deadline."""
     enum: tuple[str, ...] = ()
     """The allowed values, compared as text (``enum`` only)."""
 
@@ -157,11 +160,17 @@ def check(rule: ParameterSchema, value: Value) -> str | None:
         return f"{_show(value)} is not a bool (one of {', '.join(sorted(_BOOLS))})"
     if rule.type is ValueType.ENUM and text not in rule.enum:
         return f"{_show(value)} is not in enum [{', '.join(rule.enum)}]"
+    if rule.pattern is not None and len(text) > MAX_MATCHED:
+        return f"the value is longer than {MAX_MATCHED} characters, too long to match a pattern"
     if rule.pattern is not None and re.fullmatch(rule.pattern, text) is None:
         # The value is not quoted: a patterned string may be a password or a token.
         return f"the value does not match pattern {rule.pattern!r}"
     return None
 
+
+MAX_MATCHED = 4096
+"""Characters of a value matched against a ``pattern``: a patterned value is a name, a
+host, a size, never a document."""
 
 _BOOLS = frozenset({"true", "false", "on", "off", "yes", "no", "1", "0"})
 

@@ -14,20 +14,38 @@ refused rather than dropped: a key containing a dot in a nested format, an empty
 list of mappings, a null in toml, a duplicate key. Every error is a :class:`FormatError` whose
 message starts with the format and names the line or the key.
 
+Parsing is bounded (:class:`Limits`): a config file is tenant data, and the parsers behind
+``parse`` are recursive (json, toml, the YAML constructor), expand aliases (YAML) or are
+quadratic on some lines (configparser), so before or while they run the content is held to a
+size, a nesting depth, a number of values after alias expansion and, for ini, a line shape.
+YAML goes through :mod:`federation.untrusted.documents`, the one capped loader. A limit
+crossed, a ``RecursionError`` or any parser failure is a :class:`FormatError` with a
+:attr:`~FormatError.reason` class (``too large``, ``nested too deep``, ``too many values``,
+``line too long``, ``syntax``...). No limit here bounds time: a caller that must not hang
+(the rollout controller) runs ``parse`` in a worker process with a deadline
+(:mod:`federation.reconfigure.analysis`).
+
+Error messages never quote the file: parsers' own messages are stripped of every quoted
+span and anchor name (``found undefined alias 'S3cret'`` reads ``found undefined alias``),
+because a Secret-backed file's content would otherwise reach a status.
+
 The module is pure (no I/O): callers pass file content as text.
 """
 
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import enum
 import json
 import math
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import yaml
+
+from federation.untrusted import documents
 
 Scalar = str | int | float | bool | None
 Value = Scalar | tuple[Scalar, ...]
@@ -45,17 +63,68 @@ class FileFormat(enum.StrEnum):
     ENV = "env"
 
 
+class Reason(enum.StrEnum):
+    """Why content was refused, as a class a condition can name."""
+
+    SYNTAX = "syntax"
+    TOO_LARGE = "too large"
+    LINE_TOO_LONG = "line too long"
+    NESTED_TOO_DEEP = "nested too deep"
+    TOO_MANY_VALUES = "too many values"
+    RECURSIVE_ALIAS = "recursive alias"
+    DOCUMENTS = "more than one document"
+    SHAPE = "not a flat parameter map"
+
+
 class FormatError(ValueError):
     """Content that does not parse, or a parameter map that the format cannot hold."""
 
-    def __init__(self, file_format: FileFormat, message: str) -> None:
+    def __init__(self, file_format: FileFormat, message: str,
+                 reason: Reason = Reason.SHAPE) -> None:
         super().__init__(f"{file_format.value}: {message}")
         self.file_format = file_format
+        self.reason = reason
 
 
-def parse(file_format: FileFormat, content: str) -> Parameters:
-    """The flat parameters of ``content`` in ``file_format``."""
-    return _PARSERS[file_format](content)
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Bounds on one config file; each failure names the limit it crossed."""
+
+    max_bytes: int = 2 * 2**20
+    """2 MiB of UTF-8: a ConfigMap or Secret holds at most 1 MiB in all, so no real file is
+    refused, and the largest accepted parses in a few seconds in the worker."""
+    max_depth: int = 64
+    """Nesting levels of yaml, json and toml: configs nest a handful of levels; 64 keeps
+    the recursive parsers and the flattening far from Python's stack limit (a 5,000-level
+    document used to raise RecursionError out of the rollout controller)."""
+    max_values: int = 250_000
+    """Values after YAML alias expansion (and in json/toml): a 900 KiB YAML file of small
+    mappings has about 120,000; an alias bomb asks for billions."""
+    max_key_spaces: int = 64
+    """ini: the longest run of blanks before a line's ``=``/``:``. configparser's option
+    pattern backtracks quadratically over such a run (a 45 KB line of blanks took a
+    minute); no key needs more than a few."""
+    max_line: int = 256 * 1024
+    """ini: characters per line (a base64 certificate on one line fits)."""
+
+
+LIMITS = Limits()
+
+
+def parse(file_format: FileFormat, content: str, limits: Limits = LIMITS) -> Parameters:
+    """The flat parameters of ``content`` in ``file_format``, within ``limits``."""
+    if len(content) > limits.max_bytes or len(content.encode(errors="replace")) > \
+            limits.max_bytes:
+        raise FormatError(file_format, f"larger than the limit of {limits.max_bytes} bytes",
+                          Reason.TOO_LARGE)
+    try:
+        return _PARSERS[file_format](content, limits)
+    except RecursionError:
+        raise FormatError(file_format, f"nested deeper than {limits.max_depth} levels",
+                          Reason.NESTED_TOO_DEEP) from None
+    except MemoryError:
+        raise FormatError(file_format, "too large to hold in memory",
+                          Reason.TOO_LARGE) from None
 
 
 def render(file_format: FileFormat, parameters: Mapping[str, Value]) -> str:
@@ -142,18 +211,43 @@ def _unflatten(fmt: FileFormat, parameters: Mapping[str, Value]) -> dict[str, ob
 # --- yaml ----------------------------------------------------------------------------------
 
 
-def _parse_yaml(content: str) -> Parameters:
+def _parse_yaml(content: str, limits: Limits) -> Parameters:
     try:
-        tree = yaml.safe_load(content)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark
-        where = f"line {mark.line + 1}" if mark is not None else "somewhere"
-        raise FormatError(FileFormat.YAML, f"{where}: {err.problem}") from None
-    except yaml.YAMLError as err:
-        raise FormatError(FileFormat.YAML, _one_line(str(err))) from None
-    except ValueError as err:  # e.g. an integer beyond Python's digit limit
-        raise FormatError(FileFormat.YAML, _one_line(str(err))) from None
-    return _flatten(FileFormat.YAML, {} if tree is None else tree)
+        found = documents.yaml_documents(content, _document_limits(limits))
+    except documents.TextError as err:
+        raise _untrusted(FileFormat.YAML, err) from None
+    return _flatten(FileFormat.YAML, found[0] if found else {})
+
+
+def _document_limits(limits: Limits) -> documents.Limits:
+    return documents.Limits(max_bytes=limits.max_bytes, max_depth=limits.max_depth,
+                            max_nodes=limits.max_values, max_documents=1)
+
+
+# The capped loader's reasons, by the words it uses (anything else is a syntax error).
+_TEXT_REASONS = (("larger than", Reason.TOO_LARGE), ("nested deeper", Reason.NESTED_TOO_DEEP),
+                 ("nesting depth", Reason.NESTED_TOO_DEEP),
+                 ("values", Reason.TOO_MANY_VALUES), ("recursive alias", Reason.RECURSIVE_ALIAS),
+                 ("documents", Reason.DOCUMENTS))
+
+
+def _untrusted(fmt: FileFormat, err: documents.TextError) -> FormatError:
+    text = str(err).removeprefix("malformed YAML: ").removeprefix("malformed JSON: ")
+    reason = next((r for words, r in _TEXT_REASONS if words in text), Reason.SYNTAX)
+    return FormatError(fmt, unquoted(text), reason)
+
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_ANCHOR = re.compile(r"[*&!]\S*")
+
+
+def unquoted(message: str) -> str:
+    """A parser's message without the file's text: every quoted span (``'...'``, ``"..."``)
+    becomes ``…``, an alias, anchor or tag name (``*x``, ``&x``, ``!x``) is dropped, and a
+    quote left unpaired cuts the rest. One line."""
+    text = _ANCHOR.sub("", _QUOTED.sub("…", _one_line(message)))
+    cut = min((i for i in (text.find("'"), text.find('"')) if i >= 0), default=len(text))
+    return " ".join(text[:cut].split()).rstrip(" :,")
 
 
 def _render_yaml(parameters: Mapping[str, Value]) -> str:
@@ -166,15 +260,21 @@ def _render_yaml(parameters: Mapping[str, Value]) -> str:
 # --- json ----------------------------------------------------------------------------------
 
 
-def _parse_json(content: str) -> Parameters:
+def _parse_json(content: str, limits: Limits) -> Parameters:
     try:
+        # The capped loader first (depth, values); once it passed, the second parse, which
+        # refuses duplicate keys, is as bounded.
+        documents.json_document(content, _document_limits(limits))
         tree = json.loads(content, object_pairs_hook=_json_pairs)
+    except documents.TextError as err:
+        raise _untrusted(FileFormat.JSON, err) from None
     except json.JSONDecodeError as err:
-        raise FormatError(FileFormat.JSON, f"line {err.lineno}: {err.msg}") from None
+        raise FormatError(FileFormat.JSON, f"line {err.lineno}: {err.msg}",
+                          Reason.SYNTAX) from None
     except FormatError:
         raise
     except ValueError as err:  # e.g. an integer beyond Python's digit limit
-        raise FormatError(FileFormat.JSON, _one_line(str(err))) from None
+        raise FormatError(FileFormat.JSON, unquoted(str(err)), Reason.SYNTAX) from None
     return _flatten(FileFormat.JSON, tree)
 
 
@@ -194,12 +294,31 @@ def _render_json(parameters: Mapping[str, Value]) -> str:
 # --- toml ----------------------------------------------------------------------------------
 
 
-def _parse_toml(content: str) -> Parameters:
+def _parse_toml(content: str, limits: Limits) -> Parameters:
     try:
-        tree = tomllib.loads(content)
+        tree = tomllib.loads(content)  # recursive: a RecursionError is caught by parse
     except ValueError as err:  # TOMLDecodeError names the line; also oversized integers
-        raise FormatError(FileFormat.TOML, _one_line(str(err))) from None
+        raise FormatError(FileFormat.TOML, unquoted(str(err)), Reason.SYNTAX) from None
+    _check_shape(FileFormat.TOML, tree, limits)
     return _flatten(FileFormat.TOML, tree, allow_null=False)
+
+
+def _check_shape(fmt: FileFormat, tree: object, limits: Limits) -> None:
+    """Depth and value count of a parsed tree, without recursion."""
+    pending: list[tuple[object, int]] = [(tree, 0)]
+    values = 0
+    while pending:
+        node, depth = pending.pop()
+        values += 1
+        if depth > limits.max_depth:
+            raise FormatError(fmt, f"nested deeper than {limits.max_depth} levels",
+                              Reason.NESTED_TOO_DEEP)
+        if values > limits.max_values:
+            raise FormatError(fmt, f"more than {limits.max_values} values",
+                              Reason.TOO_MANY_VALUES)
+        children = node.values() if isinstance(node, dict) else \
+            node if isinstance(node, list) else ()
+        pending.extend((child, depth + 1) for child in children)
 
 
 def _render_toml(parameters: Mapping[str, Value]) -> str:
@@ -264,12 +383,34 @@ def _ini_parser() -> configparser.RawConfigParser:
     return parser
 
 
-def _parse_ini(content: str) -> Parameters:
+_INI_KEY_END = re.compile(r"[=:]")
+
+
+def _check_ini_lines(content: str, limits: Limits) -> None:
+    """Refuse the lines configparser's option pattern is quadratic on (see
+    :attr:`Limits.max_key_spaces`); comments and section headers are not matched by it."""
+    blanks = re.compile(rf"\s{{{limits.max_key_spaces + 1},}}")
+    for number, raw in enumerate(content.splitlines(), start=1):
+        if len(raw) > limits.max_line:
+            raise FormatError(FileFormat.INI, f"line {number}: longer than {limits.max_line} "
+                                              "characters", Reason.LINE_TOO_LONG)
+        line = raw.strip()
+        if not line or line[0] in "#;[":
+            continue
+        end = _INI_KEY_END.search(line)
+        if blanks.search(line, 0, end.start() if end else len(line)):
+            raise FormatError(FileFormat.INI, f"line {number}: more than "
+                                              f"{limits.max_key_spaces} blanks in a row "
+                                              "before the '='", Reason.LINE_TOO_LONG)
+
+
+def _parse_ini(content: str, limits: Limits) -> Parameters:
+    _check_ini_lines(content, limits)
     parser = _ini_parser()
     try:
         parser.read_string(content)
     except configparser.Error as err:
-        raise FormatError(FileFormat.INI, _ini_error(err)) from None
+        raise FormatError(FileFormat.INI, _ini_error(err), Reason.SYNTAX) from None
     out: Parameters = {}
     for section in parser.sections():
         if "." in section:
@@ -339,16 +480,17 @@ def _logical_lines(content: str) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _parse_properties(content: str) -> Parameters:
+def _parse_properties(content: str, limits: Limits) -> Parameters:
     out: Parameters = {}
     for number, line in _logical_lines(content):
         if line.endswith("\\"):
             raise FormatError(FileFormat.PROPERTIES,
-                              f"line {number}: continuation lines are not supported")
+                              f"line {number}: continuation lines are not supported", Reason.SYNTAX)
         parts = _PROPERTIES_SPLIT.split(line, maxsplit=1)
         key, value = parts[0], parts[1] if len(parts) > 1 else ""
         if key in out:
-            raise FormatError(FileFormat.PROPERTIES, f"line {number}: key {key!r} appears twice")
+            raise FormatError(FileFormat.PROPERTIES, f"line {number}: key {key!r} appears twice",
+                              Reason.SYNTAX)
         out[key] = value
     return out
 
@@ -372,15 +514,15 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ENV_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r", "$": "$"}
 
 
-def _parse_env(content: str) -> Parameters:
+def _parse_env(content: str, limits: Limits) -> Parameters:
     out: Parameters = {}
     for number, line in _logical_lines(content):
         body = line.removeprefix("export ").lstrip()
         name, eq, raw = body.partition("=")
         if not eq or not _ENV_NAME.fullmatch(name):
-            raise FormatError(FileFormat.ENV, f"line {number}: expected NAME=value")
+            raise FormatError(FileFormat.ENV, f"line {number}: expected NAME=value", Reason.SYNTAX)
         if name in out:
-            raise FormatError(FileFormat.ENV, f"line {number}: {name} appears twice")
+            raise FormatError(FileFormat.ENV, f"line {number}: {name} appears twice", Reason.SYNTAX)
         out[name] = _env_value(number, raw)
     return out
 
@@ -388,7 +530,8 @@ def _parse_env(content: str) -> Parameters:
 def _env_value(number: int, raw: str) -> str:
     if raw[:1] == "'":
         if len(raw) < 2 or not raw.endswith("'") or "'" in raw[1:-1]:
-            raise FormatError(FileFormat.ENV, f"line {number}: unterminated single quote")
+            raise FormatError(FileFormat.ENV, f"line {number}: unterminated single quote",
+                              Reason.SYNTAX)
         return raw[1:-1]
     if raw[:1] != '"':
         return raw.split(" #", 1)[0].strip()
@@ -398,18 +541,20 @@ def _env_value(number: int, raw: str) -> str:
         char = raw[i]
         if char == '"':
             if raw[i + 1:].strip():
-                raise FormatError(FileFormat.ENV, f"line {number}: text after the closing quote")
+                raise FormatError(FileFormat.ENV, f"line {number}: text after the closing quote",
+                                  Reason.SYNTAX)
             return "".join(out)
         if char == "\\":
             escaped = _ENV_ESCAPES.get(raw[i + 1:i + 2])
             if escaped is None:
-                raise FormatError(FileFormat.ENV, f"line {number}: unknown escape at column {i}")
+                raise FormatError(FileFormat.ENV, f"line {number}: unknown escape at column {i}",
+                                  Reason.SYNTAX)
             out.append(escaped)
             i += 2
             continue
         out.append(char)
         i += 1
-    raise FormatError(FileFormat.ENV, f"line {number}: unterminated double quote")
+    raise FormatError(FileFormat.ENV, f"line {number}: unterminated double quote", Reason.SYNTAX)
 
 
 def _render_env(parameters: Mapping[str, Value]) -> str:
@@ -434,7 +579,7 @@ def _env_quote(value: str) -> str:
     return '"' + "".join("\\" + reverse[c] if c in reverse else c for c in value) + '"'
 
 
-_PARSERS = {
+_PARSERS: dict[FileFormat, Callable[[str, Limits], Parameters]] = {
     FileFormat.INI: _parse_ini, FileFormat.YAML: _parse_yaml, FileFormat.JSON: _parse_json,
     FileFormat.PROPERTIES: _parse_properties, FileFormat.TOML: _parse_toml,
     FileFormat.ENV: _parse_env,

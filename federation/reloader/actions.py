@@ -12,10 +12,14 @@ The action comes from a YAML file (``fedctl reloader --action FILE``), one of fo
 No action ever goes through a shell: parameters are values the caller chose, so an argv
 element stays one argument whatever it holds (``; rm -rf /`` is a literal string to the
 program), a parameter name cannot start with ``-`` (``--config=/x=1`` would be an
-option to it) and a NUL in a value is refused. A template element that names a parameter
+option to it) and a NUL in a value is refused. The call's ``config_file`` and
+``config_spec`` (a ConfigMap key and name, which ``{{ configFile }}`` places alone in an
+argument) must be such a key or name and not start with ``-`` either, so no ConfigMap key
+can become an option of the program. A template element that names a parameter
 the request does not carry fails the call with the name, rather than running a command
-with a hole in it. A value placed alone in a template element may still start with
-``-``: write ``--opt={{ name }}`` when that matters to the program. Every unknown field in
+with a hole in it. A parameter *value* placed alone in a template element may still
+start with ``-`` (a negative number is a value): write ``--opt={{ name }}`` when that matters
+to the program. Every unknown field in
 the file is refused with its name (pydantic ``extra=forbid``).
 
 The result is ok/failed with the action's output, bounded to its last
@@ -37,8 +41,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import aiohttp
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from federation.untrusted import documents
 
 MAX_OUTPUT = 4096
 """Bytes of output kept (the tail): enough for an error message, small enough for a gRPC
@@ -46,9 +51,17 @@ answer and a status field, and a chatty program cannot fill the reloader's memor
 DEFAULT_TIMEOUT = 30.0
 """Seconds an action may take: a reload is a signal or a short command; one that hangs
 must not hold the rollout forever, and the caller is told it timed out."""
+MAX_TIMEOUT = 300.0
+"""The largest ``timeout`` an action file may set (finite: ``.inf`` is refused): calls are
+serialised, so one action's timeout is how long every later call may wait."""
+MAX_ACTION_FILE = 64 * 1024
+"""Bytes of an action file: a few lines; a larger file is a mistake (or an attack on the
+loader), refused before it is parsed."""
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,252}")
 """A parameter name: never starting with ``-``, so ``NAME=VALUE`` cannot be an option."""
+_KEY = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.\-]{0,252}")
+"""A ConfigMap key or name (``config_file``, ``config_spec``), never starting with ``-``."""
 
 
 class ActionError(ValueError):
@@ -57,7 +70,7 @@ class ActionError(ValueError):
 
 class _Base(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
+    timeout: float = Field(DEFAULT_TIMEOUT, gt=0, le=MAX_TIMEOUT, allow_inf_nan=False)
 
 
 class SignalAction(_Base):
@@ -113,15 +126,25 @@ def parse(data: object) -> SignalAction | ExecAction | TemplateAction | HttpActi
         raise ActionError(f"{where}: {first['msg']}") from None
 
 
+_FILE_LIMITS = documents.Limits(max_bytes=MAX_ACTION_FILE, max_depth=10, max_nodes=1000,
+                                max_documents=1)
+
+
 def load(path: Path) -> SignalAction | ExecAction | TemplateAction | HttpAction:
+    """The action of a file, read through the capped loader: whatever the file holds, the
+    result is an action or one :class:`ActionError` line naming the file."""
     try:
-        data = yaml.safe_load(path.read_text())
+        with path.open("rb") as file:
+            data = file.read(MAX_ACTION_FILE + 1)  # never more, however large the file
+        found = documents.yaml_documents(documents.decode(data, _FILE_LIMITS), _FILE_LIMITS)
     except OSError as exc:
         raise ActionError(f"{path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ActionError(f"{path}: not YAML ({type(exc).__name__})") from None
+    except documents.TextError as exc:
+        raise ActionError(f"{path}: {exc}") from None
+    if not found:
+        raise ActionError(f"{path}: empty (it needs one action)")
     try:
-        return parse(data)
+        return parse(found[0])
     except ActionError as exc:
         raise ActionError(f"{path}: {exc}") from None
 
@@ -142,8 +165,13 @@ class Outcome:
 
 
 def check(request: Request) -> str | None:
-    """Why the request's parameters cannot be passed on (None: they can). Names are shown,
-    values never (they may be secrets)."""
+    """Why the request cannot be passed on (None: it can). Names are shown, values never
+    (they may be secrets)."""
+    for field, text in (("config_file", request.config_file),
+                        ("config_spec", request.config_spec)):
+        if text and not _KEY.fullmatch(text):
+            return (f"{field} must be a ConfigMap key or name (letters, digits, '_', '.', "
+                    "'-'; at most 253) and not start with '-'")
     for name, value in request.params.items():
         if not _NAME.fullmatch(name):
             return (f"parameter name {name[:64]!r} must be letters, digits, '_', '.' or '-' "

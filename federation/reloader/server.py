@@ -136,7 +136,13 @@ class Reloader:
     async def apply(self, request: actions.Request) -> actions.Outcome:
         async with self._lock:
             self.calls += 1
-            outcome = await actions.run(self.settings.action, request)
+            try:
+                outcome = await actions.run(self.settings.action, request)
+            except Exception as exc:  # never a gRPC UNKNOWN: the caller gets an outcome
+                log.warning("%s action raised %s", self.settings.action.kind,
+                            type(exc).__name__)
+                outcome = actions.Outcome(False, f"the {self.settings.action.kind} action "
+                                                 f"failed ({type(exc).__name__})")
         log.info("%s action for %s (parameters %s): %s", self.settings.action.kind,
                  request.config_file or "the config directory",
                  ", ".join(sorted(request.params)) or "none",

@@ -94,7 +94,11 @@ def control_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFac
     """`fedctl install` + `fedctl run` for the tests of one module."""
     log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
                tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8")
+    # Simulated reloaders listen on loopback, which the outbound policy refuses unless allowed
+    # (as the local fleet's control plane does; tests/e2e/test_security_rollout.py runs one
+    # without it).
+    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8",
+                         "--reloader-allow", "127.0.0.0/8")
     plane.start()
     try:
         yield plane

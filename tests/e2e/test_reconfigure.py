@@ -179,6 +179,7 @@ def test_a_dynamic_change_reaches_every_reloader_without_a_restart(
             "annotations") or {}
         assert hub_api.CONFIG_VERSION_ANNOTATION not in annotations
         assert app.copy(member) == DYNAMIC
+    assert_calls_inside_intervals_once(app, status)
     assert_names_no_value(status, "200")
 
 
@@ -231,6 +232,20 @@ def test_an_immutable_change_is_refused_and_nothing_is_rolled(
             assert app.deployment(member)["metadata"]["generation"] == generations[member]
             assert app.applied(member) == []
         time.sleep(1)
+
+
+def assert_calls_inside_intervals_once(app: App, status: dict[str, Any]) -> None:
+    """Issue 20, findings 18 and 19: every reloader call of a cluster (the time its action
+    recorded) lies inside that cluster's [startedAt, finishedAt], and each member's reloader
+    was called once for the version (the first version called nobody: it was unchanged)."""
+    for entry in status["clusters"]:
+        started = rollout.parse_stamp(entry["startedAt"])
+        finished = rollout.parse_stamp(entry["finishedAt"])
+        calls = app.applied(entry["name"])
+        assert len(calls) == 1, (entry["name"], calls)
+        at = rollout.parse_stamp(calls[0]["time"])
+        assert started is not None and finished is not None and at is not None
+        assert started <= at <= finished, (entry, calls)
 
 
 def assert_names_no_value(status: dict[str, Any], value: str) -> None:

@@ -36,10 +36,12 @@ from federation.contexts.cache import Event
 from federation.controllers import api
 from federation.controllers.reconfigure import constraints
 from federation.controllers.reconfigure.reconciler import Reconciler
+from federation.controllers.reconfigure.sandbox import Analyses, Sandbox
 from federation.controllers.reconfigure.settings import ReconfigureSettings
 from federation.controllers.reconfigure.view import (
     CONFIG_RESOURCES,
     CacheView,
+    CallerNotReady,
     HubStatusWriter,
     OnlineUpgrade,
     RolloutView,
@@ -51,12 +53,15 @@ from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, group_kind
 
 __all__ = [
+    "Analyses",
     "CacheView",
+    "CallerNotReady",
     "HubStatusWriter",
     "OnlineUpgrade",
     "Reconciler",
     "ReconfigureSettings",
     "RolloutView",
+    "Sandbox",
     "StatusWriter",
     "UpgradeAnswer",
     "Wiring",
@@ -74,9 +79,10 @@ class Wiring:
         self.hub = mgr.clusters.hub.name
         view = CacheView(mgr.client, self.hub)
         writer = HubStatusWriter(mgr.client, self.hub)
-        self.controller = controller.Controller("reconfigure",
-                                                Reconciler(view, writer, settings),
-                                                workers=settings.workers)
+        self.sandbox = Sandbox(settings.parse_workers, settings.parse_timeout)
+        self.controller = controller.Controller(
+            "reconfigure", Reconciler(view, writer, settings, Analyses(self.sandbox.ask)),
+            workers=settings.workers)
         self.constraints = controller.Controller("config-constraints",
                                                  constraints.Reconciler(view, writer),
                                                  workers=1)
@@ -150,6 +156,8 @@ class Wiring:
         self.constraints.watch(hub_api.CONFIG_CONSTRAINTS, clusters="hub")
         self.mgr.add(ctl)
         self.mgr.add(self.constraints)
+        # The parser workers start at the first file and stop with the controllers.
+        self.mgr.add_runnable("rollout parser workers", self.sandbox.keep)
 
 
 def install(mgr: manager.Manager, settings: ReconfigureSettings) -> Wiring:

@@ -7,11 +7,14 @@ One reconcile handles one ReconfigurePolicy, level-triggered:
    the hub's ConfigMap/Secret (``ConfigNotFound``); V is its :func:`config_version`.
 2. The clusters are those the config's ResourceBinding places it on, in ``clusterOrder``
    then by name. A new V or a new policy generation begins a new rollout: each cluster's
-   live copy is diffed against the hub's content (:mod:`.plan`); any refusal refuses it all.
+   live copy is diffed against the hub's content (:mod:`.plan`), never on the event loop
+   (:class:`~.sandbox.Analyses`: worker processes with a deadline, each content once); any
+   refusal refuses it all, and a refused plan is not planned again until its inputs change.
 3. Each ``Updating`` cluster (as the status last recorded it) is looked at: the copy at V,
    then by action: restart waits for every governed workload there to carry the restart
    stamp V and be ready; online calls every reloader of every governed workload with the
-   changed dynamic parameters; none waits for the copy only. Past
+   changed dynamic parameters (each address through the outbound policy, each call once
+   per version, ``finishedAt`` after the last); none waits for the copy only. Past
    ``progressDeadlineSeconds``, or on a reloader's failure, the cluster fails and the
    rollout stops.
 4. :func:`.rollout.start` releases the next clusters, and the status is written in one
@@ -24,17 +27,27 @@ only, and what a reloader answers is stripped of the values it was sent.
 
 from __future__ import annotations
 
+import collections
+import hashlib
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from federation.contexts import egress
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable
 from federation.controllers.reconfigure import load, plan, rollout
 from federation.controllers.reconfigure.rollout import ClusterState, Rollout, WorkloadVersion
+from federation.controllers.reconfigure.sandbox import Analyses, Sandbox
 from federation.controllers.reconfigure.settings import ReconfigureSettings
-from federation.controllers.reconfigure.view import RolloutView, StatusWriter
+from federation.controllers.reconfigure.view import (
+    CallerNotReady,
+    OnlineUpgrade,
+    RolloutView,
+    StatusWriter,
+)
 from federation.hub import reconfigure as hub_api
 from federation.reconfigure.constraint import ConfigConstraintSpec
 from federation.reconfigure.diff import Action
@@ -58,16 +71,36 @@ class Loaded:
         meta = policy["metadata"]
         self.namespace = str(meta.get("namespace") or "")
         self.name = str(meta["name"])
+        self.uid = str(meta.get("uid") or f"{self.namespace}/{self.name}")
         generation = meta.get("generation")
         self.generation = generation if isinstance(generation, int) else 0
 
 
+MEMORY = 4096
+"""Policies (refused plans) and (policy, version, cluster) triples (reloader calls made)
+remembered: far more than are ever rolling at once, and a bound on what deleted policies
+leave behind."""
+
+
 class Reconciler:
     def __init__(self, view: RolloutView, writer: StatusWriter,
-                 settings: ReconfigureSettings | None = None) -> None:
+                 settings: ReconfigureSettings | None = None,
+                 analyses: Analyses | None = None) -> None:
         self.view = view
         self.writer = writer
         self.settings = settings or ReconfigureSettings()
+        self.analyses = analyses or Analyses(Sandbox(self.settings.parse_workers,
+                                                     self.settings.parse_timeout).ask)
+        self._refused: collections.OrderedDict[tuple[str, str], tuple[str, load.Refusal,
+                                                                     tuple[str, ...]]] = \
+            collections.OrderedDict()
+        """Per policy: the inputs of its last refused plan, the refusal and the changed
+        names. Planning again the same inputs would refuse again: it is skipped."""
+        self._called: collections.OrderedDict[tuple[str, str, str], set[tuple[str, ...]]] = \
+            collections.OrderedDict()
+        """Per (policy uid, config version, cluster): the (workload, address, file) calls
+        that succeeded, so a reconcile that read a cache behind our own last status write
+        (the cluster still Updating there) does not call them again."""
 
     async def reconcile(self, request: Request) -> Result | None:
         policy = await self.view.policy(request.namespace, request.name)
@@ -80,9 +113,7 @@ class Reconciler:
             return await self._write(policy, loaded, None)
         if previous.version != loaded.version or previous.generation != loaded.generation \
                 or not status.get("phase") or status.get("phase") == rollout.REFUSED:
-            current = rollout.begin(loaded.version, loaded.generation,
-                                    await self._plans(loaded, loaded.clusters),
-                                    loaded.clusters, previous)
+            current = await self._begin(loaded, previous)
         else:
             known = {c.name for c in previous.clusters}
             new = [c for c in loaded.clusters if c not in known]
@@ -136,14 +167,41 @@ class Reconciler:
         clusters = rollout.ordered(placed, spec.cluster_order)
         return Loaded(policy, spec, constraints, files, version, clusters)
 
-    async def _plans(self, loaded: Loaded, clusters: Sequence[str]) -> dict[str, plan.ClusterPlan]:
+    async def _begin(self, loaded: Loaded, previous: Rollout) -> Rollout:
+        """A new rollout of ``loaded``, or the same refusal as last time when nothing it
+        was planned from changed (the policy's generation, the hub's content, the
+        constraints, the placement and every member copy)."""
+        copies = await self._copies(loaded, loaded.clusters)
+        inputs = _inputs(loaded, copies)
+        known = self._refused.get((loaded.namespace, loaded.name))
+        if known is not None and known[0] == inputs:
+            self._refused.move_to_end((loaded.namespace, loaded.name))
+            return rollout.refused(loaded.version, loaded.generation, known[1], previous,
+                                   known[2])
+        plans = await self._plan(loaded, copies)
+        current = rollout.begin(loaded.version, loaded.generation, plans, loaded.clusters,
+                                previous)
+        if current.refusal is not None:
+            _remember(self._refused, (loaded.namespace, loaded.name),
+                      (inputs, current.refusal, current.changed))
+        else:
+            self._refused.pop((loaded.namespace, loaded.name), None)
+        return current
+
+    async def _copies(self, loaded: Loaded, clusters: Sequence[str]
+                      ) -> dict[str, ReadOnly | None]:
         ref = loaded.spec.config_ref
-        plans = {}
-        for name in clusters:
-            copy = await self.view.config(ref.kind.value, loaded.namespace, ref.name, name)
-            plans[name] = plan.plan_cluster(name, loaded.spec, loaded.constraints,
-                                            loaded.files, copy)
-        return plans
+        return {name: await self.view.config(ref.kind.value, loaded.namespace, ref.name, name)
+                for name in clusters}
+
+    async def _plan(self, loaded: Loaded, copies: Mapping[str, ReadOnly | None]
+                    ) -> dict[str, plan.ClusterPlan]:
+        return {name: await plan.plan_cluster(name, loaded.spec, loaded.constraints,
+                                              loaded.files, copy, self.analyses)
+                for name, copy in copies.items()}
+
+    async def _plans(self, loaded: Loaded, clusters: Sequence[str]) -> dict[str, plan.ClusterPlan]:
+        return await self._plan(loaded, await self._copies(loaded, clusters))
 
     # -- progress of an Updating cluster ----------------------------------------------------
 
@@ -162,11 +220,13 @@ class Reconciler:
                 if failure is not None:
                     log.warning("reconfigure %s/%s: cluster %s failed: %s", loaded.namespace,
                                 loaded.name, cluster.name, failure)
-                    return rollout.fail(cluster, now, failure)
+                    return rollout.fail(cluster, self.view.now(), failure)
         if waiting_for is None:
             workloads = [WorkloadVersion(w.kind.value, w.name, loaded.version)
                          for w in await self._placed_workloads(loaded, cluster.name)]
-            return rollout.finish(cluster, now, workloads,
+            # Read the clock now, after the reloader calls returned: the cluster's
+            # [startedAt, finishedAt] must hold every call made for it.
+            return rollout.finish(cluster, self.view.now(), workloads,
                                   f"config version {loaded.version} ({cluster.action})")
         deadline = loaded.spec.progress_deadline_seconds
         if rollout.overdue(cluster, now, deadline):
@@ -219,30 +279,63 @@ class Reconciler:
 
     async def _call_reloaders(self, loaded: Loaded, cluster: str,
                               changed: tuple[str, ...]) -> str | None:
-        """Every reloader of every governed workload in ``cluster``, each changed file; the
-        first failure (named by workload and address), or None when all answered ok."""
+        """Every reloader of every governed workload in ``cluster``, each changed file, each
+        once per config version (:attr:`_called`); the first failure (named by workload and
+        address), or None when all answered ok."""
         caller = self.settings.caller
         if caller is None:
             return "no reloader client is configured in this control plane"
-        calls = plan.online_params(loaded.spec, loaded.constraints, loaded.files,
-                                   changed)
+        calls = await plan.online_params(cluster, loaded.constraints, loaded.files, changed,
+                                         self.analyses)
+        if isinstance(calls, load.Refusal):
+            return f"{calls.reason}: {calls.message}"
         secrets = [v for params in calls.values() for v in params.values()]
+        done = _remember(self._called, (loaded.uid, loaded.version, cluster), set())
         for ref in await self._placed_workloads(loaded, cluster):
             for address in await self.view.reloaders(cluster, loaded.namespace, ref.service):
                 for key, params in calls.items():
+                    call = (ref.kind.value, ref.name, address, key)
+                    if call in done:
+                        continue  # called for this version already (a stale cache's replay)
                     where = f"{ref.kind.value} {ref.name} reloader {address} ({key})"
-                    try:
-                        answer = await caller(address, namespace=loaded.namespace,
-                                              config_spec=loaded.spec.config_ref.name,
-                                              config_file=key, params=params,
-                                              timeout=self.settings.call_timeout)
-                    except Exception as exc:  # any failure of the call fails the cluster
-                        return f"ReloaderFailed: {where}: {redact(str(exc), secrets)}"
-                    if not answer.ok:
-                        return f"ReloaderFailed: {where}: {redact(answer.message, secrets)}"
+                    failure = await self._call(caller, loaded, address, key, params, where)
+                    if failure is not None:
+                        return redact(failure, secrets)
+                    done.add(call)
                     log.info("reconfigure %s/%s: %s applied %s", loaded.namespace, loaded.name,
                              where, ", ".join(sorted(params)))
         return None
+
+    async def _call(self, caller: OnlineUpgrade, loaded: Loaded, address: str, key: str,
+                    params: Mapping[str, str], where: str) -> str | None:
+        """One call through the outbound policy; why it failed, or None.
+
+        A tenant writes the EndpointSlice, so its failures are told apart only as the
+        policy's refusal, "unreachable" and what a reloader (a server our CA signed)
+        answered: "connection refused", a TLS alert or a timeout would tell the tenant what
+        listens at an address of the control plane's network. The log keeps the detail."""
+        try:
+            target = await self._permitted(address)
+            answer = await caller(target, namespace=loaded.namespace,
+                                  config_spec=loaded.spec.config_ref.name, config_file=key,
+                                  params=params, timeout=self.settings.call_timeout)
+        except CallerNotReady as exc:
+            return f"ReloaderFailed: {where}: {exc}"
+        except Exception as exc:  # any failure of the call fails the cluster
+            log.warning("reconfigure %s/%s: %s: %s", loaded.namespace, loaded.name, where,
+                        exc)
+            return f"ReloaderFailed: {where}: {egress.tenant_message(exc)}"
+        if not answer.ok:
+            return f"ReloaderFailed: {where}: {answer.message}"
+        return None
+
+    async def _permitted(self, address: str) -> str:
+        """``address`` (an EndpointSlice's ``host:port``) as the ``ip:port`` to dial, once
+        the outbound policy permits every address the host resolves to."""
+        host, _, port = address.rpartition(":")
+        resolved = await self.settings.egress.resolve(host.strip("[]"), int(port))
+        first = resolved[0]
+        return f"[{first}]:{port}" if ":" in first else f"{first}:{port}"
 
     # -- write ----------------------------------------------------------------------------
 
@@ -276,6 +369,38 @@ class Reconciler:
         deadline = loaded.spec.progress_deadline_seconds
         left = min(rollout.seconds_left(c, self.view.now(), deadline) for c in updating)
         return Result(requeue_after=max(0.05, min(self.settings.poll_interval, left + 0.01)))
+
+
+def _remember(memory: collections.OrderedDict[Any, Any], key: Any, value: Any) -> Any:
+    """``memory[key]`` (set to ``value`` when absent), most recent last, at most
+    :data:`MEMORY` kept."""
+    if key not in memory:
+        memory[key] = value
+    memory.move_to_end(key)
+    while len(memory) > MEMORY:
+        memory.popitem(last=False)
+    return memory[key]
+
+
+def _inputs(loaded: Loaded, copies: Mapping[str, ReadOnly | None]) -> str:
+    """What a plan is computed from, as one digest: the policy generation, the hub's
+    content, each constraint and each member copy (by resourceVersion: the cache's objects
+    change only through new versions)."""
+    parts = {
+        "generation": loaded.generation, "version": loaded.version,
+        "constraints": {key: c.model_dump(mode="json", by_alias=True)
+                        for key, c in loaded.constraints.items()},
+        "copies": {name: _copy_version(copy) for name, copy in copies.items()},
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _copy_version(copy: ReadOnly | None) -> str | None:
+    if copy is None:
+        return None
+    # The resourceVersion when there is one (cheap); the content's digest otherwise.
+    found = (copy.get("metadata") or {}).get("resourceVersion")
+    return f"rv:{found}" if found else hub_api.config_version(copy)
 
 
 def restart_wait(live: Mapping[str, Any] | None, version: str) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from federation.contexts import egress
 from federation.controllers.reconfigure.view import OnlineUpgrade
 
 
@@ -28,3 +29,17 @@ class ReconfigureSettings:
     """How reloaders are called (``fedctl run`` injects the gRPC client of
     :mod:`federation.reloader.client`). None: an online step fails, saying no reloader
     client is configured, rather than being reported done."""
+    egress: egress.EgressPolicy = dataclasses.field(default_factory=egress.EgressPolicy)
+    """Which reloader addresses may be dialled (``fedctl run --reloader-allow``, given by
+    :func:`federation.controllers.setup.setup`): an EndpointSlice is tenant data, so every
+    address is resolved and checked before the call (public addresses only by default;
+    reloaders live on pod IPs, which the operator lists)."""
+    parse_workers: int = 2
+    """Worker processes that parse, diff and validate config files (:mod:`.sandbox`): one
+    per core of a small control plane; a tenant's slowest file holds one of them for at
+    most :attr:`parse_timeout`, and the event loop never."""
+    parse_timeout: float = 30.0
+    """Seconds one file's parse, diff and checks may take in a worker before it is killed
+    and the file refused (``InvalidFile``, timed out). A diff of two 900 KiB YAML files (the
+    largest a ConfigMap holds) took 10 s on a loaded two-core machine, in a worker that
+    yields the CPU (``nice``); a backtracking pattern or a quadratic line would take hours."""

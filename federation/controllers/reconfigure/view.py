@@ -38,6 +38,11 @@ CONFIG_RESOURCES = {"ConfigMap": kube.CONFIGMAPS, "Secret": SECRETS}
 WORKLOAD_RESOURCES = {"Deployment": kube.DEPLOYMENTS, "StatefulSet": kube.STATEFULSETS}
 
 
+class CallerNotReady(RuntimeError):
+    """The reloader client cannot call anyone (no client certificate): an operator's
+    problem, shown as it is, unlike a failed call to an address (see the reconciler)."""
+
+
 class UpgradeAnswer(Protocol):
     """What a reloader answered (``federation.reloader.client.UpgradeResult``)."""
 

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -64,15 +65,16 @@ class Fixture:
         return self.reloader
 
     async def call(self, params: dict[str, str], ca: identity.CA | None = None,
-                   client: str = "federation-reconfigure") -> pb.OnlineUpgradeParamsResponse:
+                   client: str = "federation-reconfigure",
+                   config_file: str = "my.ini") -> pb.OnlineUpgradeParamsResponse:
         cert, key = identity.issue_agent(ca or self.ca, client)
         credentials = grpc.ssl_channel_credentials(self.ca.cert_pem, key, cert)
         async with grpc.aio.secure_channel(self.address, credentials) as channel:
             method = channel.unary_unary(
                 ONLINE_UPGRADE, request_serializer=pb.OnlineUpgradeParamsRequest.SerializeToString,
                 response_deserializer=pb.OnlineUpgradeParamsResponse.FromString)
-            request = pb.OnlineUpgradeParamsRequest(config_spec="mysql", config_file="my.ini",
-                                                    params=params)
+            request = pb.OnlineUpgradeParamsRequest(config_spec="mysql",
+                                                    config_file=config_file, params=params)
             answer: pb.OnlineUpgradeParamsResponse = await method(request, timeout=10)
             return answer
 
@@ -305,6 +307,10 @@ def test_config_version_follows_the_kubelets_symlinks(tmp_path: Path) -> None:
     ({"kind": "signal", "pidFile": "/p", "signal": "SIGFOO"}, "unknown signal 'SIGFOO'"),
     ({"kind": "http", "url": "file:///etc/passwd"}, "action.url"),
     ({"kind": "exec", "command": ["x"], "timeout": 0}, "action.timeout"),
+    # issue 20, finding 14: an action that may hold every later call for ever
+    ({"kind": "exec", "command": ["x"], "timeout": float("inf")}, "action.timeout"),
+    ({"kind": "exec", "command": ["x"], "timeout": float("nan")}, "action.timeout"),
+    ({"kind": "exec", "command": ["x"], "timeout": 301}, "action.timeout"),
     ({"kind": "sh"}, "action: Input tag 'sh'"),
 ])
 def test_a_bad_action_file_is_refused_naming_the_field(data: object, message: str) -> None:
@@ -414,3 +420,76 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+# -- issue 20, findings 13 and 14 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("config_file", ["my\0.ini", "-rf", "--config=/etc/shadow",
+                                         "a" * 254, "../../etc/passwd", "my ini"])
+async def test_a_config_file_that_is_no_configmap_key_fails_and_runs_nothing(
+        fx: Fixture, config_file: str) -> None:
+    """A NUL answered gRPC UNKNOWN (the exec raised), and ``{{ configFile }}`` alone in an
+    argument let a key starting with '-' become an option: a failed answer, nothing run."""
+    out = fx.tmp / "argv.json"
+    await fx.start({"kind": "template",
+                    "command": [sys.executable, "-c", RECORD, str(out), "{{ configFile }}"]})
+    answer = await fx.call({"max_connections": "200"}, config_file=config_file)
+    assert not answer.ok
+    assert "config_file must be a ConfigMap key or name" in answer.err_message
+    assert not out.exists()
+
+
+async def test_an_action_that_raises_is_a_failed_answer_not_unknown(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(action: object, request: object) -> actions.Outcome:
+        raise ValueError("embedded null byte")
+
+    await fx.start({"kind": "exec", "command": ["true"]})
+    monkeypatch.setattr(actions, "run", broken)
+    answer = await fx.call({"max_connections": "200"})
+    assert not answer.ok and answer.err_message == "the exec action failed (ValueError)"
+
+
+def hostile_action_files(tmp_path: Path) -> dict[str, Path]:
+    cases = {
+        "utf8": b"kind: exec\ncommand: [\xff\xfe]\n",
+        "nul": b"kind: exec\0\ncommand: [x]\n",
+        "syntax": b"kind: exec\ncommand: [x\n",
+        "python-tag": b"kind: !!python/object/apply:os.system [id]\ncommand: [x]\n",
+        "deep": b"kind: exec\ncommand: " + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        "digits": b"kind: exec\ncommand: [x]\ntimeout: " + b"9" * 100_000 + b"\n",
+        "empty": b"",
+    }
+    paths = {}
+    for name, data in cases.items():
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_bytes(data)
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as out:  # 50 MB: refused after reading 64 KiB of it
+        out.write(b"kind: exec\ncommand: [x]\n# " + b"x" * (50 * 2**20) + b"\n")
+    paths["big"] = big
+    return paths
+
+
+@pytest.mark.timeout(60)
+def test_hostile_action_files_are_one_line_and_exit_1(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from federation.commands.reloader import reloader
+
+    for name in ("tls.crt", "tls.key", "ca.crt"):
+        (tmp_path / name).write_text("x")
+    for name, path in hostile_action_files(tmp_path).items():
+        started = time.perf_counter()
+        result = CliRunner().invoke(reloader, [
+            "--config-dir", str(tmp_path), "--action", str(path),
+            "--tls-cert", str(tmp_path / "tls.crt"), "--tls-key", str(tmp_path / "tls.key"),
+            "--tls-ca", str(tmp_path / "ca.crt"), "--namespace", "shop"])
+        assert time.perf_counter() - started < 5, name
+        assert result.exit_code == 1, (name, result.output, result.exception)
+        assert result.exception is None or isinstance(result.exception, SystemExit), name
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"Error: --action {path}: "), \
+            (name, result.output)
+        assert "Traceback" not in result.output

@@ -12,10 +12,12 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from federation.contexts import egress
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable
 from federation.controllers.reconfigure import OnlineUpgrade, Reconciler, ReconfigureSettings
 from federation.controllers.reconfigure import rollout as rollout_
+from federation.controllers.reconfigure.sandbox import Analyses, inline
 from federation.controllers.reconfigure.view import reloader_addresses
 from federation.hub import reconfigure as hub_api
 from federation.runtime.reconcile import Request, Result
@@ -90,6 +92,9 @@ class Fleet:
         self.stale = False
         self.away: set[str] = set()
         """Members whose reads raise ClusterUnavailable (down, or their cache stale)."""
+        self.lagging: dict[tuple[str, str], JSON] = {}
+        """(namespace, name) -> the policy a cache behind the last status write still shows
+        (writes still go to, and are checked against, the current object)."""
         self._rv = 100
 
     # -- the clock ---------------------------------------------------------------------
@@ -104,6 +109,8 @@ class Fleet:
         return list(self.members)
 
     async def policy(self, namespace: str, name: str) -> ReadOnly | None:
+        if (namespace, name) in self.lagging:
+            return self.lagging[(namespace, name)]
         return self.hub.get(("ReconfigurePolicy", namespace, name))
 
     async def policies(self, namespace: str) -> Sequence[ReadOnly]:
@@ -253,9 +260,18 @@ class Fleet:
         return next(c for c in self.status(policy)["conditions"] if c["type"] == kind)
 
 
+POD_NETWORKS = egress.EgressPolicy(egress.parse_networks(["127.0.0.0/8", "10.0.0.0/8"]))
+"""The fakes' reloaders: on loopback as in the local fleet, or on a pod network of 10/8
+(``--reloader-allow``)."""
+
+
 def reconciler(fleet: Fleet, caller: OnlineUpgrade | None = None,
-               **settings: Any) -> Reconciler:
-    return Reconciler(fleet, fleet, ReconfigureSettings(caller=caller, **settings))
+               analyses: Analyses | None = None, **settings: Any) -> Reconciler:
+    """The reconciler over ``fleet``; files analysed in process unless ``analyses`` says
+    otherwise (the worker processes have tests of their own)."""
+    settings.setdefault("egress", POD_NETWORKS)
+    return Reconciler(fleet, fleet, ReconfigureSettings(caller=caller, **settings),
+                      analyses or Analyses(inline))
 
 
 async def reconcile(rec: Reconciler, name: str = "db", namespace: str = NS) -> Result | None:

@@ -276,3 +276,14 @@ def test_released_and_restart_versions_are_what_propagation_reads() -> None:
     doc = {"status": {"clusters": [state.to_json()]}}
     assert hub_api.released_version(doc, "member1") == "v2"
     assert hub_api.restart_version(doc, "member1") == "v2"
+
+
+async def test_a_file_key_that_would_read_as_an_option_is_invalid_spec() -> None:
+    """Issue 20, finding 14: a reloader template's ``{{ configFile }}`` alone in an argument
+    must never start with '-': such a key is refused before any rollout."""
+    fleet = Fleet()
+    standard(fleet, files=[{"key": "--config=/etc/shadow", "constraintRef": "mysql"}])
+    await reconcile(reconciler(fleet))
+    accepted = fleet.condition("Accepted")
+    assert accepted["reason"] == "InvalidSpec"
+    assert accepted["message"].startswith("spec.files.0.key: String should match pattern")
