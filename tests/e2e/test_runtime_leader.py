@@ -58,7 +58,9 @@ class Replica:
 def replicas(fleet: TestFleet, tmp_path: Path) -> Iterator[list[Replica]]:
     """Two replicas on a fresh lease; tests may append more (same kubeconfig and lease)."""
     lease = f"rt-leader-{uuid.uuid4().hex[:6]}"
-    install(fleet, "--leader-election-id", lease)
+    # --clusters: the members' RBAC too; without it a replica waits out the 30 s cache sync
+    # of every member before it even stands for election.
+    install(fleet, "--clusters", str(fleet.clusters_file), "--leader-election-id", lease)
     kubeconfig = fleet.ensure_control_plane_identity()
     started = [Replica(kubeconfig, lease, tmp_path / f"replica{i}.log") for i in (1, 2)]
     try:
