@@ -203,7 +203,8 @@ def test_a_rejoin_revokes_the_stolen_certificate(fleet: TestFleet, pull: Pull,
     code, details, received = dial(pull.address, cert, key, ca)
     assert code == grpc.StatusCode.PERMISSION_DENIED, (code, details)
     assert "revoked" in details and received == []
-    assert ready(fleet) == "True"
+    wait_for(lambda: ready(fleet) == "True", timeout=60,
+             what=f"member3 Ready with the new certificate\n{pull.agent.log_tail()}")
 
 
 def test_a_deleted_members_agent_stops_reasserting(fleet: TestFleet, pull: Pull) -> None:
@@ -231,6 +232,13 @@ def test_a_deleted_members_agent_stops_reasserting(fleet: TestFleet, pull: Pull)
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
     assert stat.S_IMODE(pull.directory.stat().st_mode) == 0o700
 
+    try:
+        _delete_and_tamper(fleet, pull, ns)
+    finally:
+        _rejoin_and_clean_up(fleet, pull, ns)
+
+
+def _delete_and_tamper(fleet: TestFleet, pull: Pull, ns: str) -> None:
     fleet.kubectl("hub", "delete", MC, "member3")
     started = time.monotonic()
     wait_for(lambda: agent_metric(pull.agent, "federation_agent_left") == 1, timeout=30,
@@ -247,5 +255,18 @@ def test_a_deleted_members_agent_stops_reasserting(fleet: TestFleet, pull: Pull)
     live = get_json(fleet, "member3", "secret", "creds", "-n", ns)
     assert live["data"]["token"] == rotated
     assert "hub away" not in pull.agent.log_tail()
-    fleet.kubectl("member3", "delete", "namespace", ns, "--wait=false", check=False)
-    fleet.kubectl("hub", "delete", "namespace", ns, "--wait=false", check=False)
+
+
+def _rejoin_and_clean_up(fleet: TestFleet, pull: Pull, ns: str) -> None:
+    """Joined again, the agent is let in and the hub's decisions hold again; then the
+    templates go and their copies with them, so no later test meets writes of ours (the
+    fleet has no namespace controller: deleting a namespace would leave it terminating and
+    its templates retried for ever)."""
+    pull.join(fleet)
+    wait_for(lambda: ready(fleet) == "True", timeout=90,
+             what=f"member3 back after a re-join\n{pull.agent.log_tail()}")
+    fleet.kubectl("hub", "delete", "propagationpolicy.policy.federation.io,configmap,secret",
+                  "--all", "-n", ns)
+    wait_for(lambda: get_or_none(fleet, "member3", "secret", "creds", "-n", ns) is None and
+             get_or_none(fleet, "member3", "configmap", "conf", "-n", ns) is None,
+             timeout=60, what="member3's copies deleted through the agent")
