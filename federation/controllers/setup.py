@@ -278,7 +278,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
                        settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
-                         settings.propagation.deny_list)
+                         settings.propagation.deny_list, settings.notification_egress)
     rollouts.install(mgr, settings.reconfigure)
 
 
