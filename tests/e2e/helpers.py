@@ -10,6 +10,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -199,3 +200,12 @@ def events_of(fleet: TestFleet, ns: str, reason: str) -> list[dict[str, Any]]:
     """The hub Events of namespace ``ns`` with ``reason``."""
     items: list[dict[str, Any]] = get_json(fleet, "hub", "events", "-n", ns).get("items", [])
     return [e for e in items if e.get("reason") == reason]
+
+
+def healthz_seconds(port: int, timeout: float = 1.0) -> float:
+    """Seconds ``/healthz`` of the control plane's health port took to answer 200 (fails
+    when it takes longer than ``timeout``)."""
+    started = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as answer:
+        assert answer.status == 200, answer.status
+    return time.monotonic() - started

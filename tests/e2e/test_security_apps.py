@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,7 @@ from tests.e2e.helpers import (
     apply_notification_app,
     events_of,
     get_or_none,
+    healthz_seconds,
     wait_for,
 )
 
@@ -70,14 +70,6 @@ def cleanup(fleet: TestFleet, *namespaces: str) -> None:
     for ns in namespaces:
         fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", ns,
                       "--wait=false", check=False)
-
-
-def healthz_seconds(control_plane: ControlPlane) -> float:
-    started = time.monotonic()
-    with urllib.request.urlopen(f"http://127.0.0.1:{control_plane.health_port}/healthz",
-                                timeout=1) as answer:
-        assert answer.status == 200
-    return time.monotonic() - started
 
 
 def status_if(fleet: TestFleet, ns: str, name: str, phase: str) -> dict[str, Any] | None:
@@ -165,7 +157,7 @@ def test_a_blackholed_tenant_does_not_delay_another_namespace(
 
             def delivered() -> bool:
                 nonlocal slowest_health
-                slowest_health = max(slowest_health, healthz_seconds(allowing_plane))
+                slowest_health = max(slowest_health, healthz_seconds(allowing_plane.health_port))
                 return application_status(fleet, other, "calm").get("status") == "running"
 
             wait_for(delivered, timeout=60, what="namespace B's Application succeeded")
