@@ -1,16 +1,44 @@
 # The two commands README promises: `make run` and `make test`. Both install what they need.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 FEDCTL := $(BIN)/fedctl
 
-.PHONY: run test unit e2e lint bench deps down clean proto
+.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest
 
-$(VENV)/.installed: pyproject.toml
+# Installs are reproducible: every package (runtime and dev) comes from requirements.lock,
+# exact versions with their hashes, and the project itself is installed without resolving
+# anything (its build backend, setuptools, is in the lock too). `make lock` refreshes the
+# lock on purpose; `make check-latest` tries the newest versions without touching it.
+$(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --require-hashes --no-deps -r requirements.lock
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
+
+UV_VERSION := 0.13.9
+## Refresh requirements.lock to the newest versions pyproject.toml allows (then `make test`).
+lock:
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q uv==$(UV_VERSION)
+	.venv-lock/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --universal \
+		--python-version 3.11 --no-header --upgrade -q -o requirements.lock
+
+## The scheduled check (.github/workflows/latest.yml): lint and unit tests on the newest
+## versions of every dependency, unlocked, in a venv of its own (.venv-latest).
+check-latest:
+	rm -rf .venv-latest
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/pip install -q --upgrade pip
+	.venv-latest/bin/pip install -q --upgrade -e '.[dev]'
+	.venv-latest/bin/pip list --format=freeze | grep -v '^federation' > .venv-latest/versions.txt
+	diff <(grep -E '^[a-z]' requirements.lock | sed 's/ .*//') \
+		<(tr 'A-Z_' 'a-z-' < .venv-latest/versions.txt | sort) || true
+	.venv-latest/bin/ruff check .
+	.venv-latest/bin/mypy
+	.venv-latest/bin/lint-imports
+	.venv-latest/bin/pytest -m "not e2e" -q
 
 deps: $(VENV)/.installed
 	scripts/system-deps.sh
@@ -39,7 +67,7 @@ down: $(VENV)/.installed
 	$(FEDCTL) local down
 
 clean: down
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) .venv-lock .venv-latest .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
 ## Regenerate the gRPC protocols' checked-in code (grpcio-tools and mypy-protobuf pinned in
 ## pyproject.toml; tests/unit/work/test_proto.py fails when the files and a .proto

@@ -7,10 +7,18 @@ exponential backoff (:attr:`AgentSettings.backoff_initial` doubling to ``backoff
 Meanwhile nothing in its cluster is touched: what was applied stays as it was (the last
 desired state), and its informers keep the objects current for the next snapshot.
 
-Its certificate and key are read from their files at every connect, so a renewed pair
-(asked for over the stream when two thirds of its lifetime have passed, written back to
-the same files, key mode 0600) is used from the next connection on. Neither is ever
-logged.
+Its certificate and key are read from their files at every connect. Once two thirds of
+the certificate's lifetime have passed (checked when a stream opens and every
+``renew_check`` seconds on it), the agent asks for a new certificate over the stream, for
+the same key (the request is signed with it; the hub signs nothing else), writes it back
+to ``--tls-cert`` and reconnects with it at once, so the hub can stop accepting the old
+one. A new key comes with a re-join. Neither is ever logged.
+
+A stream refused with NOT_FOUND means the hub has no such member any more (its
+MemberCluster was deleted or left pull mode): the agent keeps nothing from then on
+(:meth:`Worker.leave <federation.agent.session.Worker.leave>`) and keeps dialling, in case
+it is joined again. PERMISSION_DENIED (a revoked certificate, after a re-join) and
+ALREADY_EXISTS (another stream of this cluster is live) are logged and retried.
 
 ``/healthz`` answers 200 while the loop runs; ``/readyz`` 200 only while a stream is
 open and the agent's own API server is ready; ``/metrics`` has the stream state, the
@@ -62,8 +70,8 @@ class AgentSettings:
     """Longest delay between attempts: a thousand agents of a hub that was away for an
     hour come back spread over half a minute, not all at once."""
     renew_check: float = 3600.0
-    """Seconds between checks of the certificate's age (renewal is at two thirds of 90 days;
-    an hour's lateness is nothing)."""
+    """Seconds between checks of the certificate's age on an open stream (renewal is at two
+    thirds of 90 days; an hour's lateness is nothing)."""
 
 
 class Agent:
@@ -79,32 +87,39 @@ class Agent:
                                  registry=self.registry)
         self.m_reconnects = Counter("federation_agent_reconnects", "streams opened",
                                     registry=self.registry)
+        self.m_left = Gauge("federation_agent_left", "1 while the hub says this cluster is "
+                            "no member (nothing is kept or restored)", registry=self.registry)
         self.registry.register(_StatsCollector(self.worker))
-        self._pending_key: bytes | None = None
 
     # -- the connection loop ---------------------------------------------------------------
 
     async def run(self) -> None:
         failures = 0
         while True:
-            try:
-                opened = await self.connect_once()
-            except grpc.aio.AioRpcError as exc:
-                opened = False
-                level = logging.WARNING if failures == 0 else logging.DEBUG
-                log.log(level, "work stream to %s: %s %s", self.settings.hub_address,
-                        exc.code().name, exc.details())
-            except (OSError, ValueError) as exc:
-                opened = False
-                log.warning("work stream to %s: %s", self.settings.hub_address, exc)
-            finally:
-                self.connected = False
-                self.m_connected.set(0)
-                self.worker.end_session()
+            opened = await self.attempt(quiet=failures > 0)
             failures = 0 if opened else failures + 1
             delay = min(self.settings.backoff_initial * 2.0 ** min(failures, 20),
                         self.settings.backoff_max) * random.uniform(0.8, 1.2)
             await asyncio.sleep(delay)
+
+    async def attempt(self, quiet: bool = False) -> bool:
+        """One stream until it ends, its refusal or failure handled (NOT_FOUND: the hub has
+        no such member, keep nothing); True when the hub accepted it."""
+        try:
+            return await self.connect_once()
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                self.worker.leave(exc.details() or "NOT_FOUND")
+                self.m_left.set(1)
+            log.log(logging.DEBUG if quiet else logging.WARNING, "work stream to %s: %s %s",
+                    self.settings.hub_address, exc.code().name, exc.details())
+        except (OSError, ValueError) as exc:
+            log.warning("work stream to %s: %s", self.settings.hub_address, exc)
+        finally:
+            self.connected = False
+            self.m_connected.set(0)
+            self.worker.end_session()
+        return False
 
     def _credentials(self) -> grpc.ChannelCredentials:
         s = self.settings
@@ -126,27 +141,29 @@ class Agent:
             session = self.worker.session()
             call = sync(self._requests(session))
             opened = False
-            beats: asyncio.Task[None] | None = None
+            side: list[asyncio.Task[None]] = []
             try:
                 async for message in call:
                     if not opened:
                         opened = self._opened(session)
-                        beats = asyncio.create_task(self.worker.heartbeats(session))
+                        side = [asyncio.create_task(self.worker.heartbeats(session)),
+                                asyncio.create_task(self._renewals(session))]
                     self.worker.handle(session, message)
             finally:
-                if beats is not None:
-                    beats.cancel()
-                    await asyncio.gather(beats, return_exceptions=True)
+                for task in side:
+                    task.cancel()
+                await asyncio.gather(*side, return_exceptions=True)
             return opened
 
     def _opened(self, session: Session) -> bool:
         self.connected = True
         self.m_connected.set(1)
         self.m_reconnects.inc()
+        self.worker.left = None
+        self.m_left.set(0)
         log.info("work stream to %s open (cluster %s, %d objects applied)",
                  self.settings.hub_address, self.settings.cluster,
                  len(self.worker.applied.generations))
-        self._maybe_renew(session)
         return True
 
     async def _requests(self, session: Session) -> AsyncIterator[pb.AgentMessage]:
@@ -159,31 +176,56 @@ class Agent:
 
     # -- certificate renewal ---------------------------------------------------------------
 
+    async def _renewals(self, session: Session) -> None:
+        """Ask for a renewal when due: at once, then every ``renew_check`` seconds."""
+        while not session.closed:
+            self._maybe_renew(session)
+            await asyncio.sleep(self.settings.renew_check)
+
     def _maybe_renew(self, session: Session) -> None:
+        if session.renewing:
+            return
         try:
-            due = identity.needs_renewal(self.settings.tls_cert.read_bytes())
-        except (OSError, ValueError):
+            if not identity.needs_renewal(self.settings.tls_cert.read_bytes()):
+                return
+            key = identity.load_key(self.settings.tls_key.read_bytes())
+        except (OSError, ValueError) as exc:
+            log.warning("certificate renewal: cannot read the certificate or key: %s", exc)
             return
-        if not due or self._pending_key is not None:
-            return
-        key = identity.new_key()
-        self._pending_key = identity.key_pem(key)
+        session.renewing = True
         session.send(pb.AgentMessage(renew=pb.RenewRequest(
             csr_pem=identity.csr(self.settings.cluster, key))))
         log.info("asked the hub to renew the certificate of %s", self.settings.cluster)
 
     def _renewed(self, answer: pb.RenewAnswer) -> None:
-        key, self._pending_key = self._pending_key, None
-        if answer.error or key is None:
-            log.warning("certificate renewal refused: %s", answer.error or "not asked")
+        session = self.worker.session_
+        if session is not None:
+            session.renewing = False
+        if answer.error:
+            log.warning("certificate renewal refused: %s", answer.error)
             return
-        if identity.common_name(answer.cert_pem) != self.settings.cluster:
-            log.warning("certificate renewal: the hub's certificate names another cluster")
+        why = self._unusable(answer.cert_pem)
+        if why is not None:
+            log.warning("certificate renewal: the hub's certificate %s", why)
             return
-        _write_private(self.settings.tls_key, key)
         _write_private(self.settings.tls_cert, answer.cert_pem)
-        log.info("certificate of %s renewed; used from the next connection",
-                 self.settings.cluster)
+        log.info("certificate of %s renewed; reconnecting with it", self.settings.cluster)
+        if session is not None:
+            session.close()  # the stream ends; the next one presents the new certificate
+
+    def _unusable(self, cert_pem: bytes) -> str | None:
+        """Why a renewed certificate cannot replace ours (None: it can)."""
+        try:
+            ours = identity.presented(self.settings.tls_cert.read_bytes())
+            new = identity.presented(cert_pem)
+            named = identity.common_name(cert_pem)
+        except (OSError, ValueError) as exc:
+            return f"cannot be read ({exc})"
+        if named != self.settings.cluster:
+            return "names another cluster"
+        if new.public_key != ours.public_key:
+            return "is for another key"
+        return None
 
     # -- health and metrics ----------------------------------------------------------------
 
@@ -211,6 +253,9 @@ class Agent:
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:
+        if self.worker.left is not None:
+            return web.Response(text="the hub says this cluster is no member; nothing is "
+                                     "kept\n", status=503)
         if not self.connected:
             return web.Response(text="no work stream to the hub\n", status=503)
         if not self.worker.cluster_ready:

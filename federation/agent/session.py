@@ -18,7 +18,12 @@ fresh :class:`Session` (its outbox) from :meth:`Worker.session`.
 - While no stream is open (the hub is away), a change to an object the agent keeps (one
   it created or updated last) that takes it away from the last desired manifest, or its
   deletion, is undone (:meth:`Worker.reassert`): the cluster stays at the last desired
-  state. With a stream open this is the control plane's job, as for push members.
+  state. With a stream open this is the control plane's job, as for push members. A
+  Secret kept only as a digest (the agent restarted meanwhile: its data is never on disk)
+  is reported, not restored.
+- When the hub says this cluster is no member (NOT_FOUND: its MemberCluster was deleted
+  or left pull mode), the hub is not "away": the agent keeps nothing any more
+  (:meth:`Worker.leave`), so the member's admin may delete or change any copy.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from federation.agent import applied as applied_
 from federation.agent.applied import Applied
 from federation.contexts import cache, health
 from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
@@ -64,6 +70,8 @@ class Session:
         self.closed = False
         self.synced: set[Resource] = set()
         self.heartbeat_interval = 2.0
+        self.renewing = False
+        """A renewal was asked for on this stream and not answered yet (one at a time)."""
 
     def send(self, message: pb.AgentMessage) -> None:
         if not self.closed:
@@ -89,6 +97,9 @@ class Worker:
         self.cluster_ready = False
         self.cluster_detail = "not probed yet"
         self.renewal: Callable[[pb.RenewAnswer], None] | None = None
+        self.left: str | None = None
+        """Why the hub said this cluster is no member (None: it did not, or accepted a
+        stream since)."""
         self._limit = asyncio.Semaphore(APPLY_CONCURRENCY)
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -251,18 +262,37 @@ class Worker:
         session.send(pb.AgentMessage(synced=pb.Synced(resource=ref)))
         session.synced.add(informer.resource)
 
+    def leave(self, why: str) -> None:
+        """The hub says this cluster is no member: keep (and so put back) nothing more."""
+        if self.left is None:
+            log.warning("the hub says %s is not a member (%s): its objects are no longer "
+                        "kept or restored here", self.cluster, why)
+        self.left = why
+        self.applied.forget()
+
     def _changed(self, event: cache.Event) -> None:
         session = self.session_
         if session is None:
             key = wire.key_of(event.resource, event.obj)
             if key in self.applied.manifests:
                 self._spawn(self.reassert(key), f"reassert {key}")
+            elif key in self.applied.withheld:
+                self._withheld(key)
             return
         if event.resource not in session.synced:
             return  # the next snapshot carries it
         session.send(pb.AgentMessage(observed=pb.Observed(
             resource=wire.resource_to_pb(event.resource), type=event.type,
             object=wire.encode(event.obj))))
+
+    def _withheld(self, key: Key) -> None:
+        """A Secret kept as a digest only drifted: say so (its data is not here to restore)."""
+        live = self._live(key)
+        if live is not None and applied_.data_digest(live) == self.applied.withheld.get(key):
+            return
+        log.warning("hub away: %s %s in the member and is not restored (its data is not "
+                    "kept on disk; the hub restores it when it is back)", key,
+                    "changed" if live is not None else "was deleted")
 
     async def reassert(self, key: Key) -> str | None:
         """Put ``key`` back to its last desired manifest if it drifted or was deleted while

@@ -15,7 +15,7 @@ import click
 
 from federation.commands import common
 from federation.contexts import client as kube
-from federation.contexts import kubeconfig
+from federation.contexts import incluster, kubeconfig
 
 log = logging.getLogger("federation.agent")
 
@@ -37,7 +37,7 @@ def _read(flag: str, path: Path) -> bytes:
 @click.option("--context", default=None, help="Its context (default: the current one).")
 @click.option("--tls-cert", type=click.Path(path_type=Path), required=True,
               help="The agent's client certificate (from `fedctl join NAME --mode pull`); "
-                   "renewed in place before it expires.")
+                   "renewed in place, for the same key, before it expires.")
 @click.option("--tls-key", type=click.Path(path_type=Path), required=True,
               help="Its private key (mode 0600).")
 @click.option("--tls-ca", type=click.Path(path_type=Path), required=True,
@@ -46,7 +46,8 @@ def _read(flag: str, path: Path) -> bytes:
               help="Name to verify in the hub's certificate when --hub-address is not in it.")
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False),
               default=Path(".federation-agent"), show_default=True,
-              help="Where the generations applied are kept (resume without re-applying).")
+              help="Where the generations applied are kept (resume without re-applying); "
+                   "made or tightened to mode 0700, and no Secret's data is written there.")
 @click.option("--health-probe-bind-address", default="127.0.0.1:8091", show_default=True,
               help='/healthz and /readyz address; "0" disables.')
 @click.option("--metrics-bind-address", default="127.0.0.1:8090", show_default=True,
@@ -72,8 +73,10 @@ def agent(hub_address: str, cluster_name: str, kubeconfig_path: Path | None,
     if named != cluster_name:
         raise click.ClickException(f"--tls-cert {tls_cert} names cluster {named!r}, not "
                                    f"--cluster-name {cluster_name!r}")
-    config = kubeconfig.load(kubeconfig_path)
-    client = kube.ClusterClient(config.context(context))
+    try:  # no kubeconfig in a pod: the pod's ServiceAccount (contexts.incluster)
+        client = kube.ClusterClient(incluster.load(kubeconfig_path).context(context))
+    except kubeconfig.KubeconfigError as exc:
+        raise click.ClickException(str(exc)) from None
     client.user_agent = kube.user_agent(f"agent {cluster_name}")
     settings = AgentSettings(hub_address=hub_address, cluster=cluster_name, tls_cert=tls_cert,
                              tls_key=tls_key, tls_ca=tls_ca, state_dir=state_dir,

@@ -7,6 +7,11 @@ member it registers from ``--clusters`` and in ``--member-contexts``. The
 control plane itself (``fedctl run``) then runs as ``federation:control-plane``
 or the ServiceAccount ``federation-system/federation-control-plane``, never
 as an admin. ``--no-rbac`` leaves RBAC to your own tools.
+
+Hub Secrets are granted per namespace: ``--secret-namespaces team-a,team-b`` binds
+ClusterRole ``federation:control-plane:secrets`` there (a RoleBinding each); the control
+plane reads no Secret of any other namespace (never ``kube-*`` or ``federation-system``,
+which are refused by name). A grant is revoked by deleting its RoleBinding.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from federation.rbac import roles
               help="More member contexts (comma-separated) to apply the member RBAC to, "
                    "besides the --clusters entries.")
 @rbac_command.kinds_options
+@rbac_command.secret_namespaces_option
 @click.option("--leader-election-namespace", default=roles.Settings.leader_election_namespace,
               show_default=True, help="As given to `fedctl run`.")
 @click.option("--leader-election-id", default=roles.Settings.leader_election_id,
@@ -45,9 +51,10 @@ from federation.rbac import roles
 def install(kubeconfig_path: Path | None, hub_context: str | None,
             clusters_file: Path | None, with_rbac: bool, member_contexts: str | None,
             propagate_kinds: tuple[str, ...], no_default_kinds: bool,
-            leader_election_namespace: str, leader_election_id: str) -> None:
+            secret_namespaces: tuple[str, ...], leader_election_namespace: str,
+            leader_election_id: str) -> None:
     """Install the federation CRDs and the control plane's RBAC (idempotent)."""
-    settings = rbac_command.settings(propagate_kinds, no_default_kinds,
+    settings = rbac_command.settings(propagate_kinds, no_default_kinds, secret_namespaces,
                                      leader_election_namespace=leader_election_namespace,
                                      leader_election_id=leader_election_id)
     config = kubeconfig.load(kubeconfig_path)
@@ -81,5 +88,7 @@ def install(kubeconfig_path: Path | None, hub_context: str | None,
         where = ", ".join(m.name for m in members) or "no member (none given)"
         click.echo(f"RBAC for {settings.user} applied: hub roles on {context.name}, "
                    f"member role on {where} ({len(settings.kinds)} propagated kinds)")
+        if settings.secret_namespaces:
+            click.echo(f"Secrets readable in: {', '.join(settings.secret_namespaces)}")
     if registered:
         click.echo(f"registered MemberClusters: {', '.join(registered)}")

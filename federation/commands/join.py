@@ -23,8 +23,10 @@ command again renews the token; the control plane re-engages on the new Secret.
 ``join NAME --mode pull`` needs no credentials of the member: the hub never dials it.
 It makes sure the work CA exists (the hub Secret
 ``federation-system/federation-work-ca``, :mod:`federation.work.identity`), issues the
-agent a client certificate naming exactly NAME, writes it with its key (mode 0600) and the
-CA to ``--out-dir``, registers the MemberCluster with ``mode: Pull``, and prints the
+agent a client certificate naming exactly NAME, registers the MemberCluster with ``mode:
+Pull`` and records the certificate's serial in its ``status.agentCertificate`` (the only
+one the work server accepts from then on: joining again revokes the previous certificate),
+writes the certificate with its key (mode 0600) and the CA to ``--out-dir``, and prints the
 ``fedctl agent`` command to start in (or next to) the member. The key is written only to
 that directory, never printed.
 
@@ -234,15 +236,18 @@ def join_pull(name: str, labels: dict[str, str], location: dict[str, str], out_d
               hub_address: str | None, hub: kubeconfig.Context) -> dict[str, Path]:
     from federation.work import identity
 
-    async def register() -> identity.CA:
+    async def register() -> tuple[identity.CA, bytes, bytes]:
         async with kube.connect(hub) as client:
             ca = await identity.ensure_ca(client)
+            cert, key = identity.issue_agent(ca, name)
             await client.apply(api.MEMBER_CLUSTERS, pull_member(name, labels, location),
                                FIELD_MANAGER, force=True)
-            return ca
+            record = identity.CertificateRecord(identity.serial_of(cert))
+            await client.patch(api.MEMBER_CLUSTERS, name, record.status_patch(),
+                               subresource="status")
+            return ca, cert, key
 
-    ca = asyncio.run(register())
-    cert, key = identity.issue_agent(ca, name)
+    ca, cert, key = asyncio.run(register())
     paths = write_agent_files(out_dir, cert, key, ca.cert_pem)
     click.echo(f"joined {name} in pull mode: MemberCluster {name} (mode: Pull); the agent's "
                f"certificate for {name} and its key are in {out_dir}/")

@@ -32,15 +32,27 @@ def kinds_options(func: F) -> F:
     return func
 
 
+def secret_namespaces_option(func: F) -> F:
+    """--secret-namespaces, for rbac and install."""
+    return click.option(
+        "--secret-namespaces", "secret_namespaces", multiple=True, metavar="NAMESPACE,...",
+        help="Hub namespaces whose Secrets the control plane may read and propagate (a "
+             f"RoleBinding of ClusterRole {roles.SECRETS_ROLE} in each); repeatable. Never "
+             "a kube-* namespace or federation-system. Secrets elsewhere stay unread.")(func)
+
+
 def settings(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
-             **overrides: Any) -> roles.Settings:
+             secret_namespaces: tuple[str, ...] = (), **overrides: Any) -> roles.Settings:
     """Generator settings from the kinds options (raises :class:`roles.RBACError`)."""
     kinds = roles.parse_kinds(propagate_kinds, defaults=not no_default_kinds)
-    return roles.Settings(kinds=kinds, **overrides)
+    return roles.Settings(kinds=kinds,
+                          secret_namespaces=roles.parse_secret_namespaces(secret_namespaces),
+                          **overrides)
 
 
 @click.command()
 @kinds_options
+@secret_namespaces_option
 @click.option("--only", type=click.Choice(["hub", "member"]), default=None,
               help="Print only the hub's or only a member's manifests.")
 @click.option("--format", "output", type=click.Choice(["yaml", "table"]), default="yaml",
@@ -51,10 +63,11 @@ def settings(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
 @click.option("--leader-election-id", default=roles.Settings.leader_election_id,
               show_default=True, help="As given to `fedctl run`: the only Lease it may renew.")
 @errors.clear_errors_for(roles.RBACError)
-def rbac(propagate_kinds: tuple[str, ...], no_default_kinds: bool, only: str | None,
-         output: str, leader_election_namespace: str, leader_election_id: str) -> None:
+def rbac(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
+         secret_namespaces: tuple[str, ...], only: str | None, output: str,
+         leader_election_namespace: str, leader_election_id: str) -> None:
     """Print the control plane's RBAC (ClusterRoles, Roles, bindings) for hub and members."""
-    chosen = settings(propagate_kinds, no_default_kinds,
+    chosen = settings(propagate_kinds, no_default_kinds, secret_namespaces,
                       leader_election_namespace=leader_election_namespace,
                       leader_election_id=leader_election_id)
     sections = {"hub": roles.hub(chosen), "member": roles.member(chosen)}
@@ -68,5 +81,7 @@ def rbac(propagate_kinds: tuple[str, ...], no_default_kinds: bool, only: str | N
     heading = (f"The federation control plane's RBAC ({' and '.join(sections)}), for "
                f"{chosen.user} and ServiceAccount {chosen.namespace}/"
                f"{chosen.service_account}.\nPropagated kinds: "
-               + ", ".join(str(k) for k in chosen.kinds) + ".")
+               + ", ".join(str(k) for k in chosen.kinds) + ".\nSecrets readable in: "
+               + (", ".join(chosen.secret_namespaces) or "no namespace (--secret-namespaces)")
+               + ".")
     click.echo(roles.render(documents, heading), nl=False)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from federation.contexts import client as kube
-from federation.contexts import clusters, credentials, egress, kubeconfig
+from federation.contexts import clusters, credentials, egress, incluster, kubeconfig
 from federation.runtime import auth, leader, manager
 
 if TYPE_CHECKING:
@@ -187,6 +187,24 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
         await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
+def leader_settings(leader_elect: bool, namespace: str, name: str,
+                    timings: dict[str, float | None]) -> leader.LeaderSettings:
+    """The election's settings from the flags (None: the default); a timing given without
+    ``--leader-elect`` (it would do nothing) or out of order is a ValueError."""
+    given = [key for key, value in timings.items() if value is not None]
+    if given and not leader_elect:
+        raise ValueError(f"--leader-elect-{given[0].replace('_', '-')} needs --leader-elect")
+    defaults = leader.LeaderSettings()
+
+    def chosen(key: str) -> float:
+        value = timings[key]
+        return float(getattr(defaults, key)) if value is None else value
+
+    return leader.LeaderSettings(
+        namespace=namespace, name=name, lease_duration=chosen("lease_duration"),
+        renew_deadline=chosen("renew_deadline"), retry_period=chosen("retry_period"))
+
+
 @click.command()
 @click.option("--kubeconfig", "kubeconfig_path", type=click.Path(path_type=Path), default=None,
               help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")
@@ -212,6 +230,14 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
 @click.option("--leader-election-namespace", default="kube-system", show_default=True)
 @click.option("--leader-election-id", default="federation-controller-manager",
               show_default=True, help="Name of the Lease.")
+@click.option("--leader-elect-lease-duration", type=int, default=None,
+              help="Whole seconds a standby waits without seeing the Lease renewed before "
+                   "it takes over (default 15).")
+@click.option("--leader-elect-renew-deadline", type=float, default=None,
+              help="Seconds the leader keeps trying to renew before it stops leading and "
+                   "writing; less than the lease duration (default 10).")
+@click.option("--leader-elect-retry-period", type=float, default=None,
+              help="Seconds between attempts to acquire or renew the Lease (default 2).")
 @click.option("--cache-sync-timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for each cluster's caches before starting controllers.")
 @click.option("--cleanup-wait", type=float, default=30.0, show_default=True,
@@ -254,7 +280,9 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
         leader_election_namespace: str, leader_election_id: str,
-        cache_sync_timeout: float, cleanup_wait: float, allow_exec: tuple[str, ...],
+        leader_elect_lease_duration: int | None, leader_elect_renew_deadline: float | None,
+        leader_elect_retry_period: float | None, cache_sync_timeout: float,
+        cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
         propagation_deny: tuple[str, ...], app_local_cluster: str | None,
         work_bind_address: str, work_hosts: str, notification_allow: tuple[str, ...],
@@ -262,12 +290,19 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
+    timings = {"lease_duration": leader_elect_lease_duration,
+               "renew_deadline": leader_elect_renew_deadline,
+               "retry_period": leader_elect_retry_period}
+    try:
+        election = leader_settings(leader_elect, leader_election_namespace, leader_election_id,
+                                   timings)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
     settings = manager.ManagerSettings(
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address, metrics_secure=metrics_secure,
-        metrics_cert_dir=metrics_cert_dir, leader_elect=leader_elect,
-        leader=leader.LeaderSettings(namespace=leader_election_namespace,
-                                     name=leader_election_id),
+        metrics_cert_dir=metrics_cert_dir, leader_elect=leader_elect, leader=election,
         cache_sync_timeout=cache_sync_timeout)
     from federation.controllers import deny
 
@@ -288,7 +323,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         notification_egress = egress.EgressPolicy(
             egress.parse_networks(notification_allow), own)
         reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
-        config = kubeconfig.load(kubeconfig_path)
+        config = incluster.load(kubeconfig_path)  # no kubeconfig in a pod: its ServiceAccount
         # The allowlist covers the static contexts too: one rule for every exec plugin.
         client_settings = kube.ClientSettings(
             qps=kube_api_qps, burst=kube_api_burst,

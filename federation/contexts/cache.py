@@ -45,7 +45,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from federation.contexts import selectors
 from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
@@ -206,16 +206,21 @@ class Informer:
 
     def __init__(self, client: ClusterClient, resource: Resource, *,
                  namespace: str | None = None, label_selector: str | None = None,
-                 settings: CacheSettings | None = None, cluster: str | None = None) -> None:
+                 field_selector: str | None = None, settings: CacheSettings | None = None,
+                 cluster: str | None = None) -> None:
         self.client = client
         self.cluster = cluster or client.name
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self.settings = settings or CacheSettings()
         self.store = Store()
         self.handlers: list[Handler] = []
         self.synced = asyncio.Event()
+        self.settled = asyncio.Event()
+        """Set once the first list has succeeded or failed: whoever waits for this
+        informer only to know whether it can list need wait no longer."""
         self.state: WatchState = "pending"
         self.last_error: str | None = None
         self.resource_version: str | None = None
@@ -274,6 +279,7 @@ class Informer:
                         self._progress = False
                     self.state = "backoff"
                     self.last_error = str(exc)
+                    self.settled.set()
                     delay = self.backoff(failures)
                     failures += 1
                     self.restarts += 1
@@ -298,7 +304,8 @@ class Informer:
         return delay * random.uniform(1 - s.backoff_jitter, 1 + s.backoff_jitter)
 
     def _query(self) -> dict[str, Any]:
-        return {"labelSelector": self.label_selector} if self.label_selector else {}
+        query = {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
+        return {key: value for key, value in query.items() if value}
 
     async def _list(self) -> None:
         items: list[JSON] = []
@@ -326,6 +333,7 @@ class Informer:
                 self.lists += 1
                 self.last_error = None
                 self.synced.set()
+                self.settled.set()
                 return
 
     def _replace(self, items: list[JSON]) -> None:
@@ -402,6 +410,46 @@ def _version(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+class CachedResource(Protocol):
+    """What readers of a :class:`ClusterCache` use of the cache of one resource: an
+    :class:`Informer`, or a stand-in for one that caches only some namespaces
+    (:class:`federation.contexts.scoped.ScopedInformer`)."""
+
+    resource: Resource
+    store: Store
+    synced: asyncio.Event
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def state(self) -> WatchState: ...
+
+    @property
+    def last_error(self) -> str | None: ...
+
+    @property
+    def relists(self) -> int: ...
+
+    @property
+    def restarts(self) -> int: ...
+
+    @property
+    def events(self) -> int: ...
+
+    def add_handler(self, handler: Handler) -> None: ...
+
+    async def wait_synced(self, timeout: float | None = None) -> bool: ...
+
+    def wake(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+
+InformerMaker = Callable[[ClusterClient, Resource, CacheSettings, str], CachedResource]
+"""Makes the cache of a restricted resource (:meth:`ClusterCache.restrict`)."""
+
+
 class ClusterCache:
     """The informers of one cluster, started on demand, each in its own named task."""
 
@@ -410,22 +458,34 @@ class ClusterCache:
         self.client = client
         self.cluster = cluster or client.name
         self.settings = settings or CacheSettings()
-        self.informers: dict[Resource, Informer] = {}
+        self.informers: dict[Resource, CachedResource] = {}
         self._tasks: dict[Resource, asyncio.Task[None]] = {}
         self._running = False
+        self._makers: dict[tuple[str, str], InformerMaker] = {}
 
-    def informer(self, resource: Resource) -> Informer:
+    def restrict(self, resource: Resource, make: InformerMaker) -> None:
+        """The cache of ``resource`` (any version) is made by ``make`` instead of a
+        cluster-wide :class:`Informer`: for resources this cluster may not be listed
+        everywhere (the hub's Secrets). Only before its first use."""
+        key = (resource.group, resource.plural)
+        if any((r.group, r.plural) == key for r in self.informers):
+            raise ValueError(f"{self.cluster}: {resource.plural} is cached already")
+        self._makers[key] = make
+
+    def informer(self, resource: Resource) -> CachedResource:
         """The informer of ``resource``, created (and started, if the cache runs) on first use."""
         informer = self.informers.get(resource)
         if informer is None:
-            informer = Informer(self.client, resource, settings=self.settings,
-                                cluster=self.cluster)
+            make = self._makers.get((resource.group, resource.plural))
+            informer = make(self.client, resource, self.settings, self.cluster) if make \
+                else Informer(self.client, resource, settings=self.settings,
+                              cluster=self.cluster)
             self.informers[resource] = informer
             if self._running:
                 self._start(informer)
         return informer
 
-    def _start(self, informer: Informer) -> None:
+    def _start(self, informer: CachedResource) -> None:
         self._tasks[informer.resource] = asyncio.create_task(informer.run(),
                                                              name=informer.name)
 

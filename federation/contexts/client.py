@@ -17,18 +17,51 @@ Failures are sorted into kinds a caller can act on:
 - :class:`ClusterUnavailable`: no answer (refused, reset, timed out, TLS
   failure). Always retryable; a write that raised it did not happen as far as
   we can tell, and is never reported as a success.
-- :class:`NotLeader`: a write refused before it was sent because the client's
-  :class:`Fence` has lapsed. Not retryable.
+- :class:`WriteRefused` (:class:`NotLeader` for leadership): a write refused
+  before it was sent because a :class:`WritePermit` said this process may not
+  make it now. Not retryable.
 
-**Fencing.** A client may carry a :class:`Fence`: permission to write that is
-valid until a monotonic deadline, which leader election pushes forward after
-each successful renewal (``renew + renew_deadline``). Every mutating call
-(POST, PUT, PATCH, DELETE) consults it just before the request goes on the
-wire, on every attempt, and raises :class:`NotLeader` instead of sending when
-it has lapsed. The deadline is judged on the monotonic clock alone, so a
-process frozen (SIGSTOP, a VM pause) past its lease refuses to write the moment
-it resumes, before it has even learnt that someone else leads. Reads are never
-fenced: caches and probes keep running on standbys.
+**Fencing.** A client may carry a :class:`WritePermit` (``fence``): for leader
+election a :class:`Fence`, permission to write that is valid until a monotonic
+deadline which each successful renewal pushes forward (``renew +
+renew_deadline``). Permits compose (:class:`AllOf`), so a second kind of
+ownership (a shard of the keys) is one more permit, not another code path.
+Every mutating call (POST, PUT, PATCH, DELETE) consults the permit **as it is
+sent**, on every attempt, and raises instead of sending when it says no. The
+deadline is compared with a clock reading taken at that moment, never with a
+flag a background task keeps: a process frozen (SIGSTOP, a VM pause) past its
+lease resumes with its monotonic clock jumped, and refuses at once, before the
+elector has even run. Reads are never fenced: caches and probes keep running on
+standbys.
+
+"As it is sent" has to be placed with care in aiohttp, because a request waits
+in several places after the call begins: the rate limiter, the credentials, a
+free connection of the pool (``pool_size``: watches hold theirs), the TCP and
+TLS handshakes, and then the task that writes headers and body. A check before
+those waits is what let finding 20 of issue 20 through (two writes of a leader
+resumed after 25 s reached the hub 9 s after the takeover). So the permit is
+consulted where nothing can wait any more:
+
+- :class:`_FencedConnector` checks once the pool hands over a connection (new
+  or reused, handshakes done). From there until the headers are written to the
+  socket aiohttp does not yield to the loop, so for a request without a body
+  (DELETE) this is the last moment.
+- A request with a body has its headers and body written together by a task of
+  their own, which the loop runs later (on Python 3.11 not eagerly): a stalled
+  callback or a resumed process's backlog may run in between. Its body is a
+  :class:`_FencedBody`, which checks again as that task starts writing, before
+  any byte (the aiohttp we install holds the headers back to send them with the
+  body; one that wrote them at once would leave the server a request without
+  its body, which it cannot carry out, never a write).
+
+aiohttp's request tracing could not do this: ``on_request_start`` fires before
+the waits, ``on_connection_create_end`` only for new connections (a reused one
+is the common case), ``on_request_headers_sent`` before the body task, and
+``on_request_chunk_sent`` as bytes are written. What remains is the stretch of
+plain Python between the clock reading and ``transport.write`` (microseconds,
+no await): a freeze landing exactly there lets that one request out on resume.
+A client cannot close that; only a server-side fencing token could, and
+Kubernetes has none for arbitrary writes.
 
 Every call carries a ``User-Agent`` (``fedctl/<version>``, plus the process's
 leader-election identity when the manager sets one) so that the API server's
@@ -46,10 +79,14 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import aiohttp
+import aiohttp.payload
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.connector import Connection
+from aiohttp.tracing import Trace
 
 from federation import __version__
 from federation.contexts import credentials, kubeconfig, ratelimit
@@ -64,7 +101,7 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-"""The HTTP methods a :class:`Fence` guards (every Kubernetes write verb)."""
+"""The HTTP methods a :class:`WritePermit` guards (every Kubernetes write verb)."""
 
 
 def user_agent(identity: str | None = None) -> str:
@@ -126,18 +163,49 @@ class CredentialsUnavailable(ClusterUnavailable):
     """No usable credential (an exec plugin failed, a token file is gone). Retryable."""
 
 
-class NotLeader(ClientError):
-    """A write refused by the client's :class:`Fence`: this process may no longer write.
+class WriteRefused(ClientError):
+    """A write a :class:`WritePermit` refused: it was not sent.
 
-    Not retryable: retrying cannot help a process that lost its lease, and its
-    manager is already shutting down. The write was not sent.
+    Not retryable: this process may not make that write (another one owns it now),
+    so retrying here cannot help.
     """
 
     retryable = False
 
 
+class NotLeader(WriteRefused):
+    """A write refused by the client's :class:`Fence`: this process may no longer write.
+
+    Retrying cannot help a process that lost its lease, and its manager is already
+    shutting down. The write was not sent.
+    """
+
+
+class WritePermit(Protocol):
+    """Permission to send writes: leadership (:class:`Fence`), and later shard ownership.
+
+    ``check`` is called as each write is sent (see the module docstring for where
+    that is) and must decide on a clock reading it takes itself, without awaiting:
+    it either returns, or raises :class:`WriteRefused` saying why.
+    """
+
+    def check(self, cluster: str, method: str, path: str) -> None: ...
+
+
+class AllOf:
+    """Several permits, all required (leadership and ownership of the object's shard)."""
+
+    def __init__(self, *permits: WritePermit) -> None:
+        self.permits = permits
+
+    def check(self, cluster: str, method: str, path: str) -> None:
+        for permit in self.permits:
+            permit.check(cluster, method, path)
+
+
 class Fence:
-    """Permission to write, valid while the monotonic clock is before :attr:`valid_until`.
+    """Leadership as a :class:`WritePermit`: valid while the monotonic clock is before
+    :attr:`valid_until`.
 
     Closed when created; :meth:`extend` opens it up to a deadline and
     :meth:`revoke` closes it for good (a revoked fence is never extended again:
@@ -294,17 +362,83 @@ def retry_after(headers: Mapping[str, str], cap: float) -> float:
     return min(max(value, 0.0), cap)
 
 
+Gate = Callable[[str, str], None]
+"""Checks that (method, path) may be sent now; raises :class:`WriteRefused` if not."""
+
+
+class _FencedConnector(aiohttp.TCPConnector):
+    """The connection pool, checking a write's permit once the write holds its connection.
+
+    Every wait of the connection's own (a free slot in the pool, DNS, TCP, TLS) is over
+    when :meth:`connect` returns, and aiohttp writes a body-less request's headers
+    before it yields to the loop again, so the check here is the last thing before a
+    DELETE's bytes reach the socket. Requests with a body are checked once more by
+    :class:`_FencedBody`.
+    """
+
+    def __init__(self, gate: Gate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._gate = gate
+
+    async def connect(self, req: aiohttp.ClientRequest, traces: list[Trace],
+                      timeout: aiohttp.ClientTimeout) -> Connection:
+        connection = await super().connect(req, traces, timeout)
+        try:
+            self._gate(req.method, req.url.raw_path)
+        except BaseException:
+            connection.release()  # unused: back to the pool for the next caller
+            raise
+        return connection
+
+
+class _FencedBody(aiohttp.payload.BytesPayload):
+    """A request body that checks the write's permit before its first byte is written.
+
+    aiohttp writes a request's body (with the headers it held back) in a task it
+    schedules after taking the connection; on Python 3.11 that task starts on a later
+    turn of the loop, so anything ready meanwhile runs first. A refusal here raises out
+    of that task before anything is written; aiohttp then closes the connection and
+    reports a connection error, which :meth:`ClusterClient._send` turns back into
+    :attr:`refused`.
+    """
+
+    def __init__(self, value: bytes, gate: Callable[[], None], content_type: str) -> None:
+        super().__init__(value, content_type=content_type)
+        self._check_gate = gate
+        self.refused: WriteRefused | None = None
+
+    def _check(self) -> None:
+        try:
+            self._check_gate()
+        except WriteRefused as exc:
+            self.refused = exc
+            raise
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        self._check()
+        await super().write(writer)
+
+    async def write_with_length(self, writer: AbstractStreamWriter,
+                                content_length: int | None) -> None:
+        self._check()
+        await super().write_with_length(writer, content_length)
+
+
 class ClusterClient:
     """Calls to one cluster's API server."""
 
     def __init__(self, context: kubeconfig.Context, settings: ClientSettings | None = None,
-                 *, observer: Observer | None = None) -> None:
+                 *, observer: Observer | None = None,
+                 trace_configs: Sequence[aiohttp.TraceConfig] = ()) -> None:
         self.context = context
         self.name = context.name
         self.settings = settings or ClientSettings()
         self.observer = observer
-        self.fence: Fence | None = None
-        """When set, every mutating call must pass :meth:`Fence.check` (leader election)."""
+        self.trace_configs = list(trace_configs)
+        """aiohttp request tracing for diagnostics (sessions made after a change use it)."""
+        self.fence: WritePermit | None = None
+        """When set, every mutating call must pass its ``check`` as it is sent (leader
+        election's :class:`Fence`; :class:`AllOf` for more than one kind of ownership)."""
         self.user_agent = user_agent()
         self.bucket = rate_limit(self.settings)
         """The client-side limit, or None (the default: the server's APF decides)."""
@@ -328,14 +462,29 @@ class ClusterClient:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self._tls, limit=self.settings.pool_size)
+            connector = _FencedConnector(self._gate, ssl=self._tls,
+                                         limit=self.settings.pool_size)
             auth = None
             if self.context.username and self.context.password:
                 auth = aiohttp.BasicAuth(self.context.username, self.context.password)
             self._session = aiohttp.ClientSession(
                 connector=connector, auth=auth, json_serialize=json.dumps,
+                trace_configs=self.trace_configs or None,
             )
         return self._session
+
+    def _gate(self, method: str, path: str) -> None:
+        """Raise :class:`WriteRefused` unless ``method path`` may be sent now."""
+        if self.fence is not None and method in MUTATING_METHODS:
+            self.fence.check(self.name, method, path)
+
+    def _body(self, method: str, path: str, data: Any, content_type: str | None) -> Any:
+        """The data to send: a write's body checks the permit again as it is written."""
+        if data is None or method not in MUTATING_METHODS:
+            return data
+        value = data.encode() if isinstance(data, str) else data
+        return _FencedBody(value, lambda: self._gate(method, path),
+                           content_type or "application/json")
 
     async def close(self) -> None:
         for session in [*self._retired, self._session]:
@@ -381,13 +530,14 @@ class ClusterClient:
             headers = await self._headers()
             if content_type:
                 headers["Content-Type"] = content_type
-            if self.fence is not None and method in MUTATING_METHODS:
-                # Last thing before the request is sent: nothing above may await after it.
-                self.fence.check(self.name, method, path)
+            # Refused early, no connection is opened; the checks that close the window run
+            # later, as the request is sent (_FencedConnector, _FencedBody).
+            self._gate(method, path)
+            body = self._body(method, path, data, content_type)
             started = time.monotonic()
             try:
                 async with self.session.request(
-                    method, self.context.server + path, params=_params(params), data=data,
+                    method, self.context.server + path, params=_params(params), data=body,
                     headers=headers, timeout=timeout,
                 ) as response:
                     self._observe(method, str(response.status), started)
@@ -406,6 +556,8 @@ class ClusterClient:
                     yield response
                     return
             except (aiohttp.ClientError, TimeoutError, ssl.SSLError, OSError) as exc:
+                if isinstance(body, _FencedBody) and body.refused is not None:
+                    raise body.refused from None  # not sent: aiohttp only saw a failed write
                 self._observe(method, "error", started)
                 raise ClusterUnavailable(self.name, f"{method} {path}: {_describe(exc)}"
                                          ) from None

@@ -108,11 +108,15 @@ class TokenFileCredentials(Credentials):
 
     async def get(self) -> Credential:
         if self._cached is None or time.monotonic() - self._read_at > TOKEN_FILE_TTL:
-            try:
-                token = self.path.read_text().strip()
+            try:  # capped: a tokenFile of /dev/zero must not fill the memory
+                token = kubeconfig.read_capped(self.path).decode().strip()
             except OSError as exc:
                 raise CredentialsError(f"context {self.context.name!r}: cannot read token file "
                                        f"{self.path}: {exc.strerror}") from None
+            except ValueError as exc:  # too large, or not UTF-8: say which, quote nothing
+                reason = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)
+                raise CredentialsError(f"context {self.context.name!r}: token file "
+                                       f"{self.path}: {reason}") from None
             self._cached, self._read_at = Credential(token=token), time.monotonic()
         return self._cached
 

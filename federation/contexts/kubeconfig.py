@@ -6,6 +6,14 @@ cluster: server, CA, and credentials. Certificate and key material is held
 as bytes (``*-data`` fields, or files read eagerly relative to the kubeconfig
 that named them), so a context keeps working when the process changes
 directory. Secrets are excluded from ``repr`` so they never reach a log line.
+
+A kubeconfig is untrusted text (a file handed to ``--kubeconfig``, a Secret a hub user
+may write): it is read through :mod:`federation.untrusted.documents` (at most
+:data:`LIMITS` bytes are read, UTF-8 only, depth, value and alias limits checked before
+any recursive parser runs, one document), its shape is checked field by field (lists of
+named mappings, strings where strings belong), and every failure is a one-line
+:class:`KubeconfigError` naming the file (or Secret) and the reason. No error ever quotes
+the file's content: it may hold tokens (:func:`redacted`).
 """
 
 from __future__ import annotations
@@ -13,11 +21,16 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+from federation.untrusted import documents as untrusted
+
+LIMITS = untrusted.LIMITS
+"""4 MiB, 100 levels, 100,000 values: a kubeconfig of a thousand contexts with inlined
+certificates fits; certificate and key files it names are held to the same size."""
 
 
 class KubeconfigError(Exception):
@@ -80,38 +93,67 @@ class KubeConfig:
             where = ", ".join(str(s) for s in self.sources) or "the kubeconfig"
             raise KubeconfigError(f"context {name!r} not found in {where}")
         entry = self.contexts[name]
-        cluster_name = str(entry.get("cluster") or "")
-        user_name = str(entry.get("user") or "")
+        where = f"context {name!r}"
+        cluster_name = _text(entry, "cluster", where) or ""
+        user_name = _text(entry, "user", where) or ""
         if cluster_name not in self.clusters:
             raise KubeconfigError(f"context {name!r} refers to unknown cluster {cluster_name!r}")
         cluster = self.clusters[cluster_name]
         user = self.users.get(user_name, {}) if user_name else {}
         if user_name and user_name not in self.users:
             raise KubeconfigError(f"context {name!r} refers to unknown user {user_name!r}")
-        server = str(cluster.get("server") or "")
+        server = _text(cluster, "server", f"cluster {cluster_name!r}") or ""
         if not server:
             raise KubeconfigError(f"context {name!r}: cluster {cluster_name!r} has no server")
         cluster_base = self.origins.get(f"cluster/{cluster_name}")
         user_base = self.origins.get(f"user/{user_name}")
         try:
-            return Context(
-                name=name, server=server.rstrip("/"), cluster_name=cluster_name,
-                user_name=user_name, namespace=str(entry.get("namespace") or "default"),
-                ca_data=_material(cluster, "certificate-authority", cluster_base),
-                insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify", False)),
-                tls_server_name=cluster.get("tls-server-name"),
-                client_cert_data=_material(user, "client-certificate", user_base),
-                client_key_data=_material(user, "client-key", user_base),
-                token=user.get("token"),
-                token_file=_path(user.get("tokenFile"), user_base),
-                username=user.get("username"), password=user.get("password"),
-                exec_config=user.get("exec"),
-            )
+            return _context(name, entry, cluster_name, cluster, user_name, user,
+                            cluster_base, user_base)
         except OSError as exc:
             raise KubeconfigError(f"context {name!r}: cannot read {exc.filename}: "
                                   f"{exc.strerror}") from None
         except ValueError as exc:
             raise KubeconfigError(f"context {name!r}: {exc}") from None
+
+
+def _context(name: str, entry: Mapping[str, Any], cluster_name: str,
+             cluster: Mapping[str, Any], user_name: str, user: Mapping[str, Any],
+             cluster_base: Path | None, user_base: Path | None) -> Context:
+    """The :class:`Context`; a field of the wrong type raises ValueError naming it."""
+    in_cluster, in_user = f"cluster {cluster_name!r}", f"user {user_name!r}"
+    skip = cluster.get("insecure-skip-tls-verify", False)
+    if not isinstance(skip, bool):
+        raise ValueError(f"{in_cluster}: insecure-skip-tls-verify is not true or false")
+    exec_config = user.get("exec")
+    if exec_config is not None and not isinstance(exec_config, Mapping):
+        raise ValueError(f"{in_user}: exec is not a mapping")
+    return Context(
+        name=name, server=str(_text(cluster, "server", in_cluster)).rstrip("/"),
+        cluster_name=cluster_name, user_name=user_name,
+        namespace=_text(entry, "namespace", f"context {name!r}") or "default",
+        ca_data=_material(cluster, "certificate-authority", cluster_base, in_cluster),
+        insecure_skip_tls_verify=skip,
+        tls_server_name=_text(cluster, "tls-server-name", in_cluster),
+        client_cert_data=_material(user, "client-certificate", user_base, in_user),
+        client_key_data=_material(user, "client-key", user_base, in_user),
+        token=_text(user, "token", in_user),
+        token_file=_path(_text(user, "tokenFile", in_user), user_base),
+        username=_text(user, "username", in_user),
+        password=_text(user, "password", in_user),
+        exec_config=exec_config,
+    )
+
+
+def _text(section: Mapping[str, Any], key: str, where: str) -> str | None:
+    """A string field, None when absent; any other type is an error naming the field
+    (never quoting its value: it may be a token)."""
+    value = section.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise KubeconfigError(f"{where}: {key} is not a string")
+    return value
 
 
 def _path(value: Any, base: Path | None) -> Path | None:
@@ -124,15 +166,26 @@ def _path(value: Any, base: Path | None) -> Path | None:
     return path
 
 
-def _material(section: Mapping[str, Any], key: str, base: Path | None) -> bytes | None:
-    data = section.get(f"{key}-data")
+def _material(section: Mapping[str, Any], key: str, base: Path | None,
+              where: str = "") -> bytes | None:
+    data = _text(section, f"{key}-data", where)
     if data:
         try:
-            return base64.b64decode(str(data), validate=True)
+            return base64.b64decode(data, validate=True)
         except ValueError:
             raise ValueError(f"{key}-data is not valid base64") from None
-    path = _path(section.get(key), base)
-    return path.read_bytes() if path else None
+    path = _path(_text(section, key, where), base)
+    return read_capped(path) if path else None
+
+
+def read_capped(path: Path) -> bytes:
+    """The bytes of ``path``, never more than one byte past :data:`LIMITS` (a huge file,
+    or ``/dev/zero``, is not read whole); OSError as :meth:`Path.read_bytes` raises it."""
+    with path.open("rb") as file:
+        data = file.read(LIMITS.max_bytes + 1)
+    if len(data) > LIMITS.max_bytes:
+        raise ValueError(f"{path} is larger than the limit of {LIMITS.max_bytes} bytes")
+    return data
 
 
 def default_paths(explicit: str | Path | None = None,
@@ -167,37 +220,59 @@ def load(explicit: str | Path | None = None, env: Mapping[str, str] | None = Non
 
 
 def read_document(path: Path) -> dict[str, Any]:
+    """One kubeconfig file as data, within :data:`LIMITS` (see the module docstring)."""
     try:
-        document = yaml.safe_load(path.read_text()) or {}
+        with path.open("rb") as file:
+            data = file.read(LIMITS.max_bytes + 1)
     except OSError as exc:
         raise KubeconfigError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise KubeconfigError(f"kubeconfig {path} is not valid YAML{yaml_problem(exc)}"
-                              ) from None
+    return parse(data, f"kubeconfig {path}")
+
+
+def parse(data: bytes | str, where: str) -> dict[str, Any]:
+    """Untrusted kubeconfig text as one mapping; :class:`KubeconfigError` starting with
+    ``where`` (the file or Secret) and never quoting the text."""
+    try:
+        text = untrusted.decode(data.encode() if isinstance(data, str) else data, LIMITS)
+        found = untrusted.yaml_documents(text, LIMITS)
+    except untrusted.TextError as exc:
+        raise KubeconfigError(f"{where}: {redacted(str(exc))}") from None
+    if len(found) > 1:
+        raise KubeconfigError(f"{where} holds {len(found)} YAML documents; a kubeconfig is one")
+    document = found[0] if found else {}
     if not isinstance(document, dict):
-        raise KubeconfigError(f"kubeconfig {path} is not a mapping")
+        raise KubeconfigError(f"{where} is not a mapping")
     return document
 
 
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """Where and what, in one line: never PyYAML's own message, which quotes the
-    offending line of the file (in a kubeconfig, perhaps a token)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = str(getattr(exc, "problem", "") or "").splitlines()
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"{where}: {problem[0][:80]}" if problem else where
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
-def _entries(path: Path, document: Mapping[str, Any], kind: str) -> dict[str, Mapping[str, Any]]:
-    """One file's named entries of a kind; a name twice in one file is an error, as in kubectl."""
+def redacted(reason: str) -> str:
+    """A parser's reason without anything it quoted (an alias, a tag, a scalar of the file:
+    perhaps a token), on one line."""
+    return " ".join(_QUOTED.sub("'...'", reason).split())[:300]
+
+
+def _entries(path: Path, document: Mapping[str, Any], kind: str
+             ) -> dict[str, Mapping[str, Any]]:
+    """One file's named entries of a kind; a name twice in one file is an error, as in
+    kubectl; anything but a list of named mappings is an error naming the field."""
+    where = f"kubeconfig {path}"
+    items = document.get(f"{kind}s") or []
+    if not isinstance(items, list):
+        raise KubeconfigError(f"{where}: {kind}s is not a list")
     entries: dict[str, Mapping[str, Any]] = {}
-    for item in document.get(f"{kind}s") or []:
+    for item in items:
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not name:
-            raise KubeconfigError(f"kubeconfig {path}: a {kind} entry has no name")
+            raise KubeconfigError(f"{where}: a {kind} entry has no name")
         if name in entries:
-            raise KubeconfigError(f"kubeconfig {path}: duplicate {kind} name {name!r}")
-        entries[name] = item.get(kind) or {}
+            raise KubeconfigError(f"{where}: duplicate {kind} name {name!r}")
+        entry = item.get(kind) or {}
+        if not isinstance(entry, dict):
+            raise KubeconfigError(f"{where}: {kind} {name!r} is not a mapping")
+        entries[name] = entry
     return entries
 
 
@@ -208,7 +283,9 @@ def merge(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> KubeConfig:
     current: str | None = None
     for path, document in documents:
         if not current and document.get("current-context"):
-            current = str(document["current-context"])
+            if not isinstance(document["current-context"], str):
+                raise KubeconfigError(f"kubeconfig {path}: current-context is not a string")
+            current = document["current-context"]
         for kind, merged in sections.items():
             for name, entry in _entries(path, document, kind).items():
                 if name not in merged:

@@ -103,18 +103,18 @@ def dump(document: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(document), sort_keys=False)
 
 
-def load(text: str, name: str, origin: str, allowed: Iterable[str] = ()) -> kubeconfig.KubeConfig:
-    """A stored kubeconfig, checked again (exec allowlist) before anything uses it."""
-    try:
-        document = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        raise MinifyError(f"{origin}: not valid YAML") from None
-    if not isinstance(document, dict):
-        raise MinifyError(f"{origin}: not a kubeconfig")
+def load(data: bytes | str, name: str, origin: str, allowed: Iterable[str] = ()
+         ) -> kubeconfig.KubeConfig:
+    """A stored kubeconfig, read within limits (:func:`kubeconfig.parse`: a hostile Secret
+    is one line naming ``origin``, never its content) and checked again (exec allowlist)
+    before anything uses it."""
+    document = kubeconfig.parse(data, origin)
     config = kubeconfig.merge([(Path(origin), document)])
     if name not in config.contexts:
         raise MinifyError(f"{origin}: has no context {name!r}")
-    user_name = str(config.contexts[name].get("user") or "")
+    user_name = config.contexts[name].get("user") or ""
+    if not isinstance(user_name, str):
+        raise MinifyError(f"{origin}: context {name!r}: user is not a string")
     check_exec(name, config.users.get(user_name, {}), allowed)
     if any(isinstance(c.get("certificate-authority"), str) for c in config.clusters.values()) \
             or any(k in u for u in config.users.values()
@@ -123,16 +123,20 @@ def load(text: str, name: str, origin: str, allowed: Iterable[str] = ()) -> kube
     return config
 
 
-def secret_kubeconfig(secret: Mapping[str, Any], key: str = SECRET_KEY) -> str:
-    """The kubeconfig text held in a Secret (``data`` is base64, ``stringData`` is not)."""
+def secret_kubeconfig(secret: Mapping[str, Any], key: str = SECRET_KEY) -> bytes:
+    """The kubeconfig bytes held in a Secret (``data`` is base64, ``stringData`` is not)."""
+    meta = secret.get("metadata") or {}
+    where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
     data = (secret.get("data") or {}).get(key)
     if data:
-        return base64.b64decode(data).decode()
+        try:
+            return base64.b64decode(str(data), validate=True)
+        except ValueError:
+            raise MinifyError(f"{where}: key {key!r} is not base64") from None
     text = (secret.get("stringData") or {}).get(key)
     if text:
-        return str(text)
-    meta = secret.get("metadata") or {}
-    raise MinifyError(f"Secret {meta.get('namespace')}/{meta.get('name')} has no key {key!r}")
+        return str(text).encode()
+    raise MinifyError(f"{where} has no key {key!r}")
 
 
 def _b64(data: bytes) -> str:

@@ -23,8 +23,9 @@ Controllers hold one :class:`MultiClusterClient` and never a bare
   a failure is reported per cluster by the plan's executor. A write to a
   disabled, unavailable or misconfigured cluster raises a retryable error: it is
   never reported as done. Under leader election every write also passes the
-  fence of the target's client (:class:`~federation.contexts.client.Fence`):
-  once this process may no longer lead, each raises
+  fence of the target's client (:class:`~federation.contexts.client.Fence`),
+  checked as the request is sent, after any wait for a connection: once this
+  process may no longer lead, each raises
   :class:`~federation.contexts.client.NotLeader` and nothing is sent.
 
 Optimistic concurrency is the server's: ``update`` sends the object's
@@ -45,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
-from federation.contexts import cache, selectors
+from federation.contexts import cache, scoped, selectors
 from federation.contexts.client import (
     JSON,
     MERGE_PATCH,
@@ -183,13 +184,16 @@ class MultiClusterClient:
 
     # -- reads ---------------------------------------------------------------------------
 
-    async def _informer(self, cluster: Cluster, resource: Resource,
-                        allow_stale: bool) -> cache.Informer:
+    async def _informer(self, cluster: Cluster, resource: Resource, allow_stale: bool,
+                        namespace: str | None = None) -> cache.CachedResource:
         if cluster.cache is None or not cluster.engaged:
             cluster.check_writable()  # raises the reason
             raise ClusterUnavailable(cluster.name, "not engaged")
         informer = cluster.cache.informer(resource)
         cluster.cache.start()  # no-op when running; outside a manager, reads start caches
+        if isinstance(informer, scoped.ScopedInformer) and namespace:
+            # Cached only where granted: that namespace's own informer (NotGranted if none).
+            informer = await informer.namespace(namespace, READ_SYNC_TIMEOUT)
         if not informer.synced.is_set() and not await informer.wait_synced(READ_SYNC_TIMEOUT):
             raise ClusterUnavailable(cluster.name, f"cache of {resource.plural} not synced"
                                      f"{_because(informer)}")
@@ -220,7 +224,8 @@ class MultiClusterClient:
                   copy: bool = True) -> JSON | cache.ReadOnly | None:
         """The cached object (a deep copy unless ``copy=False``), or None when the cache
         has no such object."""
-        informer = await self._informer(self.clusters.get(cluster), resource, allow_stale)
+        informer = await self._informer(self.clusters.get(cluster), resource, allow_stale,
+                                        namespace)
         found = informer.store.get(namespace, name)
         if found is None or not copy:
             return found
@@ -258,7 +263,8 @@ class MultiClusterClient:
 
         async def one(name: str) -> None:
             try:
-                informer = await self._informer(self.clusters.get(name), resource, allow_stale)
+                informer = await self._informer(self.clusters.get(name), resource, allow_stale,
+                                                namespace)
             except ClientError as exc:
                 view.errors[name] = exc
                 if not (allow_stale and isinstance(exc, ClusterUnavailable)):
@@ -296,5 +302,5 @@ def _copy(obj: cache.ReadOnly) -> JSON:
     return cast(JSON, deepcopy(obj))
 
 
-def _because(informer: cache.Informer) -> str:
+def _because(informer: cache.CachedResource) -> str:
     return f" ({informer.last_error})" if informer.last_error else ""

@@ -35,6 +35,7 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.scoped import NotGranted
 from federation.controllers import api, events, failover, manifests, status
 from federation.controllers.propagation import preserve
 from federation.runtime.reconcile import Request, Result
@@ -131,6 +132,8 @@ class Reconciler:
             resource = await self.mc.cluster(self.hub).resource(target)
             live = await self.mc.get(resource, target["name"], target.get("namespace"),
                                      cluster=self.hub, copy=False)
+        except NotGranted:
+            return  # a template we may not read now (a Secret's namespace) is not gone
         except ClientError as exc:
             if getattr(exc, "retryable", False):
                 raise

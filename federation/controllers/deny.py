@@ -4,10 +4,14 @@ Some objects must never leave the hub whatever a policy selects: our own API
 (policies and bindings would propagate themselves, bindings of bindings),
 records the API server keeps about itself (Events, Leases, Endpoints), review
 and binding kinds that cannot be stored at all, cluster plumbing (Nodes, CSRs,
-APIServices) and credentials (ServiceAccount token Secrets, every Secret of
+APIServices), what governs a whole member (admission webhooks and policies,
+PodSecurityPolicies, RBAC), KubeVela's API (the control plane runs Applications
+itself) and credentials (ServiceAccount token Secrets, every Secret of
 ``kube-system`` and of our own namespace, where ``fedctl join`` keeps the
 members' kubeconfigs). A policy selecting them would otherwise turn namespace
-rights on the hub into secrets or control on every member.
+rights on the hub into secrets or control on every member. The whole-kind rules
+are :data:`federation.rbac.never.NEVER`, the list ``fedctl rbac --propagate-kinds``
+refuses too.
 
 A rule is ``GROUP/KIND`` (``core`` for the core group, ``*`` for every kind of
 a group), optionally narrowed by ``:namespace=NS`` or ``:type=TYPE`` (the
@@ -29,6 +33,8 @@ import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from federation.rbac import never
 
 OUR_NAMESPACE = "federation-system"
 """Where ``fedctl join`` keeps joined clusters' kubeconfig Secrets (the control plane's
@@ -115,18 +121,7 @@ def _rules(why: str, *texts: str) -> list[Rule]:
 
 
 DEFAULT_RULES: tuple[Rule, ...] = (
-    *_rules("our own API (it would propagate itself)", "policy.federation.io/*",
-            "cluster.federation.io/*", "work.federation.io/*", "config.federation.io/*",
-            "policy.karmada.io/*",
-            "work.karmada.io/*", "cluster.karmada.io/*"),
-    *_rules("records a cluster keeps about itself", "core/Event", "events.k8s.io/Event",
-            "coordination.k8s.io/Lease", "core/Endpoints", "discovery.k8s.io/EndpointSlice",
-            "core/ComponentStatus", "metrics.k8s.io/*"),
-    *_rules("create-only review or binding kinds, never stored", "authentication.k8s.io/*",
-            "authorization.k8s.io/*", "core/Binding"),
-    *_rules("cluster plumbing of each member", "core/Node",
-            "certificates.k8s.io/CertificateSigningRequest",
-            "apiregistration.k8s.io/APIService"),
+    *(Rule(n.group, n.kind, None, None, n.why) for n in never.NEVER),
     *_rules("credentials", "core/Secret:type=kubernetes.io/service-account-token",
             "core/Secret:type=bootstrap.kubernetes.io/token",
             "core/Secret:namespace=kube-system", f"core/Secret:namespace={OUR_NAMESPACE}"),

@@ -25,7 +25,7 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, deny, events, overrides, status
+from federation.controllers import api, deny, events, overrides, secrets, status
 from federation.placement import loader
 from federation.placement import policy as policy_
 from federation.runtime.reconcile import Request, Result, group_kind
@@ -70,13 +70,20 @@ def denials(doc: ReadOnly, rules: deny.DenyList) -> str | None:
     return "never propagated (deny list): " + "; ".join(found)
 
 
+GRANTS_RECHECK = 1.0
+"""Seconds before a policy selecting Secrets is looked at again while the grants are
+still being listed (their first list comes within a second or two)."""
+
+
 class Reconciler:
     def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
-                 rules: deny.DenyList | None = None) -> None:
+                 rules: deny.DenyList | None = None,
+                 access: secrets.SecretAccess | None = None) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder
         self.rules = rules if rules is not None else deny.DenyList()
+        self.access = access
 
     async def reconcile(self, request: Request) -> Result | None:
         resource: Resource = BY_KIND[request.kind]
@@ -92,6 +99,13 @@ class Reconciler:
                                        found or "policy is valid", previous)]
         if denied is not None:
             conditions.append(status.condition("Denied", True, "DenyList", denied, previous))
+        readable = self._readable(doc)
+        if isinstance(readable, str):  # the grants are being listed
+            return Result(requeue_after=GRANTS_RECHECK)
+        if readable is not None:
+            ok, reason, message = readable
+            conditions.append(status.condition(secrets.CONDITION, ok, reason, message,
+                                               previous))
         foreign = foreign_scheduler(doc) if found is None else None
         if foreign is not None:
             conditions.append(status.condition("Scheduled", False, "SchedulerNotOurs", foreign,
@@ -102,11 +116,25 @@ class Reconciler:
             await self.recorder.emit(doc, "Warning", "InvalidPolicy", found)
         if denied is not None:
             await self.recorder.emit(doc, "Warning", "Denied", denied)
+        if readable is not None and not readable[0]:
+            await self.recorder.emit(doc, "Warning", "SecretsNotReadable", readable[2])
         meta = doc["metadata"]
         await self.mc.cluster(self.hub).patch_status(
             resource, meta["name"], {"status": {"conditions": conditions}},
             namespace=meta.get("namespace"))
         return None
+
+    def _readable(self, doc: ReadOnly) -> tuple[bool, str, str] | str | None:
+        """The :data:`~federation.controllers.secrets.CONDITION` of a policy selecting
+        Secrets; "wait" while the grants are being listed; None for any other policy."""
+        if self.access is None or not secrets.selected_namespaces(doc):
+            return None
+        granted = self.access.granted()
+        if granted is None:
+            return "wait"
+        if isinstance(granted, str):
+            return False, "GrantsUnknown", granted
+        return secrets.readable(doc, granted)
 
     async def _denials(self, doc: ReadOnly) -> str | None:
         """:func:`denials`, counting the namespaces MemberClusters keep credentials in."""

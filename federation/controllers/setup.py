@@ -13,9 +13,15 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   and its creation the workloads that name it and waited for it.
   A ReconfigurePolicy event (its status included: a cluster released) requeues the
   templates it names, before and after the change, of kinds already followed.
-- ``policy-validation``: the ``Valid`` condition of every policy, and the
+- ``policy-validation``: the ``Valid`` condition of every policy, the
   ``Denied`` condition of propagation policies that select what the deny list
-  keeps on the hub (those kinds are never followed: no informer is started).
+  keeps on the hub (those kinds are never followed: no informer is started), and
+  the ``SecretsReadable`` condition of those that select Secrets, requeued when the
+  namespaces granted for Secrets change.
+
+Before any controller, the hub's Secrets are restricted to the namespaces a RoleBinding
+grants (:func:`federation.controllers.secrets.restrict`): every reader of hub Secrets,
+whichever controller, reads through that one cache.
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup), with propagation's worker count and backoff cap; a binding
   whose template is gone (deleted while nobody watched) goes to propagation.
@@ -59,6 +65,7 @@ from federation.controllers import (
     membership,
     policies,
     propagation,
+    secrets,
 )
 from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
@@ -66,7 +73,7 @@ from federation.controllers.propagation import propagate_deps
 from federation.hub import policies as policies_
 from federation.hub import reconfigure
 from federation.runtime import controller, manager, queue
-from federation.runtime.reconcile import Request
+from federation.runtime.reconcile import Request, group_kind
 
 if typing.TYPE_CHECKING:  # grpc is loaded only when a work server is configured
     from federation.work.server import WorkServer
@@ -270,9 +277,10 @@ def _named(doc: Any) -> list[tuple[str, str]]:
 
 def setup(mgr: manager.Manager, settings: Settings) -> None:
     """Register every controller of the product with ``mgr``: the table of contents."""
+    access = secrets.restrict(mgr.clusters.hub)
     wiring = Wiring(mgr, settings.propagation)
     wiring.install()
-    mgr.add(_validation(mgr, wiring.recorder, settings.propagation))
+    mgr.add(_validation(mgr, wiring.recorder, settings.propagation, access))
     mgr.add(_cleanup(mgr, wiring, settings.propagation))
     health.install(mgr, wiring.recorder)
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
@@ -283,14 +291,32 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
 
 
 def _validation(mgr: manager.Manager, recorder: events.Recorder,
-                settings: propagation.PropagationSettings) -> controller.Controller:
+                settings: propagation.PropagationSettings,
+                access: secrets.SecretAccess | None = None) -> controller.Controller:
     validation = controller.Controller(
         "policy-validation",
-        policies.Reconciler(mgr.client, mgr.clusters.hub.name, recorder, settings.deny_list),
+        policies.Reconciler(mgr.client, mgr.clusters.hub.name, recorder, settings.deny_list,
+                            access),
         workers=1)
     for resource in policies.BY_KIND.values():
         validation.watch(resource, clusters="hub")
+    if access is not None:
+        access.on_change(lambda _: _requeue_secret_policies(mgr, validation))
     return validation
+
+
+def _requeue_secret_policies(mgr: manager.Manager, validation: controller.Controller) -> None:
+    """The granted namespaces changed: every propagation policy selecting Secrets is
+    validated again (its ``SecretsReadable`` condition)."""
+    hub = mgr.clusters.hub
+    for resource in api.PROPAGATION_POLICY_RESOURCES:
+        informer = hub.cache.informers.get(resource) if hub.cache is not None else None
+        for doc in informer.store.list() if informer is not None else ():
+            if secrets.selected_namespaces(doc):
+                meta = doc["metadata"]
+                validation.queue.add(Request(hub.name, group_kind(resource),
+                                             str(meta.get("namespace") or ""),
+                                             str(meta["name"])))
 
 
 def _cleanup(mgr: manager.Manager, wiring: Wiring,

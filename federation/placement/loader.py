@@ -40,6 +40,7 @@ from federation.placement import counts
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 from federation.untrusted import documents
+from federation.untrusted.text import one_line as one_line  # loader.one_line: plan, tests
 
 Source = tuple[str, str]
 """(file name for messages, file text)."""
@@ -65,13 +66,6 @@ class LoadError(Exception):
         self.where, self.path, self.message = one_line(where), one_line(path), one_line(message)
         text = f"{self.where}: {self.path}: " if path else f"{self.where}: "
         super().__init__(text + self.message)
-
-
-def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters escaped (``\\n``, ``\\x1b``)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def decode(name: str, data: bytes, limits: documents.Limits = documents.LIMITS) -> Source:

@@ -1,9 +1,14 @@
 """ClusterRoles, Roles and bindings for the control plane, generated from the propagated kinds.
 
 The hub gets a ClusterRole (policies, MemberClusters, bindings, Events, CRDs,
-templates of the propagated kinds), a Role in the control plane's namespace
-(joined clusters' Secrets) and a Role in the
-leader-election namespace (its own Lease). Each member gets one ClusterRole:
+templates of the propagated kinds but Secrets), a Role in the control plane's namespace
+(joined clusters' kubeconfigs and the CA keys, by GET only) and a Role in the
+leader-election namespace (its own Lease). Secrets, when propagated, get a ClusterRole
+of their own (:data:`SECRETS_ROLE`) that is never bound cluster-wide: a RoleBinding in
+each tenant namespace named by ``--secret-namespaces`` (never a ``kube-*`` namespace or
+ours) lets the control plane read and update Secrets there and nowhere else; it learns
+where from those RoleBindings (:data:`SECRETS_ROLE` is also their name), so the hub
+ClusterRole may list and watch RoleBindings, nothing more of RBAC. Each member gets one ClusterRole:
 the copies of the propagated kinds, their namespaces and CRDs, nodes and
 workloads for capacity. Every binding names two subjects: the user
 ``federation:control-plane`` (the local fleet's client certificate, or any
@@ -27,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from federation.rbac import never
+
 JSON = dict[str, Any]
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.yaml"
@@ -39,6 +46,9 @@ HUB_ROLE = "federation:control-plane:hub"
 MEMBER_ROLE = "federation:control-plane:member"
 NAMESPACE_ROLE = "federation:control-plane"
 LEADER_ROLE = "federation:control-plane:leader-election"
+SECRETS_ROLE = "federation:control-plane:secrets"
+"""The ClusterRole of Secrets (templates and propagateDeps dependencies), bound only by
+RoleBindings of the same name in the namespaces whose Secrets may be propagated."""
 RBAC_GROUP = "rbac.authorization.k8s.io"
 LABELS = {"app.kubernetes.io/part-of": "federation", "app.kubernetes.io/managed-by": "fedctl"}
 
@@ -80,6 +90,8 @@ class Kind:
         return f"{self.resource}.{self.group}" if self.group else self.resource
 
 
+SECRETS_KIND = Kind("", "secrets")
+
 DEFAULT_KINDS: tuple[Kind, ...] = (
     Kind("", "namespaces"), Kind("", "configmaps"), Kind("", "secrets"), Kind("", "services"),
     Kind("", "serviceaccounts"), Kind("", "persistentvolumeclaims"),
@@ -99,17 +111,19 @@ _GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-
 
 def parse_kind(text: str, option: str = "--propagate-kinds") -> Kind:
     """``resource.group`` or ``resource`` (core) as a :class:`Kind`; refuses wildcards,
-    subresources and the RBAC group (propagating Roles or bindings would let anyone who
-    may write a policy hand the control plane's rights in every member to any subject)."""
+    subresources and every kind of :data:`federation.rbac.never.NEVER` (RBAC kinds among
+    them: propagating Roles or bindings would let anyone who may write a policy hand the
+    control plane's rights in every member to any subject)."""
     resource, _, group = text.strip().partition(".")
     if "*" in text:
         raise RBACError(f"{option}: {text!r}: wildcards are never granted; list the kinds")
     if not _RESOURCE.match(resource) or (group and not _GROUP.match(group)):
         raise RBACError(f"{option}: {text!r} is not resource.group (the lowercase plural, "
                         "as in deployments.apps, configmaps, widgets.example.com)")
-    if group == RBAC_GROUP:
-        raise RBACError(f"{option}: {text!r}: RBAC kinds are not propagated: a policy author "
-                        "could grant the control plane's member rights to anyone")
+    refused = never.refusal(group, resource)
+    if refused is not None:
+        raise RBACError(f"{option}: {text!r} is never propagated: {refused.why} "
+                        "(docs/security.md, the deny list)")
     return Kind(group, resource)
 
 
@@ -122,6 +136,38 @@ def parse_kinds(texts: Iterable[str], defaults: bool = True,
         found.update(parse_kind(part, option) for part in text.split(",") if part.strip())
     if not found:
         raise RBACError(f"{option}: no kind to propagate")
+    return tuple(sorted(found))
+
+
+SYSTEM_PREFIX = "kube-"
+"""Kubernetes reserves ``kube-*`` namespaces (kube-system, kube-public, kube-node-lease)."""
+
+
+def never_granted(namespace: str, own: str = NAMESPACE) -> str | None:
+    """Why the control plane may never read Secrets in ``namespace``, or None."""
+    if namespace.startswith(SYSTEM_PREFIX):
+        return f"{namespace} is a system namespace (kube-*): its Secrets are the cluster's"
+    if namespace == own:
+        return (f"{namespace} is the control plane's own namespace: it holds the joined "
+                "clusters' kubeconfigs and the CA keys")
+    return None
+
+
+def parse_secret_namespaces(texts: Iterable[str], own: str = NAMESPACE,
+                            option: str = "--secret-namespaces") -> tuple[str, ...]:
+    """Namespace names (comma-separated, repeatable), sorted, no repeats; a system
+    namespace, ours or a malformed name is refused by name."""
+    found: set[str] = set()
+    for text in texts:
+        for name in (part.strip() for part in text.split(",")):
+            if not name:
+                continue
+            if not _RESOURCE.match(name) or len(name) > 63:
+                raise RBACError(f"{option}: {name[:80]!r} is not a namespace name")
+            why = never_granted(name, own)
+            if why is not None:
+                raise RBACError(f"{option}: {why}; it is never granted")
+            found.add(name)
     return tuple(sorted(found))
 
 
@@ -141,6 +187,18 @@ class Settings:
     """The control plane's user name (the local fleet's certificate CN)."""
     service_account: str = SERVICE_ACCOUNT
     """Its ServiceAccount in ``namespace`` (join --create-service-account, in-cluster)."""
+    secret_namespaces: tuple[str, ...] = ()
+    """Hub namespaces whose Secrets the control plane may read and update (a RoleBinding
+    of :data:`SECRETS_ROLE` in each); only with ``secrets`` among the ``kinds``."""
+
+    def __post_init__(self) -> None:
+        if self.secret_namespaces and SECRETS_KIND not in self.kinds:
+            raise RBACError("--secret-namespaces: secrets is not a propagated kind "
+                            "(--propagate-kinds secrets)")
+        for name in self.secret_namespaces:
+            why = never_granted(name, self.namespace)
+            if why is not None:
+                raise RBACError(f"--secret-namespaces: {why}; it is never granted")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,12 +341,41 @@ def _binding(kind: str, name: str, role_kind: str, settings: Settings,
                      "subjects": subjects(settings)})
 
 
+def secret_rules() -> tuple[Rule, ...]:
+    """The rules of :data:`SECRETS_ROLE`: Secrets as templates, but only where bound."""
+    return (Rule(why=(
+        "Secrets are templates like the other propagated kinds (and propagateDeps "
+        "dependencies): cached, followed, updated only to drop an earlier version's marks; "
+        "never created or deleted. Granted per namespace by a RoleBinding of this role, "
+        "never cluster-wide: the Secrets of kube-* namespaces and of the control plane's "
+        "own namespace are never read."),
+        verbs=("get", "list", "watch", "update"), api_groups=("",), resources=("secrets",)),)
+
+
+def grant_rules() -> tuple[Rule, ...]:
+    """The hub ClusterRole's one look at RBAC: where :data:`SECRETS_ROLE` is bound."""
+    return (Rule(why=(
+        f"Where Secrets may be read: the control plane lists and watches the RoleBindings "
+        f"named {SECRETS_ROLE} (a field selector on that name; RBAC cannot limit a list "
+        "by name, so every RoleBinding is readable). Read only: it never creates, changes "
+        "or binds any RBAC object."),
+        verbs=("list", "watch"), api_groups=(RBAC_GROUP,), resources=("rolebindings",)),)
+
+
+def secret_binding(namespace: str, settings: Settings) -> Manifest:
+    """The RoleBinding that lets the control plane read and update ``namespace``'s Secrets."""
+    return _binding("RoleBinding", SECRETS_ROLE, "ClusterRole", settings, namespace)
+
+
 def hub(settings: Settings) -> list[Manifest]:
-    """The hub's ClusterRole, Roles and their bindings, in apply order."""
-    cluster = (*fixed_rules("hub", "cluster", settings), *hub_kind_rules(settings.kinds))
+    """The hub's ClusterRoles, Roles and their bindings, in apply order."""
+    secrets = SECRETS_KIND in settings.kinds
+    templates = [k for k in settings.kinds if k != SECRETS_KIND]
+    cluster = (*fixed_rules("hub", "cluster", settings), *hub_kind_rules(templates),
+               *(grant_rules() if secrets else ()))
     own = fixed_rules("hub", "namespace", settings)
     lease = fixed_rules("hub", "leaderElection", settings)
-    return [
+    manifests = [
         _role("ClusterRole", HUB_ROLE, cluster),
         _binding("ClusterRoleBinding", HUB_ROLE, "ClusterRole", settings),
         _role("Role", NAMESPACE_ROLE, own, settings.namespace),
@@ -297,6 +384,10 @@ def hub(settings: Settings) -> list[Manifest]:
         _binding("RoleBinding", LEADER_ROLE, "Role", settings,
                  settings.leader_election_namespace),
     ]
+    if secrets:  # the role, and a binding only in each namespace the operator named
+        manifests.append(_role("ClusterRole", SECRETS_ROLE, secret_rules()))
+        manifests += [secret_binding(ns, settings) for ns in settings.secret_namespaces]
+    return manifests
 
 
 def member(settings: Settings) -> list[Manifest]:

@@ -22,10 +22,11 @@ Workers never die of a reconcile: an exception is logged with the request
 the cluster's probe, not once per retry of every object it touches),
 counted, and the key is retried with backoff; ``Result(requeue_after=s)``
 schedules the key again; anything else forgets the key's failures. The one
-exception is a write refused by the leader-election fence
-(:class:`~federation.contexts.client.NotLeader`): this process has lost
-leadership and is shutting down, so the key is not retried and no traceback is
-logged.
+exception is a write refused by a write permit
+(:class:`~federation.contexts.client.WriteRefused`; for the leader-election fence
+:class:`~federation.contexts.client.NotLeader`): this process may not make that
+write (it has lost leadership and is shutting down), so the key is not retried
+and no traceback is logged.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from federation.contexts.cache import Event
-from federation.contexts.client import ClusterUnavailable, NotLeader, Resource
+from federation.contexts.client import ClusterUnavailable, Resource, WriteRefused
 from federation.runtime import metrics, queue, reconcile
 
 log = logging.getLogger("federation.controller")
@@ -84,8 +85,9 @@ def priority_of(event: Event) -> int:
 
 
 def fenced(exc: BaseException) -> bool:
-    """True when a write was refused because this process no longer leads."""
-    return isinstance(exc, NotLeader)
+    """True when a write was refused, unsent, because this process may not make it
+    (it no longer leads)."""
+    return isinstance(exc, WriteRefused)
 
 
 class Controller:

@@ -16,14 +16,21 @@ The algorithm is client-go's leaderelection, reduced to what we use:
 - **Fencing.** Stopping the controllers is not enough: a reconcile in flight
   could still write, and a process frozen past its lease does not know it has
   lost until it next runs. So the elector keeps a :class:`~federation.contexts.client.Fence`
-  that every hub and member client consults before each write: it is valid
-  until ``start of the last successful renewal + renew_deadline`` on the
-  monotonic clock, and revoked on loss. The others take over no earlier than
-  ``lease_duration`` after they saw that renewal, which is later, so the
-  ``lease_duration - renew_deadline`` margin (5 s) covers the time from the
-  check to the request reaching the server. The elector writes the Lease with
-  a client of its own that carries no fence (it must renew *to* stay valid),
-  which also keeps renewals out of the controllers' rate limit.
+  that every hub and member client consults as each write is sent (after any
+  wait for a connection or the rate limiter, on a fresh clock reading; see
+  :mod:`federation.contexts.client`): it is valid until ``start of the last
+  successful renewal + renew_deadline`` on the monotonic clock, and revoked on
+  loss. The others take over no earlier than ``lease_duration`` after they saw
+  that renewal, which is later, so the ``lease_duration - renew_deadline``
+  margin (5 s) is slack between a check and its request reaching the server.
+- The elector writes the Lease with a client of its own (it must renew *to*
+  stay valid; this also keeps renewals out of the controllers' rate limit),
+  under a permit of its own, :class:`LeaseWrites`: a candidate's attempts are
+  free (the resourceVersion decides), a leader's renewal or release is not sent
+  after the renew deadline it was meant to meet, and nothing is sent after a
+  loss. Without it, a renewal that had read the Lease before a freeze was sent
+  on resume, after the takeover: refused with a 409, but a write of a deposed
+  leader all the same.
 - Every write carries the resourceVersion that was read, so two candidates
   racing for a free Lease cannot both win: one gets a 409.
 - On clean shutdown the leader releases: it clears ``holderIdentity`` (and sets
@@ -37,6 +44,7 @@ import asyncio
 import dataclasses
 import datetime
 import logging
+import math
 import os
 import socket
 import time
@@ -50,6 +58,7 @@ from federation.contexts.client import (
     ClientError,
     ClusterClient,
     Fence,
+    NotLeader,
     Resource,
 )
 
@@ -82,11 +91,37 @@ class LeaderSettings:
             raise ValueError(
                 f"leader election needs 0 < retry_period ({self.retry_period}) < renew_deadline"
                 f" ({self.renew_deadline}) < lease_duration ({self.lease_duration})")
+        if self.lease_duration != int(self.lease_duration):
+            # The Lease stores whole seconds and the others judge expiry by what it says:
+            # rounding down would let them take over before our renew deadline.
+            raise ValueError(f"leader election lease_duration must be whole seconds, not "
+                             f"{self.lease_duration}")
 
 
 def identity() -> str:
     """A unique identity: host name, pid and a random suffix (pids repeat in containers)."""
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+class LeaseWrites:
+    """The elector's own :class:`~federation.contexts.client.WritePermit` on its Lease client.
+
+    Open (``until`` infinite) while a candidate tries to acquire; a leader's writes are
+    allowed until its current renew deadline, on a clock reading taken as each is sent;
+    closed for good after a loss or a release.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.until = math.inf
+
+    def check(self, cluster: str, method: str, path: str) -> None:
+        late = self.clock() - self.until
+        if late < 0:
+            return
+        why = "leadership ended" if self.until == -math.inf else \
+            f"{late:.1f}s past the renew deadline"
+        raise NotLeader(cluster, f"{method} {path} refused, not sent: {why}")
 
 
 def _now() -> str:
@@ -96,8 +131,9 @@ def _now() -> str:
 class LeaderElector:
     """Acquires and holds the Lease; :attr:`is_leader` says whether we hold it now.
 
-    ``client`` must be a client of the hub used for nothing else (it must carry no
-    fence); :attr:`fence` is the one the manager hands to every other client.
+    ``client`` must be a client of the hub used for nothing else: the elector gives it
+    its own permit (:class:`LeaseWrites`); :attr:`fence` is the one the manager hands
+    to every other client.
     ``clock`` and ``sleep`` are the monotonic clock and the sleep to use (tests
     drive them).
     """
@@ -110,6 +146,8 @@ class LeaderElector:
         self.settings = settings or LeaderSettings()
         self.identity = identity_ or identity()
         self.fence = fence or Fence(clock)
+        self.lease_writes = LeaseWrites(clock)
+        self.client.fence = self.lease_writes
         self.clock = clock
         self.sleep = sleep
         self.is_leader = False
@@ -129,7 +167,7 @@ class LeaderElector:
             if await self._try():
                 break
             await self.sleep(s.retry_period)
-        self.fence.extend(started + s.renew_deadline)
+        self._extend(started + s.renew_deadline)
         self.is_leader = True
         self.elected.set()
         log.info("%s: became leader (lease %s/%s)", self.identity, s.namespace, s.name)
@@ -143,7 +181,7 @@ class LeaderElector:
                 return
             if await self._renew(deadline - started):
                 last_renewal = started
-                self.fence.extend(started + s.renew_deadline)
+                self._extend(started + s.renew_deadline)
             elif self._deposed_by is not None:
                 self._lose(f"the lease is held by {self._deposed_by}")
                 return
@@ -159,9 +197,15 @@ class LeaderElector:
             log.warning("%s: renewing the lease timed out", self.identity)
             return False
 
+    def _extend(self, until: float) -> None:
+        """Writes may go on until ``until``: the controllers' and the elector's own."""
+        self.fence.extend(until)
+        self.lease_writes.until = until
+
     def _lose(self, why: str) -> None:
         self.is_leader = False
         self.fence.revoke(f"leadership lost: {why}")
+        self.lease_writes.until = -math.inf
         self.lost.set()
         log.error("%s: %s; leadership lost", self.identity, why)
 
@@ -225,8 +269,14 @@ class LeaderElector:
         if not self.is_leader or self._lease is None or not self.fence.valid:
             return  # a lapsed fence means the lease may be someone else's by now
         self.is_leader = False
-        self.fence.revoke("released the lease")
-        lease = self._lease
+        self.fence.revoke("released the lease")  # first: no controller write after it
+        try:
+            await self._release(self._lease)
+        finally:
+            self.lease_writes.until = -math.inf
+
+    async def _release(self, lease: JSON) -> None:
+        """Clear the holder (within the renew deadline, as any write of ours)."""
         for _ in range(2):
             spec = {**(lease.get("spec") or {}), "holderIdentity": "",
                     "leaseDurationSeconds": 1, "renewTime": _now()}

@@ -2,8 +2,9 @@
 
 Start order, as in controller-runtime:
 
-1. The health and metrics servers, so a probe gets an answer (``/readyz``:
-   not ready yet) while the rest starts.
+1. The event-loop watchdog (:mod:`federation.runtime.watchdog`), and the
+   health and metrics servers, so a probe gets an answer (``/readyz``: not
+   ready yet) while the rest starts.
 2. For every engaged cluster, its engagement
    (:class:`~federation.contexts.engagement.Engagement`): its one prober (the
    cluster's health signal) and the informers that the controllers' watches
@@ -63,11 +64,11 @@ import prometheus_client
 from aiohttp import web
 
 from federation.contexts import client as kube
-from federation.contexts.cache import Informer
+from federation.contexts.cache import CachedResource
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.runtime import auth, leader, metrics
+from federation.runtime import auth, leader, metrics, watchdog
 from federation.runtime import controller as controllers
 
 log = logging.getLogger("federation.manager")
@@ -110,6 +111,9 @@ class ManagerSettings:
     """Off by default (as controller-runtime) so one process just runs; turn on
     when running more than one replica."""
     leader: leader.LeaderSettings = dataclasses.field(default_factory=leader.LeaderSettings)
+    watchdog: watchdog.WatchdogSettings = dataclasses.field(
+        default_factory=watchdog.WatchdogSettings)
+    """The event-loop watchdog's period and the lag it logs (1 s)."""
     cache_sync_timeout: float = 30.0
     """Seconds to wait for each cluster's first list before starting controllers
     anyway: a healthy member lists thousands of objects in a second or two; one
@@ -155,6 +159,7 @@ class Manager:
         self.identity = self.settings.identity or leader.identity()
         self.client = MultiClusterClient(cluster_set, self.settings.field_manager)
         self.metrics = metrics.Metrics()
+        self.watchdog = watchdog.LoopWatchdog(self.metrics, self.settings.watchdog)
         self.controllers: list[controllers.Controller] = []
         self.runnables: list[tuple[str, Runnable]] = []
         self.cached: list[controllers.Watch] = []
@@ -213,7 +218,8 @@ class Manager:
         cluster.client.fence = self.fence
 
     def _own_client(self, settings: kube.ClientSettings) -> kube.ClusterClient:
-        """A hub client of our own, without fence (the Lease, reviews); closed at shutdown."""
+        """A hub client of our own, without the controllers' fence (the Lease, which the
+        elector gives its own permit; reviews); closed at shutdown."""
         context = self.clusters.hub.context
         if context is None:
             raise ValueError(f"hub {self.clusters.hub.name} has no kubeconfig context")
@@ -407,6 +413,7 @@ class Manager:
         """Run until :meth:`stop`; raises :class:`LeadershipLost` if leadership ends first."""
         lost = False
         try:
+            self._spawn(self.watchdog.run(), "event-loop watchdog")
             await self._serve("health", self.settings.health_probe_bind_address,
                               [("/healthz", self._healthz), ("/readyz", self._readyz)])
             await self._serve_metrics()
@@ -424,7 +431,8 @@ class Manager:
             raise LeadershipLost("leadership lost; exiting")
 
     def _make_elector(self) -> leader.LeaderElector:
-        """The elector, on a hub client of its own (its Lease writes must not be fenced)."""
+        """The elector, on a hub client of its own: its Lease writes answer to its own
+        permit (the renew deadline), not to the controllers' fence."""
         lease_client = self._own_client(self._hub_client().settings)
         return leader.LeaderElector(lease_client, self.settings.leader, self.identity)
 
@@ -502,7 +510,7 @@ class Manager:
         self._own_clients.clear()
 
 
-def _informer_report(informer: Informer) -> dict[str, Any]:
+def _informer_report(informer: CachedResource) -> dict[str, Any]:
     return {"state": informer.state, "synced": informer.synced.is_set(),
             "objects": len(informer.store), "relists": informer.relists,
             "restarts": informer.restarts, "last_error": informer.last_error}

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+LOOP_LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                    60.0)
 CLUSTER_STATES: tuple[clusters.State, ...] = (
     "unknown", "available", "unavailable", "disabled", "misconfigured")
 
@@ -50,6 +52,15 @@ class Metrics:
             buckets=REQUEST_BUCKETS, registry=self.registry)
         self.leader = Counter(
             "federation_leader_transitions", "Times this process became leader.",
+            registry=self.registry)
+        self.loop_lag = Histogram(
+            "federation_event_loop_lag_seconds",
+            "How late the event loop woke the watchdog's timer: time the loop was busy "
+            "elsewhere, or the process did not run.", buckets=LOOP_LAG_BUCKETS,
+            registry=self.registry)
+        self.loop_stalls = Counter(
+            "federation_event_loop_stalls",
+            "Wakes of the watchdog more than its threshold (1 s) late; each is logged.",
             registry=self.registry)
 
     def observe_request(self, cluster: str, verb: str, code: str, seconds: float) -> None:
@@ -145,6 +156,6 @@ class StateCollector(Collector):
         yield from (depth, by_priority, waiting, busy, adds, retries)
 
 
-def _resource_label(informer: cache.Informer) -> str:
+def _resource_label(informer: cache.CachedResource) -> str:
     group = informer.resource.group
     return f"{informer.resource.plural}.{group}" if group else informer.resource.plural

@@ -28,6 +28,7 @@ integer of more than 4300 digits) are reported like syntax errors.
 from __future__ import annotations
 
 import codecs
+import enum
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,54 +70,86 @@ class Limits:
 LIMITS = Limits()
 
 
+class Reason(enum.Enum):
+    """Why text was refused: the stable class callers and tests rely on.
+
+    Each value is the phrase every message of its class contains, whichever layer found the
+    problem (our checks or the parser library's own guards, which change between releases:
+    PyYAML 6.0.4's libyaml refuses deep flow nesting itself, and that is mapped to
+    :attr:`DEPTH` here rather than passed on in the library's words)."""
+
+    SIZE = "larger than the limit"
+    ENCODING = "not readable text"
+    DEPTH = "nested deeper than"
+    VALUES = "values after expanding aliases"
+    DOCUMENTS = "YAML documents"
+    SYNTAX = "malformed"
+
+
 class TextError(ValueError):
     """The bytes or text cannot be read as data: a one-line reason, without the file name."""
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
 
 
 def decode(data: bytes, limits: Limits = LIMITS) -> str:
     """``data`` as text: within the size limit, UTF-8 (BOM dropped), no NUL bytes."""
     if len(data) > limits.max_bytes:
-        raise TextError(f"larger than the limit of {limits.max_bytes} bytes")
+        raise TextError(Reason.SIZE, f"larger than the limit of {limits.max_bytes} bytes")
     if data.startswith(_BOMS):
-        raise TextError("UTF-16 or UTF-32 text (byte order mark found); save it as UTF-8")
+        raise TextError(Reason.ENCODING, "not readable text: UTF-16 or UTF-32 text (byte order "
+                        "mark found); save it as UTF-8")
     nul = data.find(b"\0")
     if nul >= 0:
-        raise TextError(
-            f"NUL byte at offset {nul}: not a text file (or UTF-16 without a byte order mark)"
-        )
+        raise TextError(Reason.ENCODING, f"not readable text: NUL byte at offset {nul} (a binary "
+                        "file, or UTF-16 without a byte order mark)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise TextError(
-            f"not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}"
-        ) from None
+        raise TextError(Reason.ENCODING, f"not readable text: not UTF-8, byte "
+                        f"0x{data[error.start]:02x} at offset {error.start}") from None
     return text.removeprefix("\ufeff")
 
 
 # -- YAML -----------------------------------------------------------------------------------
 
 
-def yaml_documents(text: str, limits: Limits = LIMITS) -> list[Any]:
-    """Every non-empty YAML document of ``text``, after :func:`check_yaml` passed."""
+def yaml_documents(text: str, limits: Limits = LIMITS, *, quote: bool = True) -> list[Any]:
+    """Every non-empty YAML document of ``text``, after :func:`check_yaml` passed.
+
+    ``quote=False`` for text that may be secret (a Secret-backed config file): syntax errors
+    then say where (line, column) but not what the parser found, since its words quote the
+    text (``found undefined alias 'S3cretTokenValue42'``)."""
     try:
         check_yaml(text, limits)
         return [doc for doc in yaml.load_all(text, Loader=LOADER) if doc is not None]
     except TextError:
         raise
     except yaml.YAMLError as error:
-        raise TextError(f"malformed YAML: {_yaml_problem(error)}") from None
+        raise _yaml_error(error, limits, quote) from None
     except RecursionError:  # defence in depth: check_yaml bounds the depth first
-        raise TextError(f"nested deeper than {limits.max_depth} levels") from None
+        raise TextError(Reason.DEPTH, f"nested deeper than {limits.max_depth} levels") from None
     except (ValueError, OverflowError) as error:  # e.g. 2001-02-30, a 5000-digit integer
-        raise TextError(f"malformed YAML: {error}") from None
+        raise TextError(Reason.SYNTAX,
+                        f"malformed YAML: {error if quote else type(error).__name__}") from None
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
+def _yaml_error(error: yaml.YAMLError, limits: Limits, quote: bool) -> TextError:
+    """The parser's error in our classes: libyaml's own nesting guard is a depth error."""
+    problem = str(getattr(error, "problem", None) or error)
+    if "nesting depth" in problem:  # libyaml >= PyYAML 6.0.4's guard (about 1,000 levels)
+        return TextError(Reason.DEPTH, f"nested deeper than {limits.max_depth} levels")
     if isinstance(error, yaml.reader.ReaderError):
-        return f"position {error.position}: {error.reason}"
-    mark = getattr(error, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-    return f"{where}{getattr(error, 'problem', None) or error}"
+        where, problem = f"position {error.position}", error.reason
+    else:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    if not quote:
+        return TextError(Reason.SYNTAX, f"malformed YAML: {where or 'syntax error'}")
+    return TextError(Reason.SYNTAX, f"malformed YAML: {where}: {problem}" if where
+                     else f"malformed YAML: {problem}")
 
 
 @dataclass
@@ -143,7 +176,8 @@ class _Shape:
         self.documents += 1
         self.anchors.clear()
         if self.documents > self.limits.max_documents:
-            raise TextError(f"more than {self.limits.max_documents} YAML documents (line {line})")
+            raise TextError(Reason.DOCUMENTS,
+                            f"more than {self.limits.max_documents} YAML documents (line {line})")
 
     def open(self, anchor: str | None, line: int) -> None:
         self.stack.append(_Open(anchor))
@@ -159,7 +193,8 @@ class _Shape:
 
     def alias(self, anchor: str, line: int) -> None:
         if any(o.anchor == anchor for o in self.stack):
-            raise TextError(f"recursive alias *{anchor} (line {line})")
+            raise TextError(Reason.VALUES, "recursive alias: infinite values after expanding "
+                            f"aliases (line {line})")
         nodes, height = self.anchors.get(anchor, (1, 0))  # undefined: the composer says so
         self._count(nodes, len(self.stack) + height, line)
         self._finish(None, nodes, height)
@@ -167,11 +202,11 @@ class _Shape:
     def _count(self, nodes: int, depth: int, line: int) -> None:
         self.nodes += nodes
         if depth > self.limits.max_depth:
-            raise TextError(f"nested deeper than {self.limits.max_depth} levels (line {line})")
+            raise TextError(Reason.DEPTH,
+                            f"nested deeper than {self.limits.max_depth} levels (line {line})")
         if self.nodes > self.limits.max_nodes:
-            raise TextError(
-                f"more than {self.limits.max_nodes} values after expanding aliases (line {line})"
-            )
+            raise TextError(Reason.VALUES, f"more than {self.limits.max_nodes} values after "
+                            f"expanding aliases (line {line})")
 
     def _finish(self, anchor: str | None, nodes: int, height: int) -> None:
         if anchor is not None:
@@ -202,23 +237,26 @@ def check_yaml(text: str, limits: Limits = LIMITS) -> None:
 # -- JSON -----------------------------------------------------------------------------------
 
 
-def json_document(text: str, limits: Limits = LIMITS) -> Any:
-    """The JSON value of ``text``, within the depth and size limits."""
+def json_document(text: str, limits: Limits = LIMITS, *, quote: bool = True) -> Any:
+    """The JSON value of ``text``, within the depth and size limits (``quote``: as for
+    :func:`yaml_documents`; the standard library's messages never quote the text, but a
+    too-long integer's does say how long)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise TextError(
-            f"malformed JSON: line {error.lineno}, column {error.colno}: {error.msg}"
-        ) from None
+        raise TextError(Reason.SYNTAX, f"malformed JSON: line {error.lineno}, column "
+                        f"{error.colno}: {error.msg}") from None
     except RecursionError:
-        raise TextError(f"nested deeper than {limits.max_depth} levels") from None
+        raise TextError(Reason.DEPTH, f"nested deeper than {limits.max_depth} levels") from None
     except ValueError as error:  # an integer of more than 4300 digits
-        raise TextError(f"malformed JSON: {error}") from None
+        raise TextError(Reason.SYNTAX, f"malformed JSON: {error if quote else type(error).__name__}"
+                        ) from None
     for nodes, depth in enumerate(_depths(data), start=1):
         if depth > limits.max_depth:
-            raise TextError(f"nested deeper than {limits.max_depth} levels")
+            raise TextError(Reason.DEPTH, f"nested deeper than {limits.max_depth} levels")
         if nodes > limits.max_nodes:
-            raise TextError(f"more than {limits.max_nodes} values")
+            raise TextError(Reason.VALUES,
+                            f"more than {limits.max_nodes} values after expanding aliases")
     return data
 
 

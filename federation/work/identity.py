@@ -17,11 +17,20 @@ the reloaders' service name, its client certificate the rollout controller
 (:mod:`federation.commands.reloader_ca` puts the pieces together; this module knows no
 names but the work CA's).
 
-Certificates last :data:`AGENT_VALIDITY`; an agent asks for a new one over its stream
-(a CSR: its new key never leaves it) once :func:`needs_renewal` says two thirds of the
-lifetime have passed, and the server signs it only for the stream's own cluster
-(:func:`sign_csr`). Nothing here logs or returns a private key except to the caller that
-owns it.
+Certificates last :data:`AGENT_VALIDITY`. An agent asks for a new one over its stream
+once :func:`needs_renewal` says two thirds of the lifetime have passed; the server signs it
+(:func:`sign_csr`) only for the stream's own cluster, only for the key of the certificate
+that stream presented (a stolen certificate cannot be turned into one for a key its thief
+made) and only when that certificate is due.
+
+Each pull member has one current certificate: its serial is recorded on the hub in the
+MemberCluster's ``status.agentCertificate`` (:class:`CertificateRecord`), by ``fedctl
+join`` when it issues one and by the control plane when it renews one, and the work server
+refuses every other serial. A re-join therefore revokes the certificate it replaces. A
+renewal keeps the certificate it replaced (``previousSerial``) acceptable until the new one
+is first used, so an answer lost with its stream does not lock the agent out.
+
+Nothing here logs or returns a private key except to the caller that owns it.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ import base64
 import dataclasses
 import datetime
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -47,8 +57,11 @@ AGENT_ORGANIZATION = "federation:agents"
 CA_VALIDITY = datetime.timedelta(days=3650)
 """The CA outlives every certificate it signs by far; rotating it is a new Secret."""
 AGENT_VALIDITY = datetime.timedelta(days=90)
-"""Short enough that a leaked key expires within a quarter; agents renew at two thirds
-(day 60) over their stream, so an agent offline for a month still renews in time."""
+"""A certificate nobody renews ends within a quarter; agents renew at two thirds (day 60)
+over their stream, so an agent offline for a month still renews in time. A renewal keeps
+the key: rotating it is a re-join, which also revokes the old certificate."""
+RECORD_FIELD = "agentCertificate"
+"""The MemberCluster status field holding the pull member's :class:`CertificateRecord`."""
 SERVER_VALIDITY = datetime.timedelta(days=90)
 """The server's certificate is re-issued at every start of the control plane."""
 CLIENT_VALIDITY = datetime.timedelta(days=90)
@@ -166,16 +179,29 @@ def issue_client(ca: CA, common_name: str, now: datetime.datetime | None = None,
     return cert, key_pem(key)
 
 
+def load_key(pem: bytes) -> ec.EllipticCurvePrivateKey:
+    """The EC private key of a PEM file (an agent's own, to sign its renewal request)."""
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError):
+        raise IdentityError("not a PEM private key without a password") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise IdentityError("the key is not an EC key")
+    return key
+
+
 def csr(cluster: str, key: ec.EllipticCurvePrivateKey) -> bytes:
     request = (x509.CertificateSigningRequestBuilder().subject_name(agent_subject(cluster))
                .sign(key, hashes.SHA256()))
     return request.public_bytes(serialization.Encoding.PEM)
 
 
-def sign_csr(ca: CA, csr_pem: bytes, cluster: str, now: datetime.datetime | None = None
-             ) -> bytes:
-    """A renewed agent certificate for ``cluster`` (the stream's own): refused when the CSR
-    is malformed, badly signed or names anything but that cluster."""
+def sign_csr(ca: CA, csr_pem: bytes, cluster: str, presented: Presented,
+             now: datetime.datetime | None = None) -> bytes:
+    """A renewed agent certificate for ``cluster`` (the stream's own), for the key of the
+    certificate the stream ``presented``: refused when the CSR is malformed, badly signed,
+    names anything but that cluster or holds another key, or when ``presented`` is not due
+    for renewal (:func:`renewal_due`). CPU-bound: the work server calls it off its loop."""
     try:
         request = x509.load_pem_x509_csr(csr_pem)
     except ValueError:
@@ -188,8 +214,104 @@ def sign_csr(ca: CA, csr_pem: bytes, cluster: str, now: datetime.datetime | None
     public = request.public_key()
     if not isinstance(public, ec.EllipticCurvePublicKey):
         raise IdentityError("renewal: the CSR's key must be an EC key")
+    if _public_der(public) != presented.public_key:
+        raise IdentityError("renewal: the CSR's key is not the key of the certificate this "
+                            "stream presented (a new key needs a re-join)")
+    if not renewal_due(presented, now):
+        raise IdentityError(f"renewal: the certificate is not due for renewal before "
+                            f"{presented.due:%Y-%m-%dT%H:%M:%SZ}")
     return _leaf(ca, agent_subject(cluster), public, ExtendedKeyUsageOID.CLIENT_AUTH,
                  AGENT_VALIDITY, [x509.DNSName(cluster)], now)
+
+
+def _public_der(key: ec.EllipticCurvePublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.DER,
+                            serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+@dataclasses.dataclass(frozen=True)
+class Presented:
+    """What the work server needs of the client certificate a stream presented."""
+
+    serial: str
+    """Lower-case hex, as :class:`CertificateRecord` keeps it."""
+    public_key: bytes
+    """DER SubjectPublicKeyInfo: a renewal must be for this key."""
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+
+    @property
+    def due(self) -> datetime.datetime:
+        """Two thirds of the lifetime: the earliest renewal."""
+        return self.not_before + (self.not_after - self.not_before) * 2 / 3
+
+
+def presented(cert_pem: bytes) -> Presented:
+    """The :class:`Presented` of a PEM certificate (the handshake verified it already)."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+    except ValueError:
+        raise IdentityError("the client certificate is not a PEM certificate") from None
+    public = cert.public_key()
+    if not isinstance(public, ec.EllipticCurvePublicKey):
+        raise IdentityError("the client certificate's key is not an EC key")
+    return Presented(serial_text(cert.serial_number), _public_der(public),
+                     cert.not_valid_before_utc, cert.not_valid_after_utc)
+
+
+def serial_text(serial: int) -> str:
+    return format(serial, "x")
+
+
+def serial_of(cert_pem: bytes) -> str:
+    return serial_text(x509.load_pem_x509_certificate(cert_pem).serial_number)
+
+
+def renewal_due(cert: Presented, now: datetime.datetime | None = None) -> bool:
+    return (now or _now()) >= cert.due
+
+
+@dataclasses.dataclass(frozen=True)
+class CertificateRecord:
+    """A pull member's accepted agent certificates, kept in its MemberCluster's status.
+
+    ``serial`` is the current certificate's; ``previous`` the one a renewal replaced,
+    accepted only until ``serial`` is first presented. Empty: no certificate is recorded
+    (a member joined before certificates were recorded), and every stream is refused."""
+
+    serial: str = ""
+    previous: str = ""
+
+    def accepts(self, serial: str) -> bool:
+        return bool(serial) and serial in (self.serial, self.previous)
+
+    def refusal(self, serial: str, cluster: str) -> str | None:
+        """Why a certificate with ``serial`` may not open ``cluster``'s stream (None: it may)."""
+        if not self.serial:
+            return (f"no agent certificate is recorded for cluster {cluster!r} (MemberCluster "
+                    f"status.{RECORD_FIELD}): join it again with `fedctl join {cluster} "
+                    "--mode pull`")
+        if not self.accepts(serial):
+            return (f"certificate serial {serial} is not cluster {cluster!r}'s current one: "
+                    "it was revoked by a re-join or replaced by a renewal")
+        return None
+
+    @classmethod
+    def of(cls, member: Mapping[str, Any] | None) -> CertificateRecord:
+        """The record in a MemberCluster (empty when absent or not strings)."""
+        status = (member or {}).get("status")
+        found = status.get(RECORD_FIELD) if isinstance(status, Mapping) else None
+        if not isinstance(found, Mapping):
+            return cls()
+        serial, previous = found.get("serial"), found.get("previousSerial")
+        return cls(serial if isinstance(serial, str) else "",
+                   previous if isinstance(previous, str) else "")
+
+    def status_patch(self) -> JSON:
+        """The merge patch of the MemberCluster status that records this (and nothing
+        else: ``previousSerial`` is removed when there is none)."""
+        return {"status": {RECORD_FIELD: {"serial": self.serial,
+                                          "previousSerial": self.previous or None}}}
 
 
 def common_name(cert_pem: bytes) -> str:
@@ -200,9 +322,7 @@ def common_name(cert_pem: bytes) -> str:
 
 def needs_renewal(cert_pem: bytes, now: datetime.datetime | None = None) -> bool:
     """Two thirds of the certificate's lifetime have passed."""
-    cert = x509.load_pem_x509_certificate(cert_pem)
-    start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
-    return (now or _now()) >= start + (end - start) * 2 / 3
+    return renewal_due(presented(cert_pem), now)
 
 
 def check_peer(peer_names: Sequence[str], cluster: str) -> str | None:

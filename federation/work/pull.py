@@ -28,6 +28,19 @@ tell a pull member from a push one.
   entry per object placed there plus a window, however slow its agent is. On reconnect
   the agent's ``Hello`` lists the generation it applied per object; only newer entries
   are sent, so nothing already applied is applied again.
+- **An agent is not trusted with the hub's memory or loop.** Its own certificate is all a
+  compromised agent needs to speak, so what it sends is bounded per stream: a ``Result`` is
+  taken only for the generation in flight (anything else, a key the hub never sent
+  included, is counted and dropped); a ``Hello`` replaces what the previous one said
+  (``applied`` holds the keys the last Hello listed plus the keys the hub wrote, never an
+  accumulation) and its generations must lie within :data:`MAX_GENERATION`; at most one
+  renewal is outstanding and one granted per stream, signed off the loop, and its answer is
+  the only control message the agent can cause; heartbeat details and refusal messages are
+  clipped and escaped to one line before they reach a log line, condition or Event.
+- **Fencing**: a write's permit (leadership) is checked when it is asked for and again
+  when its Work is taken from the queue to be handed to gRPC (:meth:`PullState.next_message`,
+  with nothing awaited in between), since a Work may wait there for the window across a
+  freeze. A Work refused then is never sent; its writer gets the refusal.
 """
 
 from __future__ import annotations
@@ -37,8 +50,8 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from federation.contexts import selectors
@@ -46,17 +59,27 @@ from federation.contexts.client import (
     JSON,
     MUTATING_METHODS,
     ApiError,
+    ClientError,
     ClientSettings,
     ClusterClient,
     ClusterUnavailable,
-    Fence,
     Resource,
+    WritePermit,
+    WriteRefused,
 )
-from federation.work import wire
+from federation.untrusted.text import one_line
+from federation.work import identity, wire
 from federation.work.proto import work_pb2 as pb
-from federation.work.wire import Key
+from federation.work.wire import MAX_GENERATION, Key
 
 log = logging.getLogger("federation.work")
+DETAIL_LIMIT = 300
+"""Characters of an agent's heartbeat detail kept (escaped to one line): enough for an API
+server's readiness failure, small enough for a condition message and an Event."""
+MESSAGE_LIMIT = 1000
+"""Characters of an agent's refusal message kept (the agent itself sends at most 1000)."""
+Renewer = Callable[[bytes, identity.Presented], Awaitable[bytes]]
+"""Signs a renewal CSR for the cluster and records the new certificate (the work server)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +120,17 @@ class Desired:
     op: int  # pb.Op
     manifest: JSON | None
     uid: str = ""
+    gate: Callable[[], None] | None = None
+    """The write's permit check, run again as the Work is sent (raises WriteRefused)."""
+
+    def refused(self) -> WriteRefused | None:
+        """Why this write may not be sent now, or None."""
+        try:
+            if self.gate is not None:
+                self.gate()
+        except WriteRefused as exc:
+            return exc
+        return None
 
     def message(self) -> pb.HubMessage:
         return pb.HubMessage(work=pb.Work(
@@ -175,15 +209,23 @@ class PullState:
         self.clock = clock
         self.desired: dict[Key, Desired] = {}
         self.applied: dict[Key, int] = {}
-        """The generation the agent reported applied (or answered) per object."""
+        """The generation the agent reported applied (or answered) per object: what the
+        last Hello listed, plus what it answered since for keys the hub sent."""
         self.pending: OrderedDict[Key, None] = OrderedDict()
         self.inflight: dict[Key, int] = {}
         self.waiters: dict[tuple[Key, int], asyncio.Future[pb.Result]] = {}
         self.mirrors: dict[Resource, Mirror] = {}
-        self.control: list[pb.HubMessage] = []
+        self.control: deque[pb.HubMessage] = deque()
+        """Sent before any work: the hub's own requests (subscriptions, discovery), and at
+        most one renewal answer (the only one an agent's message causes)."""
         self.connected = False
         self.stream = 0
         """Number of the current stream (one more per connection)."""
+        self.certificate = identity.CertificateRecord()
+        """The serials a stream may present (the MemberCluster's record, kept by the
+        membership controller and the work server's renewals)."""
+        self.peer: identity.Presented | None = None
+        """The certificate the current stream presented."""
         self.last_heartbeat: float | None = None
         self.agent_ready = False
         self.agent_detail = "agent never connected"
@@ -191,40 +233,67 @@ class PullState:
         self._wake = asyncio.Event()
         self._requests = itertools.count(1)
         self._discoveries: dict[int, asyncio.Future[pb.DiscoveryAnswer]] = {}
+        self._renewal: str = ""
+        """This stream's renewal: "" none yet, "asked" until its answer is sent, "granted"
+        once a certificate was (one per stream: the agent reconnects with it)."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ignored_logged = 0
+        """The last stream whose first ignored answer was logged (one line per stream)."""
         self.writes_sent = 0
-        self.renew: Callable[[bytes], bytes] | None = None
+        self.ignored = 0
+        """Results dropped: for a key or generation not in flight (the first of a stream is
+        logged; an agent that sends one is broken or hostile)."""
+        self.renew: Renewer | None = None
         """Signs a renewal CSR for this cluster (set by the server; None: refused)."""
 
     # -- the stream ----------------------------------------------------------------------
 
-    def connect(self, hello: pb.Hello) -> None:
-        """A new stream from the agent: resume from what it says it applied."""
+    def busy(self) -> str | None:
+        """Why a new stream may not replace the current one (None: it may). A live stream
+        (a heartbeat within ``heartbeat_timeout``) is never displaced: the holder of a copy
+        of the agent's key could otherwise take its work; a silent one is (an agent that
+        reconnected before its old connection timed out)."""
+        if not self.connected or self.last_heartbeat is None:
+            return None
+        silent = self.clock() - self.last_heartbeat
+        if silent > self.settings.heartbeat_timeout:
+            return None
+        return (f"cluster {self.name!r} already has a live agent stream (last heartbeat "
+                f"{silent:.0f}s ago): a second one is refused while it lives")
+
+    def connect(self, hello: pb.Hello, peer: identity.Presented | None = None) -> None:
+        """A new stream from the agent: resume from what it says it applied. A Hello that
+        cannot be used (ValueError) changes nothing."""
+        reported = _applied(hello)
         if self.connected:
             self.disconnect("replaced by a new stream")
         self.stream += 1
         self.connected = True
+        self.peer = peer
+        self._renewal = ""
         self.last_heartbeat = self.clock()
         self.agent_ready = True
         self.agent_detail = "agent connected"
-        for item in hello.applied:
-            key = wire.key_from_pb(item.key)
-            self.applied[key] = max(self.applied.get(key, 0), item.generation)
+        for key in self.desired:  # the hub's own keys keep what it learnt of them
+            reported[key] = max(reported.get(key, 0), self.applied.get(key, 0))
+        self.applied = reported
         self.pending.clear()
         self.inflight.clear()
         for key, desired in self.desired.items():
             if desired.generation > self.applied.get(key, 0):
                 self.pending[key] = None
-        self.control = [pb.HubMessage(welcome=pb.Welcome(
+        self.control = deque([pb.HubMessage(welcome=pb.Welcome(
             window=self.settings.window,
-            heartbeat_interval=self.settings.heartbeat_interval))]
+            heartbeat_interval=self.settings.heartbeat_interval))])
         for resource, mirror in self.mirrors.items():
             mirror.restart()
             self.control.append(pb.HubMessage(subscribe=pb.Subscribe(
                 resource=wire.resource_to_pb(resource))))
         self._wake.set()
 
-    def disconnect(self, why: str) -> None:
-        if not self.connected:
+    def disconnect(self, why: str, stream: int | None = None) -> None:
+        """End the current stream (only if it is still ``stream``, when given)."""
+        if not self.connected or (stream is not None and stream != self.stream):
             return
         self.connected = False
         self.disconnected_at = self.clock()
@@ -236,6 +305,13 @@ class PullState:
                 future.set_exception(AgentGone(why))
         self._discoveries.clear()
         self._wake.set()
+
+    def track(self, record: identity.CertificateRecord) -> None:
+        """Accept the serials of ``record`` from now on; a live stream whose certificate it
+        no longer accepts ends at once (a re-join revokes)."""
+        self.certificate = record
+        if self.connected and self.peer is not None and not record.accepts(self.peer.serial):
+            self.disconnect("its certificate was revoked")
 
     async def outgoing(self, stream: int) -> AsyncIterator[pb.HubMessage]:
         """What to send on stream ``stream``, in order: control messages first, then work
@@ -250,7 +326,10 @@ class PullState:
 
     def next_message(self) -> pb.HubMessage | None:
         if self.control:
-            return self.control.pop(0)
+            message = self.control.popleft()
+            if message.WhichOneof("body") == "renew" and self._renewal == "asked":
+                self._renewal = "granted" if message.renew.cert_pem else ""
+            return message
         while self.pending and len(self.inflight) < self.settings.window:
             key = next(iter(self.pending))
             if key in self.inflight:  # one generation per object in flight
@@ -262,10 +341,21 @@ class PullState:
             desired = self.desired.get(key)
             if desired is None or desired.generation <= self.applied.get(key, 0):
                 continue
+            refused = desired.refused()  # the last thing before gRPC takes the Work
+            if refused is not None:
+                self._refuse(desired, refused)
+                continue
             self.inflight[key] = desired.generation
             self.writes_sent += 1
             return desired.message()
         return None
+
+    def _refuse(self, desired: Desired, why: WriteRefused) -> None:
+        """A write refused as it was to be sent: dropped unsent, its writer told why."""
+        del self.desired[desired.key]
+        future = self.waiters.pop((desired.key, desired.generation), None)
+        if future is not None and not future.done():
+            future.set_exception(why)
 
     def receive(self, message: pb.AgentMessage) -> None:
         """One message from the agent on the current stream."""
@@ -277,8 +367,7 @@ class PullState:
             if mirror is None:
                 raise ValueError("observed an object of a resource not subscribed")
             if message.observed.type not in ("ADDED", "MODIFIED", "DELETED"):
-                raise ValueError(f"observed.type {message.observed.type!r} is not ADDED, "
-                                 "MODIFIED or DELETED")
+                raise ValueError("observed.type is not ADDED, MODIFIED or DELETED")
             mirror.observe(message.observed.type, wire.decode(message.observed.object))
         elif body == "synced":
             mirror = self.mirrors.get(wire.resource_from_pb(message.synced.resource))
@@ -287,7 +376,8 @@ class PullState:
         elif body == "heartbeat":
             self.last_heartbeat = self.clock()
             self.agent_ready = message.heartbeat.cluster_ready
-            self.agent_detail = message.heartbeat.detail or "agent connected"
+            self.agent_detail = one_line(message.heartbeat.detail, DETAIL_LIMIT) or \
+                "agent connected"
         elif body == "discovery":
             future = self._discoveries.pop(message.discovery.id, None)
             if future is not None and not future.done():
@@ -301,8 +391,17 @@ class PullState:
 
     def _result(self, result: pb.Result) -> None:
         key = wire.key_from_pb(result.key)
-        if self.inflight.get(key) == result.generation:
-            del self.inflight[key]
+        if self.inflight.get(key) != result.generation:
+            # Not what the hub sent on this stream (a key it never sent, a generation not
+            # in flight): kept nowhere, so an agent cannot grow the hub with answers.
+            if self._ignored_logged != self.stream:
+                log.warning("agent of %s answered work the hub did not send (%s generation "
+                            "%d): ignored, as is every such answer on this stream", self.name,
+                            one_line(str(key), 200), result.generation)
+                self._ignored_logged = self.stream
+            self.ignored += 1
+            return
+        del self.inflight[key]
         self.applied[key] = max(self.applied.get(key, 0), result.generation)
         desired = self.desired.get(key)
         if desired is not None and desired.generation > result.generation:
@@ -315,13 +414,34 @@ class PullState:
         self._wake.set()
 
     def _renew(self, csr: bytes) -> None:
-        if self.renew is None:
-            answer = pb.RenewAnswer(error="renewal is not enabled on this hub")
-        else:
-            try:
-                answer = pb.RenewAnswer(cert_pem=self.renew(csr))
-            except ValueError as exc:
-                answer = pb.RenewAnswer(error=str(exc))
+        if self._renewal:
+            raise ValueError("a renewal request while one is outstanding or after one was "
+                             "granted on this stream")
+        self._renewal = "asked"
+        if self.renew is None or self.peer is None:
+            self._answer_renewal(self.stream, pb.RenewAnswer(
+                error="renewal is not enabled on this hub"))
+            return
+        task = asyncio.create_task(self._sign(self.stream, self.renew, csr, self.peer),
+                                   name=f"renewal for {self.name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _sign(self, stream: int, renew: Renewer, csr: bytes,
+                    peer: identity.Presented) -> None:
+        try:
+            answer = pb.RenewAnswer(cert_pem=await renew(csr, peer))
+        except identity.IdentityError as exc:
+            answer = pb.RenewAnswer(error=str(exc))
+        except ClientError as exc:
+            log.warning("renewal for %s not recorded on the hub: %s", self.name, exc)
+            answer = pb.RenewAnswer(error="renewal: the new certificate could not be "
+                                          "recorded on the hub; ask again later")
+        self._answer_renewal(stream, answer)
+
+    def _answer_renewal(self, stream: int, answer: pb.RenewAnswer) -> None:
+        if stream != self.stream or not self.connected:
+            return  # that stream is gone; the agent asks again on its next one
         self.control.append(pb.HubMessage(renew=answer))
         self._wake.set()
 
@@ -337,8 +457,8 @@ class PullState:
             return False, False, f"no heartbeat from the agent for {silent:.0f}s"
         return True, self.agent_ready, self.agent_detail
 
-    def submit(self, key: Key, op: int, manifest: JSON | None, uid: str = ""
-               ) -> asyncio.Future[pb.Result]:
+    def submit(self, key: Key, op: int, manifest: JSON | None, uid: str = "",
+               gate: Callable[[], None] | None = None) -> asyncio.Future[pb.Result]:
         """Record a write as the object's next generation; its result arrives in the future."""
         if not self.connected:
             raise ClusterUnavailable(self.name, f"{self.agent_detail}; write not done")
@@ -352,12 +472,14 @@ class PullState:
                 return pending
         generation = max(previous.generation if previous else 0,
                          self.applied.get(key, 0)) + 1
+        if generation > MAX_GENERATION + 1:  # cannot happen: Hellos are checked (MAX_GENERATION)
+            raise ApiError(self.name, 500, "InternalError", f"{key}: generation out of range")
         if previous is not None and self.inflight.get(key) != previous.generation:
             stale = self.waiters.pop((key, previous.generation), None)
             if stale is not None and not stale.done():  # never sent: superseded, not done
                 stale.set_exception(ApiError(self.name, 409, "Conflict",
                                              f"{key}: superseded by a newer write"))
-        self.desired[key] = Desired(key, generation, op, manifest, uid)
+        self.desired[key] = Desired(key, generation, op, manifest, uid, gate)
         self.pending[key] = None
         future: asyncio.Future[pb.Result] = asyncio.get_running_loop().create_future()
         # Its answer may come after the writer gave up waiting: retrieved here, not warned of.
@@ -388,9 +510,25 @@ class PullState:
         return future
 
 
+def _applied(hello: pb.Hello) -> dict[Key, int]:
+    """The generations a Hello reports, each within [0, MAX_GENERATION] (else ValueError)."""
+    reported: dict[Key, int] = {}
+    for item in hello.applied:
+        key = wire.key_from_pb(item.key)
+        if not 0 <= item.generation <= MAX_GENERATION:
+            raise ValueError(f"applied generation {item.generation} of "
+                             f"{one_line(str(key), 200)} is outside 0..{MAX_GENERATION}")
+        reported[key] = max(reported.get(key, 0), item.generation)
+    return reported
+
+
 def _answer(cluster: str, result: pb.Result) -> JSON:
     if not result.ok:
-        raise ApiError(cluster, result.status or 500, result.reason, result.message)
+        # The agent's words (its API server's, or a compromised agent's) reach conditions
+        # and Events: one clipped line. A status outside HTTP's range is a 500.
+        status = result.status if 400 <= result.status <= 599 else 500
+        raise ApiError(cluster, status, one_line(result.reason, 100),
+                       one_line(result.message, MESSAGE_LIMIT))
     return wire.decode(result.object)
 
 
@@ -409,16 +547,21 @@ class WorkClient(ClusterClient):
         self.name = state.name
         self.state = state
         self.settings = settings or ClientSettings()
-        self.fence: Fence | None = None
+        self.fence: WritePermit | None = None
         self.observer = None
         self.bucket = None
 
     async def close(self) -> None:
         """Nothing to close: the stream belongs to the work server."""
 
-    def _check_fence(self, method: str, path: str) -> None:
-        if self.fence is not None and method in MUTATING_METHODS:
-            self.fence.check(self.name, method, path)
+    def _check_fence(self, method: str, path: str) -> Callable[[], None]:
+        """Check the permit now, and return the check to run again as the Work is sent."""
+        def check() -> None:
+            if self.fence is not None and method in MUTATING_METHODS:
+                self.fence.check(self.name, method, path)
+
+        check()
+        return check
 
     async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
@@ -526,9 +669,9 @@ class WorkClient(ClusterClient):
     async def create(self, resource: Resource, body: JSON,
                      namespace: str | None = None) -> JSON:
         namespace = namespace or (body.get("metadata") or {}).get("namespace") or ""
-        self._check_fence("POST", resource.path(namespace))
+        gate = self._check_fence("POST", resource.path(namespace))
         key = wire.key_of(resource, body)._replace(namespace=namespace or "")
-        return await self._write(key, pb.CREATE, body, "")
+        return await self._write(key, pb.CREATE, body, "", gate)
 
     async def replace(self, resource: Resource, body: JSON, subresource: str | None = None
                       ) -> JSON:
@@ -537,8 +680,8 @@ class WorkClient(ClusterClient):
                            f"PUT {resource.plural}/{subresource} is not served for a pull "
                            "member (its status comes from the member)")
         key = wire.key_of(resource, body)
-        self._check_fence("PUT", resource.path(key.namespace, key.name))
-        return await self._write(key, pb.UPDATE, body, "")
+        gate = self._check_fence("PUT", resource.path(key.namespace, key.name))
+        return await self._write(key, pb.UPDATE, body, "", gate)
 
     async def apply(self, resource: Resource, body: JSON, field_manager: str, *,
                     force: bool = False, subresource: str | None = None) -> JSON:
@@ -550,8 +693,8 @@ class WorkClient(ClusterClient):
         body = {**body, "metadata": {k: v for k, v in (body.get("metadata") or {}).items()
                                      if k != "resourceVersion"}}
         key = wire.key_of(resource, body)
-        self._check_fence("PATCH", resource.path(key.namespace, key.name))
-        return await self._write(key, pb.UPDATE, body, "")
+        gate = self._check_fence("PATCH", resource.path(key.namespace, key.name))
+        return await self._write(key, pb.UPDATE, body, "", gate)
 
     async def patch(self, resource: Resource, name: str, patch: Any, *,
                     namespace: str | None = None, subresource: str | None = None,
@@ -563,12 +706,13 @@ class WorkClient(ClusterClient):
     async def delete(self, resource: Resource, name: str, namespace: str | None = None,
                      **body: Any) -> JSON:
         key = Key(resource, namespace or "", name)
-        self._check_fence("DELETE", resource.path(namespace, name))
+        gate = self._check_fence("DELETE", resource.path(namespace, name))
         uid = str((body.get("preconditions") or {}).get("uid") or "")
-        return await self._write(key, pb.DELETE, None, uid)
+        return await self._write(key, pb.DELETE, None, uid, gate)
 
-    async def _write(self, key: Key, op: int, manifest: JSON | None, uid: str) -> JSON:
-        future = self.state.submit(key, op, manifest, uid)
+    async def _write(self, key: Key, op: int, manifest: JSON | None, uid: str,
+                     gate: Callable[[], None]) -> JSON:
+        future = self.state.submit(key, op, manifest, uid, gate)
         result: pb.Result = await self._wait(future, None, f"write of {key}")
         return _answer(self.name, result)
 

@@ -2,28 +2,45 @@
 
 The server holds a :class:`~federation.work.pull.PullState` per registered pull member
 (:meth:`WorkServer.register`, by the membership controller when a MemberCluster says
-``mode: Pull``). A stream is accepted only when its TLS client certificate was signed by
-the work CA (the handshake) *and* names exactly the cluster its ``Hello`` claims
-(:func:`~federation.work.identity.check_peer`); otherwise it is aborted with
-PERMISSION_DENIED and nothing of it is read. A cluster that is not (yet) a pull member is
-UNAVAILABLE, and the agent retries with backoff. A second stream for the same cluster
-replaces the first (an agent that reconnected before the old connection timed out).
+``mode: Pull``). A stream is accepted only when, in this order:
+
+1. its TLS client certificate was signed by the work CA (the handshake) and names exactly
+   the cluster its ``Hello`` claims (:func:`~federation.work.identity.check_peer`), else
+   PERMISSION_DENIED and nothing of it is read;
+2. the cluster is a pull member: one whose MemberCluster is gone (or is not in pull mode)
+   is NOT_FOUND, the answer an agent takes to mean "stop keeping this member's objects";
+   one not registered yet (the control plane is starting) is UNAVAILABLE, and the agent
+   retries with backoff;
+3. the certificate's serial is the one recorded for the member (or the one a renewal
+   replaced, until the new one is first used), else PERMISSION_DENIED: a re-join revokes;
+4. no other stream of that cluster is live (:meth:`PullState.busy`), else ALREADY_EXISTS:
+   a copy of the agent's key cannot displace the agent that holds it.
 
 Each accepted stream runs two halves: a reader that hands every agent message to the
 state, and the response generator that yields :meth:`PullState.outgoing`. gRPC's write
 awaits HTTP/2 flow control, so a slow agent slows the generator, not the hub: what waits
-meanwhile is the state's one entry per object (see :mod:`federation.work.pull`).
+meanwhile is the state's one entry per object (see :mod:`federation.work.pull`). A stream
+ends at the latest when its certificate expires.
+
+Renewals are signed on one worker thread (:data:`SIGNER_THREADS`), never on the loop, and
+recorded on the hub (:attr:`WorkServer.recorder`, the membership controller's conditional
+write of the MemberCluster status) before the agent gets the certificate: a certificate
+that could not be recorded is never handed out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import datetime
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 
 import grpc
 import grpc.aio
 
+from federation.contexts.client import ClientError
+from federation.untrusted.text import one_line
 from federation.work import identity, pull
 from federation.work.proto import work_pb2 as pb
 
@@ -32,6 +49,25 @@ SERVICE = "federation.work.v1.WorkService"
 METHOD = f"/{SERVICE}/Sync"
 HELLO_TIMEOUT = 10.0
 """Seconds a new stream has to say who it is (a connection that never does is dropped)."""
+MAX_MESSAGE = 4 * 2**20
+"""Bytes of one agent message at most (gRPC's default, stated): one object of at most the
+API server's 3 MiB, or a Hello of some tens of thousands of generations."""
+SIGNER_THREADS = 1
+"""Renewals are rare (one per agent per 60 days) and each stream may ask once: one thread
+keeps a burst of them off the loop without letting them take more than one core."""
+Recorder = Callable[[str, identity.CertificateRecord, str], Awaitable[None]]
+"""Records cluster's new certificate record on the hub, provided the record there still
+accepts the given serial (the one presented); raises ClientError or IdentityError if not."""
+Membership = Callable[[str], bool | None]
+"""Whether a cluster is a pull member by the hub's MemberClusters (None: not known yet)."""
+
+
+class _Refused(Exception):
+    """A stream that may not open: the gRPC code and the reason the agent is told."""
+
+    def __init__(self, code: grpc.StatusCode, why: str) -> None:
+        super().__init__(why)
+        self.code, self.why = code, why
 
 
 class WorkServer:
@@ -45,23 +81,46 @@ class WorkServer:
         self.settings = settings or pull.PullSettings()
         self.states: dict[str, pull.PullState] = {}
         self.refused = 0
-        """Streams refused for a certificate that named another cluster (a metric)."""
+        """Streams refused for their certificate or because another one was live (each
+        also a WARNING line)."""
         self._server: grpc.aio.Server | None = None
         self.port: int | None = None
         self.listeners: list[Callable[[str, bool], None]] = []
         """Called with (cluster, connected) on every connect and disconnect."""
+        self.recorder: Recorder | None = None
+        """Writes a member's certificate record on the hub (the membership controller);
+        None: renewals are refused, as nothing could record them."""
+        self.membership: Membership | None = None
+        """Tells a deleted member from one not registered yet (the membership controller);
+        None: every unregistered cluster is told to retry."""
+        self._signer = concurrent.futures.ThreadPoolExecutor(
+            SIGNER_THREADS, thread_name_prefix="work renewal signer")
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    def register(self, name: str) -> pull.PullState:
+    def register(self, name: str, record: identity.CertificateRecord | None = None
+                 ) -> pull.PullState:
         state = self.states.get(name)
         if state is None:
             state = self.states[name] = pull.PullState(name, self.settings)
-            state.renew = lambda csr, name=name: self._renew(csr, name)
+            state.renew = lambda csr, peer, name=name: self._renew(name, csr, peer)
+        if record is not None:
+            state.track(record)
         return state
 
-    def _renew(self, csr: bytes, name: str) -> bytes:
-        if self.ca is None:
-            raise identity.IdentityError("the work server has no CA loaded")
-        return identity.sign_csr(self.ca, csr, name)
+    async def _renew(self, name: str, csr: bytes, peer: identity.Presented) -> bytes:
+        """Sign (off the loop), record on the hub, then hand out: see the module docstring."""
+        if self.ca is None or self.recorder is None:
+            raise identity.IdentityError("renewal is not enabled on this hub")
+        cert: bytes = await asyncio.get_running_loop().run_in_executor(
+            self._signer, identity.sign_csr, self.ca, csr, name, peer)
+        record = identity.CertificateRecord(identity.serial_of(cert), peer.serial)
+        await self.recorder(name, record, peer.serial)
+        state = self.states.get(name)
+        if state is not None:
+            state.track(record)
+        log.info("renewed the agent certificate of %s: serial %s replaces %s", name,
+                 record.serial, peer.serial)
+        return cert
 
     def unregister(self, name: str) -> None:
         state = self.states.pop(name, None)
@@ -77,6 +136,7 @@ class WorkServer:
                                                   root_certificates=ca.cert_pem,
                                                   require_client_auth=True)
         server = grpc.aio.server(options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.keepalive_time_ms", 10_000),
             ("grpc.keepalive_timeout_ms", 5_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
@@ -101,6 +161,7 @@ class WorkServer:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        self._signer.shutdown(wait=False, cancel_futures=True)
 
     def _notify(self, name: str, connected: bool) -> None:
         for listener in list(self.listeners):
@@ -121,41 +182,101 @@ class WorkServer:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 "the first message must be a hello naming the cluster")
             return
-        cluster = first.hello.cluster_name
-        names = [n.decode(errors="replace") for n in
-                 context.auth_context().get("x509_common_name", [])]
-        why = identity.check_peer(names, cluster)
-        if why is not None:
-            self.refused += 1
-            log.warning("work stream for cluster %s refused: %s", cluster, why)
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
-            return
-        state = self.states.get(cluster)
-        if state is None:
-            await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                f"cluster {cluster!r} is not a pull member of this federation")
+        try:
+            state, peer = self._admit(first.hello.cluster_name, context.auth_context())
+        except _Refused as refused:
+            await context.abort(refused.code, refused.why)
             return
         try:
-            state.connect(first.hello)
+            state.connect(first.hello, peer)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"hello: {exc}")
             return
+        async for message in self._serve(state, peer, requests):
+            yield message
+
+    def _admit(self, cluster: str, auth: Mapping[str, Iterable[bytes]]
+               ) -> tuple[pull.PullState, identity.Presented]:
+        """The state of ``cluster`` and the certificate presented, if the stream may open
+        (else :class:`_Refused` with its code): the steps of the module docstring."""
+        names = [n.decode(errors="replace") for n in auth.get("x509_common_name", [])]
+        why = identity.check_peer(names, cluster)
+        if why is not None:
+            raise self._refuse(cluster, grpc.StatusCode.PERMISSION_DENIED, why)
+        state = self.states.get(cluster)
+        if state is None:
+            if self.membership is not None and self.membership(cluster) is False:
+                raise _Refused(grpc.StatusCode.NOT_FOUND, (
+                    f"cluster {cluster!r} is not a member of this federation (its "
+                    "MemberCluster was deleted or is not in pull mode)"))
+            raise _Refused(grpc.StatusCode.UNAVAILABLE,
+                           f"cluster {cluster!r} is not a pull member of this federation")
+        try:
+            peer = identity.presented(next(iter(auth.get("x509_pem_cert", []))))
+        except (StopIteration, identity.IdentityError):
+            raise self._refuse(cluster, grpc.StatusCode.PERMISSION_DENIED,
+                               "no usable client certificate") from None
+        why = state.certificate.refusal(peer.serial, cluster)
+        if why is not None:
+            raise self._refuse(cluster, grpc.StatusCode.PERMISSION_DENIED, why)
+        why = state.busy()
+        if why is not None:
+            raise self._refuse(cluster, grpc.StatusCode.ALREADY_EXISTS, why)
+        return state, peer
+
+    def _refuse(self, cluster: str, code: grpc.StatusCode, why: str) -> _Refused:
+        """A refusal worth a warning (a certificate that may not speak, a second stream)."""
+        self.refused += 1
+        why = one_line(why, 300)
+        log.warning("work stream for cluster %s refused: %s", one_line(cluster, 100), why)
+        return _Refused(code, why)
+
+    async def _serve(self, state: pull.PullState, peer: identity.Presented,
+                     requests: AsyncIterator[pb.AgentMessage]) -> AsyncIterator[pb.HubMessage]:
         stream = state.stream
-        log.info("agent of %s connected (%d objects applied before)", cluster,
-                 len(first.hello.applied))
+        cluster = state.name
+        log.info("agent of %s connected (certificate serial %s, %d objects applied before)",
+                 cluster, peer.serial, len(state.applied))
         self._notify(cluster, True)
+        if state.certificate.previous and peer.serial == state.certificate.serial:
+            self._spawn(self._first_use(state, peer), f"record certificate of {cluster}")
+        expiry = asyncio.get_running_loop().call_later(
+            max((peer.not_after - datetime.datetime.now(datetime.UTC)).total_seconds(), 0),
+            state.disconnect, "its certificate expired", stream)
         reader = asyncio.create_task(self._read(state, stream, requests),
                                      name=f"work stream of {cluster}")
         try:
             async for message in state.outgoing(stream):
                 yield message
         finally:
+            expiry.cancel()
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
-            if state.stream == stream and state.connected:
-                state.disconnect("stream closed")
-                log.warning("agent of %s disconnected", cluster)
+            if state.stream == stream:  # not replaced by a newer stream: it is gone
+                if state.connected:
+                    state.disconnect("stream closed")
+                log.warning("agent of %s: %s", cluster, state.agent_detail)
                 self._notify(cluster, False)
+
+    async def _first_use(self, state: pull.PullState, peer: identity.Presented) -> None:
+        """The renewed certificate is in use: the one it replaced is accepted no more."""
+        record = identity.CertificateRecord(peer.serial)
+        state.track(record)
+        if self.recorder is None:
+            return
+        try:
+            await self.recorder(state.name, record, peer.serial)
+        except (ClientError, identity.IdentityError) as exc:
+            # The hub is away or its record moved on (a re-join): the in-memory record
+            # holds meanwhile, and the membership controller follows the hub's.
+            log.warning("could not record that %s's renewed certificate is in use: %s",
+                        state.name, exc)
+
+    def _spawn(self, coroutine: Awaitable[None], name: str) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _read(self, state: pull.PullState, stream: int,
                     requests: AsyncIterator[pb.AgentMessage]) -> None:
@@ -166,12 +287,9 @@ class WorkServer:
                     return
                 state.receive(message)
         except ValueError as exc:
-            why = f"protocol error: {exc}"
-            log.warning("agent of %s: %s", state.name, why)
+            why = f"protocol error: {one_line(str(exc), 300)}"  # logged as it ends
         except (grpc.aio.AioRpcError, grpc.RpcError, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             why = "the stream broke"
-        if state.stream == stream:
-            state.disconnect(why)
-            self._notify(state.name, False)
+        state.disconnect(why, stream)  # the response side ends and tells the listeners

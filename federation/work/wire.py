@@ -13,6 +13,11 @@ from typing import Any, NamedTuple
 from federation.contexts.client import JSON, Resource
 from federation.work.proto import work_pb2 as pb
 
+MAX_GENERATION = 2**62
+"""The highest generation an agent may report applied: the hub's next write of that object
+is one more, and generations travel as int64 (2**63 - 1), so every write stays encodable.
+A real agent counts one per write and never comes near it."""
+
 
 class Key(NamedTuple):
     """One object of one pull member: its resource, namespace ("" when cluster-scoped), name."""

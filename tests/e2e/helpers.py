@@ -56,6 +56,14 @@ def apply(fleet: TestFleet, context: str, *manifests: dict[str, Any]) -> None:
         raise AssertionError(f"kubectl apply failed: {result.stderr.strip()}")
 
 
+def grant_secrets(fleet: TestFleet, namespace: str) -> None:
+    """As the admin: the RoleBinding that lets the control plane read and propagate the
+    hub Secrets of ``namespace`` (what `fedctl install --secret-namespaces` applies)."""
+    from federation.rbac import roles
+
+    apply(fleet, "hub", roles.secret_binding(namespace, roles.Settings()).body)
+
+
 def free_port() -> int:
     """A loopback port nobody holds now (the process told to bind it does so a moment
     later; tests accept that race, as every port-0-then-rebind test does)."""

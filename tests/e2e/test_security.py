@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+from tests.e2e.helpers import apply, get_json, get_or_none, grant_secrets, wait_for
 
 MEMBERS = ("member1", "member2", "member3")
 POLICY_API = "policy.federation.io/v1alpha1"
@@ -187,6 +187,7 @@ def test_credentials_matched_by_a_secret_selector_are_never_copied(fleet: TestFl
     token = labelled_secret("tok", ns, label, type="kubernetes.io/service-account-token",
                             metadata={"annotations": {
                                 "kubernetes.io/service-account.name": "default"}})
+    grant_secrets(fleet, ns)  # the control plane reads Secrets only where granted
     apply(fleet, "hub", labelled_secret(name, "kube-system", label),
           labelled_secret(name, OUR_NAMESPACE, label), token,
           labelled_secret("plain", ns, label))

@@ -19,7 +19,10 @@ template has no field naming another namespace, the namespace is never read from
 reference, and a name that is not a valid object name is refused (it could not name
 an object and must not reach a URL). A dependency on the deny list (a service account
 token, a Secret of ``kube-system``) stops the template with ``DependencyDenied``: it is
-never written, and the workload is not propagated without it.
+never written, and the workload is not propagated without it. So does a Secret of a
+namespace the control plane may not read (no RoleBinding grants it:
+:mod:`federation.controllers.secrets`), with ``DependencyNotReadable``; it is recorded as
+awaited, so the namespace's grant requeues the workload.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import CONFIGMAPS, ClientError, Resource
+from federation.contexts.scoped import NotGranted
 from federation.controllers import api, manifests, overrides, plan
 from federation.controllers.propagation import preserve
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
@@ -193,7 +197,13 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
             raise Problem("Applied", "DependencyDenied",
                           f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({whole}); the workload is not propagated without it")
-        source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
+        try:
+            source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
+        except NotGranted as exc:
+            build.record[AWAITED] = [*awaited, str(ref)]  # a grant requeues the workload
+            raise Problem("Applied", "DependencyNotReadable",
+                          f"{api_ref(build.policy)}: dependency {ref}: {exc}; the workload "
+                          "is not propagated without it") from None
         if source is None:
             _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "
                             "once it exists")

@@ -26,6 +26,7 @@ from federation.contexts.client import (
 )
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.scoped import NotGranted
 from federation.controllers import api, bindings, deny, events, plan, scheduling, status
 from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
@@ -129,7 +130,15 @@ class Reconciler:
             return None
         ctx = self.context
         namespace = request.namespace or None
-        template = await ctx.get(resource, request.name, namespace, self.hub)
+        try:
+            template = await ctx.get(resource, request.name, namespace, self.hub)
+        except NotGranted as exc:
+            # Not readable now (its namespace lost its grant): not gone either, so nothing
+            # is deleted; the grant's return lists the namespace again and requeues it.
+            # The policy that selects it says so (SecretsReadable, policy validation).
+            log.info("%s %s/%s left as it is: %s", resource.kind, request.namespace,
+                     request.name, exc)
+            return None
         binding_resource = api.RESOURCE_BINDINGS if namespace else api.CLUSTER_RESOURCE_BINDINGS
         binding_name = records.binding_name(request.name, resource.kind)
         binding = await ctx.get(binding_resource, binding_name, namespace, self.hub)

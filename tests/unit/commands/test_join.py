@@ -88,7 +88,7 @@ def test_a_yaml_error_does_not_quote_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("users:\n- name: u\n  user:\n    token: [SUPERSECRET\n")
     line = one_line_error(["edge", "--kubeconfig", str(path)])
-    assert "not valid YAML at line" in line and "SUPERSECRET" not in line
+    assert "malformed YAML: line 5" in line and "SUPERSECRET" not in line
 
 
 def test_a_hostile_exec_kubeconfig_is_refused_before_the_hub_is_contacted(

@@ -93,7 +93,9 @@ def test_auth_provider_is_refused() -> None:
 def test_secret_data_and_string_data() -> None:
     """A Secret's kubeconfig is read from data (base64) or stringData."""
     encoded = base64.b64encode(b"apiVersion: v1").decode()
-    assert minify.secret_kubeconfig({"data": {"kubeconfig": encoded}}) == "apiVersion: v1"
-    assert minify.secret_kubeconfig({"stringData": {"kubeconfig": "x"}}) == "x"
+    assert minify.secret_kubeconfig({"data": {"kubeconfig": encoded}}) == b"apiVersion: v1"
+    assert minify.secret_kubeconfig({"stringData": {"kubeconfig": "x"}}) == b"x"
+    with pytest.raises(minify.MinifyError, match="is not base64"):
+        minify.secret_kubeconfig({"data": {"kubeconfig": "%%%"}})
     with pytest.raises(minify.MinifyError, match="no key"):
         minify.secret_kubeconfig({"metadata": {"name": "s", "namespace": "n"}})

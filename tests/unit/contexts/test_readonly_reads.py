@@ -80,6 +80,7 @@ def seed(cluster: Cluster, resource: kube.Resource, *objects: JSON) -> cache.Sto
     """A synced, watching informer holding ``objects`` (as a first list leaves it)."""
     assert cluster.cache is not None
     informer = cluster.cache.informer(resource)
+    assert isinstance(informer, cache.Informer)
     for obj in objects:
         informer.store.put(obj)
     informer.resource_version = "1"

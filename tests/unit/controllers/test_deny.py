@@ -59,15 +59,22 @@ def test_malformed_rules_are_refused_naming_the_rule(text: str) -> None:
     ("authorization.k8s.io", "SelfSubjectRulesReview"), ("", "Binding"),
     ("", "ComponentStatus"), ("", "Node"), ("certificates.k8s.io", "CertificateSigningRequest"),
     ("apiregistration.k8s.io", "APIService"),
+    ("core.oam.dev", "Application"), ("core.oam.dev", "Policy"),
+    ("core.oam.dev", "ResourceTracker"), ("core.oam.dev", "ApplicationRevision"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("policy", "PodSecurityPolicy"), ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
 ])
 def test_default_list_denies_these_kinds_whole(group: str, kind: str) -> None:
-    """Our API, a cluster's records about itself, review kinds and plumbing: never followed."""
+    """Our API, a cluster's records about itself, review kinds, plumbing, what governs a
+    whole member (admission, PodSecurityPolicy, RBAC) and KubeVela's API: never followed."""
     assert DEFAULT.kind_rule(group, kind) is not None
 
 
 @pytest.mark.parametrize(("group", "kind"), [
     ("", "ConfigMap"), ("apps", "Deployment"), ("", "Secret"), ("", "Service"),
-    ("rbac.authorization.k8s.io", "Role"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("policy", "PodDisruptionBudget"), ("apiextensions.k8s.io", "CustomResourceDefinition"),
 ])
 def test_ordinary_kinds_are_followed(group: str, kind: str) -> None:
     """Workloads, config and (most) Secrets are what propagation is for."""
@@ -174,6 +181,8 @@ def tracker() -> tuple[kinds.KindTracker, FakeDiscovery]:
     ("work.federation.io/v1alpha1", "ResourceBinding"),
     ("policy.federation.io/v1alpha1", "PropagationPolicy"),
     ("authentication.k8s.io/v1", "TokenReview"),
+    ("core.oam.dev/v1beta1", "Application"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
 ])
 async def test_denied_kinds_are_never_followed(api_version: str, kind: str) -> None:
     """No discovery call, no informer: the kind tracker refuses a denied kind."""
@@ -400,6 +409,29 @@ async def test_a_policy_selecting_denied_kinds_gets_a_denied_condition_and_event
     doc["status"] = mc.status.patches[0]["status"]
     await reconciler.reconcile(request)  # type: ignore[arg-type]
     assert len(mc.status.patches) == 1
+
+
+async def test_a_namespaced_policy_selecting_applications_is_denied() -> None:
+    """The attack of finding 9: a namespaced PropagationPolicy selecting Applications made
+    the control plane create the cluster-scoped applications.core.oam.dev CRD in member1.
+    Now the policy is Denied naming core.oam.dev, and the kind is never followed (no
+    informer, no discovery, so no copy and no CRD can follow)."""
+    doc = {"apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
+           "metadata": {"name": "apps", "namespace": "team-a", "uid": "p"},
+           "spec": {"resourceSelectors": [{"apiVersion": "core.oam.dev/v1beta1",
+                                           "kind": "Application"}], "placement": {}}}
+    mc, recorder = PolicyMC(doc), FakeRecorder()
+    reconciler = policies.Reconciler(mc, "hub", recorder)  # type: ignore[arg-type]
+    request = types.SimpleNamespace(kind="PropagationPolicy.policy.federation.io",
+                                    name="apps", namespace="team-a")
+    await reconciler.reconcile(request)  # type: ignore[arg-type]
+    conditions = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
+    assert conditions["Denied"]["status"] == "True"
+    assert "[core.oam.dev/*]" in conditions["Denied"]["message"]
+    found, discovery = tracker()
+    with pytest.raises(deny.Denied, match=r"core\.oam\.dev/\*"):
+        await found.track("core.oam.dev/v1beta1", "Application")
+    assert discovery.resolved == [] and found.hub_resources == {}
 
 
 def test_the_hub_api_is_what_the_list_denies() -> None:

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from federation.contexts import client as kube
-from federation.controllers import api, health, install, status
+from federation.controllers import api, deny, health, install, status
 from federation.local import pki
-from federation.rbac import roles
+from federation.rbac import never, roles
 
 Rules = Sequence[dict[str, Any]]
 
@@ -52,8 +52,9 @@ MEMBER = roles.member(roles.Settings())
 HUB_RULES = by_name(HUB, "ClusterRole", roles.HUB_ROLE)["rules"]
 OWN_RULES = by_name(HUB, "Role", roles.NAMESPACE_ROLE)["rules"]
 LEASE_RULES = by_name(HUB, "Role", roles.LEADER_ROLE)["rules"]
+SECRET_RULES = by_name(HUB, "ClusterRole", roles.SECRETS_ROLE)["rules"]
 MEMBER_RULES = by_name(MEMBER, "ClusterRole", roles.MEMBER_ROLE)["rules"]
-ALL_RULES = [*HUB_RULES, *OWN_RULES, *LEASE_RULES, *MEMBER_RULES]
+ALL_RULES = [*HUB_RULES, *OWN_RULES, *LEASE_RULES, *SECRET_RULES, *MEMBER_RULES]
 
 
 # -- never too much ---------------------------------------------------------------------------
@@ -61,9 +62,10 @@ ALL_RULES = [*HUB_RULES, *OWN_RULES, *LEASE_RULES, *MEMBER_RULES]
 
 @pytest.mark.parametrize("extra", [(), ("widgets.example.com", "pods", "foos.a.b.c")])
 def test_no_rule_has_a_wildcard_or_an_escalation_verb(extra: tuple[str, ...]) -> None:
-    """No `*` in verbs, groups, resources or names; no escalate, bind or impersonate; no
-    rule on the RBAC group, whatever kinds are propagated."""
-    settings = roles.Settings(kinds=roles.parse_kinds(extra))
+    """No `*` in verbs, groups, resources or names; no escalate, bind or impersonate; on
+    the RBAC group only a read of RoleBindings (where Secrets are granted), whatever kinds
+    are propagated."""
+    settings = roles.Settings(kinds=roles.parse_kinds(extra), secret_namespaces=("shop",))
     for manifest in [*roles.hub(settings), *roles.member(settings)]:
         for rule in manifest.body.get("rules", []):
             values = [*rule["verbs"], *rule.get("apiGroups", ()), *rule.get("resources", ()),
@@ -71,7 +73,9 @@ def test_no_rule_has_a_wildcard_or_an_escalation_verb(extra: tuple[str, ...]) ->
             assert not any("*" in v for v in values), rule
             assert not {"escalate", "bind", "impersonate", "deletecollection"} & set(
                 rule["verbs"]), rule
-            assert roles.RBAC_GROUP not in rule.get("apiGroups", ()), rule
+            if roles.RBAC_GROUP in rule.get("apiGroups", ()):
+                assert rule == {"apiGroups": [roles.RBAC_GROUP], "resources": ["rolebindings"],
+                                "verbs": ["list", "watch"]}, rule
 
 
 @pytest.mark.parametrize("text", ["roles.rbac.authorization.k8s.io",
@@ -80,8 +84,52 @@ def test_no_rule_has_a_wildcard_or_an_escalation_verb(extra: tuple[str, ...]) ->
 def test_rbac_kinds_are_refused(text: str) -> None:
     """Propagating Roles or bindings would let a policy author grant the control plane's
     member rights to anyone: refused with the option named."""
-    with pytest.raises(roles.RBACError, match=r"^--propagate-kinds: .*RBAC kinds"):
+    with pytest.raises(roles.RBACError, match=r"^--propagate-kinds: .*never propagated: RBAC"):
         roles.parse_kinds([text])
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("validatingwebhookconfigurations.admissionregistration.k8s.io", "admission webhooks"),
+    ("mutatingwebhookconfigurations.admissionregistration.k8s.io", "admission webhooks"),
+    ("validatingadmissionpolicies.admissionregistration.k8s.io", "admission webhooks"),
+    ("certificatesigningrequests.certificates.k8s.io", "cluster plumbing"),
+    ("nodes", "cluster plumbing"), ("apiservices.apiregistration.k8s.io", "cluster plumbing"),
+    ("podsecuritypolicies.policy", "PodSecurityPolicy"),
+    ("tokenreviews.authentication.k8s.io", "review"),
+    ("subjectaccessreviews.authorization.k8s.io", "review"),
+    ("selfsubjectrulesreviews.authorization.k8s.io", "review"),
+    ("applications.core.oam.dev", "KubeVela"), ("policies.core.oam.dev", "KubeVela"),
+    ("resourcetrackers.core.oam.dev", "KubeVela"),
+    ("events", "records"), ("leases.coordination.k8s.io", "records"),
+    ("propagationpolicies.policy.federation.io", "our own API"),
+    ("memberclusters.cluster.federation.io", "our own API"),
+])
+def test_kinds_never_propagated_are_refused_by_name(text: str, why: str) -> None:
+    """The attack of finding 15: `fedctl rbac --propagate-kinds` granted webhook
+    configurations, CSRs, nodes, PodSecurityPolicies, reviews and core.oam.dev kinds. Each is
+    now one line naming the option, the kind and why."""
+    with pytest.raises(roles.RBACError) as error:
+        roles.parse_kinds([f"configmaps,{text}"])
+    message = str(error.value)
+    assert message.startswith(f"--propagate-kinds: {text!r} is never propagated: ")
+    assert why in message and "\n" not in message
+
+
+@pytest.mark.parametrize("text", ["poddisruptionbudgets.policy", "priorityclasses"
+                                  ".scheduling.k8s.io", "widgets.example.com", "secrets"])
+def test_ordinary_kinds_of_the_same_groups_are_granted(text: str) -> None:
+    """Only the listed kinds: a PodDisruptionBudget shares PodSecurityPolicy's group."""
+    assert roles.parse_kind(text) in roles.parse_kinds([text])
+
+
+def test_the_never_list_is_the_deny_lists_whole_kinds() -> None:
+    """One list: every kind the generator refuses is denied whole by the default deny
+    list (fedctl run), and every whole-kind default rule is refused by the generator."""
+    denied = deny.DenyList()
+    for entry in never.NEVER:
+        assert denied.kind_rule(entry.group, "AnyKind" if entry.kind == "*" else entry.kind)
+    whole = [r for r in deny.DEFAULT_RULES if r.whole_kind]
+    assert {(r.group, r.kind) for r in whole} == {(n.group, n.kind) for n in never.NEVER}
 
 
 @pytest.mark.parametrize("text", ["*", "*.apps", "deployments.*", "Deployment",
@@ -101,25 +149,72 @@ def test_no_kinds_at_all_is_refused() -> None:
 
 def test_hub_templates_are_read_and_updated_never_created_or_deleted() -> None:
     """On the hub the control plane changes templates only by PUT (finalizer, annotations)
-    and a status patch for workloads; it creates or deletes none, and writes no Secret
-    except through templates it may only update."""
+    and a status patch for workloads; it creates or deletes none. Secrets are not in the
+    ClusterRole at all (finding 4: it granted them cluster-wide): their own role does it,
+    per namespace."""
     for kind in roles.DEFAULT_KINDS:
+        wanted = kind != roles.SECRETS_KIND
         for verb in ("get", "list", "watch", "update"):
-            assert allows(HUB_RULES, verb, kind.group, kind.resource), (verb, kind)
+            assert allows(HUB_RULES, verb, kind.group, kind.resource) == wanted, (verb, kind)
         for verb in ("create", "delete", "patch"):
             assert not allows(HUB_RULES, verb, kind.group, kind.resource), (verb, kind)
+    for verb in ("get", "list", "watch", "update"):
+        assert allows(SECRET_RULES, verb, "", "secrets")
+    for verb in ("create", "delete", "patch"):
+        assert not allows(SECRET_RULES, verb, "", "secrets")
     assert allows(HUB_RULES, "patch", "apps", "deployments/status")
     assert not allows(HUB_RULES, "patch", "", "configmaps/status")
     assert not allows(HUB_RULES, "get", "", "pods")
 
 
 def test_secrets_of_joined_clusters_are_readable_only_in_our_namespace() -> None:
-    """Joined kubeconfigs: get only, and only in federation-system (a Role there)."""
+    """Joined kubeconfigs and the CA keys: get only, and only in federation-system (a
+    Role there): never listed, watched (so never cached) or written."""
     own = by_name(HUB, "Role", roles.NAMESPACE_ROLE)
     assert own["metadata"]["namespace"] == "federation-system"
     assert allows(OWN_RULES, "get", "", "secrets")
-    assert not allows(OWN_RULES, "list", "", "secrets")
-    assert not allows(OWN_RULES, "create", "", "secrets")
+    for verb in ("list", "watch", "create", "update", "patch", "delete"):
+        assert not allows(OWN_RULES, verb, "", "secrets")
+
+
+def test_the_secrets_role_is_bound_only_in_the_named_namespaces() -> None:
+    """ClusterRole federation:control-plane:secrets is never bound cluster-wide: one
+    RoleBinding per --secret-namespaces entry, none by default."""
+    settings = roles.Settings(secret_namespaces=("shop", "team-b"))
+    hub = roles.hub(settings)
+    by_name(hub, "ClusterRole", roles.SECRETS_ROLE)
+    bound = [m for m in hub if m.body.get("roleRef", {}).get("name") == roles.SECRETS_ROLE]
+    assert [(m.kind, m.body["metadata"]["namespace"]) for m in bound] == \
+        [("RoleBinding", "shop"), ("RoleBinding", "team-b")]
+    assert all(m.name == roles.SECRETS_ROLE for m in bound)
+    assert not [m for m in HUB if m.body.get("roleRef", {}).get("name") == roles.SECRETS_ROLE]
+    assert allows(HUB_RULES, "list", roles.RBAC_GROUP, "rolebindings")
+    assert not allows(HUB_RULES, "get", "", "secrets")
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease",
+                                       "kube-anything", "federation-system"])
+def test_system_namespaces_and_ours_are_never_granted(namespace: str) -> None:
+    """--secret-namespaces refuses kube-* and the control plane's own namespace, by name."""
+    with pytest.raises(roles.RBACError) as error:
+        roles.parse_secret_namespaces([f"shop,{namespace}"])
+    assert str(error.value).startswith(f"--secret-namespaces: {namespace} is ")
+    with pytest.raises(roles.RBACError):
+        roles.Settings(secret_namespaces=(namespace,))
+
+
+@pytest.mark.parametrize("text", ["Shop", "../x", "a b", "x" * 64])
+def test_malformed_secret_namespaces_are_refused(text: str) -> None:
+    with pytest.raises(roles.RBACError, match="is not a namespace name"):
+        roles.parse_secret_namespaces([text])
+
+
+def test_secret_namespaces_need_secrets_to_be_propagated() -> None:
+    kinds = roles.parse_kinds(["configmaps"], defaults=False)
+    with pytest.raises(roles.RBACError, match="secrets is not a propagated kind"):
+        roles.Settings(kinds=kinds, secret_namespaces=("shop",))
+    assert not [m for m in roles.hub(roles.Settings(kinds=kinds))
+                if m.name == roles.SECRETS_ROLE]
 
 
 def test_only_our_own_lease_can_be_renewed() -> None:
@@ -261,3 +356,37 @@ def test_table_has_a_row_per_rule() -> None:
 def test_printed_manifests_create_the_namespace_they_need() -> None:
     documents = roles.namespace_manifests(HUB)
     assert [d.body["metadata"]["name"] for d in documents] == ["federation-system"]
+
+
+@pytest.mark.parametrize("args", [
+    ["rbac", "--propagate-kinds", "validatingwebhookconfigurations.admissionregistration.k8s.io"],
+    ["rbac", "--propagate-kinds", "applications.core.oam.dev"],
+    ["rbac", "--secret-namespaces", "kube-system"],
+    ["install", "--kubeconfig", "/nonexistent", "--propagate-kinds", "nodes"],
+    ["install", "--kubeconfig", "/nonexistent", "--secret-namespaces", "federation-system"],
+])
+def test_the_commands_refuse_in_one_line_before_anything_is_read(args: list[str]) -> None:
+    """`fedctl rbac` and `fedctl install`: exit 1, one `error:` line, nothing printed or
+    applied (install refuses before it even reads the kubeconfig)."""
+    from click.testing import CliRunner
+
+    from federation.cli import cli
+
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: --") and result.stderr.count("\n") == 1
+
+
+def test_printed_rbac_names_where_secrets_are_readable() -> None:
+    from click.testing import CliRunner
+
+    from federation.cli import cli
+
+    result = CliRunner().invoke(cli, ["rbac", "--only", "hub", "--secret-namespaces", "shop"])
+    assert result.exit_code == 0, result.output
+    documents = list(yaml.safe_load_all(result.stdout))
+    bindings = [d for d in documents if d["kind"] == "RoleBinding"
+                and d["roleRef"]["name"] == roles.SECRETS_ROLE]
+    assert [b["metadata"]["namespace"] for b in bindings] == ["shop"]
+    assert "# Secrets readable in: shop." in result.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -63,27 +64,38 @@ class Leases:
         self.reads = 0
         self.down = False
         self.name = "hub"
+        self.fence: kube.WritePermit | None = None
+        """The permit the elector gives its client, consulted as a write is sent."""
+        self.after_read: Callable[[], None] = lambda: None
+        """Runs between a read and the next write (a freeze, a long wait for a connection)."""
 
     def _check(self) -> None:
         if self.down:
             raise kube.ClusterUnavailable("hub", "connection refused")
 
+    def _send(self, method: str) -> None:
+        if self.fence is not None:
+            self.fence.check(self.name, method, "/apis/coordination.k8s.io/v1/leases")
+
     async def get(self, resource: kube.Resource, name: str, namespace: str | None = None
                   ) -> dict[str, Any]:
         self._check()
         self.reads += 1
+        self.after_read()
         if self.lease is None:
             raise kube.ApiError("hub", 404, "NotFound", "not found")
         return copy.deepcopy(self.lease)
 
     async def create(self, resource: kube.Resource, body: dict[str, Any]) -> dict[str, Any]:
         self._check()
+        self._send("POST")
         if self.lease is not None:
             raise kube.ApiError("hub", 409, "AlreadyExists", "exists")
         return self._store(body)
 
     async def replace(self, resource: kube.Resource, body: dict[str, Any]) -> dict[str, Any]:
         self._check()
+        self._send("PUT")
         assert self.lease is not None
         if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
             raise kube.ApiError("hub", 409, "Conflict", "stale")
@@ -211,3 +223,42 @@ async def test_release_on_clean_shutdown_clears_the_holder_and_closes_the_fence(
     await elector.release()
     assert leases.lease is not None and leases.lease["spec"]["holderIdentity"] == ""
     assert not elector.fence.valid
+
+
+async def test_a_renewal_held_up_past_its_deadline_is_not_sent() -> None:
+    """A renewal that read the Lease and was then held up (frozen, or waiting for a
+    connection) until past its renew deadline is refused by the elector's own permit, not
+    sent: on resume it would reach the hub after a takeover. The elector then gives up."""
+    time, leases = VirtualTime(), Leases()
+    elector, task = await elected(leases, time)
+    assert leases.fence is elector.lease_writes
+    writes = leases.writes
+
+    def freeze() -> None:
+        time.now += 30.0
+
+    leases.after_read = freeze
+    await time.advance(SETTINGS.retry_period)
+    assert leases.writes == writes, "a renewal was sent after its renew deadline"
+    assert not elector.fence.valid
+    leases.after_read = lambda: None
+    await time.advance(0)
+    assert task.done() and elector.lost.is_set()
+    with pytest.raises(kube.NotLeader, match="leadership ended"):
+        elector.lease_writes.check("hub", "PUT", "/lease")
+
+
+async def test_a_candidate_may_always_try_and_a_released_lease_is_never_written_again() -> None:
+    """Before election the elector's permit is open (the resourceVersion decides); after a
+    release it is closed for good."""
+    time, leases = VirtualTime(), Leases()
+    elector = leader.LeaderElector(cast(kube.ClusterClient, leases), SETTINGS, "me",
+                                   clock=time.clock, sleep=time.sleep)
+    time.now += 1e9
+    elector.lease_writes.check("hub", "POST", "/lease")
+    elector, task = await elected(leases, time)
+    task.cancel()
+    await elector.release()
+    assert leases.lease is not None and leases.lease["spec"]["holderIdentity"] == ""
+    with pytest.raises(kube.NotLeader):
+        elector.lease_writes.check("hub", "PUT", "/lease")

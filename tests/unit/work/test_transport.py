@@ -1,7 +1,9 @@
 """The work server on loopback with real mutual TLS: who may open which stream."""
 
+import datetime
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -36,6 +38,14 @@ async def open_stream(address: str, ca: identity.CA, cert: bytes, key: bytes,
     return grpc.StatusCode.OK, "", received
 
 
+def issue(work: WorkServer, ca: identity.CA, cluster: str = "member3", **kw: Any
+          ) -> tuple[bytes, bytes]:
+    """An agent certificate for ``cluster``, recorded as its current one (what join does)."""
+    cert, key = identity.issue_agent(ca, cluster, **kw)
+    work.register(cluster, identity.CertificateRecord(identity.serial_of(cert)))
+    return cert, key
+
+
 @pytest_asyncio.fixture(loop_scope="function")  # grpc.aio binds to the test's loop
 async def server() -> AsyncIterator[tuple[WorkServer, str, identity.CA]]:
     ca = identity.new_ca()
@@ -49,8 +59,8 @@ async def server() -> AsyncIterator[tuple[WorkServer, str, identity.CA]]:
 
 
 async def test_the_clusters_own_certificate_opens_its_stream(server) -> None:
-    _, address, ca = server
-    cert, key = identity.issue_agent(ca, "member3")
+    work, address, ca = server
+    cert, key = issue(work, ca)
     code, _, received = await open_stream(address, ca, cert, key, "member3")
     assert code == grpc.StatusCode.OK
     assert received[0].WhichOneof("body") == "welcome"
@@ -81,18 +91,36 @@ async def test_an_unregistered_cluster_is_told_to_retry(server) -> None:
 
 def test_renewal_signs_only_the_streams_own_cluster() -> None:
     ca = identity.new_ca()
-    key = identity.new_key()
-    renewed = identity.sign_csr(ca, identity.csr("member3", key), "member3")
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    cert, pem = identity.issue_agent(ca, "member3", now=start)
+    key, peer = identity.load_key(pem), identity.presented(cert)
+    due = start + datetime.timedelta(days=61)
+    renewed = identity.sign_csr(ca, identity.csr("member3", key), "member3", peer, due)
     assert identity.common_name(renewed) == "member3"
+    assert identity.presented(renewed).public_key == peer.public_key  # the same key
     with pytest.raises(identity.IdentityError, match="exactly cluster 'member3'"):
-        identity.sign_csr(ca, identity.csr("member2", key), "member3")
+        identity.sign_csr(ca, identity.csr("member2", key), "member3", peer, due)
     with pytest.raises(identity.IdentityError):
-        identity.sign_csr(ca, b"not a csr", "member3")
+        identity.sign_csr(ca, b"not a csr", "member3", peer, due)
+
+
+def test_renewal_is_for_the_presented_key_only_and_only_when_due() -> None:
+    """Finding 6: a stolen certificate could be renewed for a key its thief made, so the
+    thief kept a certificate of their own forever."""
+    ca = identity.new_ca()
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    cert, pem = identity.issue_agent(ca, "member3", now=start)
+    peer = identity.presented(cert)
+    due = start + datetime.timedelta(days=61)
+    thief = identity.new_key()
+    with pytest.raises(identity.IdentityError, match="not the key of the certificate"):
+        identity.sign_csr(ca, identity.csr("member3", thief), "member3", peer, due)
+    with pytest.raises(identity.IdentityError, match="not due for renewal before"):
+        identity.sign_csr(ca, identity.csr("member3", identity.load_key(pem)), "member3",
+                          peer, start + datetime.timedelta(days=50))
 
 
 def test_renewal_is_due_at_two_thirds_of_the_lifetime() -> None:
-    import datetime
-
     ca = identity.new_ca()
     start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     cert, _ = identity.issue_agent(ca, "member3", now=start)
@@ -127,7 +155,7 @@ async def test_an_agent_applies_and_a_reconnect_applies_nothing_again(
     import asyncio
 
     work, address, ca = server
-    cert, key = identity.issue_agent(ca, "member3")
+    cert, key = issue(work, ca)
     for name, data in (("tls.crt", cert), ("tls.key", key), ("ca.crt", ca.cert_pem)):
         (tmp_path / name).write_bytes(data)
     member = Member()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from federation.contexts import client as kube
-from federation.contexts.cache import ClusterCache, Event
+from federation.contexts.cache import ClusterCache, Event, Informer
 from federation.controllers import api, setup
 from federation.controllers.reconfigure import POLICY_KIND, Wiring, view
 from federation.hub import reconfigure as hub_api
@@ -89,6 +89,7 @@ def test_a_followed_config_change_queues_its_policies() -> None:
     wiring.follow("ConfigMap")
     assert mgr.clusters.hub.cache is not None
     informer = mgr.clusters.hub.cache.informer(kube.CONFIGMAPS)
+    assert isinstance(informer, Informer)
     config = {"kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "ns1"}}
     informer._emit(Event("ADDED", "hub", kube.CONFIGMAPS, config, initial=True))
     assert len(wiring.controller.queue) == 0  # the first list: reconciled at start anyway

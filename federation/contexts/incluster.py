@@ -1,0 +1,93 @@
+"""In-cluster configuration: reaching the API server of the cluster a pod runs in.
+
+Inside a pod there is no kubeconfig file; the kubelet mounts the pod's ServiceAccount
+credentials at :data:`MOUNT` (``token``, ``ca.crt``, ``namespace``) and sets
+``KUBERNETES_SERVICE_HOST``/``KUBERNETES_SERVICE_PORT``. :func:`config` turns those into
+the same :class:`~federation.contexts.kubeconfig.KubeConfig` value a file gives (one
+context, :data:`CONTEXT`), so nothing downstream knows the difference:
+
+- the token is a ``tokenFile``: :class:`~federation.contexts.credentials.TokenFileCredentials`
+  re-reads it every minute and after a 401, so a token the kubelet rotates (bound tokens
+  live an hour and are refreshed at 80% of that) is picked up without a restart, as
+  client-go's in-cluster config does;
+- the CA is read once (the kubelet does not rotate it under a running pod);
+- the namespace file becomes the context's namespace.
+
+:func:`load` is the rule ``fedctl`` commands follow, client-go's: an explicit
+``--kubeconfig`` or ``$KUBECONFIG`` wins; else ``~/.kube/config`` when it exists; else the
+in-cluster configuration when ``KUBERNETES_SERVICE_HOST`` says we are in a pod; else the
+missing default file is the error. Anything missing is a one-line error naming it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from federation.contexts import kubeconfig
+
+MOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+"""Where the kubelet mounts a pod's ServiceAccount token, CA and namespace."""
+CONTEXT = "in-cluster"
+"""The one context of the in-cluster configuration (``--hub-context in-cluster``)."""
+HOST_VARIABLE = "KUBERNETES_SERVICE_HOST"
+PORT_VARIABLE = "KUBERNETES_SERVICE_PORT"
+
+
+def in_pod(env: Mapping[str, str] | None = None) -> bool:
+    """Whether the process runs in a pod (the kubelet set the service variables)."""
+    env = os.environ if env is None else env
+    return bool(env.get(HOST_VARIABLE))
+
+
+def config(env: Mapping[str, str] | None = None, mount: Path = MOUNT) -> kubeconfig.KubeConfig:
+    """The in-cluster configuration; :class:`KubeconfigError` names what is missing."""
+    env = os.environ if env is None else env
+    host, port = env.get(HOST_VARIABLE, ""), env.get(PORT_VARIABLE, "")
+    if not host or not port:
+        missing = " and ".join(v for v, value in ((HOST_VARIABLE, host), (PORT_VARIABLE, port))
+                               if not value)
+        raise kubeconfig.KubeconfigError(
+            f"in-cluster configuration: {missing} not set (not running in a pod?)")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise kubeconfig.KubeconfigError(f"in-cluster configuration: {PORT_VARIABLE} is not "
+                                         "a port number")
+    token, ca = mount / "token", mount / "ca.crt"
+    for required in (token, ca):
+        if not required.is_file():
+            raise kubeconfig.KubeconfigError(
+                f"in-cluster configuration: {required} is missing (is the ServiceAccount "
+                "token mounted? automountServiceAccountToken must not be false)")
+    namespace_file = mount / "namespace"
+    namespace = namespace_file.read_text().strip() if namespace_file.is_file() else "default"
+    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    return kubeconfig.KubeConfig(
+        clusters={CONTEXT: {"server": server, "certificate-authority": str(ca)}},
+        users={CONTEXT: {"tokenFile": str(token)}},
+        contexts={CONTEXT: {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace}},
+        current_context=CONTEXT, sources=(mount,))
+
+
+def namespace(mount: Path = MOUNT) -> str | None:
+    """The pod's namespace from the mount, or None outside a pod."""
+    path = mount / "namespace"
+    if not path.is_file():
+        return None
+    return path.read_text().strip() or None
+
+
+def load(explicit: str | Path | None = None, env: Mapping[str, str] | None = None,
+         mount: Path = MOUNT) -> kubeconfig.KubeConfig:
+    """Kubeconfig files as kubectl finds them, else the in-cluster configuration in a pod."""
+    env = os.environ if env is None else env
+    if explicit is not None or env.get("KUBECONFIG"):
+        return kubeconfig.load(explicit, env)
+    default = kubeconfig.default_paths(None, env)[0]
+    if not default.exists() and in_pod(env):
+        return config(env, mount)
+    if not default.exists():
+        raise kubeconfig.KubeconfigError(
+            f"no kubeconfig: give --kubeconfig, set KUBECONFIG or create {default} (inside "
+            f"a pod, {HOST_VARIABLE} and the ServiceAccount mount are used instead)")
+    return kubeconfig.load(explicit, env)
