@@ -21,6 +21,8 @@ class Compiled:
     """deploy step name -> per-cluster manifests."""
     health: policies.Health
     gc: policies.GarbageCollect
+    notifications: Mapping[str, model.Notification] = dataclasses.field(default_factory=dict)
+    """notification step name -> its message and URLs (what the controller sends)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -36,6 +38,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     known = policies.resolve_policies(spec, outside)
     steps: list[workflow.StepSpec] = []
     targets: dict[str, policies.Target] = {}
+    notifications: dict[str, model.Notification] = {}
+    budget = model.RenderBudget()
     for index, step in enumerate(model.default_steps(spec)):
         where = f"spec.workflow.steps[{index}]"
         props = step.properties
@@ -44,7 +48,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
         if step.type == "deploy":
             names = list(props.get("policies") or [])
             target = policies.deploy_target(spec, app, namespace, names, known, fleet,
-                                            local_cluster, where, grant)
+                                            local_cluster, where, grant, budget)
             targets[step.name] = target
             order = _order(names, known, local_cluster)
             clusters = sorted(target.clusters, key=lambda c: (order.get(c, len(order)), c))
@@ -59,13 +63,15 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             duration = model.duration_seconds(str(props["duration"]),
                                               f"{where}.properties.duration") \
                 if "duration" in props else None
-            message = model.notification(props, f"{where}.properties").message \
-                if step.type == "notification" else _message(props)
+            message = _message(props)
+            if step.type == "notification":
+                notifications[step.name] = model.notification(props, f"{where}.properties")
+                message = notifications[step.name].message
             steps.append(workflow.StepSpec(step.name, step.type, (), 1, timeout,
                                            step.if_ == "always", duration, message))
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
-                    policies.gc_of(chosen))
+                    policies.gc_of(chosen), notifications)
 
 
 def _message(props: Mapping[str, Any]) -> str:

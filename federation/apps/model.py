@@ -11,6 +11,15 @@ something else than its author meant. Errors are :class:`AppError` with a field 
 down to their leaves (:func:`notification`), its URLs included: a URL the controller
 could not POST to is refused here, by path and without quoting it (it may hold a token),
 rather than failing every reconcile later.
+
+Limits, each refused by path with the number (an Application is tenant input: the
+controller compiles it on every reconcile, so its size is the tenant's to choose unless
+bounded here): at most :data:`MAX_COMPONENTS` components, :data:`MAX_POLICIES` policies,
+:data:`MAX_STEPS` workflow steps; a notification step has at most two URLs by its shape
+(``webhook.url`` and ``slack.url``: :data:`MAX_URLS_PER_STEP`), each at most
+:data:`MAX_URL_LENGTH` characters and without a user name or password, and a message of at
+most :data:`MAX_MESSAGE` characters; a revision renders at most :data:`MAX_RENDERED`
+objects over its deploy steps (:class:`RenderBudget`).
 """
 
 from __future__ import annotations
@@ -31,6 +40,31 @@ COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
 STEP_TYPES = ("deploy", "suspend", "approve", "notification")
+
+MAX_COMPONENTS = 100
+"""Components per Application: KubeVela Applications rarely have more than a dozen or two,
+and each costs a render and a placement per deploy step on every reconcile."""
+MAX_POLICIES = 100
+"""Inline policies per Application (topology, override, health, garbage-collect)."""
+MAX_STEPS = 50
+"""Workflow steps per Application: KubeVela users rarely have more than a few dozen; the
+cap bounds the work of one evaluation and the notifications one release can ask for
+(50 steps x 2 URLs)."""
+MAX_RENDERED = 500
+"""Objects one revision renders over all its deploy steps (each step renders its components
+once per topology; a ``k8s-objects`` component counts each manifest): a release of 20
+components in 3 stages renders about 120. Rendering and placing cost about a millisecond
+an object on the controller's loop, on every reconcile; this keeps one Application's
+compile well under a second."""
+MAX_URLS_PER_STEP = 2
+"""A notification step POSTs to ``webhook.url`` and ``slack.url`` at most: the other
+channels (lark, dingding, email) and any other key are refused, so two is the cap by shape."""
+MAX_URL_LENGTH = 2048
+"""Characters per notification URL: what browsers and proxies commonly take; a Slack or
+Teams webhook is under 200."""
+MAX_MESSAGE = 4000
+"""Characters per notification message: Slack's advice for one message's text (it
+truncates at 40,000); the text is also the Event's message and is queued until sent."""
 
 
 class AppError(ValueError):
@@ -78,6 +112,23 @@ class AppSpec(_Model):
     workflow: Workflow | None = None
 
 
+class RenderBudget:
+    """What one compile may still render (:data:`MAX_RENDERED`), spent as it renders."""
+
+    def __init__(self, limit: int = MAX_RENDERED) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def spend(self, count: int, where: str) -> None:
+        """Count ``count`` rendered objects; :class:`AppError` naming ``where`` (the deploy
+        step) once the total passes the limit."""
+        self.left -= count
+        if self.left < 0:
+            raise AppError(f"{where}: the deploy steps render more than {self.limit} objects "
+                           "in all (each step renders its components once per topology); "
+                           f"this control plane renders at most {self.limit} per Application")
+
+
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -99,6 +150,7 @@ def _path(loc: Sequence[int | str], prefix: str) -> str:
 
 def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
     """The Application's spec, validated: types, names, steps and their options."""
+    _check_counts(spec, where)
     try:
         parsed = AppSpec.model_validate(spec)
     except pydantic.ValidationError as exc:
@@ -126,6 +178,21 @@ def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
         for index, step in enumerate(parsed.workflow.steps):
             _check_step(step, f"{where}.workflow.steps[{index}]")
     return parsed
+
+
+def _check_counts(spec: Any, where: str) -> None:
+    """The list caps, before anything is validated (validation itself costs per item)."""
+    if not isinstance(spec, Mapping):
+        return  # validation names the type
+    workflow = spec.get("workflow")
+    caps = (("components", spec.get("components"), MAX_COMPONENTS, "components"),
+            ("policies", spec.get("policies"), MAX_POLICIES, "policies"),
+            ("workflow.steps", workflow.get("steps") if isinstance(workflow, Mapping)
+             else None, MAX_STEPS, "steps"))
+    for field, items, cap, noun in caps:
+        if isinstance(items, list) and len(items) > cap:
+            raise AppError(f"{where}.{field}: {len(items)} {noun}; this control plane takes "
+                           f"at most {cap} per Application")
 
 
 def _check_names(spec: AppSpec, where: str) -> None:
@@ -222,14 +289,20 @@ def notification(props: Mapping[str, Any], where: str) -> Notification:
     return Notification(message or "", tuple(urls))
 
 
+def _bounded(text: str, where: str) -> str:
+    if len(text) > MAX_MESSAGE:
+        raise AppError(f"{where}: {len(text)} characters; at most {MAX_MESSAGE}")
+    return text
+
+
 def _message_text(raw: Any, where: str) -> str:
     if isinstance(raw, str):
-        return raw
+        return _bounded(raw, where)
     if isinstance(raw, dict) and len(raw) == 1 and next(iter(raw)) in ("text", "content"):
         key = next(iter(raw))
         if not isinstance(raw[key], str):
             raise AppError(f"{where}.{key}: a string")
-        return str(raw[key])
+        return _bounded(str(raw[key]), f"{where}.{key}")
     if isinstance(raw, dict):
         extra = sorted(k for k in raw if k not in ("text", "content"))
         if extra:
@@ -246,7 +319,7 @@ def _slack_message(raw: Any, where: str) -> str:
                            '{"text": message})')
     if not isinstance(raw.get("text"), str):
         raise AppError(f"{where}.text: a string")
-    return str(raw["text"])
+    return _bounded(str(raw["text"]), f"{where}.text")
 
 
 def _url_field(raw: Any, where: str) -> str:
@@ -266,19 +339,34 @@ def _url_field(raw: Any, where: str) -> str:
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)")
 _LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
+_NUMERIC_LABEL = re.compile(r"^(?:[0-9]+|0x[0-9a-f]*)$", re.IGNORECASE)
 
 
 def check_url(value: Any, where: str) -> str:
     """An ``http(s)`` URL with a valid host (an IP address or a DNS name whose labels are
-    1 to 63 characters, IDNA-encodable and round-tripping) and port, no whitespace or
-    control characters; else :class:`AppError` naming ``where``, never the URL."""
+    1 to 63 characters, IDNA-encodable and round-tripping, the last one not numeric) and
+    port, no user name or password, no whitespace or control characters, at most
+    :data:`MAX_URL_LENGTH` characters; else :class:`AppError` naming ``where``, never the
+    URL.
+
+    Whether the destination may be dialled (loopback, private, metadata addresses...) is
+    not decided here: it depends on the operator's allowlist and on what a name resolves
+    to when dialled, so the sender checks it at connect time
+    (:mod:`federation.contexts.egress`)."""
     if not isinstance(value, str) or not value:
         raise AppError(f"{where}: an http(s) URL")
+    if len(value) > MAX_URL_LENGTH:
+        raise AppError(f"{where}: longer than {MAX_URL_LENGTH} characters {_NO_QUOTE}")
     if not value.isprintable() or any(c.isspace() for c in value):
         raise AppError(f"{where}: holds whitespace, control or invisible characters {_NO_QUOTE}")
     match = _URL.match(value)
     if match is None or match["scheme"].lower() not in ("http", "https"):
         raise AppError(f"{where}: only http and https URLs are supported {_NO_QUOTE}")
+    if "@" in match["authority"]:
+        # a POST would send them as Basic credentials to wherever the host points; a
+        # webhook's token belongs in its path or query
+        raise AppError(f"{where}: holds a user name or password (user:password@), which "
+                       f"is not supported {_NO_QUOTE}")
     problem = _authority_problem(match["authority"])
     if problem:
         raise AppError(f"{where}: {problem} {_NO_QUOTE}")
@@ -286,8 +374,8 @@ def check_url(value: Any, where: str) -> str:
 
 
 def _authority_problem(authority: str) -> str | None:
-    """``[user[:password]@]host[:port]``: what is wrong with the host or port, or None."""
-    hostport = authority.rpartition("@")[2]
+    """``host[:port]``: what is wrong with the host or port, or None."""
+    hostport = authority
     if hostport.startswith("["):
         host, bracket, port = hostport[1:].partition("]")
         if not bracket or (port and not port.startswith(":")):
@@ -327,6 +415,10 @@ def _host_problem(host: str) -> str | None:
             return f"label {number} of the host name is longer than 63 characters"
         if round_trip.lower() != label.lower() or not _LABEL.match(encoded.decode("ascii")):
             return f"label {number} of the host name is not a valid DNS label"
+    if _NUMERIC_LABEL.match(name.rpartition(".")[2]):
+        # 2130706433, 127.1, 0x7f.1: the C resolver reads these as IPv4 addresses
+        return "the host is neither an IP address in standard form nor a DNS name " \
+               "(its last label is a number)"
     return None
 
 

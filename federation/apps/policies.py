@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.apps import render, scope
-from federation.apps.model import AppError, AppSpec, Component, PolicySpec, Trait
+from federation.apps.model import AppError, AppSpec, Component, PolicySpec, RenderBudget, Trait
 from federation.apps.scope import PROTECTED_NAMESPACES
 from federation.controllers import overrides
 from federation.placement import clusters as clusters_
@@ -256,11 +256,14 @@ def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
 def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequence[str],
                   policies: Mapping[str, PolicySpec], fleet: Sequence[clusters_.Cluster],
                   local_cluster: str | None = None, where: str = "deploy",
-                  grant: scope.Grant | None = None) -> Target:
+                  grant: scope.Grant | None = None, budget: RenderBudget | None = None
+                  ) -> Target:
     """Render the components for one deploy step (its topology and override policies, in
     the step's order; none named: the Application's own) and place them. Every object
-    must land in a namespace ``grant`` allows (default: ``namespace`` only)."""
+    must land in a namespace ``grant`` allows (default: ``namespace`` only); each render
+    is spent from ``budget`` (the compile's, over every deploy step) before it is placed."""
     grant = grant or scope.Grant(namespace)
+    budget = budget or RenderBudget()
     chosen: list[PolicySpec] = []
     for name in step_policies:
         if name not in policies:
@@ -294,6 +297,7 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
                 continue
             objects = render.render_component(patched, app, target_ns,
                                               f"spec.components[{index}]")
+            budget.spend(len(objects), where)
             _check_scope(objects, f"spec.components[{index}]")
             scope.check_objects(objects, grant, f"spec.components[{index}]")
             placed = _place(objects, topology, target_ns, fleet, notes)

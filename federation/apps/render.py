@@ -21,7 +21,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from federation.apps.model import AppError, Component, Trait
+from federation.apps.model import MAX_RENDERED, AppError, Component, Trait
 
 JSON = dict[str, Any]
 
@@ -251,6 +251,9 @@ def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
     objects = props.get("objects")
     if not isinstance(objects, list) or not objects:
         raise AppError(f"{where}.objects: must be a non-empty list of manifests")
+    if len(objects) > MAX_RENDERED:
+        raise AppError(f"{where}.objects: {len(objects)} manifests; an Application renders "
+                       f"at most {MAX_RENDERED} objects")
     out = []
     for index, obj in enumerate(objects):
         here = f"{where}.objects[{index}]"

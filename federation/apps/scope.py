@@ -89,6 +89,8 @@ def parse_targets(value: str | None, where: str) -> frozenset[str]:
 
 def grant_of(namespace: str, annotations: Mapping[str, Any] | None) -> Grant:
     """The grant of hub namespace ``namespace`` from its Namespace object's annotations."""
+    if annotations is not None and not isinstance(annotations, Mapping):
+        raise AppError(f"Namespace {namespace} metadata.annotations: must be a map")
     raw = (annotations or {}).get(TARGETS_ANNOTATION)
     where = f"Namespace {namespace} annotation {TARGETS_ANNOTATION}"
     if raw is not None and not isinstance(raw, str):

@@ -1,7 +1,10 @@
 """``fedctl app``: Applications from the command line.
 
 ``dry-run -f app.yaml`` renders and places offline (like ``fedctl plan``: no cluster,
-no write; ``--clusters`` takes a ``fedctl plan`` cluster file). ``status``, ``revisions``
+no write; ``--clusters`` takes a ``fedctl plan`` cluster file). The file is untrusted input
+read through the capped loader (:mod:`federation.untrusted.documents`: size, encoding,
+depth, alias and document limits), and every problem with it is one line on stderr naming
+the file, exit status 1, never a traceback. ``status``, ``revisions``
 read the hub; ``resume``, ``restart`` and ``rollback`` write one annotation with a fresh
 nonce on the Application (``federation.io/resume`` ...), which the controller acts on
 once and records in ``status.handledRequests``: the request survives a control-plane
@@ -15,7 +18,7 @@ import json
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import yaml
@@ -28,6 +31,7 @@ from federation.contexts import kubeconfig
 from federation.controllers import api, applications
 from federation.placement import clusters as clusters_
 from federation.placement import loader
+from federation.untrusted import documents
 
 JSON = dict[str, Any]
 
@@ -50,29 +54,82 @@ def app() -> None:
 def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
             target_namespaces: str | None) -> None:
     """Render the Application and place each deploy step, offline; print the manifests."""
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-    apps = [d for d in docs if d.get("kind") == "Application"]
-    if len(apps) != 1:
-        raise click.ClickException(f"{path}: expected one Application, found {len(apps)}")
-    external = {str(d["metadata"]["name"]): d for d in docs if d.get("kind") == "Policy"}
+    docs = _documents(path)
+    application, external = _application(path, docs)
     fleet = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
     if clusters_file is not None:
         try:
-            fleet = list(loader.parse_clusters(loader.decode(str(clusters_file),
-                                                             clusters_file.read_bytes())))
+            fleet = list(loader.parse_clusters(loader.decode(
+                str(clusters_file), _read(clusters_file))))
         except loader.LoadError as exc:
-            raise click.ClickException(str(exc)) from None
-    meta = apps[0].get("metadata") or {}
+            _fail(str(exc))
+    meta = application.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     try:
         grant, source = _dry_run_grant(namespace, target_namespaces, docs)
-        # What the grant was taken from: the offline answer is only as good as that.
-        click.echo(f"# namespaces: {grant.describe()}, from {source}", err=True)
-        compiled = compile_.compile_app(apps[0].get("spec") or {}, str(meta.get("name")),
+        # What the grant was taken from (a comment line before any error): the offline
+        # answer is only as good as that.
+        click.echo(f"# namespaces: {loader.one_line(grant.describe())}, from "
+                   f"{loader.one_line(source)}", err=True)
+        compiled = compile_.compile_app(application.get("spec") or {}, str(meta["name"]),
                                         namespace, external, fleet, local_cluster, grant)
     except model.AppError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _fail(f"{path}: {exc}")
+    _print(compiled)
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr (control characters from the input escaped), exit status 1."""
+    click.echo(f"error: {loader.one_line(message)}", err=True)
+    sys.exit(1)
+
+
+def _read(path: Path) -> bytes:
+    """At most one byte more than the loader's size limit (a 50 MB file, a FIFO or
+    /dev/zero is refused by size without being read whole)."""
+    try:
+        with path.open("rb") as stream:
+            return stream.read(documents.LIMITS.max_bytes + 1)
+    except OSError as exc:
+        _fail(f"{path}: cannot read: {exc.strerror or exc}")
+
+
+def _documents(path: Path) -> list[Any]:
+    """The file's YAML documents, through the capped loader."""
+    try:
+        return documents.yaml_documents(documents.decode(_read(path)))
+    except documents.TextError as exc:
+        _fail(f"{path}: {exc}")
+
+
+def _application(path: Path, docs: list[Any]) -> tuple[JSON, dict[str, JSON]]:
+    """The one Application of the file and its Policies by name, each named (a document
+    without a usable ``metadata.name`` is refused, naming it, not skipped)."""
+    apps: list[JSON] = []
+    external: dict[str, JSON] = {}
+    for number, doc in enumerate(docs, start=1):
+        if not isinstance(doc, dict) or doc.get("kind") not in ("Application", "Policy"):
+            continue
+        meta = doc.get("metadata")
+        where = f"{path}: {doc['kind']} (document {number})"
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or \
+                not meta["name"]:
+            _fail(f"{where}: metadata.name: required")
+        name = str(meta["name"])
+        if not isinstance(meta.get("namespace", ""), str):
+            _fail(f"{where}: metadata.namespace: a string")
+        if doc["kind"] == "Application":
+            apps.append(doc)
+        elif name in external:
+            _fail(f"{where}: a second Policy named {name!r}")
+        else:
+            external[name] = doc
+    if len(apps) != 1:
+        _fail(f"{path}: expected one Application, found {len(apps)}")
+    return apps[0], external
+
+
+def _print(compiled: compile_.Compiled) -> None:
     for step in compiled.steps:
         line = f"# step {step.name} ({step.type})"
         target = compiled.targets.get(step.name)
@@ -89,14 +146,16 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
 
 
-def _dry_run_grant(namespace: str, flag: str | None, docs: list[JSON]
+def _dry_run_grant(namespace: str, flag: str | None, docs: list[Any]
                    ) -> tuple[scope.Grant, str]:
     """The namespace grant dry-run assumes, and where it came from."""
     if flag is not None:
         return scope.Grant(namespace, scope.parse_targets(flag, "--target-namespaces")), \
             "--target-namespaces"
     for doc in docs:
-        meta = doc.get("metadata") or {}
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        if not isinstance(meta, dict):
+            continue
         if doc.get("kind") == "Namespace" and meta.get("name") == namespace:
             return scope.grant_of(namespace, meta.get("annotations")), \
                 f"Namespace {namespace} in the file"

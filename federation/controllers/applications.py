@@ -27,8 +27,18 @@ One reconcile handles one Application (``core.oam.dev/v1beta1``) on the hub:
 
 Deletion works like propagation's: Applications carry no finalizer; when one is gone its
 tracker says what to delete; a member that cannot be reached keeps its entries in the
-tracker (``pendingCleanup``) and the tracker is retried until that member returns, then
-deleted, along with the Application's revisions.
+tracker (``pendingCleanup``) and the tracker is retried until that member returns (at once
+when it does, else with a backoff growing from ``pending_retry`` to ``pending_backoff``
+seconds), then deleted, along with the Application's revisions. An entry naming a cluster
+that is no member at all (a tenant may write trackers, so how many is theirs to choose) is
+not retried on a timer: it is kept, reported once (a ``UnknownClusters`` Warning, and a
+condition on a live Application) and retried when a member of that name becomes available.
+
+Notification steps: once the status recording the step as done is written, the Event is
+emitted and one message per URL is handed to the notification sender
+(:mod:`federation.controllers.notifications`), which POSTs off the reconcile; each step
+execution is submitted once (remembered by Application uid, revision, workflow start and
+step, so a reconcile on a cache behind our own status write does not send it again).
 
 User requests come as annotations (``fedctl app resume|restart|rollback``), each with a
 nonce the status records once handled, so a request is acted on exactly once.
@@ -36,6 +46,7 @@ nonce the status records once handled, so a request is acted on exactly once.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -50,14 +61,24 @@ from federation.apps import compile as compile_
 from federation.apps import model, revision, scope, tracker, workflow
 from federation.apps.render import APP_LABEL, WORKLOAD_KINDS
 from federation.contexts import client as kube
+from federation.contexts import egress
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, ClusterUnavailable
-from federation.contexts.clusters import ClusterSet
+from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, deny, events, failover, kinds, manifests, plan
+from federation.controllers import (
+    api,
+    deny,
+    events,
+    failover,
+    kinds,
+    manifests,
+    notifications,
+    plan,
+)
 from federation.controllers.propagation import copy_vertex, members_of, placement_clusters
 from federation.controllers.propagation import executor as executor_
-from federation.runtime import controller, manager
+from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, Result, group_kind
 
 log = logging.getLogger("federation.applications")
@@ -81,14 +102,24 @@ class ApplicationSettings:
     """The member KubeVela's ``local`` names (``--app-local-cluster``). None: the hub is
     KubeVela's local cluster, but ours runs no workloads, so ``local`` is refused."""
     pending_retry: float = 5.0
-    """Seconds between retries of a deletion a member that is away keeps pending: short
-    enough that a member coming back is cleaned within a few seconds."""
+    """Seconds between the first retries of a deletion a member that is away keeps
+    pending (a member coming back is also retried at once, from its availability event)."""
+    pending_backoff: float = 60.0
+    """The longest wait between retries of a deleted Application's pending clean-up: the
+    wait grows with how long it has been pending (a quarter of it), so a member away for a
+    day costs a retry a minute per tracker, not twelve."""
     workers: int = 4
     """Applications reconciled at once: each waits mostly on member API servers."""
     cleanup_wait: float = 30.0
     """Seconds a deleted Application's objects may stay pending on an away member before
     a Warning event says so (``--cleanup-wait``, as for propagated templates): a member
     restarting is not news, one gone for half a minute is."""
+    sender: notifications.SenderSettings = dataclasses.field(
+        default_factory=notifications.SenderSettings)
+    """The notification sender's concurrency and backlogs (see its module)."""
+    remembered_steps: int = 10_000
+    """Notification step executions remembered as submitted (a few hundred bytes each):
+    enough for every step a busy hub runs between two cache resyncs."""
 
 
 def _stamp(value: float) -> str:
@@ -98,7 +129,7 @@ def _stamp(value: float) -> str:
 class Reconciler:
     def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, recorder: events.Recorder,
                  settings: ApplicationSettings, denied: deny.DenyList | None = None,
-                 clock: Any = time.time) -> None:
+                 clock: Any = time.time, outbox: notifications.Outbox | None = None) -> None:
         self.mc = mc
         self.clusters = clusters
         self.hub = clusters.hub.name
@@ -106,6 +137,12 @@ class Reconciler:
         self.settings = settings
         self.writer = executor_.Writer(mc, self.hub, denied)
         self.clock = clock
+        self.outbox: notifications.Outbox = outbox or notifications.Sender(
+            egress.EgressPolicy(), functools.partial(notification_failed, recorder),
+            settings.sender)
+        self._submitted: collections.OrderedDict[tuple[str, int, float, str], None] = \
+            collections.OrderedDict()
+        """Notification step executions already submitted (oldest first, bounded)."""
 
     async def reconcile(self, request: Request) -> Result | None:
         ns, name = request.namespace, request.name
@@ -127,16 +164,43 @@ class Reconciler:
                 deleted = await self._delete(diff.delete, f"{ns}/{name}", plan.Plan())
                 left = [e for e in entries if e not in deleted]
                 if left:
-                    since = str(rt["spec"].get("pendingSince") or _stamp(self.clock()))
-                    await self._write_tracker(rt, ns, name, str(rt["spec"]["applicationUID"]),
-                                              left, left, deleted_app=True, since=since)
-                    await self._warn_if_lasting(rt, f"{ns}/{name}", left, since)
-                    return Result(requeue_after=self.settings.pending_retry)
+                    return await self._still_pending(rt, ns, name, left)
             await self._delete_from_hub(api.RESOURCE_TRACKERS, name, ns,
                                         rt["metadata"].get("resourceVersion"))
         for rev in await self._revisions(ns, name):
             await self._delete_from_hub(api.APPLICATION_REVISIONS, rev["metadata"]["name"], ns)
         return None
+
+    async def _still_pending(self, rt: JSON, ns: str, name: str,
+                             left: Sequence[tracker.Entry]) -> Result | None:
+        """A deleted Application's objects not deleted yet: kept in the tracker; those on a
+        member that is away are retried with a backoff (and at once when it returns),
+        those naming no member wait for one of that name (no timer: their number is the
+        tracker author's to choose)."""
+        since = str(rt["spec"].get("pendingSince") or _stamp(self.clock()))
+        await self._write_tracker(rt, ns, name, str(rt["spec"]["applicationUID"]),
+                                  left, left, deleted_app=True, since=since)
+        unknown = self._unknown(left)
+        if unknown:
+            await self.recorder.emit(rt, "Warning", "UnknownClusters",
+                                     _unknown_message(unknown))
+        away = [e for e in left if e not in unknown]
+        if not away:
+            return None
+        await self._warn_if_lasting(rt, f"{ns}/{name}", away, since)
+        started = failover.parse_time(since)
+        return Result(requeue_after=self._backoff(
+            self.clock() - started if started is not None else 0.0))
+
+    def _unknown(self, entries: Iterable[tracker.Entry]) -> list[tracker.Entry]:
+        """Entries naming a cluster that is not in the set (no member, nor the hub)."""
+        return [e for e in entries if e.cluster not in self.clusters.clusters]
+
+    def _backoff(self, pending_for: float) -> float:
+        """Seconds until the next retry of a clean-up pending for ``pending_for`` seconds:
+        a quarter of that, between ``pending_retry`` and ``pending_backoff``."""
+        return min(max(self.settings.pending_retry, pending_for / 4),
+                   self.settings.pending_backoff)
 
     async def _delete_from_hub(self, resource: kube.Resource, name: str, ns: str,
                                version: str | None = None) -> None:
@@ -151,10 +215,11 @@ class Reconciler:
     async def _warn_if_lasting(self, rt: JSON, app: str, left: Sequence[tracker.Entry],
                                since: str) -> None:
         """One Warning on the tracker once objects have been pending ``cleanup_wait``
-        seconds (:func:`~federation.controllers.events.overdue_once`)."""
+        seconds (:func:`~federation.controllers.events.overdue_once`, with the retry period
+        of that moment, so a few looks fall in its window)."""
         wait = self.settings.cleanup_wait
         if not events.overdue_once(failover.parse_time(since), self.clock(), wait,
-                                   self.settings.pending_retry):
+                                   self._backoff(wait)):
             return
         where = ", ".join(sorted({e.cluster for e in left}))
         await self.recorder.emit(rt, "Warning", "CleanupPending",
@@ -247,17 +312,23 @@ class Reconciler:
                                written, deleted)
         pending = [e for e in diff.delete if e not in deleted]
         await self._write_tracker(rt, ns, name, uid, after, pending)
-        for action in actions:
-            if isinstance(action, workflow.Notify):
-                await self._notify(app, compiled, action)
+        unknown = self._unknown(pending)
+        if unknown:
+            await self.recorder.emit(app, "Warning", "UnknownClusters",
+                                     _unknown_message(unknown))
         if state.end is not None and state.phase in ("succeeded", "failed"):
             await self._mark_revision(revisions, number, state.phase == "succeeded")
         await self._prune(revisions, compiled.gc.revision_limit, number, after)
         new_status = self._status(name, status, state, number, digest, health, handled, after,
-                                  problems, now)
+                                  problems, now, unknown)
         if new_status != (app.get("status") or {}):
             await self.mc.cluster(self.hub).patch_status(
                 api.APPLICATIONS, name, {"status": new_status}, namespace=ns)
+        # Only now that the status says the step was taken: a raise above retries the
+        # reconcile, which takes the step again, and must not have sent anything yet.
+        for action in actions:
+            if isinstance(action, workflow.Notify):
+                await self._notify(app, compiled, state, action)
         if state.phase == "failed" and (app.get("status") or {}).get("status") != \
                 "workflowFailed":
             failed = next((s for s in state.steps if s.phase == "failed"), None)
@@ -266,7 +337,7 @@ class Reconciler:
                                          f"step {failed.name}: {failed.reason}: "
                                          f"{failed.message}")
         waits = [a.seconds for a in actions if isinstance(a, workflow.Wait)]
-        if pending or problems:
+        if len(pending) > len(unknown) or problems:
             waits.append(self.settings.pending_retry)
         if state.phase == "running" and not waits:
             waits.append(compiled.health.probe_interval)
@@ -551,23 +622,32 @@ class Reconciler:
                     api.APPLICATION_REVISIONS, doc["metadata"]["name"],
                     doc["metadata"]["namespace"])
 
-    async def _notify(self, app: JSON, compiled: compile_.Compiled,
+    async def _notify(self, app: JSON, compiled: compile_.Compiled, state: workflow.State,
                       action: workflow.Notify) -> None:
-        """The Event, then a best-effort POST to each URL the step names. Nothing here may
-        fail the reconcile: the step is already recorded as sent, and a raise would skip
-        the status write, so the step would be taken again (another Event) for ever."""
-        index, step = next((i, s) for i, s in enumerate(model.default_steps(compiled.spec))
-                           if s.name == action.step)
-        message = action.message or f"Application {app['metadata']['name']}: step " \
-                                    f"{action.step}"
-        await self.recorder.emit(app, "Normal", "Notification", message)
-        try:
-            urls = model.notification(step.properties,
-                                      f"spec.workflow.steps[{index}].properties").urls
-        except model.AppError:
-            return  # compile refused it already; unreachable, but never worth a raise
-        for url in urls:
-            await _post(url, message, action.step)
+        """The Event, then one message per URL the step names to the sender, which POSTs
+        off the reconcile (at most once, best effort). Once per step execution: a
+        reconcile that read a cache behind our own status write takes the step again,
+        and is recognised here."""
+        execution = (str(app["metadata"].get("uid")), state.revision, state.start,
+                     action.step)
+        if execution in self._submitted:
+            return
+        self._submitted[execution] = None
+        while len(self._submitted) > self.settings.remembered_steps:
+            self._submitted.popitem(last=False)
+        text = action.message or f"Application {app['metadata']['name']}: step " \
+                                 f"{action.step}"
+        await self.recorder.emit(app, "Normal", "Notification", text)
+        found = compiled.notifications.get(action.step)
+        for url in found.urls if found is not None else ():
+            admission = self.outbox.submit(
+                notifications.Message(_reference(app), action.step, url, text))
+            if admission.warn:
+                await self.recorder.emit(
+                    app, "Warning", "NotificationDropped",
+                    f"step {action.step}: not sent: too many notifications of this "
+                    "namespace are waiting to be sent (later ones are dropped until "
+                    "they are)")
 
     async def _refuse(self, app: JSON, status: JSON, message: str) -> Result | None:
         new = {**status, "status": "renderFailed",
@@ -583,8 +663,8 @@ class Reconciler:
     def _status(self, name: str, status: JSON, state: workflow.State, number: int,
                 digest: str,
                 health: Mapping[tuple[str, str], tuple[str, str]], handled: JSON,
-                entries: Sequence[tracker.Entry], problems: Sequence[str], now: float
-                ) -> JSON:
+                entries: Sequence[tracker.Entry], problems: Sequence[str], now: float,
+                unknown: Sequence[tracker.Entry] = ()) -> JSON:
         phase = {"running": "runningWorkflow", "suspended": "workflowSuspending",
                  "failed": "workflowFailed", "succeeded": "running"}[state.phase]
         if status.get("rollback"):
@@ -604,6 +684,10 @@ class Reconciler:
                            "reason": failed.reason if failed else state.phase,
                            "message": f"step {failed.name}: {failed.message}" if failed
                            else ""})
+        if unknown:
+            conditions.append({"type": "UnknownClusters", "status": "True",
+                               "reason": "UnknownCluster",
+                               "message": _unknown_message(unknown)})
         out = {**status, "status": phase, "healthy": healthy,
                "latestRevision": {"name": revision.revision_name(name, number),
                                   "revision": number, "revisionHash": digest},
@@ -646,21 +730,28 @@ def _last_good(revisions: Sequence[JSON], current: int) -> int | None:
     return max(good) if good else None
 
 
-async def _post(url: str, message: str, step: str) -> None:
-    """One best-effort POST of ``{"text": message}`` (5 s). Any failure, whatever its type
-    (a refused connection, a timeout, a host IDNA cannot encode, a bad redirect), is a
-    warning naming the step and the error's type only: the URL and the error's text may
-    hold a token."""
-    import aiohttp  # only here: a notification is the one outbound call we make
+async def notification_failed(recorder: events.Recorder, message: notifications.Message,
+                              why: str) -> None:
+    """The sender's report of a message not delivered: a Warning on the Application,
+    worded for the tenant (``why`` names no address, port or server text)."""
+    await recorder.emit(message.app, "Warning", "NotificationFailed",
+                        f"step {message.step}: not delivered: {why}")
 
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session, \
-                session.post(url, json={"text": message}) as response:
-            if response.status >= 300:
-                log.warning("notification of step %s: webhook answered %d", step,
-                            response.status)
-    except Exception as exc:  # best effort: nothing may stall the workflow
-        log.warning("notification of step %s: webhook failed: %s", step, type(exc).__name__)
+
+def _reference(app: Mapping[str, Any]) -> JSON:
+    """What a later Event on ``app`` needs (not the whole object: it waits in a queue)."""
+    meta = app.get("metadata") or {}
+    return {"apiVersion": app.get("apiVersion"), "kind": app.get("kind"),
+            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")}}
+
+
+def _unknown_message(unknown: Sequence[tracker.Entry]) -> str:
+    """The Warning and condition about tracked objects in clusters that are no member:
+    a few names (tenant text, shortened), how many, and what will happen."""
+    names = sorted({e.cluster for e in unknown})
+    shown = ", ".join(repr(n[:63]) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+    return (f"{len(unknown)} tracked object(s) in {len(names)} cluster(s) that are not "
+            f"members ({shown}): kept, and deleted if a member of that name joins")
 
 
 def app_of(hub: str, event: Event) -> Iterable[Request]:
@@ -711,12 +802,47 @@ def apps_of_namespace(clusters: ClusterSet, hub: str, event: Event) -> Iterable[
     return _apps_in(clusters, hub, (event.obj.get("metadata") or {}).get("name") or "")
 
 
+def trackers_in(clusters: ClusterSet, hub: str, cluster: str) -> list[Request]:
+    """The Applications (live or gone) whose tracker lists an object in ``cluster``."""
+    cache = clusters.hub.cache
+    informer = cache.informers.get(api.RESOURCE_TRACKERS) if cache is not None else None
+    if informer is None:
+        return []
+    found = []
+    for rt in informer.store.list(None, None):
+        spec = rt.get("spec") or {}
+        entries = [*(spec.get("resources") or []), *(spec.get("pendingCleanup") or [])]
+        if any(isinstance(e, Mapping) and e.get("cluster") == cluster for e in entries):
+            meta = rt.get("metadata") or {}
+            found.append(Request(hub, APP_KIND, str(meta.get("namespace") or ""),
+                                 str(meta.get("name") or "")))
+    return found
+
+
+def on_member_available(clusters: ClusterSet, hub: str, ctl: controller.Controller,
+                        cluster: Cluster) -> None:
+    """A member became available (back, or joined for the first time): the trackers with
+    objects there are retried now (their clean-up waited for it, some with no timer)."""
+    if cluster.available:
+        for request in trackers_in(clusters, hub, cluster.name):
+            ctl.queue.add(request, queue.LOW_PRIORITY)
+
+
 def install(mgr: manager.Manager, recorder: events.Recorder, settings: ApplicationSettings,
-            denied: deny.DenyList | None = None) -> None:
-    """Register the applications controller with ``mgr``."""
+            denied: deny.DenyList | None = None,
+            policy: egress.EgressPolicy | None = None) -> None:
+    """Register the applications controller and its notification sender with ``mgr``;
+    ``policy``: where notifications may be sent (``fedctl run --notification-allow``)."""
     hub = mgr.clusters.hub.name
-    reconciler = Reconciler(mgr.client, mgr.clusters, recorder, settings, denied)
+    sender = notifications.Sender(policy or egress.EgressPolicy(),
+                                  functools.partial(notification_failed, recorder),
+                                  settings.sender)
+    reconciler = Reconciler(mgr.client, mgr.clusters, recorder, settings, denied,
+                            outbox=sender)
     ctl = controller.Controller("applications", reconciler.reconcile, workers=settings.workers)
+    mgr.add_runnable("notification sender", sender.run)
+    mgr.clusters.on_member_availability(
+        functools.partial(on_member_available, mgr.clusters, hub, ctl))
     # Our own status writes are not a reason to reconcile again (the workflow requeues
     # itself while it waits); spec, annotation (user requests) and delete events are.
     ctl.watch(api.APPLICATIONS, clusters="hub",

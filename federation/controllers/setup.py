@@ -286,7 +286,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
                        settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
-                         settings.propagation.deny_list)
+                         settings.propagation.deny_list, settings.notification_egress)
     rollouts.install(mgr, dataclasses.replace(settings.reconfigure,
                                               egress=settings.reloader_egress))
 

@@ -1,12 +1,16 @@
-"""Small helpers shared by e2e tests: waiting, reading and applying with kubectl, and the
-application the reloader tests roll configuration out to."""
+"""Small helpers shared by e2e tests: waiting, reading and applying with kubectl, the
+application the reloader tests roll configuration out to, and Applications with
+notification steps with a blackholed (or recording) webhook listener."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
+import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -108,3 +112,108 @@ def reloaded_app(ns: str, ini: str, fail_in: str | None = None) -> list[dict[str
                  "overrideRules": [{"targetCluster": {"clusterNames": [fail_in]},
                                     "overriders": {"plaintext": [RELOADER_FAIL_OVERRIDE]}}]}}]
     return [config, *override, deployment, propagation]
+
+
+# -- Application notifications (docs/applications.md; the security tests' load) ------------
+
+
+class TcpListener:
+    """A TCP listener on 127.0.0.1 counting the connections made to it.
+
+    ``answer=False`` is a blackholed webhook: every connection is accepted and held open,
+    nothing is read or answered, so a POST to it waits for its full timeout (with
+    ``fedctl run --notification-allow 127.0.0.0/8`` the control plane really attempts it).
+    ``answer=True`` replies ``204`` to whatever arrives (a webhook that works). Use it as a
+    context manager; :attr:`connections` says whether anything got through."""
+
+    def __init__(self, answer: bool = False) -> None:
+        self.answer = answer
+        self.connections = 0
+        self._held: list[socket.socket] = []
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(256)
+        self._sock.settimeout(0.2)
+        self.port = int(self._sock.getsockname()[1])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="tcp listener", daemon=True)
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def __enter__(self) -> TcpListener:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for held in self._held:
+            held.close()
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # the 0.2 s accept timeout: look at the stop flag again
+                continue
+            self.connections += 1
+            if self.answer:
+                with conn:
+                    conn.settimeout(2)
+                    with contextlib.suppress(OSError):
+                        conn.recv(65536)
+                        conn.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+            else:
+                self._held.append(conn)
+
+
+def notification_app(ns: str, name: str, url: str, steps: int = 10,
+                     deploy_to: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An Application of ``steps`` notification steps to ``url`` (each a webhook POST),
+    after a deploy step of one ``worker`` component to ``deploy_to`` when given."""
+    workflow: list[dict[str, Any]] = []
+    if deploy_to:
+        workflow.append({"name": "deploy", "type": "deploy",
+                         "properties": {"policies": ["here"]}})
+    workflow += [{"name": f"tell-{n}", "type": "notification",
+                  "properties": {"message": f"{name} step {n}", "webhook": {"url": url}}}
+                 for n in range(steps)]
+    return {"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"components": [{"name": "web", "type": "worker",
+                                     "properties": {"image": "registry.local/web:1"}}],
+                     "policies": [{"name": "here", "type": "topology",
+                                   "properties": {"clusters": list(deploy_to or
+                                                                   ("member1",))}}],
+                     "workflow": {"steps": workflow}}}
+
+
+def apply_notification_app(fleet: TestFleet, ns: str, name: str, url: str, steps: int = 10,
+                           deploy_to: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Apply :func:`notification_app` to the hub namespace ``ns`` (which must exist)."""
+    body = notification_app(ns, name, url, steps, deploy_to)
+    apply(fleet, "hub", body)
+    return body
+
+
+def application_status(fleet: TestFleet, ns: str, name: str) -> dict[str, Any]:
+    found = get_or_none(fleet, "hub", "applications.core.oam.dev", name, "-n", ns) or {}
+    status: dict[str, Any] = found.get("status") or {}
+    return status
+
+
+def events_of(fleet: TestFleet, ns: str, reason: str) -> list[dict[str, Any]]:
+    """The hub Events of namespace ``ns`` with ``reason``."""
+    items: list[dict[str, Any]] = get_json(fleet, "hub", "events", "-n", ns).get("items", [])
+    return [e for e in items if e.get("reason") == reason]
+
+
+def healthz_seconds(port: int, timeout: float = 1.0) -> float:
+    """Seconds ``/healthz`` of the control plane's health port took to answer 200 (fails
+    when it takes longer than ``timeout``)."""
+    started = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as answer:
+        assert answer.status == 200, answer.status
+    return time.monotonic() - started

@@ -108,7 +108,7 @@ def test_a_deploy_step_with_no_target_succeeds_at_once_and_the_next_runs() -> No
 
 
 async def test_the_controller_deploys_nothing_for_the_empty_step() -> None:
-    mc, reconciler, _, _ = world()
+    mc, reconciler, _, _, _ = world()
     body = app()
     body["spec"]["policies"].append({"name": "mars", "type": "topology", "properties": {
         "clusterLabelSelector": {"region": "mars"}, "allowEmpty": True}})
