@@ -1,14 +1,18 @@
-"""Issue 20 on the local fleet, configuration rollouts: findings 1 and 10.
+"""Issue 20 on the local fleet, configuration rollouts: findings 1 and 10, and with
+notifications (finding 3) the combined load of the issue's done-when.
 
 The control plane of this module runs WITHOUT ``--reloader-allow``: the simulated
 reloaders listen on 127.0.0.1 and must be refused by the outbound policy, never dialled.
+It does allow notifications to 127.0.0.0/8 (``--notification-allow``), so that the
+blackholed webhook below is really dialled and really holds its POSTs for their timeout.
 
 - finding 10: an online step to a loopback reloader fails ``ReloaderFailed: ... refused by
   the control plane's outbound policy`` and the reloader's action never runs;
-- finding 1: while a tenant applies the hostile ConfigMaps of
-  :mod:`tests.e2e.hostile_rollouts`, another namespace's Deployment reaches every member
-  within 2 s and ``/healthz`` answers within 1 s throughout; each hostile policy ends with
-  one ``InvalidFile`` condition naming its reason class (the 900 KiB file is accepted).
+- finding 1 with finding 3: while a tenant applies the hostile ConfigMaps of
+  :mod:`tests.e2e.hostile_rollouts` and Applications of ten notification steps each to a
+  blackholed URL, another namespace's Deployment reaches every member within 2 s and
+  ``/healthz`` answers within 1 s throughout; each hostile policy ends with one
+  ``InvalidFile`` condition naming its reason class (the 900 KiB file is accepted).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from federation.contexts import egress
 from tests.conftest import TestFleet
 from tests.e2e import hostile_rollouts
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, get_or_none, wait_for
+from tests.e2e.helpers import TcpListener, apply, apply_notification_app, get_or_none, wait_for
 from tests.e2e.test_reconfigure import DYNAMIC, INI, MEMBERS, TIMEOUT, start
 
 
@@ -40,7 +44,8 @@ def strict_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFact
     """``fedctl run`` with the default outbound policy: public reloader addresses only."""
     log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
                tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8")
+    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8",
+                         "--notification-allow", "127.0.0.0/8")
     plane.start()
     try:
         yield plane
@@ -65,7 +70,8 @@ def namespaces(fleet: TestFleet, strict_plane: ControlPlane) -> Iterator[list[st
         hostile_rollouts.delete_hostile_rollouts(fleet, name)
         fleet.kubectl("hub", "delete", f"configconstraints.config.federation.io/mysql-{name}",
                       "--wait=false", check=False)
-        for kinds in ("reconfigurepolicies.config.federation.io", "deployments,configmaps",
+        for kinds in ("applications.core.oam.dev",
+                      "reconfigurepolicies.config.federation.io", "deployments,configmaps",
                       "propagationpolicies.policy.federation.io"):
             fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false",
                           check=False)
@@ -141,8 +147,15 @@ def reach_seconds(fleet: TestFleet, ns: str, index: int, pool: ThreadPoolExecuto
     return time.monotonic() - started
 
 
-def test_a_tenants_hostile_config_maps_freeze_nothing(
+BLACKHOLED_APPS = 4
+"""Applications of ten notification steps each to the blackhole (the audit used four)."""
+
+
+def test_a_tenants_hostile_config_maps_and_blackholed_notifications_freeze_nothing(
         fleet: TestFleet, namespaces: list[str], strict_plane: ControlPlane) -> None:
+    """Issue 20's done-when: hostile config files and 4 x 10 notification steps to a URL
+    that accepts and never answers, in one tenant namespace; another namespace's
+    Deployments reach every member within 2 s, and /healthz answers within 1 s."""
     tenant, other = namespaces
     apply(fleet, "hub", {"apiVersion": "policy.federation.io/v1alpha1",
                          "kind": "PropagationPolicy",
@@ -152,8 +165,11 @@ def test_a_tenants_hostile_config_maps_freeze_nothing(
                                   "placement": {"replicaScheduling": {
                                       "replicaSchedulingType": "Duplicated"}}}})
     reach: list[float] = []
-    with Health(strict_plane.health_port) as health, ThreadPoolExecutor(3) as pool:
+    with Health(strict_plane.health_port) as health, ThreadPoolExecutor(3) as pool, \
+            TcpListener(answer=False) as blackhole:
         reach_seconds(fleet, other, 0, pool)  # the policy is followed: a warm start
+        for n in range(BLACKHOLED_APPS):
+            apply_notification_app(fleet, tenant, f"loud-{n}", blackhole.url(), steps=10)
         cases = hostile_rollouts.apply_hostile_rollouts(fleet, tenant)
         judged: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + TIMEOUT
@@ -168,6 +184,7 @@ def test_a_tenants_hostile_config_maps_freeze_nothing(
                 if found is not None:
                     judged[case.name] = found
         reach.append(reach_seconds(fleet, other, index + 1, pool))
+        assert blackhole.connections > 0, "no notification POST was attempted: no load"
     for case in cases:
         accepted = judged[case.name]
         if not case.reason:
