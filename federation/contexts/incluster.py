@@ -55,12 +55,11 @@ def config(env: Mapping[str, str] | None = None, mount: Path = MOUNT) -> kubecon
                                          "a port number")
     token, ca = mount / "token", mount / "ca.crt"
     for required in (token, ca):
-        if not required.is_file():
+        if not _is_file(required):
             raise kubeconfig.KubeconfigError(
-                f"in-cluster configuration: {required} is missing (is the ServiceAccount "
-                "token mounted? automountServiceAccountToken must not be false)")
-    namespace_file = mount / "namespace"
-    namespace = namespace_file.read_text().strip() if namespace_file.is_file() else "default"
+                f"in-cluster configuration: {required} is missing or unreadable (is the "
+                "ServiceAccount token mounted? automountServiceAccountToken must not be false)")
+    namespace = _namespace(mount) or "default"
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     return kubeconfig.KubeConfig(
         clusters={CONTEXT: {"server": server, "certificate-authority": str(ca)}},
@@ -69,12 +68,25 @@ def config(env: Mapping[str, str] | None = None, mount: Path = MOUNT) -> kubecon
         current_context=CONTEXT, sources=(mount,))
 
 
-def namespace(mount: Path = MOUNT) -> str | None:
-    """The pod's namespace from the mount, or None outside a pod."""
-    path = mount / "namespace"
-    if not path.is_file():
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file we may look at: a directory we may not enter (EACCES, which
+    Python 3.11's ``is_file`` raises) counts as absent, so the caller names it in one line."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _namespace(mount: Path) -> str | None:
+    try:
+        return (mount / "namespace").read_text().strip() or None
+    except OSError:
         return None
-    return path.read_text().strip() or None
+
+
+def namespace(mount: Path = MOUNT) -> str | None:
+    """The pod's namespace from the mount, or None outside a pod (or when unreadable)."""
+    return _namespace(mount)
 
 
 def load(explicit: str | Path | None = None, env: Mapping[str, str] | None = None,
@@ -84,9 +96,13 @@ def load(explicit: str | Path | None = None, env: Mapping[str, str] | None = Non
     if explicit is not None or env.get("KUBECONFIG"):
         return kubeconfig.load(explicit, env)
     default = kubeconfig.default_paths(None, env)[0]
-    if not default.exists() and in_pod(env):
+    try:
+        found = default.exists()
+    except OSError:  # a HOME we may not read (another uid's): as absent, named below
+        found = False
+    if not found and in_pod(env):
         return config(env, mount)
-    if not default.exists():
+    if not found:
         raise kubeconfig.KubeconfigError(
             f"no kubeconfig: give --kubeconfig, set KUBECONFIG or create {default} (inside "
             f"a pod, {HOST_VARIABLE} and the ServiceAccount mount are used instead)")

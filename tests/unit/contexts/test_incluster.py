@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import types
 from pathlib import Path
 
@@ -101,3 +102,27 @@ async def test_a_rotated_token_is_read_again(mount: Path,
     (mount / "token").write_text("third-token\n")
     creds.invalidate()  # a 401
     assert (await creds.get()).token == "third-token"
+
+
+
+def test_an_unreadable_home_or_mount_is_one_line(mount: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A HOME or a mount directory this uid may not enter is never a traceback: Python 3.11's
+    ``exists``/``is_file`` raise EACCES there (made to here, since the tests may run as root)."""
+    locked = {tmp_path / "home" / ".kube" / "config", mount / "token", mount / "ca.crt",
+              mount / "namespace"}
+    real_stat = Path.stat
+
+    def stat(self: Path, **kwargs: bool) -> os.stat_result:
+        if self in locked:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: (_ for _ in ()).throw(
+        PermissionError(13, "Permission denied", str(self))))
+    with pytest.raises(kubeconfig.KubeconfigError, match="no kubeconfig"):
+        incluster.load(None, {"HOME": str(tmp_path / "home")}, mount)
+    with pytest.raises(kubeconfig.KubeconfigError, match="missing or unreadable"):
+        incluster.load(None, {**ENV, "HOME": str(tmp_path / "home")}, mount)
+    assert incluster.namespace(mount) is None
