@@ -31,7 +31,14 @@ from federation.work.proto import work_pb2 as pb
 from federation.work.server import METHOD
 from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, free_port, get_json, get_or_none, wait_for
+from tests.e2e.helpers import (
+    apply,
+    free_port,
+    get_json,
+    get_or_none,
+    grant_secrets,
+    wait_for,
+)
 from tests.e2e.test_agent import Agent, _only, ready
 
 MC = "memberclusters.cluster.federation.io"
@@ -83,7 +90,10 @@ def pull(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory) -> 
     plane.launch()
     setup.agent.start()
     try:
-        wait_for(lambda: ready(fleet) == "True", timeout=90,
+        # Ready=True alone may be the push member's condition left by an earlier module:
+        # the agent's own gauge says its stream is open.
+        wait_for(lambda: ready(fleet) == "True" and
+                 agent_metric(setup.agent, "federation_agent_connected") == 1, timeout=90,
                  what=f"member3 Ready through its agent\n{setup.agent.log_tail()}")
         yield setup
     finally:
@@ -214,6 +224,7 @@ def test_a_deleted_members_agent_stops_reasserting(fleet: TestFleet, pull: Pull)
     ns = f"left-{uuid.uuid4().hex[:6]}"
     token = base64.b64encode(f"token-{uuid.uuid4().hex}".encode()).decode()
     fleet.kubectl("hub", "create", "namespace", ns)
+    grant_secrets(fleet, ns)  # the hub's Secrets are readable only where granted
     apply(fleet, "hub",
           {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf", "namespace": ns},
            "data": {"a": "1"}},
