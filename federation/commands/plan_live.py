@@ -22,10 +22,10 @@ import pydantic
 
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
-from federation.controllers import api, failover
+from federation.controllers import failover
+from federation.hub import api, records
 from federation.hub import clusters as hub_clusters
 from federation.hub import policies as hub_policies
-from federation.hub import records
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader, matching
 from federation.placement import policy as policy_

@@ -16,7 +16,7 @@ when none is left. It runs as many workers as propagation: after an outage it ha
 many bindings to finish as propagation has templates to fix.
 
 A template re-created under the same name takes the leftover over (see
-:mod:`federation.controllers.bindings`): once its reconcile has recorded the
+:mod:`federation.hub.bindings`): once its reconcile has recorded the
 pending clusters, the binding is its own again (``templateDeleted`` false) and
 this controller lets it be. Until then both may meet the same member copy,
 so this controller never deletes a copy a live template claims (its
@@ -36,8 +36,9 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import api, events, failover, manifests, status
+from federation.controllers import events, failover
 from federation.controllers.propagation import preserve
+from federation.hub import api, manifests, status
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.cleanup")

@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.controllers import status
+from federation.hub import status
 from federation.placement import clusters as clusters_
 from federation.placement import policy as policy_
 from federation.placement import selection

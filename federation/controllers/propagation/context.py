@@ -19,10 +19,11 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import deny, scheduling
 from federation.controllers import failover as failover_
+from federation.controllers import scheduling
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation.settings import PropagationSettings
+from federation.hub import deny
 from federation.runtime.reconcile import group_kind
 
 JSON = dict[str, Any]

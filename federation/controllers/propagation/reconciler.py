@@ -27,7 +27,7 @@ from federation.contexts.client import (
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import api, bindings, deny, events, plan, scheduling, status
+from federation.controllers import events, plan, scheduling
 from federation.controllers import failover as failover_
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import (
@@ -57,7 +57,7 @@ from federation.controllers.propagation import (
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
-from federation.hub import records
+from federation.hub import api, bindings, deny, records, status
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 

@@ -19,10 +19,10 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
-from federation.controllers import api, propagation
 from federation.controllers import kinds as kinds_
+from federation.controllers import propagation
 from federation.controllers.propagation import propagate_deps
-from federation.hub import reconfigure
+from federation.hub import api, reconfigure
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 

@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from federation.controllers import capacity, failover
+from federation.controllers import failover
+from federation.hub import capacity
 from federation.placement import clusters as clusters_
 from federation.placement import engine
 from federation.placement import policy as policy_

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from federation.contexts.client import ClusterUnavailable
-from federation.controllers import bindings, cleanup, manifests
+from federation.controllers import cleanup
+from federation.hub import bindings, manifests
 from tests.unit.controllers.fakes import (
     MEMBERS,
     FakeMC,

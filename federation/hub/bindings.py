@@ -34,8 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.client import Resource
-from federation.controllers import api, status
-from federation.hub import records
+from federation.hub import api, records, status
 from federation.placement import decision as decision_
 
 JSON = dict[str, Any]
