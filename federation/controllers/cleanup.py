@@ -36,9 +36,9 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import events, failover
+from federation.controllers import events
 from federation.controllers.propagation import preserve
-from federation.hub import api, manifests, status
+from federation.hub import api, failover, manifests, status
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.cleanup")
