@@ -39,7 +39,7 @@ from federation.agent import applied as applied_
 from federation.agent.applied import Applied
 from federation.contexts import cache, health
 from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
-from federation.controllers import manifests
+from federation.hub import manifests
 from federation.work import wire
 from federation.work.proto import work_pb2 as pb
 from federation.work.wire import Key

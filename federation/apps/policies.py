@@ -14,7 +14,7 @@
 - ``override``: KubeVela's ``components[]`` (``name``, ``type``, ``properties``,
   ``traits[]`` with ``disable``) merged into the components, and ``selector`` (only these
   components), plus ours: ``overrideRules``, per-cluster patches in the OverridePolicy
-  schema applied by :mod:`federation.controllers.overrides` (same validation and
+  schema applied by :mod:`federation.hub.overrides` (same validation and
   protected fields as propagation).
 - ``health``: ``probeInterval`` (seconds between health checks while a step waits) and
   ``window`` (seconds a cluster must stay healthy before a deploy step counts it).
@@ -32,7 +32,7 @@ from typing import Any
 from federation.apps import render, scope
 from federation.apps.model import AppError, AppSpec, Component, PolicySpec, RenderBudget, Trait
 from federation.apps.scope import PROTECTED_NAMESPACES
-from federation.controllers import overrides
+from federation.hub import overrides
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader, selection
 from federation.placement import policy as policy_

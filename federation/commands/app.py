@@ -28,7 +28,8 @@ from federation.apps import model, scope
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
-from federation.controllers import api, applications
+from federation.controllers import applications
+from federation.hub import api
 from federation.placement import clusters as clusters_
 from federation.placement import loader
 from federation.untrusted import documents

@@ -21,7 +21,7 @@ from rich.table import Table
 from federation.commands import common, get_clusters
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
-from federation.controllers import manifests
+from federation.hub import manifests
 
 ALIASES = {
     "deploy": "Deployment", "deployment": "Deployment", "deployments": "Deployment",

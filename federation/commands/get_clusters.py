@@ -16,7 +16,7 @@ from rich.table import Table
 
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
-from federation.controllers import api, capacity
+from federation.hub import api, capacity
 
 JSON = dict[str, Any]
 KINDS = frozenset({"cluster", "clusters", "membercluster", "memberclusters", "mc"})

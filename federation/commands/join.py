@@ -53,8 +53,8 @@ from federation.commands import common, errors
 from federation.commands import rbac as rbac_command
 from federation.contexts import client as kube
 from federation.contexts import credentials, discovery, kubeconfig, minify
-from federation.controllers import api, manifests
 from federation.controllers import install as installer
+from federation.hub import api, manifests
 from federation.rbac import roles
 
 NAMESPACE = "federation-system"

@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from federation.controllers import manifests as manifests_
-from federation.controllers import overrides
+from federation.hub import manifests as manifests_
+from federation.hub import overrides
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader
 from federation.placement import policy as policy_

@@ -8,7 +8,7 @@ controller would, writing nothing. ``--fail NAME`` then asks "what if NAME
 failed and stayed down": for each policy, the failed cluster is judged as the
 failover transformer would judge it long after its toleration ran out, so a
 policy that opted into failover moves its replicas and one that did not keeps
-them there (see :mod:`federation.controllers.failover`).
+them there (see :mod:`federation.hub.failover`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ import pydantic
 
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
-from federation.controllers import api, failover
+from federation.hub import api, failover, records
 from federation.hub import clusters as hub_clusters
 from federation.hub import policies as hub_policies
-from federation.hub import records
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader, matching
 from federation.placement import policy as policy_

@@ -305,7 +305,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         health_probe_bind_address=health_probe_bind_address, metrics_secure=metrics_secure,
         metrics_cert_dir=metrics_cert_dir, leader_elect=leader_elect, leader=election,
         cache_sync_timeout=cache_sync_timeout)
-    from federation.controllers import deny
+    from federation.hub import deny
 
     try:
         deny_list = deny.DenyList.configured(propagation_deny)

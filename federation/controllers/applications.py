@@ -66,18 +66,10 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, ClusterUnavailable
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import (
-    api,
-    deny,
-    events,
-    failover,
-    kinds,
-    manifests,
-    notifications,
-    plan,
-)
+from federation.controllers import events, kinds, notifications, plan
 from federation.controllers.propagation import copy_vertex, members_of, placement_clusters
 from federation.controllers.propagation import executor as executor_
+from federation.hub import api, deny, failover, manifests
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, Result, group_kind
 

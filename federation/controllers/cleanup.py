@@ -16,7 +16,7 @@ when none is left. It runs as many workers as propagation: after an outage it ha
 many bindings to finish as propagation has templates to fix.
 
 A template re-created under the same name takes the leftover over (see
-:mod:`federation.controllers.bindings`): once its reconcile has recorded the
+:mod:`federation.hub.bindings`): once its reconcile has recorded the
 pending clusters, the binding is its own again (``templateDeleted`` false) and
 this controller lets it be. Until then both may meet the same member copy,
 so this controller never deletes a copy a live template claims (its
@@ -36,8 +36,9 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import api, events, failover, manifests, status
+from federation.controllers import events
 from federation.controllers.propagation import preserve
+from federation.hub import api, bindings, failover, manifests, status
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.cleanup")
@@ -75,11 +76,22 @@ class Reconciler:
                                     cluster=self.hub, copy=False)
         if binding is None:
             return None
-        if not (binding.get("spec") or {}).get("templateDeleted"):
-            await self._check_template(binding)
+        try:
+            record = bindings.BindingRecord.of(binding)
+        except bindings.BindingError as exc:
+            # Never act on a record nobody can read: no template lookup, no member delete.
+            log.warning("%s: not cleaned up: %s", binding["metadata"]["name"], exc)
             return None
-        pending = list(binding["spec"].get("pendingCleanup") or [])
-        left = [cluster for cluster in pending if not await self._finish(binding, cluster)]
+        if not record.template_deleted:
+            await self._check_template(record.resource)
+            return None
+        if not (record.resource.api_version and record.resource.kind and record.resource.name):
+            log.warning("%s: not cleaned up: spec.resource names no template",
+                        binding["metadata"]["name"])
+            return None
+        pending = list(record.pending_cleanup)
+        left = [cluster for cluster in pending
+                if not await self._finish(binding, record, cluster)]
         writer = self.mc.cluster(self.hub)
         meta = binding["metadata"]
         if not left:
@@ -104,10 +116,11 @@ class Reconciler:
                                 "status": {"conditions": conditions}},
                                namespace=meta.get("namespace"),
                                resource_version=meta.get("resourceVersion"))
-        await self._warn_if_lasting(binding, left)
+        await self._warn_if_lasting(binding, record.resource, left)
         return Result(requeue_after=self.retry)
 
-    async def _warn_if_lasting(self, binding: ReadOnly, left: list[str]) -> None:
+    async def _warn_if_lasting(self, binding: ReadOnly, target: bindings.TemplateRef,
+                               left: list[str]) -> None:
         """A Warning event once copies have been pending longer than ``wait`` seconds: in the
         few retries after the deadline passes, so a restart of ours long after it does not
         repeat it (the binding's CleanupPending condition keeps saying so meanwhile)."""
@@ -116,21 +129,19 @@ class Reconciler:
         since = failover.parse_time((pending or {}).get("lastTransitionTime"))
         if not events.overdue_once(since, self.clock(), self.wait, self.retry):
             return
-        target = (binding.get("spec") or {}).get("resource") or {}
-        message = (f"{target.get('kind')} {target.get('name')} deleted; copies left in "
+        message = (f"{target.kind} {target.name} deleted; copies left in "
                    f"{', '.join(left)} (unreachable for {self.wait:.0f}s) are deleted when "
                    "they return")
         await self.recorder.emit(binding, "Warning", "CleanupPending", message)
 
-    async def _check_template(self, binding: ReadOnly) -> None:
+    async def _check_template(self, target: bindings.TemplateRef) -> None:
         """A binding whose template is gone (deleted while nobody watched: found at start)
         goes to propagation, which finalises it; a live template's binding is left alone."""
-        target = (binding.get("spec") or {}).get("resource") or {}
-        if self.gone is None or not target.get("kind") or not target.get("name"):
+        if self.gone is None or not target.kind or not target.name:
             return
         try:
-            resource = await self.mc.cluster(self.hub).resource(target)
-            live = await self.mc.get(resource, target["name"], target.get("namespace"),
+            resource = await self.mc.cluster(self.hub).resource(target.to_obj())
+            live = await self.mc.get(resource, target.name, target.namespace or None,
                                      cluster=self.hub, copy=False)
         except NotGranted:
             return  # a template we may not read now (a Secret's namespace) is not gone
@@ -139,20 +150,18 @@ class Reconciler:
                 raise
             live = None  # the hub serves no such kind any more
             resource = None
-        if live is not None and live["metadata"].get("uid") == target.get("uid"):
+        if live is not None and live["metadata"].get("uid") == (target.uid or None):
             return
-        kind = f"{target['kind']}.{resource.group}" if resource is not None and \
-            resource.group else str(target["kind"])
-        self.gone(Request(self.hub, kind, str(target.get("namespace") or ""),
-                          str(target["name"])))
+        kind = f"{target.kind}.{resource.group}" if resource is not None and \
+            resource.group else target.kind
+        self.gone(Request(self.hub, kind, target.namespace, target.name))
 
-    async def _claimed_uid(self, binding: ReadOnly) -> str | None:
+    async def _claimed_uid(self, target: bindings.TemplateRef) -> str | None:
         """The UID of a live hub template of the binding's name (a re-created one), if any."""
-        target = (binding.get("spec") or {}).get("resource") or {}
         writer = self.mc.cluster(self.hub)
         try:
-            resource = await writer.resource(target)
-            live = await writer.get(resource, target["name"], target.get("namespace"))
+            resource = await writer.resource(target.to_obj())
+            live = await writer.get(resource, target.name, target.namespace or None)
         except ApiError as exc:
             if exc.status == 404:
                 return None
@@ -164,27 +173,28 @@ class Reconciler:
         uid = live["metadata"].get("uid")
         return str(uid) if uid else None
 
-    async def _finish(self, binding: ReadOnly, cluster: str) -> bool:
+    async def _finish(self, binding: ReadOnly, record: bindings.BindingRecord,
+                      cluster: str) -> bool:
         """True when ``cluster`` holds neither the copy nor a carried dependency any more
         (the copy first: a dependency goes only once its workload has)."""
-        if not await self._clean(binding, cluster):
+        if not await self._clean(binding, record.resource, cluster):
             return False
-        if self.dependencies is None or not (binding.get("spec") or {}).get("dependencies"):
+        if self.dependencies is None or not record.others.get("dependencies"):
             return True
-        if await self._claimed_uid(binding) is not None:
+        if await self._claimed_uid(record.resource) is not None:
             # A re-created template of the name owns the record's dependencies now: its
             # own reconcile removes what it no longer carries (its binding shares the
             # name, so it would not count as another carrier here).
             return True
         return await self.dependencies(binding, cluster)
 
-    async def _clean(self, binding: ReadOnly, cluster: str) -> bool:
+    async def _clean(self, binding: ReadOnly, target: bindings.TemplateRef,
+                     cluster: str) -> bool:
         """True when ``cluster`` holds no copy of the deleted template any more."""
-        target = (binding.get("spec") or {}).get("resource") or {}
         try:
             writer = self.mc.cluster(cluster)
-            resource = await writer.resource(target)
-            live = await writer.get(resource, target["name"], target.get("namespace"))
+            resource = await writer.resource(target.to_obj())
+            live = await writer.get(resource, target.name, target.namespace or None)
         except ApiError as exc:
             return exc.status == 404
         except ClientError as exc:
@@ -195,7 +205,7 @@ class Reconciler:
             return True
         meta = live["metadata"]
         marked = (meta.get("annotations") or {}).get(manifests.TEMPLATE_UID_ANNOTATION)
-        if marked and marked == await self._claimed_uid(binding):
+        if marked and marked == await self._claimed_uid(target):
             return True  # the re-created template has taken this copy over
         try:
             # preserveResourcesOnDeletion: release it, unless the template had left the
@@ -203,7 +213,7 @@ class Reconciler:
             if preserve.releases(binding, cluster):
                 await writer.update(preserve.released(live), resource=resource)
             else:
-                await writer.delete(resource, target["name"], target.get("namespace"),
+                await writer.delete(resource, target.name, target.namespace or None,
                                     uid=meta.get("uid"),
                                     resource_version=meta.get("resourceVersion"))
         except ApiError as exc:

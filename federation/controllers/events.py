@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from federation.contexts.client import ClientError
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, status
+from federation.hub import api, status
 
 log = logging.getLogger("federation.events")
 EventType = Literal["Normal", "Warning"]

@@ -15,7 +15,7 @@ and ``NoExecute``, both with ``timeAdded`` = when the cluster turned NotReady,
 added when it does and removed when it is Ready again (spec, with the
 resourceVersion read, so a user's concurrent taint edit is a conflict and a
 retry, never lost); and ``status.resourceSummary``
-(:mod:`federation.controllers.capacity`) from the member's cached Nodes and
+(:mod:`federation.hub.capacity`) from the member's cached Nodes and
 workloads. It writes only what changed.
 
 Turning Ready again also waits until the control plane's own informers of the
@@ -47,7 +47,8 @@ from federation.contexts.client import ApiError, ClientError
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.health import Health
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, capacity, events, failover, status
+from federation.controllers import events
+from federation.hub import api, capacity, failover, status
 from federation.runtime.reconcile import Request, Result, group_kind
 
 log = logging.getLogger("federation.health")

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from federation.contexts.client import NAMESPACES, ApiError, ClusterClient, Resource
-from federation.controllers import api
+from federation.hub import api
 from federation.rbac import roles
 
 JSON = dict[str, Any]

@@ -9,7 +9,7 @@ engaged member (their events reconcile the template of the same name: that
 is how drift and member status come back). A member that does not serve the
 kind yet (its CRD is propagated later) is retried on every reconcile.
 
-A kind the deny list denies as a whole (:mod:`federation.controllers.deny`:
+A kind the deny list denies as a whole (:mod:`federation.hub.deny`:
 our own API, Events, Leases...) is never followed, whatever a policy says:
 no informer means none of its objects ever reaches a reconcile, which is what
 keeps bindings from propagating themselves (bindings of bindings) and the
@@ -25,7 +25,8 @@ from typing import Any
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers import deny, plan
+from federation.controllers import plan
+from federation.hub import deny
 from federation.runtime import controller, queue, reconcile
 
 log = logging.getLogger("federation.kinds")
@@ -142,7 +143,7 @@ class KindTracker:
 
     async def track(self, api_version: str, kind: str) -> Resource:
         """Follow ``kind`` on the hub and in the members (idempotent); a denied kind raises
-        :class:`~federation.controllers.deny.Denied`."""
+        :class:`~federation.hub.deny.Denied`."""
         hub = self.clusters.hub
         assert hub.discovery is not None and hub.cache is not None
         rule = self.denied_rule(api_version, kind)

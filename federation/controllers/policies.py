@@ -8,9 +8,9 @@ policy change and writes the verdict as the policy's ``Valid`` condition
 policies place nothing; the propagation controller skips them.
 
 An override policy is also invalid when a rule would change a protected field
-(identity, ownership, our marks: :func:`federation.controllers.overrides.refusals`);
+(identity, ownership, our marks: :func:`federation.hub.overrides.refusals`);
 every such rule is named. A propagation policy that selects what the deny list
-keeps on the hub (:mod:`federation.controllers.deny`) gets a ``Denied``
+keeps on the hub (:mod:`federation.hub.deny`) gets a ``Denied``
 condition naming each rule and what it skips, and a Warning event; it stays
 valid for everything else it selects. A valid propagation policy whose
 ``schedulerName`` is not ours (``default-scheduler``) gets ``Scheduled=False``,
@@ -25,7 +25,8 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, deny, events, overrides, secrets, status
+from federation.controllers import events, secrets
+from federation.hub import api, deny, overrides, status
 from federation.placement import loader
 from federation.placement import policy as policy_
 from federation.runtime.reconcile import Request, Result, group_kind

@@ -28,7 +28,7 @@ from federation.contexts.cache import CachedResource, CacheSettings, ReadOnly
 from federation.contexts.client import ClusterClient, Resource
 from federation.contexts.clusters import Cluster
 from federation.contexts.scoped import Grants, ScopedInformer
-from federation.controllers import deny
+from federation.hub import deny
 from federation.rbac import roles
 
 log = logging.getLogger("federation.secrets")

@@ -55,13 +55,10 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError
 from federation.contexts.clusters import Cluster
 from federation.controllers import (
-    api,
     applications,
     cleanup,
-    deny,
     events,
     health,
-    manifests,
     membership,
     policies,
     propagation,
@@ -70,8 +67,8 @@ from federation.controllers import (
 from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
+from federation.hub import api, deny, manifests, reconfigure
 from federation.hub import policies as policies_
-from federation.hub import reconfigure
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, group_kind
 

@@ -275,7 +275,7 @@ class PropagationSpec(_Model):
     priority: counts.Int32 = 0
     failover: FailoverBehavior | None = None
     """How replicas move off a NotReady cluster; None: Karmada's defaults (see
-    :mod:`federation.controllers.failover`)."""
+    :mod:`federation.hub.failover`)."""
     conflict_resolution: Literal["Abort", "Overwrite"] = "Abort"
     """What propagation does with a member object it did not create: Abort (leave it,
     report the conflict) or Overwrite (take it over). Karmada's values and default."""

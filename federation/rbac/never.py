@@ -4,7 +4,7 @@ deny list.
 ``fedctl rbac``/``fedctl install --propagate-kinds`` refuse to grant any of these
 (:func:`federation.rbac.roles.parse_kind`), and they are the whole-kind rules of the
 propagation deny list that ``fedctl run`` starts from
-(:data:`federation.controllers.deny.DEFAULT_RULES`), so a policy selecting one gets a
+(:data:`federation.hub.deny.DEFAULT_RULES`), so a policy selecting one gets a
 ``Denied`` condition and nothing is ever watched or written. Each entry names the kind
 twice, as the two consumers spell it: by ``kind`` (the deny list matches objects) and by
 ``resource``, the plural (RBAC grants resources); ``*`` in both means every kind of the

@@ -16,10 +16,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.controllers import manifests
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref
+from federation.hub import manifests
 from federation.placement import loader
 from federation.placement import policy as policy_
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.controllers import deny, plan
-from federation.controllers import failover as failover_
-from federation.hub import records
+from federation.controllers import plan
+from federation.hub import deny, records
+from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import policy as policy_

@@ -1,12 +1,12 @@
 """Transformer: availableReplicas of each cluster for this template, from its MemberCluster's
-resource summary (see :mod:`federation.controllers.capacity`). A number the MemberCluster
+resource summary (see :mod:`federation.hub.capacity`). A number the MemberCluster
 states itself (``status.availableReplicas``) wins."""
 
 from __future__ import annotations
 
-from federation.controllers import capacity, status
 from federation.controllers.propagation.build import Build, Verdict
 from federation.controllers.propagation.context import TransformContext
+from federation.hub import capacity, status
 
 
 async def estimate_capacity(ctx: TransformContext, build: Build) -> Verdict | None:

@@ -19,10 +19,10 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import deny, scheduling
-from federation.controllers import failover as failover_
+from federation.controllers import disruption, scheduling
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation.settings import PropagationSettings
+from federation.hub import deny
 from federation.runtime.reconcile import group_kind
 
 JSON = dict[str, Any]
@@ -57,7 +57,7 @@ class TransformContext(Protocol):
     def scheduler(self) -> scheduling.Scheduler: ...
 
     @property
-    def failover(self) -> failover_.Failover: ...
+    def failover(self) -> disruption.Failover: ...
 
     @property
     def deny_list(self) -> deny.DenyList: ...
@@ -87,7 +87,7 @@ class CacheContext:
 
     def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
                  settings: PropagationSettings, scheduler: scheduling.Scheduler,
-                 failover: failover_.Failover) -> None:
+                 failover: disruption.Failover) -> None:
         self._mc = mc
         self._clusters = clusters
         self._kinds = kinds
@@ -108,7 +108,7 @@ class CacheContext:
         return self._scheduler
 
     @property
-    def failover(self) -> failover_.Failover:
+    def failover(self) -> disruption.Failover:
         return self._failover
 
     @property

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
-from federation.controllers import manifests, plan
+from federation.controllers import plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
+from federation.hub import manifests
 
 
 async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:

@@ -10,10 +10,10 @@ no copy changes; the binding says which are missing (``Scheduled=False``, reason
 
 from __future__ import annotations
 
-from federation.controllers import api
 from federation.controllers.propagation.build import Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref
+from federation.hub import api
 
 
 async def wait_for_overrides(ctx: TransformContext, build: Build) -> Verdict | None:

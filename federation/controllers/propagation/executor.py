@@ -15,7 +15,8 @@ from typing import Any
 
 from federation.contexts.client import ApiError
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api, deny, plan
+from federation.controllers import plan
+from federation.hub import api, deny
 
 JSON = dict[str, Any]
 

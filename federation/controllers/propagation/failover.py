@@ -1,13 +1,13 @@
 """Transformer: judge every cluster for this policy (ready, held, evicted) and show the
-engine that view; the rules are :mod:`federation.controllers.failover`'s. A held
+engine that view; the rules are :mod:`federation.hub.failover`'s. A held
 cluster's deadline, or a move the disruption budget cannot take yet, is a requeue
 verdict, not a call to the queue."""
 
 from __future__ import annotations
 
-from federation.controllers import failover as rules
 from federation.controllers.propagation.build import Build, Verdict, requeue
 from federation.controllers.propagation.context import TransformContext
+from federation.hub import failover as rules
 from federation.placement import resources as resources_
 from federation.runtime.reconcile import group_kind
 

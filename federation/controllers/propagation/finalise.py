@@ -23,11 +23,11 @@ from collections.abc import Collection, Sequence
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
-from federation.controllers import manifests, plan
+from federation.controllers import plan
 from federation.controllers.propagation import preserve, propagate_deps
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition
-from federation.hub import records
+from federation.hub import manifests, records
 
 
 async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.controllers import api
 from federation.controllers.propagation.build import Build, Verdict
 from federation.controllers.propagation.context import Member, TransformContext
+from federation.hub import api
 from federation.hub import clusters as hub_clusters
 from federation.placement import clusters as clusters_
 

@@ -8,7 +8,7 @@ The policy that claimed the template turning invalid (a typo in an edit) is a pr
 not an absence: the template stops with ``Scheduled=False``, reason ``PolicyInvalid``,
 and its copies stay as they are (an edit gone wrong must not empty the fleet).
 
-An object on the deny list (:mod:`federation.controllers.deny`) is treated as if no
+An object on the deny list (:mod:`federation.hub.deny`) is treated as if no
 policy selected it (the reconciler reports it once on the policy); no policy at all
 stops the chain: the reconciler then removes whatever this template had placed, or,
 when a ``policy.karmada.io`` policy had claimed it, leaves it unclaimed (:mod:`.unclaimed`).
@@ -19,10 +19,9 @@ from __future__ import annotations
 import pydantic
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import api, deny
 from federation.controllers.propagation.build import STOP, Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
-from federation.hub import policies
+from federation.hub import api, deny, policies
 from federation.placement import matching
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_

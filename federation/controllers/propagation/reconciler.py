@@ -27,8 +27,7 @@ from federation.contexts.client import (
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import api, bindings, deny, events, plan, scheduling, status
-from federation.controllers import failover as failover_
+from federation.controllers import disruption, events, plan, scheduling
 from federation.controllers.kinds import KindTracker
 from federation.controllers.propagation import (
     activation,
@@ -57,7 +56,7 @@ from federation.controllers.propagation import (
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
-from federation.hub import records
+from federation.hub import api, bindings, deny, records, status
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
@@ -109,7 +108,7 @@ class Reconciler:
                                                    kinds.own_writes.wrote)
         self.scheduler = scheduling.Scheduler(self.settings.schedule_budget,
                                               self.settings.schedule_threads)
-        self.failover = failover_.Failover()
+        self.failover = disruption.Failover()
         self.context: TransformContext = CacheContext(mc, clusters, kinds, self.settings,
                                                       self.scheduler, self.failover)
         self.expectations = expectations.Expectations(self.failover.clock)

@@ -34,11 +34,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import manifests, plan
+from federation.controllers import plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.propagate_deps import KINDS as DEPENDENCY_KINDS
-from federation.hub import reconfigure
+from federation.hub import manifests, reconfigure
 
 FIELD = "configHeld"
 """The binding spec field listing the held copies: ``[{cluster, kind, name, policy}]``."""
@@ -63,7 +63,7 @@ async def stamp_restarts(ctx: TransformContext, build: Build) -> Verdict | None:
 def stamped(desired: JSON, version: str, uid: str) -> JSON:
     """``desired`` with the pod template's config-version annotation set to ``version``.
     Copy-on-write along the path: the rest of the pod template may be shared with the
-    cached template (see :func:`federation.controllers.manifests.render`); ``desired``
+    cached template (see :func:`federation.hub.manifests.render`); ``desired``
     itself is not changed. Marked again, so the applied hash covers the stamp and a
     changed stamp is a write."""
     spec = dict(desired.get("spec") or {})

@@ -3,7 +3,7 @@
 The template's ResourceBinding (spec and status in one object: the CRD has no status
 subresource, so a create carries its status) and, for workload kinds, the template's
 status. Both are written only when something anyone acts on changed
-(:func:`~federation.controllers.bindings.same_record`, :func:`template_status_write`):
+(:func:`~federation.hub.bindings.same_record`, :func:`template_status_write`):
 a reconcile that changes nothing writes nothing, and a new template costs one binding
 create, then one template status and one binding write when its copies turn ready.
 Events follow the Kubernetes event correlator's spirit: a first placement and a routine
@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import bindings, events, plan, status
+from federation.controllers import events, plan
 from federation.controllers.propagation import propagate_deps, reconfigure, unclaimed
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
+from federation.hub import bindings, status
 from federation.placement import decision as decision_
 
 RECORD_KEYS = ("dependencies", propagate_deps.AWAITED, "preserveResourcesOnDeletion",

@@ -1,7 +1,7 @@
 """Transformer: per-cluster manifests (replicas, overrides, ownership marks).
 
 An override policy that would change a protected field (see
-:func:`federation.controllers.overrides.refusals`) stops the template
+:func:`federation.hub.overrides.refusals`) stops the template
 (``Applied=False``, ``OverrideRefused``); so does one that does not parse and may select
 it (``OverrideInvalid``: its copies stay as they were, never rewritten without it); copy
 vertices also carry the template's identity, which the executor checks before writing.
@@ -17,11 +17,10 @@ import dataclasses
 import pydantic
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import api, manifests, overrides
 from federation.controllers.propagation.build import Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import template_resource
-from federation.hub import parsed
+from federation.hub import api, manifests, overrides, parsed
 from federation.placement import matching
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_

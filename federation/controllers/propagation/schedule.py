@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from federation.controllers import api, scheduling
+from federation.controllers import scheduling
 from federation.controllers.propagation.build import Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref, template_resource
-from federation.hub import records
+from federation.hub import api, records
 from federation.placement import engine
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_

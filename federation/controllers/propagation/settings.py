@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from federation.controllers import deny
+from federation.hub import deny
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,10 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import bindings, status
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
-from federation.hub import records
+from federation.hub import bindings, records, status
 from federation.placement import policy as policy_
 
 FIELD = "whenUnclaimed"

@@ -33,7 +33,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.contexts.cache import Event
-from federation.controllers import api
 from federation.controllers.reconfigure import constraints
 from federation.controllers.reconfigure.reconciler import Reconciler
 from federation.controllers.reconfigure.sandbox import Analyses, Sandbox
@@ -48,6 +47,7 @@ from federation.controllers.reconfigure.view import (
     StatusWriter,
     UpgradeAnswer,
 )
+from federation.hub import api
 from federation.hub import reconfigure as hub_api
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, group_kind

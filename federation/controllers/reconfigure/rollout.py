@@ -29,9 +29,9 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.controllers import status as conditions_
 from federation.controllers.reconfigure.load import Refusal
 from federation.controllers.reconfigure.plan import ClusterPlan, strongest
+from federation.hub import status as conditions_
 from federation.reconfigure.diff import Action
 
 JSON = dict[str, Any]

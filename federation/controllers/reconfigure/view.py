@@ -25,9 +25,8 @@ from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import api
+from federation.hub import api, records
 from federation.hub import reconfigure as hub_api
-from federation.hub import records
 
 JSON = dict[str, Any]
 SECRETS = Resource("", "v1", "secrets", "Secret")

@@ -10,7 +10,8 @@ import pytest
 
 from federation.contexts import client as kube
 from federation.contexts.client import Resource
-from federation.controllers import api, applications
+from federation.controllers import applications
+from federation.hub import api
 from federation.runtime.reconcile import Request
 from tests.unit.controllers import fakes
 

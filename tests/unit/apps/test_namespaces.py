@@ -19,7 +19,8 @@ from federation.cli import cli
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event
 from federation.contexts.client import NAMESPACES
-from federation.controllers import api, applications, manifests
+from federation.controllers import applications
+from federation.hub import api, manifests
 from federation.placement import clusters as clusters_
 from tests.unit.apps.test_controller import MC, REQUEST, Clock, app, must, set_app
 from tests.unit.controllers import fakes

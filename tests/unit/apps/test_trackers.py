@@ -10,7 +10,8 @@ from typing import Any, cast
 from federation.apps import tracker
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache
-from federation.controllers import api, applications, manifests
+from federation.controllers import applications
+from federation.hub import api, manifests
 from federation.runtime import controller
 from federation.runtime.reconcile import Request
 from tests.unit.apps.test_controller import MC, REQUEST, Clock, app, must, ready_everywhere, set_app

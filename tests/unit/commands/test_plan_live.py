@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from federation.commands import get_clusters, plan_live
-from federation.controllers import failover
+from federation.hub import failover
 from federation.placement import loader
 
 MEMBERS = ("member1", "member2", "member3")

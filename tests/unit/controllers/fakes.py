@@ -19,10 +19,10 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
-from federation.controllers import api, propagation
 from federation.controllers import kinds as kinds_
+from federation.controllers import propagation
 from federation.controllers.propagation import propagate_deps
-from federation.hub import reconfigure
+from federation.hub import api, reconfigure
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
@@ -285,15 +285,14 @@ class FakeContext:
                  copies: dict[str, JSON | None] | None = None,
                  failover: Any = None, now: float = 0.0,
                  settings: propagation.PropagationSettings | None = None) -> None:
-        from federation.controllers import failover as failover_
-        from federation.controllers import scheduling
+        from federation.controllers import disruption, scheduling
 
         self.lists = lists or {}
         self.copies = copies or {}
         self.down: set[str] = set()
         self._members = [propagation.Member(m, False, True) for m in members]
         self._settings = settings or propagation.PropagationSettings()
-        self._failover = failover or failover_.Failover(clock=lambda: now)
+        self._failover = failover or disruption.Failover(clock=lambda: now)
         self._scheduler = scheduling.Scheduler(5.0, 1)
         self._now = now
 

@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from federation.commands import join, run
 from federation.contexts import client as kube
 from federation.contexts.multicluster import ListResult
-from federation.controllers import api, deny, kinds, plan, policies, propagation, setup
+from federation.controllers import kinds, plan, policies, propagation, setup
 from federation.controllers.propagation import load_policy, render
+from federation.hub import api, deny
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import loader

@@ -8,7 +8,8 @@ from typing import Any, cast
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event
-from federation.controllers import manifests, setup
+from federation.controllers import setup
+from federation.hub import manifests
 from federation.runtime.reconcile import Request
 from tests.unit.controllers.test_outages import RecordingManager
 

@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from federation.controllers import capacity, failover
+from federation.controllers import disruption
+from federation.hub import capacity, failover
 from federation.placement import clusters as clusters_
 from federation.placement import engine
 from federation.placement import policy as policy_
@@ -193,7 +194,7 @@ class Clock:
 
 def test_budget_caps_replicas_moving_fleet_wide() -> None:
     """Moves are admitted while they fit; the next waits until one is released."""
-    budget = failover.DisruptionBudget(10, 300, Clock())
+    budget = disruption.DisruptionBudget(10, 300, Clock())
     assert budget.admit("a", 6)
     assert budget.admit("b", 4)
     assert not budget.admit("c", 1)
@@ -204,7 +205,7 @@ def test_budget_caps_replicas_moving_fleet_wide() -> None:
 
 def test_budget_lets_an_oversized_move_go_alone() -> None:
     """A template larger than the whole budget is not starved: it moves when nothing else does."""
-    budget = failover.DisruptionBudget(10, 300, Clock())
+    budget = disruption.DisruptionBudget(10, 300, Clock())
     assert budget.admit("big", 40)
     assert not budget.admit("small", 1)
     budget.release("big")
@@ -214,7 +215,7 @@ def test_budget_lets_an_oversized_move_go_alone() -> None:
 
 def test_budget_admits_the_same_template_again() -> None:
     """Asking again for a move already admitted costs nothing more."""
-    budget = failover.DisruptionBudget(10, 300, Clock())
+    budget = disruption.DisruptionBudget(10, 300, Clock())
     assert budget.admit("a", 6)
     assert budget.admit("a", 6)
     assert budget.in_use == 6
@@ -223,7 +224,7 @@ def test_budget_admits_the_same_template_again() -> None:
 def test_budget_leases_expire() -> None:
     """A move that never finishes gives its budget back after the lease timeout."""
     clock = Clock()
-    budget = failover.DisruptionBudget(5, 300, clock)
+    budget = disruption.DisruptionBudget(5, 300, clock)
     assert budget.admit("stuck", 5)
     clock.now = 301
     assert budget.in_use == 0

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import failover, plan, propagation
+from federation.controllers import disruption, plan, propagation
 from federation.controllers.propagation import eviction
 from federation.controllers.propagation import failover as transformers
+from federation.hub import failover
 from federation.placement import clusters as clusters_
 from federation.placement import policy as policy_
 from tests.unit.controllers.fakes import FakeContext
@@ -16,8 +17,8 @@ T0 = 1_700_000_000.0
 
 
 def context(members: list[dict[str, Any]], budget: int = 100) -> FakeContext:
-    return FakeContext(failover=failover.Failover(
-        failover.FailoverSettings(max_moving_replicas=budget), clock=lambda: T0 + 60),
+    return FakeContext(failover=disruption.Failover(
+        disruption.FailoverSettings(max_moving_replicas=budget), clock=lambda: T0 + 60),
         now=T0 + 60)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from federation.contexts import client as kube
-from federation.controllers import manifests
+from federation.hub import manifests
 from tests.unit.controllers.fakes import FakeContext, config_map
 from tests.unit.controllers.frozen import freeze
 

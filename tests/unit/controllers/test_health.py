@@ -7,7 +7,8 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
 from federation.contexts.health import Health
-from federation.controllers import api, failover, health
+from federation.controllers import health
+from federation.hub import api, failover
 from federation.runtime.reconcile import Request, Result
 from tests.unit.contexts import probes
 from tests.unit.controllers.fakes import FakeMC, FakeRecorder, cluster_set

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from federation.contexts.client import Resource
-from federation.controllers import capacity, propagation
+from federation.controllers import propagation
+from federation.hub import capacity
 
 
 def member(available: Any) -> dict[str, Any]:

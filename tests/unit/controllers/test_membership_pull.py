@@ -13,7 +13,8 @@ import pytest
 from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
 from federation.contexts.credentials import ExecAllowlist
-from federation.controllers import api, membership
+from federation.controllers import membership
+from federation.hub import api
 from federation.runtime.reconcile import Request
 from federation.work import identity
 from federation.work.server import WorkServer

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from federation.contexts.client import ClusterUnavailable
-from federation.controllers import bindings, cleanup, manifests
+from federation.controllers import cleanup
+from federation.hub import bindings, manifests
 from tests.unit.controllers.fakes import (
     MEMBERS,
     FakeMC,
@@ -189,3 +190,24 @@ async def test_failed_placement_still_cleans_what_it_inherited() -> None:
     assert await r.reconcile(request_for(template)) is None
     assert mc.find("member2", "ConfigMap", "f", "shop") is None
     assert pending_of(mc, "f") == []
+
+
+@pytest.mark.parametrize("spec", [
+    {"pendingCleanup": "member2"},  # a string: read as a list, its letters became clusters
+    {"resource": {"apiVersion": "v1", "kind": "ConfigMap"}},  # no name: nothing to look up
+])
+async def test_cleanup_never_acts_on_a_malformed_binding(spec: dict[str, Any]) -> None:
+    """Someone who can write bindings in a namespace writes a leftover whose spec has the
+    wrong shape: the clean-up writes nothing (no patch of the record, no member delete) and
+    leaves the binding and the member copy as they are."""
+    mc = fleet_with_leftover("f", MEMBERS)
+    mc.set_down("member2", False)
+    hostile = leftover_binding("f", ["member2"])
+    hostile["spec"].update(spec)
+    stored = mc.put("hub", hostile)
+    result = await cleanup.Reconciler(mc, "hub", FakeRecorder()).reconcile(  # type: ignore[arg-type]
+        request_for(hostile))
+    assert result is None
+    assert mc.writes == []
+    assert mc.find("hub", "ResourceBinding", "f-configmap", "shop") == stored
+    assert mc.find("member2", "ConfigMap", "f", "shop") is not None

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from federation.controllers import api, manifests, overrides, policies
+from federation.controllers import policies
+from federation.hub import api, manifests, overrides
 from federation.placement import clusters
 
 MEMBER1 = clusters.Cluster(name="member1")

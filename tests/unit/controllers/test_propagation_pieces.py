@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from federation.controllers import bindings, manifests, plan, propagation, status
+from federation.controllers import plan, propagation
+from federation.hub import bindings, manifests, status
 from federation.placement import decision, loader
 
 

@@ -13,8 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from federation.cli import cli
-from federation.controllers import overrides
-from federation.hub import karmada_crds
+from federation.hub import karmada_crds, overrides
 from federation.placement import clusters, engine, loader, matching, resources
 from federation.placement import policy as policy_
 

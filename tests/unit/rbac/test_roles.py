@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from federation.contexts import client as kube
-from federation.controllers import api, deny, health, install, status
+from federation.controllers import health, install
+from federation.hub import api, deny, status
 from federation.local import pki
 from federation.rbac import never, roles
 

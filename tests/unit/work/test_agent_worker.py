@@ -136,7 +136,7 @@ async def test_only_discovery_paths_are_served_to_the_hub(tmp_path: Path) -> Non
 
 
 def marked(name: str, image: str) -> dict[str, Any]:
-    from federation.controllers import manifests
+    from federation.hub import manifests
 
     body = {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "namespace": "shop"},

@@ -4,8 +4,9 @@ copy; a foreign object is a conflict; unreadable members are noted, not guessed.
 from __future__ import annotations
 
 from federation.contexts import client as kube
-from federation.controllers import manifests, plan, propagation
+from federation.controllers import plan, propagation
 from federation.controllers.propagation.copies import plan_copies
+from federation.hub import manifests
 from federation.placement import loader
 from tests.unit.controllers.fakes import (
     JSON,

@@ -8,8 +8,9 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.controllers import api, manifests, plan, propagation
+from federation.controllers import plan, propagation
 from federation.controllers.propagation.dependencies import plan_dependencies
+from federation.hub import api, manifests
 from tests.unit.controllers.fakes import JSON, FakeContext, config_map
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget")

@@ -6,6 +6,7 @@ them there. Whole reconciles against the in-memory fleet."""
 from __future__ import annotations
 
 from federation.controllers import cleanup
+from federation.hub import bindings
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeRecorder,
@@ -105,6 +106,6 @@ async def test_a_recreated_templates_dependency_is_not_deleted_by_a_stale_clean_
     assert stale is not None
     again = mc.put("hub", mounting("app-config"))
     await reconciler(mc).reconcile(request_for(again))
-    assert await leftovers._finish(stale, "member2") is True
+    assert await leftovers._finish(stale, bindings.BindingRecord.of(stale), "member2") is True
     assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
     assert mc.find("member2", "Deployment", "web", "shop") is not None

@@ -3,7 +3,8 @@ orphaned template's copies stay; clusters that left the fleet do not block the r
 
 from __future__ import annotations
 
-from federation.controllers import api, manifests, propagation
+from federation.controllers import propagation
+from federation.hub import api, manifests
 from tests.unit.controllers.fakes import (
     FakeMC,
     cluster_set,

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from federation.contexts import client as kube
-from federation.controllers import manifests
 from federation.controllers.propagation import dependent_overrides, propagate_deps
 from federation.controllers.propagation.build import Build, Problem
+from federation.hub import manifests
 from federation.placement import loader
 from tests.unit.controllers.fakes import (
     FakeContext,
@@ -555,8 +555,8 @@ async def test_suspension_also_holds_back_dependencies() -> None:
 async def test_a_kind_denied_whole_is_never_read_as_a_dependency() -> None:
     """--propagation-deny core/Secret: a mounted Secret stops the workload before the hub's
     Secrets are even read."""
-    from federation.controllers import deny
     from federation.controllers.propagation import PropagationSettings
+    from federation.hub import deny
 
     class Watching(FakeMC):
         async def get(self, resource: Any, *args: Any, **kwargs: Any) -> Any:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import api, bindings, policies, propagation
+from federation.controllers import policies, propagation
 from federation.controllers.propagation.load_policy import load_policy
 from federation.controllers.propagation.render import load_overrides
 from federation.controllers.propagation.schedule import peers, schedule
+from federation.hub import api, bindings
 from federation.placement import clusters as clusters_
 from federation.placement import loader
 from federation.placement import policy as policy_

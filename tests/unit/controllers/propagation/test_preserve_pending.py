@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 
 from federation.contexts.client import ClusterUnavailable
-from federation.controllers import cleanup, manifests
+from federation.controllers import cleanup
 from federation.controllers.propagation import preserve
 from federation.controllers.propagation.reconciler import Reconciler
+from federation.hub import manifests
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeRecorder,

@@ -3,8 +3,9 @@ templates an earlier version marked, kinds it does not track."""
 
 from __future__ import annotations
 
-from federation.controllers import deny, propagation
+from federation.controllers import propagation
 from federation.controllers.propagation.reconciler import LEGACY_FINALIZER
+from federation.hub import deny
 from federation.runtime.reconcile import Request, Result
 from tests.unit.controllers.fakes import (
     MEMBERS,

@@ -13,10 +13,10 @@ from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
-from federation.controllers import manifests, plan, setup
+from federation.controllers import plan, setup
 from federation.controllers.propagation import Build, propagate_deps
 from federation.controllers.propagation import reconfigure as transformer
-from federation.hub import reconfigure
+from federation.hub import manifests, reconfigure
 from federation.runtime.reconcile import Request
 from tests.unit.controllers.fakes import (
     FakeContext,

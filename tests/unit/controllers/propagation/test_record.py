@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import plan, propagation, status
+from federation.controllers import plan, propagation
 from federation.controllers.propagation import record
+from federation.hub import status
 from federation.placement import decision as decision_
 from tests.unit.controllers.fakes import (
     JSON,

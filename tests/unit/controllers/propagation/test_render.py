@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from federation.contexts import client as kube
-from federation.controllers import manifests, propagation
+from federation.controllers import propagation
 from federation.controllers.propagation.render import load_overrides, render
+from federation.hub import manifests
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import loader

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from federation.contexts.client import ClusterUnavailable
-from federation.controllers import manifests
 from federation.controllers.propagation import unclaimed
 from federation.controllers.propagation.reconciler import Reconciler
+from federation.hub import manifests
 from federation.runtime.reconcile import Result
 from tests.unit.controllers.fakes import (
     FakeMC,

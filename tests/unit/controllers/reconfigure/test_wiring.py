@@ -6,8 +6,9 @@ from typing import Any, cast
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event, Informer
-from federation.controllers import api, setup
+from federation.controllers import setup
 from federation.controllers.reconfigure import POLICY_KIND, Wiring, view
+from federation.hub import api
 from federation.hub import reconfigure as hub_api
 from federation.runtime.reconcile import Request
 from tests.unit.controllers.test_outages import RecordingManager

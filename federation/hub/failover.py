@@ -1,10 +1,10 @@
-"""Failover: when the replicas of a NotReady cluster move, how many at once, and when old copies go.
+"""Failover rules: when the replicas of a NotReady cluster move, and when old copies go.
 
 The health controller (:mod:`federation.controllers.health`) marks a member
 that stops answering ``Ready=False`` and taints it twice, both keyed
 ``cluster.federation.io/not-ready``: ``NoSchedule`` (nothing new goes there)
-and ``NoExecute`` with ``timeAdded`` (the clock failover runs on). This module
-decides, per template, what the placement engine is shown:
+and ``NoExecute`` with ``timeAdded`` (the clock failover runs on). This module's
+pure rules decide, per template, what the placement engine is shown:
 
 - **ready**: the cluster as it is;
 - **held**: not ready, but its replicas stay: the engine sees it ready with a
@@ -23,12 +23,9 @@ everything whenever it lost sight of a cluster would turn a network blip on
 its own side into a fleet-wide reshuffle. Other NoExecute taints (a user's)
 keep Kubernetes semantics in the engine.
 
-Moving is bounded fleet-wide by a :class:`DisruptionBudget`: at most
-``max_moving_replicas`` replicas in motion at once, across every template.
-A template whose move does not fit waits (held, retried shortly), so a big
-outage drains in waves instead of a stampede. One template larger than the
-whole budget moves alone. The budget is kept in memory by the leader; a new
-leader starts with an empty one (moves in flight then finish unaccounted).
+Moving is bounded fleet-wide by the disruption budget
+(:mod:`federation.controllers.disruption`, the one piece of failover that
+keeps state): a template whose move does not fit waits, held.
 
 Graceful eviction: the old copies on an evicted cluster are deleted only when
 the new copies elsewhere are ready, or ``gracePeriodSeconds`` after the
@@ -43,40 +40,19 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import logging
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.controllers import status
+from federation.hub import status
 from federation.placement import clusters as clusters_
 from federation.placement import policy as policy_
 from federation.placement import selection
 
-log = logging.getLogger("federation.failover")
 JSON = dict[str, Any]
 
 NOT_READY_TAINT = "cluster.federation.io/not-ready"
 """The key of both taints the health controller puts on a NotReady cluster."""
 FOREVER = -1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class FailoverSettings:
-    max_moving_replicas: int = 100
-    """Fleet-wide replicas in motion at once. A member of a few hundred replicas
-    fails over in a few waves, each wave quick (the simulator readies a replica in
-    about a second; real clusters in tens of seconds), while a fleet-wide outage
-    cannot ask every survivor to start everything at once."""
-    lease_timeout: float = 300.0
-    """Seconds a move holds budget at most: a move whose new copies never become
-    ready (no room anywhere) must not block every other move for ever."""
-    budget_retry: float = 2.0
-    """Seconds before a template refused by the budget asks again."""
-    grace_period: float = 600.0
-    """Default ``gracePeriodSeconds`` of graceful eviction (Karmada's graceful
-    eviction timeout is also 10 minutes): old copies go as soon as the new ones are
-    ready, this is only the bound when they never are."""
 
 
 class State(enum.Enum):
@@ -111,9 +87,6 @@ class Outcome:
     def evicted(self) -> dict[str, float]:
         return {name: j.evicted_at or 0.0 for name, j in self.judgements.items()
                 if j.state is State.EVICTED}
-
-
-# -- pure rules ----------------------------------------------------------------------------
 
 
 def parse_time(value: Any) -> float | None:
@@ -223,57 +196,3 @@ def copies_ready(desired: Mapping[str, Mapping[str, Any]],
                 or status.health(copy) != "Healthy":
             return False
     return True
-
-
-class DisruptionBudget:
-    """Fleet-wide replicas in motion, by template key; see the module docstring."""
-
-    def __init__(self, max_moving: int, lease_timeout: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_moving = max_moving
-        self.lease_timeout = lease_timeout
-        self.clock = clock
-        self.moving: dict[str, tuple[int, float]] = {}
-
-    @property
-    def in_use(self) -> int:
-        self._expire()
-        return sum(n for n, _ in self.moving.values())
-
-    def _expire(self) -> None:
-        now = self.clock()
-        for key, (_, started) in list(self.moving.items()):
-            if now - started > self.lease_timeout:
-                log.warning("disruption budget: move of %s not done after %.0fs; released",
-                            key, self.lease_timeout)
-                del self.moving[key]
-
-    def admit(self, key: str, replicas: int) -> bool:
-        """Reserve ``replicas`` moving for ``key``; False when the budget cannot take them now."""
-        used = self.in_use
-        if key in self.moving:
-            held, started = self.moving[key]
-            if replicas <= held or used - held + replicas <= self.max_moving:
-                self.moving[key] = (max(held, replicas), started)
-                return True
-            return False
-        if used + replicas <= self.max_moving or used == 0:
-            self.moving[key] = (replicas, self.clock())
-            return True
-        return False
-
-    def release(self, key: str) -> None:
-        self.moving.pop(key, None)
-
-
-class Failover:
-    """Per-process failover state: the budget and its clock. Revisiting a template later is
-    a transformer's requeue verdict, not this object's business."""
-
-    def __init__(self, settings: FailoverSettings | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
-        self.settings = settings or FailoverSettings()
-        self.budget = DisruptionBudget(self.settings.max_moving_replicas,
-                                       self.settings.lease_timeout)
-        self.clock = clock
-

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from federation.controllers import overrides
+from federation.hub import overrides
 from federation.placement import clusters, resources
 
 MEMBER2 = clusters.Cluster(name="member2", region="eu-west-1", provider="gcp",

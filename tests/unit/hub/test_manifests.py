@@ -5,7 +5,7 @@ import hashlib
 import json
 from typing import Any
 
-from federation.controllers import manifests
+from federation.hub import manifests
 
 
 def hub_service() -> dict[str, Any]:

@@ -30,15 +30,171 @@ moment one record holds the list.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.client import Resource
-from federation.controllers import api, status
-from federation.hub import records
+from federation.hub import api, records, status
 from federation.placement import decision as decision_
 
 JSON = dict[str, Any]
+
+
+class BindingError(ValueError):
+    """A binding's spec field has the wrong shape (the CRD leaves the spec schemaless, so
+    anyone allowed to write a binding can write anything there)."""
+
+
+def _mapping(value: Any, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BindingError(f"spec.{field} is not an object" if field else "spec is not an object")
+    return value
+
+
+def _items(value: Any, field: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise BindingError(f"spec.{field} is not a list")
+    return value
+
+
+def _string(value: Any, field: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BindingError(f"spec.{field} is not a string")
+    return value
+
+
+def _flag(value: Any, field: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BindingError(f"spec.{field} is not true or false")
+    return value
+
+
+_REF_KEYS = (("api_version", "apiVersion"), ("kind", "kind"), ("namespace", "namespace"),
+             ("name", "name"), ("uid", "uid"))
+
+
+@dataclasses.dataclass(frozen=True)
+class TemplateRef:
+    """``spec.resource``: the template a binding records ("" where a field is absent)."""
+
+    api_version: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    uid: str = ""
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> TemplateRef:
+        fields = _mapping(obj, "resource")
+        unknown = sorted(set(fields) - {key for _, key in _REF_KEYS})
+        if unknown:
+            raise BindingError(f"spec.resource has unknown field {unknown[0]!r}")
+        return cls(**{attr: _string(fields.get(key), f"resource.{key}")
+                      for attr, key in _REF_KEYS})
+
+    def to_obj(self) -> JSON:
+        """The fields that are set, as the writer (:func:`binding`) leaves out empty ones."""
+        return {key: getattr(self, attr) for attr, key in _REF_KEYS if getattr(self, attr)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """One entry of ``spec.clusters``: a chosen cluster and its replicas (0: a kind
+    without replicas, or a decision that names clusters only)."""
+
+    name: str
+    replicas: int = 0
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> Placed:
+        entry = _mapping(obj, "clusters[]")
+        unknown = sorted(set(entry) - {"name", "replicas"})
+        if unknown:
+            raise BindingError(f"spec.clusters[] has unknown field {unknown[0]!r}")
+        name = _string(entry.get("name"), "clusters[].name")
+        replicas = entry.get("replicas", 0)
+        if not name:
+            raise BindingError("spec.clusters[] has no name")
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise BindingError("spec.clusters[].replicas is not a whole number >= 0")
+        return cls(name, replicas)
+
+    def to_obj(self) -> JSON:
+        return {"name": self.name, "replicas": self.replicas}
+
+
+_TYPED = frozenset({"resource", "templateDeleted", "pendingCleanup", "clusters", "orphan",
+                    "policy"})
+
+
+@dataclasses.dataclass(frozen=True)
+class BindingRecord:
+    """A ResourceBinding's spec, typed: what the controllers act on, read once.
+
+    The fields every reader shares are typed here; the rest (the decision's summary and
+    explanation, affinity groups, what Karmada's behaviour fields need remembered) belong to
+    the modules that write them and are kept verbatim in :attr:`others`, so
+    ``from_obj(spec).to_obj()`` loses nothing the writer put there. A field of the wrong
+    shape raises :class:`BindingError` naming it: a record nobody can read is never acted on.
+    """
+
+    resource: TemplateRef = TemplateRef()
+    template_deleted: bool = False
+    """The template is gone; the binding stays only until :attr:`pending_cleanup` is empty."""
+    pending_cleanup: tuple[str, ...] = ()
+    """Clusters still holding a copy to delete, in the order recorded."""
+    clusters: tuple[Placed, ...] = ()
+    """The decision: where the template is placed and with how many replicas."""
+    orphan: bool = False
+    """Copies stay when the template (or its policy) goes."""
+    policy: str | None = None
+    """The placing policy as the writer names it (``<kind> <reference>``)."""
+    others: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Every other spec field, as written."""
+
+    @classmethod
+    def of(cls, binding: Mapping[str, Any] | None) -> BindingRecord:
+        """The record of a whole binding object (an absent binding: the empty record)."""
+        return cls.from_obj((binding or {}).get("spec"))
+
+    @classmethod
+    def from_obj(cls, spec: Any) -> BindingRecord:
+        """The record of a binding's ``spec``; raises :class:`BindingError` naming a
+        malformed field."""
+        fields = _mapping(spec, "")
+        policy = fields.get("policy")
+        return cls(
+            resource=TemplateRef.from_obj(fields.get("resource")),
+            template_deleted=_flag(fields.get("templateDeleted"), "templateDeleted"),
+            pending_cleanup=tuple(_string(c, "pendingCleanup[]") for c in
+                                  _items(fields.get("pendingCleanup"), "pendingCleanup")),
+            clusters=tuple(Placed.from_obj(c) for c in
+                           _items(fields.get("clusters"), "clusters")),
+            orphan=_flag(fields.get("orphan"), "orphan"),
+            policy=None if policy is None else _string(policy, "policy"),
+            others={k: v for k, v in fields.items() if k not in _TYPED})
+
+    def to_obj(self) -> JSON:
+        """The spec as :func:`binding` writes it: ``orphan`` and ``policy`` only when set."""
+        spec: JSON = {"resource": self.resource.to_obj(),
+                      "templateDeleted": self.template_deleted,
+                      "pendingCleanup": list(self.pending_cleanup),
+                      "clusters": [placed.to_obj() for placed in self.clusters]}
+        if self.orphan:
+            spec["orphan"] = True
+        if self.policy is not None:
+            spec["policy"] = self.policy
+        spec.update(self.others)
+        return spec
 
 
 def binding_name(template: Mapping[str, Any]) -> str:

@@ -68,7 +68,7 @@ import yaml
 from pydantic import Field
 from typing_extensions import TypeAliasType
 
-from federation.controllers import manifests
+from federation.hub import manifests
 from federation.placement import clusters as clusters_
 from federation.placement import loader, matching, selection
 from federation.placement import policy as policy_
