@@ -54,6 +54,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The source label names a public https address only, without credentials: not a local
+# path (a CI clone's origin), and never a token a remote URL may carry (https://u:token@host).
+public_source_url() {
+    case "$1" in
+        https://*) printf '%s\n' "$1" | sed -E 's#^https://[^/@]*@#https://#' ;;
+        *) echo ;;
+    esac
+}
+
 have_image() { "${buildah[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
 # Commit the directory tree $2 as a one-layer image named $1.
@@ -140,7 +149,7 @@ if [ -n "$runtime_job" ]; then wait "$runtime_job"; runtime_job=; fi
 log "bases ready in $(( $(date +%s) - started ))s; building the Containerfile"
 
 revision=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-source_url=$(git config --get remote.origin.url 2>/dev/null || true)
+source_url=$(public_source_url "$(git config --get remote.origin.url 2>/dev/null || true)")
 # The builder's RUN steps trust what this machine trusts (a TLS-intercepting proxy's CA in
 # the host's store, say): the host's bundle is mounted for those steps only, never copied.
 trust=()
