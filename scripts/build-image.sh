@@ -63,6 +63,12 @@ public_source_url() {
     esac
 }
 
+# Run a chatty command with its output in a log, shown only if it fails.
+quietly() {
+    local log=$1; shift
+    "$@" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+}
+
 have_image() { "${buildah[@]}" inspect --type image "$1" >/dev/null 2>&1; }
 
 # Commit the directory tree $2 as a one-layer image named $1.
@@ -80,8 +86,9 @@ commit_tree() {
 make_builder_base() {
     local tree="$out/rootfs-builder"
     rm -rf "$tree"
-    mmdebstrap --quiet --variant=apt --include=ca-certificates,python3,python3-venv \
-        --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata "$suite" "$tree" >/dev/null
+    quietly "$out/mmdebstrap-builder.log" mmdebstrap --quiet --variant=apt \
+        --include=ca-certificates,python3,python3-venv \
+        --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata "$suite" "$tree"
     rm -rf "$tree"/dev/*
     commit_tree "$builder_base" "$tree"
     rm -rf "$tree"
@@ -90,8 +97,8 @@ make_builder_base() {
 make_runtime_base() {
     local tree="$out/rootfs-runtime" debs pkg deb dir
     rm -rf "$tree"
-    mmdebstrap --quiet --variant=extract --include="$runtime_packages" \
-        --skip=cleanup/apt/cache "$suite" "$tree"
+    quietly "$out/mmdebstrap-runtime.log" mmdebstrap --quiet --variant=extract \
+        --include="$runtime_packages" --skip=cleanup/apt/cache "$suite" "$tree"
     debs="$tree/var/cache/apt/archives"
     # One program: python3.11. The others came with the packages' dependencies for their
     # maintainer scripts, which never run here (install-info, debconf, the openssl CLI).
