@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 FEDCTL := $(BIN)/fedctl
 
-.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest
+.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image
 
 # Installs are reproducible: every package (runtime and dev) comes from requirements.lock,
 # exact versions with their hashes, and the project itself is installed without resolving
@@ -62,6 +62,13 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## The container image from the Containerfile, here with no Docker engine (buildah, and bases
+## made from Debian's packages; root): build/image/fedctl-<version>.oci.tar. Elsewhere:
+## `docker build -f Containerfile .`. tests/image build it too and run it (docs/install.md).
+image:
+	scripts/system-deps.sh
+	scripts/build-image.sh
 
 down: $(VENV)/.installed
 	$(FEDCTL) local down

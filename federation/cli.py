@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("federation.commands.run:run", "Run the federation control plane."),
     "unjoin": ("federation.commands.join:unjoin",
                "Remove a member cluster after its workloads moved away (or --orphan)."),
+    "version": ("federation.commands.version:version",
+                "Print fedctl's version and the Python it runs on."),
 }
 
 

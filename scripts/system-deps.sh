@@ -3,6 +3,9 @@
 #   kubectl  (kubernetes-client) - e2e tests check the fleet the way users do
 #   etcdctl  (etcd-client)       - e2e tests compact a member's etcd to force 410 Gone
 #   make, rsync                  - building kube-apiserver from source
+#   mmdebstrap, buildah          - `make image`: Debian bases, then the Containerfile
+#   podman, runc                 - tests/image run the built image (runc: crun refuses
+#                                  the hybrid cgroup hierarchy of these machines)
 # kube-apiserver and etcd themselves come from `fedctl local install`.
 set -euo pipefail
 need=()
@@ -10,6 +13,10 @@ command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+command -v buildah >/dev/null 2>&1 || need+=(buildah)
+command -v podman >/dev/null 2>&1 || need+=(podman)
+command -v runc >/dev/null 2>&1 || need+=(runc)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
