@@ -193,8 +193,6 @@ def test_agent_in_a_pod_without_its_certificate_names_it(podman: Podman) -> None
     one_line_error(result, "--tls-cert /certs/tls.crt")
 
 
-@pytest.mark.xfail(strict=True, reason="incluster.load stats ~/.kube/config and lets a "
-                   "PermissionError through (a HOME the user cannot read): reported to the lead")
 def test_run_as_another_uid_with_an_unreadable_home_is_one_line(podman: Podman) -> None:
     """OpenShift-style: an arbitrary uid whose HOME is the image's 0700 /home/nonroot."""
     one_line_error(podman.run("run", user="1000:1000", env={"HOME": "/home/nonroot"}),
