@@ -126,9 +126,8 @@ def service_account(options: Options) -> JSON:
             "automountServiceAccountToken": False}
 
 
-def termination_grace(options: Options) -> int:
+def termination_grace() -> int:
     """The manager's shutdown bound plus :data:`SHUTDOWN_MARGIN` (module docstring)."""
-    del options  # the bound is the manager's; kept as a parameter for symmetry of callers
     return math.ceil(manager.ManagerSettings().shutdown_timeout) + SHUTDOWN_MARGIN
 
 
@@ -227,7 +226,7 @@ def deployment(options: Options) -> JSON:
                     "automountServiceAccountToken": True,
                     "enableServiceLinks": False,
                     "securityContext": pod_security(),
-                    "terminationGracePeriodSeconds": termination_grace(options),
+                    "terminationGracePeriodSeconds": termination_grace(),
                     "affinity": anti_affinity("control-plane"),
                     "containers": [manager_container(options)],
                     "volumes": [tmp_volume()[0]],
