@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 FEDCTL := $(BIN)/fedctl
 
-.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image
+.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image manifests
 
 # Installs are reproducible: every package (runtime and dev) comes from requirements.lock,
 # exact versions with their hashes, and the project itself is installed without resolving
@@ -39,6 +39,11 @@ check-latest:
 	.venv-latest/bin/mypy
 	.venv-latest/bin/lint-imports
 	.venv-latest/bin/pytest -m "not e2e" -q
+
+## config/: the kustomize bases and overlays, generated from federation/deploy (a unit test
+## fails when the committed tree differs from what this writes).
+manifests: $(VENV)/.installed
+	$(BIN)/python -m federation.deploy config
 
 deps: $(VENV)/.installed
 	scripts/system-deps.sh

@@ -4,6 +4,7 @@ Parts, in layers that import only downwards (checked by the import-linter contra
 ``pyproject.toml``; parts on one line are independent of each other):
 
 - :mod:`federation.commands`: the ``fedctl`` command groups.
+- :mod:`federation.deploy`: the manifests of ``config/`` (``fedctl install --control-plane``).
 - :mod:`federation.controllers`: reconcilers, writing only through the multi-cluster client.
 - :mod:`federation.runtime`: work queues, controllers, the manager, leader election;
   :mod:`federation.local`: a local fleet of real kube-apiserver + etcd processes.

@@ -12,6 +12,12 @@ Hub Secrets are granted per namespace: ``--secret-namespaces team-a,team-b`` bin
 ClusterRole ``federation:control-plane:secrets`` there (a RoleBinding each); the control
 plane reads no Secret of any other namespace (never ``kube-*`` or ``federation-system``,
 which are refused by name). A grant is revoked by deleting its RoleBinding.
+
+``--control-plane`` also applies the control plane itself, the objects of ``config/default``
+(:mod:`federation.deploy.manifests`: its namespace, ServiceAccount, Deployment, Services,
+PodDisruptionBudget and NetworkPolicy), after the CRDs and the RBAC, by server-side apply:
+run it again with a newer fedctl to upgrade in place. ``--control-plane --print`` prints
+those objects, CRDs and RBAC included, as YAML documents and touches no cluster.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from federation.commands import rbac as rbac_command
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
 from federation.controllers import install as installer
+from federation.deploy import apply as deploy_apply
+from federation.deploy import layout, manifests, tree
 from federation.rbac import roles
 
 
@@ -46,17 +54,33 @@ from federation.rbac import roles
               show_default=True, help="As given to `fedctl run`.")
 @click.option("--leader-election-id", default=roles.Settings.leader_election_id,
               show_default=True, help="As given to `fedctl run`.")
+@click.option("--control-plane", is_flag=True,
+              help="Also deploy the control plane in the hub (config/default's Deployment, "
+                   "ServiceAccount, Services, PodDisruptionBudget, NetworkPolicy); again to "
+                   "upgrade in place.")
+@click.option("--print", "print_only", is_flag=True,
+              help="With --control-plane: print every object as YAML and touch no cluster.")
 @common.clear_errors
 @errors.clear_errors_for(roles.RBACError)
 def install(kubeconfig_path: Path | None, hub_context: str | None,
             clusters_file: Path | None, with_rbac: bool, member_contexts: str | None,
             propagate_kinds: tuple[str, ...], no_default_kinds: bool,
             secret_namespaces: tuple[str, ...], leader_election_namespace: str,
-            leader_election_id: str) -> None:
-    """Install the federation CRDs and the control plane's RBAC (idempotent)."""
+            leader_election_id: str, control_plane: bool, print_only: bool) -> None:
+    """Install the federation CRDs and the control plane's RBAC (idempotent); with
+    --control-plane, the control plane too."""
     settings = rbac_command.settings(propagate_kinds, no_default_kinds, secret_namespaces,
                                      leader_election_namespace=leader_election_namespace,
                                      leader_election_id=leader_election_id)
+    options = manifests.Options(rbac=settings)
+    if print_only:
+        if not control_plane:
+            raise click.UsageError("--print is only used with --control-plane")
+        if clusters_file is not None or member_contexts or not with_rbac:
+            raise click.UsageError("--print prints the hub's objects only: no --clusters, "
+                                   "--member-contexts or --no-rbac")
+        click.echo(layout.dump(manifests.control_plane(options, tree.shipped_crds())), nl=False)
+        return
     config = kubeconfig.load(kubeconfig_path)
     context = config.context(hub_context)
     entries = []
@@ -71,19 +95,26 @@ def install(kubeconfig_path: Path | None, hub_context: str | None,
         names += common.split(member_contexts) or []
         members = [config.context(name) for name in dict.fromkeys(names)]
 
-    async def go() -> tuple[list[str], list[str]]:
+    async def go() -> tuple[list[str], list[str], list[str]]:
+        deployed: list[str] = []
         async with kube.connect(context) as hub:
             crds = await installer.install_crds(hub)
             if with_rbac:
                 await installer.install_rbac(hub, roles.hub(settings))
+            if control_plane:
+                deployed = await deploy_apply.apply_objects(
+                    hub, manifests.workload_objects(options))
             registered = await installer.register_clusters(hub, entries)
         for member in members:
             async with kube.connect(member) as client:
                 await installer.install_rbac(client, roles.member(settings))
-        return crds, registered
+        return crds, deployed, registered
 
-    crds, registered = asyncio.run(go())
+    crds, deployed, registered = asyncio.run(go())
     click.echo(f"installed {len(crds)} CRDs on {context.name}")
+    if deployed:
+        click.echo(f"control plane {options.image_ref} applied in {settings.namespace}: "
+                   f"{', '.join(deployed)}")
     if with_rbac:
         where = ", ".join(m.name for m in members) or "no member (none given)"
         click.echo(f"RBAC for {settings.user} applied: hub roles on {context.name}, "
