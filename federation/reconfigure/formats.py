@@ -224,16 +224,18 @@ def _document_limits(limits: Limits) -> documents.Limits:
                             max_nodes=limits.max_values, max_documents=1)
 
 
-# The capped loader's reasons, by the words it uses (anything else is a syntax error).
-_TEXT_REASONS = (("larger than", Reason.TOO_LARGE), ("nested deeper", Reason.NESTED_TOO_DEEP),
-                 ("nesting depth", Reason.NESTED_TOO_DEEP),
-                 ("values", Reason.TOO_MANY_VALUES), ("recursive alias", Reason.RECURSIVE_ALIAS),
-                 ("documents", Reason.DOCUMENTS))
+# The capped loader's reason classes as ours (encoding and syntax problems are syntax).
+_TEXT_REASONS = {documents.Reason.SIZE: Reason.TOO_LARGE,
+                 documents.Reason.DEPTH: Reason.NESTED_TOO_DEEP,
+                 documents.Reason.VALUES: Reason.TOO_MANY_VALUES,
+                 documents.Reason.DOCUMENTS: Reason.DOCUMENTS}
 
 
 def _untrusted(fmt: FileFormat, err: documents.TextError) -> FormatError:
     text = str(err).removeprefix("malformed YAML: ").removeprefix("malformed JSON: ")
-    reason = next((r for words, r in _TEXT_REASONS if words in text), Reason.SYNTAX)
+    reason = _TEXT_REASONS.get(err.reason, Reason.SYNTAX)
+    if reason is Reason.TOO_MANY_VALUES and text.startswith("recursive alias"):
+        reason = Reason.RECURSIVE_ALIAS  # infinite values: the loader's own class for it
     return FormatError(fmt, unquoted(text), reason)
 
 

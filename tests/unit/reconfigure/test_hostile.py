@@ -66,6 +66,14 @@ def test_a_yaml_alias_bomb_is_refused_before_it_expands() -> None:
     assert error.reason is Reason.TOO_MANY_VALUES
 
 
+@pytest.mark.timeout(10)
+def test_a_recursive_alias_is_its_own_class() -> None:
+    """The capped loader's class, not words: a recursive alias is `recursive alias` (as
+    docs/reconfigure.md lists), though its message also speaks of values."""
+    error = refused(FileFormat.YAML, "loop: &a [*a]\n")
+    assert error.reason is Reason.RECURSIVE_ALIAS
+
+
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("fmt", [FileFormat.JSON, FileFormat.YAML, FileFormat.TOML])
 @pytest.mark.parametrize("depth", [5_000, 100_000])
