@@ -13,7 +13,7 @@ may write): it is read through :mod:`federation.untrusted.documents` (at most
 any recursive parser runs, one document), its shape is checked field by field (lists of
 named mappings, strings where strings belong), and every failure is a one-line
 :class:`KubeconfigError` naming the file (or Secret) and the reason. No error ever quotes
-the file's content: it may hold tokens (:func:`redacted`).
+the file's content: it may hold tokens (the loader's ``quote=False``).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from __future__ import annotations
 import base64
 import dataclasses
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from federation.untrusted import documents as untrusted
+from federation.untrusted.text import one_line
 
 LIMITS = untrusted.LIMITS
 """4 MiB, 100 levels, 100,000 values: a kubeconfig of a thousand contexts with inlined
@@ -234,24 +234,15 @@ def parse(data: bytes | str, where: str) -> dict[str, Any]:
     ``where`` (the file or Secret) and never quoting the text."""
     try:
         text = untrusted.decode(data.encode() if isinstance(data, str) else data, LIMITS)
-        found = untrusted.yaml_documents(text, LIMITS)
+        found = untrusted.yaml_documents(text, LIMITS, quote=False)
     except untrusted.TextError as exc:
-        raise KubeconfigError(f"{where}: {redacted(str(exc))}") from None
+        raise KubeconfigError(f"{where}: {one_line(str(exc), 300)}") from None
     if len(found) > 1:
         raise KubeconfigError(f"{where} holds {len(found)} YAML documents; a kubeconfig is one")
     document = found[0] if found else {}
     if not isinstance(document, dict):
         raise KubeconfigError(f"{where} is not a mapping")
     return document
-
-
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-
-
-def redacted(reason: str) -> str:
-    """A parser's reason without anything it quoted (an alias, a tag, a scalar of the file:
-    perhaps a token), on one line."""
-    return " ".join(_QUOTED.sub("'...'", reason).split())[:300]
 
 
 def _entries(path: Path, document: Mapping[str, Any], kind: str

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator, Mapping
 import yaml
 
 from federation.untrusted import documents
+from federation.untrusted.text import unquoted
 
 Scalar = str | int | float | bool | None
 Value = Scalar | tuple[Scalar, ...]
@@ -213,7 +214,7 @@ def _unflatten(fmt: FileFormat, parameters: Mapping[str, Value]) -> dict[str, ob
 
 def _parse_yaml(content: str, limits: Limits) -> Parameters:
     try:
-        found = documents.yaml_documents(content, _document_limits(limits))
+        found = documents.yaml_documents(content, _document_limits(limits), quote=False)
     except documents.TextError as err:
         raise _untrusted(FileFormat.YAML, err) from None
     return _flatten(FileFormat.YAML, found[0] if found else {})
@@ -236,20 +237,7 @@ def _untrusted(fmt: FileFormat, err: documents.TextError) -> FormatError:
     reason = _TEXT_REASONS.get(err.reason, Reason.SYNTAX)
     if reason is Reason.TOO_MANY_VALUES and text.startswith("recursive alias"):
         reason = Reason.RECURSIVE_ALIAS  # infinite values: the loader's own class for it
-    return FormatError(fmt, unquoted(text), reason)
-
-
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-_ANCHOR = re.compile(r"[*&!]\S*")
-
-
-def unquoted(message: str) -> str:
-    """A parser's message without the file's text: every quoted span (``'...'``, ``"..."``)
-    becomes ``…``, an alias, anchor or tag name (``*x``, ``&x``, ``!x``) is dropped, and a
-    quote left unpaired cuts the rest. One line."""
-    text = _ANCHOR.sub("", _QUOTED.sub("…", _one_line(message)))
-    cut = min((i for i in (text.find("'"), text.find('"')) if i >= 0), default=len(text))
-    return " ".join(text[:cut].split()).rstrip(" :,")
+    return FormatError(fmt, text, reason)  # the loader left out what it quoted (quote=False)
 
 
 def _render_yaml(parameters: Mapping[str, Value]) -> str:

@@ -36,6 +36,8 @@ from typing import Any
 
 import yaml
 
+from federation.untrusted.text import unquoted
+
 #: libyaml's loader when available: it parses several times faster.
 LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = (
     yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
@@ -119,8 +121,9 @@ def decode(data: bytes, limits: Limits = LIMITS) -> str:
 def yaml_documents(text: str, limits: Limits = LIMITS, *, quote: bool = True) -> list[Any]:
     """Every non-empty YAML document of ``text``, after :func:`check_yaml` passed.
 
-    ``quote=False`` for text that may be secret (a Secret-backed config file): syntax errors
-    then say where (line, column) but not what the parser found, since its words quote the
+    ``quote=False`` for text that may be secret (a Secret-backed config file, a kubeconfig):
+    syntax errors then keep the parser's words but none of what they quote of the text
+    (:func:`~federation.untrusted.text.unquoted`), since those words quote the
     text (``found undefined alias 'S3cretTokenValue42'``)."""
     try:
         check_yaml(text, limits)
@@ -133,7 +136,7 @@ def yaml_documents(text: str, limits: Limits = LIMITS, *, quote: bool = True) ->
         raise TextError(Reason.DEPTH, f"nested deeper than {limits.max_depth} levels") from None
     except (ValueError, OverflowError) as error:  # e.g. 2001-02-30, a 5000-digit integer
         raise TextError(Reason.SYNTAX,
-                        f"malformed YAML: {error if quote else type(error).__name__}") from None
+                        f"malformed YAML: {_shown(str(error), quote)}") from None
 
 
 def _yaml_error(error: yaml.YAMLError, limits: Limits, quote: bool) -> TextError:
@@ -146,10 +149,14 @@ def _yaml_error(error: yaml.YAMLError, limits: Limits, quote: bool) -> TextError
     else:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    if not quote:
-        return TextError(Reason.SYNTAX, f"malformed YAML: {where or 'syntax error'}")
+    problem = _shown(problem, quote)
     return TextError(Reason.SYNTAX, f"malformed YAML: {where}: {problem}" if where
                      else f"malformed YAML: {problem}")
+
+
+def _shown(message: str, quote: bool) -> str:
+    """A parser's words as shown: whole, or without what they quote of the text."""
+    return message if quote else unquoted(message)
 
 
 @dataclass
@@ -249,7 +256,7 @@ def json_document(text: str, limits: Limits = LIMITS, *, quote: bool = True) -> 
     except RecursionError:
         raise TextError(Reason.DEPTH, f"nested deeper than {limits.max_depth} levels") from None
     except ValueError as error:  # an integer of more than 4300 digits
-        raise TextError(Reason.SYNTAX, f"malformed JSON: {error if quote else type(error).__name__}"
+        raise TextError(Reason.SYNTAX, f"malformed JSON: {_shown(str(error), quote)}"
                         ) from None
     for nodes, depth in enumerate(_depths(data), start=1):
         if depth > limits.max_depth:

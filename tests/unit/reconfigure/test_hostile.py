@@ -13,6 +13,7 @@ import pytest
 from federation.reconfigure import analysis, constraint, formats
 from federation.reconfigure.constraint import ConfigConstraintSpec, ParameterSchema, ValueType
 from federation.reconfigure.formats import FileFormat, FormatError, Reason
+from federation.untrusted.text import unquoted
 
 SECRET = "S3cretTokenValue42"
 
@@ -124,12 +125,12 @@ def test_no_parser_message_quotes_the_file(fmt: FileFormat, content: str) -> Non
 
 
 def test_unquoted_keeps_the_place_and_drops_the_text() -> None:
-    assert formats.unquoted("line 3, column 4: found undefined alias 'x y'") == \
+    assert unquoted("line 3, column 4: found undefined alias 'x y'") == \
         "line 3, column 4: found undefined alias …"
-    assert formats.unquoted("Expected '=' after a key (at line 1, column 3)") == \
+    assert unquoted("Expected '=' after a key (at line 1, column 3)") == \
         "Expected … after a key (at line 1, column 3)"
-    assert formats.unquoted("recursive alias *secret (line 2)") == "recursive alias (line 2)"
-    assert formats.unquoted("odd 'unpaired quote and secret") == "odd"
+    assert unquoted("recursive alias *secret (line 2)") == "recursive alias (line 2)"
+    assert unquoted("odd 'unpaired quote and secret") == "odd"
 
 
 @pytest.mark.timeout(10)
