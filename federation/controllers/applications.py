@@ -66,9 +66,10 @@ from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, ClusterUnavailable
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import events, kinds, notifications, plan
+from federation.controllers import kinds, notifications
+from federation.controllers.kit import events, plan
+from federation.controllers.kit import executor as executor_
 from federation.controllers.propagation import copy_vertex, members_of, placement_clusters
-from federation.controllers.propagation import executor as executor_
 from federation.hub import api, deny, failover, manifests
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, Result, group_kind
@@ -207,7 +208,7 @@ class Reconciler:
     async def _warn_if_lasting(self, rt: JSON, app: str, left: Sequence[tracker.Entry],
                                since: str) -> None:
         """One Warning on the tracker once objects have been pending ``cleanup_wait``
-        seconds (:func:`~federation.controllers.events.overdue_once`, with the retry period
+        seconds (:func:`~federation.controllers.kit.events.overdue_once`, with the retry period
         of that moment, so a few looks fall in its window)."""
         wait = self.settings.cleanup_wait
         if not events.overdue_once(failover.parse_time(since), self.clock(), wait,

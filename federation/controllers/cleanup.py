@@ -36,7 +36,7 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import events
+from federation.controllers.kit import events
 from federation.controllers.propagation import preserve
 from federation.hub import api, bindings, failover, manifests, status
 from federation.runtime.reconcile import Request, Result

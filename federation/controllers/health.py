@@ -47,7 +47,7 @@ from federation.contexts.client import ApiError, ClientError
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.health import Health
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import events
+from federation.controllers.kit import events
 from federation.hub import api, capacity, failover, status
 from federation.runtime.reconcile import Request, Result, group_kind
 

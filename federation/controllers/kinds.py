@@ -25,7 +25,7 @@ from typing import Any
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.hub import deny
 from federation.runtime import controller, queue, reconcile
 
@@ -75,7 +75,7 @@ class OwnWrites:
     def __init__(self, limit: int = OWN_WRITES_LIMIT) -> None:
         self.limit = limit
         self._versions: dict[str, str] = {}
-        """:func:`~federation.controllers.plan.vertex_key` -> resourceVersion: the identity
+        """:func:`~federation.controllers.kit.plan.vertex_key` -> resourceVersion: the identity
         the plan wrote the object under."""
 
     def wrote(self, cluster: str, obj: Mapping[str, Any]) -> None:

@@ -59,8 +59,8 @@ from federation.contexts import kubeconfig, minify
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError
 from federation.contexts.clusters import Cluster
-from federation.controllers import events
 from federation.controllers.kinds import KindTracker
+from federation.controllers.kit import events
 from federation.hub import api
 from federation.hub.reconfigure import RELOADER_CA_SECRET
 from federation.rbac import roles

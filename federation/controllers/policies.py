@@ -25,7 +25,8 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import events, secrets
+from federation.controllers import secrets
+from federation.controllers.kit import events
 from federation.hub import api, deny, overrides, status
 from federation.placement import loader
 from federation.placement import policy as policy_

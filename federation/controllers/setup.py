@@ -57,7 +57,6 @@ from federation.contexts.clusters import Cluster
 from federation.controllers import (
     applications,
     cleanup,
-    events,
     health,
     membership,
     policies,
@@ -66,6 +65,7 @@ from federation.controllers import (
 )
 from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
+from federation.controllers.kit import events
 from federation.controllers.propagation import propagate_deps
 from federation.hub import api, deny, manifests, reconfigure
 from federation.hub import policies as policies_

@@ -20,6 +20,7 @@ delete is finalised from the binding (:mod:`.finalise`). docs/propagation.md has
 whole story, the write budget included.
 """
 
+from federation.controllers.kit.executor import SharedCreates, Writer
 from federation.controllers.propagation.build import STOP, Build, Problem, Verdict, requeue
 from federation.controllers.propagation.context import (
     CacheContext,
@@ -28,7 +29,6 @@ from federation.controllers.propagation.context import (
     members_of,
 )
 from federation.controllers.propagation.copies import copy_vertex
-from federation.controllers.propagation.executor import SharedCreates, Writer
 from federation.controllers.propagation.load_clusters import placement_clusters
 from federation.controllers.propagation.load_policy import template_resource
 from federation.controllers.propagation.reconciler import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.hub import deny, records
 from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests

@@ -5,7 +5,7 @@ at once: a 409 AlreadyExists on such a shared create is success (see the executo
 from __future__ import annotations
 
 from federation.contexts.client import NAMESPACES, ClientError
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation.build import Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api, manifests

@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation import preserve, propagate_deps
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition

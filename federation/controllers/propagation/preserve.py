@@ -24,7 +24,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests, records

@@ -35,7 +35,7 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import CONFIGMAPS, ClientError, Resource
 from federation.contexts.scoped import NotGranted
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation import preserve
 from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
 from federation.controllers.propagation.context import TransformContext

@@ -27,8 +27,9 @@ from federation.contexts.client import (
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
-from federation.controllers import disruption, events, plan, scheduling
+from federation.controllers import disruption, scheduling
 from federation.controllers.kinds import KindTracker
+from federation.controllers.kit import events, executor, expectations, plan
 from federation.controllers.propagation import (
     activation,
     capacity,
@@ -36,8 +37,6 @@ from federation.controllers.propagation import (
     dependencies,
     dependent_overrides,
     eviction,
-    executor,
-    expectations,
     failover,
     finalise,
     load_clusters,

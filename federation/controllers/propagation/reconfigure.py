@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.propagate_deps import KINDS as DEPENDENCY_KINDS

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers import events, plan
+from federation.controllers.kit import events, plan
 from federation.controllers.propagation import propagate_deps, reconfigure, unclaimed
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref

@@ -5,7 +5,7 @@ unreachable one stays pending and is retried."""
 from __future__ import annotations
 
 from federation.contexts.client import ClientError
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation.build import Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests

@@ -13,7 +13,7 @@ carries the policy's ``suspension`` in its spec (as Karmada's ResourceBinding do
 
 from __future__ import annotations
 
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.controllers.propagation.build import Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 

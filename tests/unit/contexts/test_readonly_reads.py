@@ -19,7 +19,8 @@ from federation.contexts import cache
 from federation.contexts import client as kube
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult, ListView, MultiClusterClient
-from federation.controllers import cleanup, events, health, policies
+from federation.controllers import cleanup, health, policies
+from federation.controllers.kit import events
 from federation.hub import api, failover
 from tests.unit.contexts import probes
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from federation.commands import join, run
 from federation.contexts import client as kube
 from federation.contexts.multicluster import ListResult
-from federation.controllers import kinds, plan, policies, propagation, setup
+from federation.controllers import kinds, policies, propagation, setup
+from federation.controllers.kit import plan
 from federation.controllers.propagation import load_policy, render
 from federation.hub import api, deny
 from federation.placement import clusters as clusters_

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import disruption, plan, propagation
+from federation.controllers import disruption, propagation
+from federation.controllers.kit import plan
 from federation.controllers.propagation import eviction
 from federation.controllers.propagation import failover as transformers
 from federation.hub import failover

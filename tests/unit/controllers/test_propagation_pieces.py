@@ -2,7 +2,8 @@
 
 from typing import Any
 
-from federation.controllers import plan, propagation
+from federation.controllers import propagation
+from federation.controllers.kit import plan
 from federation.hub import bindings, manifests, status
 from federation.placement import decision, loader
 

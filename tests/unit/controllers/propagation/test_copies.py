@@ -4,7 +4,8 @@ copy; a foreign object is a conflict; unreadable members are noted, not guessed.
 from __future__ import annotations
 
 from federation.contexts import client as kube
-from federation.controllers import plan, propagation
+from federation.controllers import propagation
+from federation.controllers.kit import plan
 from federation.controllers.propagation.copies import plan_copies
 from federation.hub import manifests
 from federation.placement import loader

@@ -8,7 +8,8 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.controllers import plan, propagation
+from federation.controllers import propagation
+from federation.controllers.kit import plan
 from federation.controllers.propagation.dependencies import plan_dependencies
 from federation.hub import api, manifests
 from tests.unit.controllers.fakes import JSON, FakeContext, config_map

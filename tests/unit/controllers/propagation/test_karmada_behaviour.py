@@ -610,7 +610,7 @@ async def test_suspension_transformer_drops_writes_and_keeps_deletes() -> None:
     """Against the fake context: for a suspended cluster creates, updates and no-ops leave
     the plan (and edges to them), deletes stay; other clusters are untouched."""
     from federation.contexts.client import CONFIGMAPS
-    from federation.controllers import plan
+    from federation.controllers.kit import plan
     from federation.controllers.propagation import Build, suspension
     from federation.placement import decision as decision_
     from federation.placement import policy as policy_

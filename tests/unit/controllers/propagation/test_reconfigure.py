@@ -13,7 +13,8 @@ from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import Event
-from federation.controllers import plan, setup
+from federation.controllers import setup
+from federation.controllers.kit import plan
 from federation.controllers.propagation import Build, propagate_deps
 from federation.controllers.propagation import reconfigure as transformer
 from federation.hub import manifests, reconfigure

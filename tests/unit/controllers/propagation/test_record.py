@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import plan, propagation
+from federation.controllers import propagation
+from federation.controllers.kit import plan
 from federation.controllers.propagation import record
 from federation.hub import status
 from federation.placement import decision as decision_

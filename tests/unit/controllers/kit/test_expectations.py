@@ -4,8 +4,7 @@ version, or the end of the wait, lets it go on."""
 
 from __future__ import annotations
 
-from federation.controllers import plan
-from federation.controllers.propagation import expectations
+from federation.controllers.kit import expectations, plan
 from federation.runtime.reconcile import Result
 from tests.unit.controllers.fakes import (
     MEMBERS,

@@ -1,6 +1,6 @@
 """The one writer: plans are executed through :class:`Writer`, over the multi-cluster client.
 
-:func:`execute` is :func:`federation.controllers.plan.execute` with this controller's
+:func:`execute` is :func:`federation.controllers.kit.plan.execute` with this controller's
 two rules on top: a create, update or apply of a denied object in a member is refused
 here too, whatever planned it (:class:`Writer`), and creating a dependency several
 templates share (their Namespace, a CRD) counts as done when it already exists
@@ -15,7 +15,7 @@ from typing import Any
 
 from federation.contexts.client import ApiError
 from federation.contexts.multicluster import MultiClusterClient
-from federation.controllers import plan
+from federation.controllers.kit import plan
 from federation.hub import api, deny
 
 JSON = dict[str, Any]

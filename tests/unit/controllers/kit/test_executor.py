@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from federation.contexts.client import ApiError
-from federation.controllers import plan, propagation
-from federation.controllers.propagation.executor import SharedCreates, execute
+from federation.controllers import propagation
+from federation.controllers.kit import plan
+from federation.controllers.kit.executor import SharedCreates, execute
 from federation.hub import deny
 from tests.unit.controllers.fakes import JSON, FakeMC, cluster_set, config_map
 

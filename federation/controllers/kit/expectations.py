@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation.contexts.client import Resource
-from federation.controllers import plan
+from federation.controllers.kit import plan
 
 WAIT = 5.0
 """Seconds a key waits for the cache to show our write. A watch delivers within

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from federation.controllers import plan
+from federation.controllers.kit import plan
 
 
 def obj(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
