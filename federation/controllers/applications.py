@@ -69,7 +69,8 @@ from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import kinds, notifications
 from federation.controllers.kit import events, plan
 from federation.controllers.kit import executor as executor_
-from federation.controllers.propagation import copy_vertex, members_of, placement_clusters
+from federation.controllers.kit.copies import copy_vertex
+from federation.controllers.kit.view import members_of, placement_clusters
 from federation.hub import api, deny, failover, manifests
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, Result, group_kind

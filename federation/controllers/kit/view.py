@@ -10,12 +10,14 @@ failover rules) and keep the writer-capable parts private to the implementation.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
+from federation.hub import clusters as hub_clusters
+from federation.placement import clusters as clusters_
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +34,30 @@ def members_of(clusters: ClusterSet) -> list[Member]:
     """The ClusterSet's members as values (engaged and answering: reachable)."""
     return [Member(c.name, c.is_hub, c.engaged and c.available is not False)
             for c in clusters.members]
+
+
+def placement_clusters(registered: Sequence[Mapping[str, Any]], members: Sequence[Member]
+                       ) -> list[clusters_.Cluster]:
+    """The members of the ClusterSet, each described by its MemberCluster when it has one.
+
+    The ClusterSet is the one source of truth for which clusters exist: the static
+    members (``fedctl run --contexts``) and those joined from a MemberCluster's Secret
+    alike. A MemberCluster adds what placement reads (labels, location, taints,
+    conditions, capacity) to the member of its name; one naming no member of the set is
+    no placement target (nothing here can reach it). A member without one is placed on
+    bare. A member is ready when it is engaged, answers, and its MemberCluster (if any)
+    does not say Ready=False; a disabled or misconfigured member is known but not ready.
+    """
+    docs = {str(doc["metadata"]["name"]): doc for doc in registered}
+    found = []
+    for member in members:
+        if member.is_hub and member.name not in docs:
+            continue
+        doc = docs.get(member.name)
+        found.append(hub_clusters.member_cluster(doc, member.reachable) if doc is not None
+                     else clusters_.Cluster(name=member.name, ready=member.reachable))
+    return found
+
 
 
 class View(Protocol):

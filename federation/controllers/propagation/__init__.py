@@ -24,12 +24,8 @@ from federation.controllers.kit.executor import SharedCreates, Writer
 from federation.controllers.propagation.build import STOP, Build, Problem, Verdict, requeue
 from federation.controllers.propagation.context import (
     CacheContext,
-    Member,
     TransformContext,
-    members_of,
 )
-from federation.controllers.propagation.copies import copy_vertex
-from federation.controllers.propagation.load_clusters import placement_clusters
 from federation.controllers.propagation.load_policy import template_resource
 from federation.controllers.propagation.reconciler import (
     TRANSFORMERS,
@@ -48,7 +44,6 @@ __all__ = [
     "Build",
     "CacheContext",
     "CopiesFailed",
-    "Member",
     "Problem",
     "PropagationSettings",
     "Reconciler",
@@ -57,11 +52,8 @@ __all__ = [
     "Verdict",
     "Writer",
     "copies_failed",
-    "copy_vertex",
     "member_cluster",
-    "members_of",
     "parse_policy",
-    "placement_clusters",
     "requeue",
     "template_resource",
     "unknown_cluster_names",

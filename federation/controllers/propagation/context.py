@@ -11,8 +11,6 @@ multi-cluster client; its writer-capable parts are private to it.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from federation.contexts.cache import ReadOnly
@@ -21,6 +19,7 @@ from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import disruption, scheduling
 from federation.controllers.kinds import KindTracker
+from federation.controllers.kit.view import Member, View, members_of
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import deny
 from federation.runtime.reconcile import group_kind
@@ -28,27 +27,11 @@ from federation.runtime.reconcile import group_kind
 JSON = dict[str, Any]
 
 
-@dataclasses.dataclass(frozen=True)
-class Member:
-    """What placement needs to know of one cluster of the ClusterSet."""
 
-    name: str
-    is_hub: bool
-    reachable: bool
-    """Engaged and answering (its probe has not failed)."""
-
-
-def members_of(clusters: ClusterSet) -> list[Member]:
-    """The ClusterSet's members as values (engaged and answering: reachable)."""
-    return [Member(c.name, c.is_hub, c.engaged and c.available is not False)
-            for c in clusters.members]
-
-
-class TransformContext(Protocol):
-    """What a transformer may use: reads, pure services, the clock. No writer."""
-
-    @property
-    def hub(self) -> str: ...
+class TransformContext(View, Protocol):
+    """The kit's :class:`~federation.controllers.kit.view.View` plus what propagation's
+    transformers use: their settings, the scheduler, the failover rules, the deny list,
+    and a member copy by the template's identity. No writer."""
 
     @property
     def settings(self) -> PropagationSettings: ...
@@ -61,19 +44,6 @@ class TransformContext(Protocol):
 
     @property
     def deny_list(self) -> deny.DenyList: ...
-
-    def now(self) -> float: ...
-
-    def members(self) -> Sequence[Member]: ...
-
-    async def get(self, resource: Resource, name: str, namespace: str | None,
-                  cluster: str) -> ReadOnly | None:
-        """One object from ``cluster``'s cache, read-only (shared with the cache)."""
-        ...
-
-    async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
-        """Hub objects of ``resource`` (from the hub's cache)."""
-        ...
 
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
                    namespace: str | None) -> ReadOnly | None:

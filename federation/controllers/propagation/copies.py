@@ -7,10 +7,10 @@ identity, which the executor checks before writing.
 
 from __future__ import annotations
 
-from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.kit.copies import copy_vertex
+from federation.controllers.propagation.build import Build, Verdict
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
 
@@ -43,18 +43,3 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
                 build.dag.depend(added, on=other)
     return None
 
-
-def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: bool,
-                expect: plan.Identity | None = None) -> plan.Vertex | None:
-    """Create, update or nothing for one copy; None for a foreign object we may not touch.
-    ``expect`` (the template's identity) is what the executor checks before writing."""
-    if live is None:
-        return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing", expect=expect)
-    mine = manifests.same_placer(desired, live)
-    if not mine and not overwrite:
-        return None
-    why = manifests.needs_write(desired, live) if mine else "taking over"
-    if why is None:
-        return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
-    return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,
-                       expect=expect)

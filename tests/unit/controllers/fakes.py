@@ -21,6 +21,7 @@ from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult
 from federation.controllers import kinds as kinds_
 from federation.controllers import propagation
+from federation.controllers.kit import view
 from federation.controllers.propagation import propagate_deps
 from federation.hub import api, reconfigure
 from federation.runtime.reconcile import Request, group_kind
@@ -290,7 +291,7 @@ class FakeContext:
         self.lists = lists or {}
         self.copies = copies or {}
         self.down: set[str] = set()
-        self._members = [propagation.Member(m, False, True) for m in members]
+        self._members = [view.Member(m, False, True) for m in members]
         self._settings = settings or propagation.PropagationSettings()
         self._failover = failover or disruption.Failover(clock=lambda: now)
         self._scheduler = scheduling.Scheduler(5.0, 1)
@@ -317,7 +318,7 @@ class FakeContext:
     def now(self) -> float:
         return self._now
 
-    def members(self) -> list[propagation.Member]:
+    def members(self) -> list[view.Member]:
         return list(self._members)
 
     # Reads hand out frozen copies, as the caches hand out shared objects (see .frozen).

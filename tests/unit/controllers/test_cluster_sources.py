@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from federation.contexts import kubeconfig
-from federation.controllers import propagation
+from federation.controllers.kit import view
 from tests.unit.controllers.fakes import cluster_set
 
 
@@ -41,8 +41,8 @@ def test_static_members_stay_known_when_a_cluster_joins() -> None:
     joined.available = True
     found = {
         c.name: c
-        for c in propagation.placement_clusters(
-            [registered("member3", tier="edge")], propagation.members_of(clusters)
+        for c in view.placement_clusters(
+            [registered("member3", tier="edge")], view.members_of(clusters)
         )
     }
     assert sorted(found) == ["member1", "member2", "member3"]
@@ -54,8 +54,8 @@ def test_a_member_cluster_not_yet_engaged_hides_nobody() -> None:
     """The moment between `fedctl join` writing its MemberCluster and the control plane
     engaging it: the static members are still there (never `known: ` nothing)."""
     clusters = cluster_set("member1", "member2")
-    found = propagation.placement_clusters(
-        [registered("member3")], propagation.members_of(clusters)
+    found = view.placement_clusters(
+        [registered("member3")], view.members_of(clusters)
     )
     assert [c.name for c in found] == ["member1", "member2"]
 
@@ -68,7 +68,7 @@ def test_unreachable_and_disabled_members_are_known_but_not_ready() -> None:
     clusters.get("member3").disabled = True
     found = {
         c.name: c.ready
-        for c in propagation.placement_clusters([], propagation.members_of(clusters))
+        for c in view.placement_clusters([], view.members_of(clusters))
     }
     assert found == {"member1": True, "member2": False, "member3": False}
 
@@ -78,11 +78,11 @@ def test_the_hub_is_a_target_only_when_registered() -> None:
     clusters = cluster_set("member1")
     clusters.get("hub").is_member = True
     assert [
-        c.name for c in propagation.placement_clusters([], propagation.members_of(clusters))
+        c.name for c in view.placement_clusters([], view.members_of(clusters))
     ] == ["member1"]
     assert [
         c.name
-        for c in propagation.placement_clusters(
-            [registered("hub")], propagation.members_of(clusters)
+        for c in view.placement_clusters(
+            [registered("hub")], view.members_of(clusters)
         )
     ] == ["hub", "member1"]

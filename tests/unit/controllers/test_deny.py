@@ -14,7 +14,7 @@ from federation.commands import join, run
 from federation.contexts import client as kube
 from federation.contexts.multicluster import ListResult
 from federation.controllers import kinds, policies, propagation, setup
-from federation.controllers.kit import plan
+from federation.controllers.kit import copies, plan
 from federation.controllers.propagation import load_policy, render
 from federation.hub import api, deny
 from federation.placement import clusters as clusters_
@@ -363,7 +363,7 @@ def test_copy_vertices_carry_the_template_identity() -> None:
     template = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "c", "namespace": "shop"}}
     expect = plan.Identity.of(template)
-    vertex = propagation.copy_vertex("m1", dict(template), None, False, expect=expect)
+    vertex = copies.copy_vertex("m1", dict(template), None, False, expect=expect)
     assert vertex is not None and vertex.expect == expect
 
 

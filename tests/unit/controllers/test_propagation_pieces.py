@@ -3,7 +3,7 @@
 from typing import Any
 
 from federation.controllers import propagation
-from federation.controllers.kit import plan
+from federation.controllers.kit import copies, plan
 from federation.hub import bindings, manifests, status
 from federation.placement import decision, loader
 
@@ -20,7 +20,7 @@ def desired(data: dict[str, str]) -> dict[str, Any]:
 
 def test_missing_copy_is_created() -> None:
     """No live object: a create vertex."""
-    vertex = propagation.copy_vertex("m1", desired({"a": "1"}), None, overwrite=False)
+    vertex = copies.copy_vertex("m1", desired({"a": "1"}), None, overwrite=False)
     assert vertex is not None and vertex.action is plan.Action.CREATE
 
 
@@ -28,9 +28,9 @@ def test_equal_copy_needs_nothing_and_changed_copy_is_updated_with_its_version()
     """Ours and equal: noop; ours and different: a PUT carrying the live resourceVersion."""
     live = desired({"a": "1"})
     live["metadata"]["resourceVersion"] = "42"
-    same = propagation.copy_vertex("m1", desired({"a": "1"}), live, overwrite=False)
+    same = copies.copy_vertex("m1", desired({"a": "1"}), live, overwrite=False)
     assert same is not None and same.action is plan.Action.NOOP
-    changed = propagation.copy_vertex("m1", desired({"a": "2"}), live, overwrite=False)
+    changed = copies.copy_vertex("m1", desired({"a": "2"}), live, overwrite=False)
     assert changed is not None and changed.action is plan.Action.UPDATE
     assert changed.obj["metadata"]["resourceVersion"] == "42"
     assert changed.reason == "content changed"
@@ -39,8 +39,8 @@ def test_equal_copy_needs_nothing_and_changed_copy_is_updated_with_its_version()
 def test_foreign_object_is_a_conflict_unless_overwrite() -> None:
     """Someone else's object: no vertex (conflict); with Overwrite an update takes it over."""
     foreign = config_map({"a": "theirs"}, ours=False)
-    assert propagation.copy_vertex("m1", desired({"a": "1"}), foreign, overwrite=False) is None
-    taken = propagation.copy_vertex("m1", desired({"a": "1"}), foreign, overwrite=True)
+    assert copies.copy_vertex("m1", desired({"a": "1"}), foreign, overwrite=False) is None
+    taken = copies.copy_vertex("m1", desired({"a": "1"}), foreign, overwrite=True)
     assert taken is not None and taken.action is plan.Action.UPDATE
     assert taken.reason == "taking over"
 

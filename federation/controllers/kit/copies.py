@@ -1,0 +1,27 @@
+"""The vertex for one member copy: create, update, or nothing, and whose object it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from federation.contexts.cache import ReadOnly
+from federation.controllers.kit import plan
+from federation.hub import manifests
+
+JSON = dict[str, Any]
+
+def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: bool,
+                expect: plan.Identity | None = None) -> plan.Vertex | None:
+    """Create, update or nothing for one copy; None for a foreign object we may not touch.
+    ``expect`` (the template's identity) is what the executor checks before writing."""
+    if live is None:
+        return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing", expect=expect)
+    mine = manifests.same_placer(desired, live)
+    if not mine and not overwrite:
+        return None
+    why = manifests.needs_write(desired, live) if mine else "taking over"
+    if why is None:
+        return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
+    return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,
+                       expect=expect)
+
