@@ -21,8 +21,6 @@ GENERATED = ("_pb2.py", "_pb2_grpc.py")
 WAIVED: dict[str, str] = {
     # "path::function": why (each entry is a debt with an issue behind it)
     "controllers/applications.py::run": "split by issue 21 item 3",
-    "commands/run.py::run": "split with issue 21's renames (the flags read into settings)",
-    "commands/install.py::install": "split with issue 21's renames",
 }
 
 
