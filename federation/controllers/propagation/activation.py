@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import manifests

@@ -1,12 +1,14 @@
-"""What the transformers learn and intend for one template, and what they answer.
+"""What the transformers learn and intend for one template.
 
-A transformer reads (through a :class:`~.context.TransformContext`) and adds to a
-:class:`Build`: facts (the policy, the clusters, the decision, the live copies) and
-vertices of its plan. It answers with a :class:`Verdict`: go on (``None``), stop the
-chain (nothing more to decide: no policy selects the template), or go on and look
-again after some seconds (a held cluster's toleration ends, the disruption budget
-frees). Bad input (a policy naming an unknown cluster, a refused override) raises
-:class:`Problem`: shown as a condition and an event, retried only when inputs change.
+A transformer is a step of the kit's :class:`~federation.controllers.kit.chain.Chain`: it
+reads (through a :class:`~.context.TransformContext`) and adds to a :class:`Build`: facts
+(the policy, the clusters, the decision, the live copies) and vertices of its plan. It
+answers with the kit's :class:`~federation.controllers.kit.chain.Verdict`: go on
+(``None``), stop the chain (nothing more to decide: no policy selects the template), or
+go on and look again after some seconds (a held cluster's toleration ends, the
+disruption budget frees). Bad input (a policy naming an unknown cluster, a refused
+override) raises the kit's :class:`~federation.controllers.kit.chain.Problem`: shown as a
+condition and an event, retried only when inputs change.
 """
 
 from __future__ import annotations
@@ -24,30 +26,6 @@ from federation.placement import decision as decision_
 from federation.placement import policy as policy_
 
 JSON = dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """A transformer's answer: stop the chain, and/or look again after some seconds."""
-
-    stop: bool = False
-    requeue_after: float | None = None
-
-
-STOP = Verdict(stop=True)
-
-
-def requeue(after: float) -> Verdict:
-    return Verdict(requeue_after=max(after, 0.05))
-
-
-class Problem(Exception):
-    """Bad input: shown as a condition and an event, retried only when inputs change."""
-
-    def __init__(self, condition: str, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.condition = condition
-        self.reason = reason
 
 
 @dataclasses.dataclass
@@ -85,8 +63,6 @@ class Build:
     """Per-cluster failover judgements and old copies kept by graceful eviction."""
     denied: tuple[ReadOnly, deny.Rule] | None = None
     """The policy that selected a denied object, and the deny rule it matched."""
-    requeue_after: float | None = None
-    """The soonest look-again any transformer asked for."""
     suspended: list[str] = dataclasses.field(default_factory=list)
     """Targets whose writes the policy's ``suspension`` held back (nothing was written)."""
     record: JSON = dataclasses.field(default_factory=dict)
@@ -145,12 +121,3 @@ class Build:
     def note_unreachable(self, cluster: str, exc: BaseException) -> None:
         self.unreachable[cluster] = str(exc)
         self.causes[cluster] = exc
-
-    def answer(self, verdict: Verdict | None) -> bool:
-        """Take a transformer's verdict in; True when the chain must stop."""
-        if verdict is None:
-            return False
-        if verdict.requeue_after is not None:
-            self.requeue_after = verdict.requeue_after if self.requeue_after is None \
-                else min(self.requeue_after, verdict.requeue_after)
-        return verdict.stop

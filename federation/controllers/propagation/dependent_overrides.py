@@ -10,7 +10,8 @@ no copy changes; the binding says which are missing (``Scheduled=False``, reason
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import api

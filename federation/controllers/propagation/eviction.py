@@ -5,7 +5,8 @@ the pending clean-up meanwhile, so the copy is found again on every reconcile)."
 from __future__ import annotations
 
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import Build, Verdict, requeue
+from federation.controllers.kit.chain import Verdict, requeue
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.failover import soonest, template_key
 from federation.hub import failover as rules

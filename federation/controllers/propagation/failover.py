@@ -5,7 +5,8 @@ verdict, not a call to the queue."""
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Verdict, requeue
+from federation.controllers.kit.chain import Verdict, requeue
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import failover as rules
 from federation.placement import resources as resources_

@@ -19,7 +19,8 @@ from __future__ import annotations
 import pydantic
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers.propagation.build import STOP, Build, Problem, Verdict
+from federation.controllers.kit.chain import STOP, Problem, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api, deny, policies
 from federation.placement import matching

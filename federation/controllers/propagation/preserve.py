@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests, records
 

@@ -36,9 +36,10 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import CONFIGMAPS, ClientError, Resource
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Problem, Verdict
 from federation.controllers.kit.copies import copy_vertex
 from federation.controllers.propagation import preserve
-from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref, denied_by
 from federation.controllers.propagation.render import load_overrides, stop_if_invalid_selects

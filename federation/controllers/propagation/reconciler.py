@@ -14,7 +14,6 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import (
@@ -29,7 +28,8 @@ from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
 from federation.controllers import disruption, scheduling
 from federation.controllers.kinds import KindTracker
-from federation.controllers.kit import events, executor, expectations, plan
+from federation.controllers.kit import chain, events, executor, expectations, plan
+from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import (
     activation,
     capacity,
@@ -52,7 +52,7 @@ from federation.controllers.propagation import (
     suspension,
     unclaimed,
 )
-from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import api, bindings, deny, records, status
@@ -61,7 +61,7 @@ from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.propagation")
 
-Transformer = Callable[[TransformContext, Build], Awaitable[Verdict | None]]
+Transformer = chain.Step[TransformContext, Build]
 
 TRANSFORMERS: tuple[Transformer, ...] = (
     load_policy.load_policy,          # the winning policy; none (or denied): stop
@@ -86,6 +86,9 @@ TRANSFORMERS: tuple[Transformer, ...] = (
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
 (through the context) and add to the build; they never write and never queue."""
+
+CHAIN: chain.Chain[TransformContext, Build] = chain.Chain(TRANSFORMERS)
+"""The kit's runner over :data:`TRANSFORMERS`."""
 
 LEGACY_FINALIZER = api.FINALIZER
 LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
@@ -153,9 +156,7 @@ class Reconciler:
             return None  # its delete, seen by the watch, brings it back here
         build = Build(template=template, resource=resource, hub=self.hub, binding=binding)
         try:
-            for transformer in TRANSFORMERS:
-                if build.answer(await transformer(ctx, build)):
-                    break
+            outcome = await CHAIN.run(ctx, build)
         except Problem as problem:
             return await self._report_problem(build, problem)
         if build.policy is None:
@@ -165,11 +166,12 @@ class Reconciler:
                 return await self._unclaim(build)
             return await self._unpropagate(build)
         report = await self.execute(build.dag, build.shared)
-        return await self._record(build, report)
+        return await self._record(build, report, outcome.requeue_after)
 
     # -- Record -----------------------------------------------------------------------------
 
-    async def _record(self, build: Build, report: plan.Report) -> Result | None:
+    async def _record(self, build: Build, report: plan.Report,
+                      requeue_after: float | None) -> Result | None:
         failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
                   if o.vertex.cluster != self.hub}
         removed = [c for c in build.removals if c not in failed
@@ -196,7 +198,7 @@ class Reconciler:
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             raise copies_failed(build, report, self.hub)
-        after = [t for t in (build.requeue_after,
+        after = [t for t in (requeue_after,
                              self.settings.retry_pending if pending else None) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 

@@ -17,7 +17,8 @@ import dataclasses
 import pydantic
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import template_resource
 from federation.hub import api, manifests, overrides, parsed

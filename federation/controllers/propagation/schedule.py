@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 from federation.controllers import scheduling
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref, template_resource
 from federation.hub import api, records

@@ -8,7 +8,8 @@ bindings, we place nothing for it and change no copy; the binding says so
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import policy as policy_
