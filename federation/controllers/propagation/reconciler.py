@@ -180,7 +180,6 @@ class Reconciler:
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
         conds = record.conditions(build, failed, pending, copies_now)
-        await record.emit_transitions(self.recorder, build, conds)
         assert build.decision is not None
         groups = engine.affinity_groups(build.policy, load_policy.template_resource(build)) \
             if build.policy is not None else (None, None)
@@ -194,6 +193,8 @@ class Reconciler:
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
+        # Only now: an event never claims a transition the record does not hold.
+        await record.emit_transitions(self.recorder, build, conds)
         refused = {o.vertex.cluster for o in report.failed() if o.refused}
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
@@ -229,10 +230,8 @@ class Reconciler:
         input changes nothing that runs), while pending clean-up goes on."""
         log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
                  problem)
-        if not already_reported(build.previous_conditions, problem):
-            # The binding's condition outlives this process: a restart does not repeat it.
-            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
         if build.policy is None and build.inherited:
+            await self._warn_problem(build, problem)
             return None  # nothing of ours to record: the leftover stays the clean-up's
         previous = build.previous
         unreachable = dict(build.unreachable)
@@ -264,7 +263,13 @@ class Reconciler:
                     not status.same_status(build.template.get("status"), template_status):
                 record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
+        await self._warn_problem(build, problem)  # after the record that states it
         return Result(requeue_after=self.settings.retry_pending) if pending else None
+
+    async def _warn_problem(self, build: Build, problem: Problem) -> None:
+        if not already_reported(build.previous_conditions, problem):
+            # The binding's condition outlives this process: a restart does not repeat it.
+            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
 
     async def _report_denied(self, build: Build, policy_doc: ReadOnly, rule: deny.Rule) -> None:
         """A Warning event on the policy, once per (policy, rule): the first object it skips."""
