@@ -18,6 +18,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
+from federation.controllers import disruption
 from federation.controllers.kit import plan
 from federation.hub import deny, records
 from federation.hub import failover as failover_
@@ -61,6 +62,9 @@ class Build:
     """Keys of dependency creates (a Namespace, a CRD) that other templates may make too."""
     failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
     """Per-cluster failover judgements and old copies kept by graceful eviction."""
+    budget: disruption.Claim = dataclasses.field(default_factory=disruption.Claim)
+    """What this round asks of the disruption budget: settled after the plan ran, never
+    while it is built."""
     denied: tuple[ReadOnly, deny.Rule] | None = None
     """The policy that selected a denied object, and the deny rule it matched."""
     suspended: list[str] = dataclasses.field(default_factory=list)
@@ -84,6 +88,11 @@ class Build:
     @property
     def uid(self) -> str:
         return str(self.meta.get("uid") or "")
+
+    @property
+    def budget_key(self) -> str:
+        """The template's key in the disruption budget."""
+        return disruption.move_key(self.resource, self.namespace, self.name)
 
     @property
     def own_binding(self) -> ReadOnly | None:

@@ -166,7 +166,15 @@ class Reconciler:
                 return await self._unclaim(build)
             return await self._unpropagate(build)
         report = await self.execute(build.dag, build.shared)
+        self._settle_budget(build, report)
         return await self._record(build, report, outcome.requeue_after)
+
+    def _settle_budget(self, build: Build, report: plan.Report) -> None:
+        """The disruption budget, after the plan ran (never while it was built): a move is
+        taken once its writes succeeded (a failed write on an evicted cluster, the one that
+        went away, does not hold it back), a finished one is given back."""
+        written = all(o.vertex.cluster in build.failover.evicted for o in report.failed())
+        self.failover.budget.settle(build.budget_key, build.budget, written)
 
     # -- Record -----------------------------------------------------------------------------
 
@@ -305,6 +313,7 @@ class Reconciler:
                                           build.uid, unreachable,
                                           dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
+        self.failover.budget.release(build.budget_key)  # nothing of it moves any more
         for vertex in finalise.record_plan(self.hub, binding, left, deleted=False):
             writes.add(vertex)
         raise_for_hub_failure(await self.execute(writes))
@@ -385,6 +394,7 @@ class Reconciler:
                                           unreachable, release=released,
                                           dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
+        self.failover.budget.release(disruption.move_key(resource, namespace, name))
         for cluster, why in sorted(left.items()):
             # Every retry of an outage: DEBUG (the cluster's transition is logged once).
             log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,
