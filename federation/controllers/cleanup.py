@@ -37,8 +37,7 @@ from federation.contexts.client import ApiError, ClientError
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import events
-from federation.controllers.propagation import preserve
-from federation.hub import api, bindings, failover, manifests, status
+from federation.hub import api, bindings, failover, manifests, preservation, status
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.cleanup")
@@ -210,8 +209,8 @@ class Reconciler:
         try:
             # preserveResourcesOnDeletion: release it, unless the template had left the
             # cluster before its deletion (then it goes, as any cluster left loses its copy).
-            if preserve.releases(binding, cluster):
-                await writer.update(preserve.released(live), resource=resource)
+            if preservation.releases(binding, cluster):
+                await writer.update(preservation.released(live), resource=resource)
             else:
                 await writer.delete(resource, target.name, target.namespace or None,
                                     uid=meta.get("uid"),

@@ -16,15 +16,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pydantic
+
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.controllers import disruption
 from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Problem
 from federation.hub import deny, records
 from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import policy as policy_
+from federation.placement import resources as resources_
 
 JSON = dict[str, Any]
 
@@ -130,3 +134,25 @@ class Build:
     def note_unreachable(self, cluster: str, exc: BaseException) -> None:
         self.unreachable[cluster] = str(exc)
         self.causes[cluster] = exc
+
+    @property
+    def policy_ref(self) -> str:
+        """``KIND REF`` of the winning policy, as the binding records it."""
+        return policy_ref(self.policy)
+
+
+def policy_ref(policy: policy_.Policy | None) -> str:
+    """``KIND REF`` of a parsed policy (``no policy`` for None)."""
+    return f"{policy.kind} {policy.ref}" if policy is not None else "no policy"
+
+
+def template_resource(build: Build) -> resources_.Resource:
+    """The template as the placement engine sees it; a template the engine cannot take
+    (replicas that are not an int32, a kind that is not a string) is bad input, shown as a
+    condition, not an exception retried for ever."""
+    try:
+        return resources_.from_manifest(build.template)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "template"
+        raise Problem("Scheduled", "InvalidTemplate", f"{where}: {first['msg']}") from None

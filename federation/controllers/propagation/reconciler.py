@@ -52,10 +52,10 @@ from federation.controllers.propagation import (
     suspension,
     unclaimed,
 )
-from federation.controllers.propagation.build import JSON, Build
+from federation.controllers.propagation.build import JSON, Build, template_resource
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
-from federation.hub import api, bindings, deny, records, status
+from federation.hub import api, bindings, deny, preservation, records, status
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
@@ -189,9 +189,9 @@ class Reconciler:
         copies_now = record.copies_after(build, report)
         conds = record.conditions(build, failed, pending, copies_now)
         assert build.decision is not None
-        groups = engine.affinity_groups(build.policy, load_policy.template_resource(build)) \
+        groups = engine.affinity_groups(build.policy, template_resource(build)) \
             if build.policy is not None else (None, None)
-        wanted = bindings.binding(build.template, load_policy.api_ref(build.policy),
+        wanted = bindings.binding(build.template, build.policy_ref,
                                   build.decision.clusters, build.decision, conds, copies_now,
                                   failed, build.unreachable, pending, groups=groups,
                                   extra=record.extras(build))
@@ -255,7 +255,7 @@ class Reconciler:
         if pending:
             conds.append(record.pending_condition(pending, before))
         # Without a policy (it is the problem) the record keeps the claim it had.
-        wanted = bindings.binding(build.template, load_policy.api_ref(build.policy)
+        wanted = bindings.binding(build.template, build.policy_ref
                                   if build.policy else load_policy.claimed_by(build),
                                   previous, build.decision
                                   if build.decision and build.decision.ok else None,
@@ -357,14 +357,15 @@ class Reconciler:
         """The clean-up controller's part of a deleted template's ``propagateDeps``: delete
         the dependencies ``binding`` carried in ``cluster`` (a member that was away when the
         template went; release them where it releases the copy, see
-        :func:`.preserve.releases`), unless another binding still carries them there or
-        their own policy places them. True when none of ours is left there; False to try again."""
+        :func:`federation.hub.preservation.releases`), unless another binding still carries
+        them there or their own policy places them. True when none of ours is left there;
+        False to try again."""
         spec = binding.get("spec") or {}
         namespace = (spec.get("resource") or {}).get("namespace")
         refs = finalise.dependencies(binding)
         if not refs:
             return True
-        release = preserve.releases(binding, cluster)  # preserved: released with the copy
+        release = preservation.releases(binding, cluster)  # preserved: released with the copy
         dag = plan.Plan()
         try:
             for ref in refs:
@@ -388,7 +389,7 @@ class Reconciler:
                 target.get("kind") != resource.kind or target.get("name") != name:
             return None
         unreachable: dict[str, str] = {}
-        released = preserve.released_on(binding)  # the decision's: a cluster left still loses
+        released = preservation.released_on(binding)  # the decision's: a cluster left still loses
         dag = await finalise.removal_plan(self.context, resource, name, namespace,
                                           finalise.holders(binding), target.get("uid"),
                                           unreachable, release=released,
