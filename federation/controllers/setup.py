@@ -325,8 +325,7 @@ def _cleanup(mgr: manager.Manager, wiring: Wiring,
         "cleanup",
         cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, wiring.recorder,
                            settings.retry_pending, settings.cleanup_wait,
-                           gone=wiring.controller.queue.add,
-                           dependencies=wiring.reconciler.finish_dependencies),
+                           gone=wiring.controller.queue.add, denied=settings.deny_list),
         workers=settings.workers,
         queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")

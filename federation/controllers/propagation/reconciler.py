@@ -353,33 +353,6 @@ class Reconciler:
                                      unclaimed.message(binding))
         return Result(requeue_after=self.settings.retry_pending) if pending else None
 
-    async def finish_dependencies(self, binding: ReadOnly, cluster: str) -> bool:
-        """The clean-up controller's part of a deleted template's ``propagateDeps``: delete
-        the dependencies ``binding`` carried in ``cluster`` (a member that was away when the
-        template went; release them where it releases the copy, see
-        :func:`federation.hub.preservation.releases`), unless another binding still carries
-        them there or their own policy places them. True when none of ours is left there;
-        False to try again."""
-        spec = binding.get("spec") or {}
-        namespace = (spec.get("resource") or {}).get("namespace")
-        refs = finalise.dependencies(binding)
-        if not refs:
-            return True
-        release = preservation.releases(binding, cluster)  # preserved: released with the copy
-        dag = plan.Plan()
-        try:
-            for ref in refs:
-                vertex = await propagate_deps.removal_vertex(
-                    self.context, ref, namespace, cluster, str(binding["metadata"]["name"]),
-                    strict=True, release=release)
-                if vertex is not None:
-                    dag.add(vertex)
-        except ClientError as exc:
-            log.debug("%s: dependencies in %s not removed yet (%s)",
-                      binding["metadata"]["name"], cluster, exc)
-            return False
-        return not (await self.execute(dag)).failed()
-
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
                             binding: ReadOnly | None) -> Result | None:
         """The template is gone: its copies, then its binding (see :mod:`.finalise`)."""
