@@ -130,8 +130,8 @@ class Reconciler:
         if not left:
             return await self._forget(binding, pending)
         if left != pending:
-            self._raise_for(await executor.execute(self._pending_plan(binding, left),
-                                                   self.writer))
+            written = await executor.execute(self._pending_plan(binding, left), self.writer)
+            written.raise_for_failure()  # a 409 (rewritten since read): read it again
         await self._warn_if_lasting(binding, record.resource, left)
         return Result(requeue_after=self.retry)
 
@@ -163,10 +163,6 @@ class Reconciler:
         dag.add(plan.Vertex(self.hub, plan.Action.UPDATE, updated,
                             reason="pending clean-up recorded"))
         return dag
-
-    @staticmethod
-    def _raise_for(report: plan.Report) -> None:
-        report.raise_for_failure()
 
     async def _warn_if_lasting(self, binding: ReadOnly, target: bindings.TemplateRef,
                                left: list[str]) -> None:
