@@ -85,7 +85,9 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     suspension.apply_suspension,      # suspended clusters: no create or update
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
-(through the context) and add to the build; they never write and never queue."""
+(through the context) and add to the build; they never write, never queue, never change
+process state (the disruption budget is settled after the plan ran) and never import one
+another (what several need is a fact on the build, :mod:`.lookups`, ``hub/`` or the kit)."""
 
 CHAIN: chain.Chain[TransformContext, Build] = chain.Chain(TRANSFORMERS)
 """The kit's runner over :data:`TRANSFORMERS`."""
