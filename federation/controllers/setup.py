@@ -67,7 +67,7 @@ from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
 from federation.controllers.kit import events
 from federation.controllers.propagation import propagate_deps
-from federation.hub import api, deny, manifests, reconfigure
+from federation.hub import api, deny, dependencies, manifests, reconfigure
 from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, group_kind
@@ -169,7 +169,7 @@ class Wiring:
         self.kinds.related = self._copied_dependency
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
             hub.cache.informer(resource).add_handler(self._binding_event)
-        for resource in propagate_deps.KINDS.values():
+        for resource in dependencies.KINDS.values():
             if self.kinds.denied_rule(resource.api_version, resource.kind) is None:
                 hub.cache.informer(resource).add_handler(self._dependency_event)
 
@@ -189,7 +189,7 @@ class Wiring:
         """A member's copy of a dependency changed or went (someone edited or deleted
         it): the templates carrying it, so it is put back now, not at their next change.
         Only our copies: a member's own object of that name is nobody's business here."""
-        if event.initial or event.resource.kind not in propagate_deps.KINDS or \
+        if event.initial or event.resource.kind not in dependencies.KINDS or \
                 not manifests.is_ours(event.obj):
             return []
         meta = event.obj.get("metadata") or {}
@@ -325,8 +325,7 @@ def _cleanup(mgr: manager.Manager, wiring: Wiring,
         "cleanup",
         cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, wiring.recorder,
                            settings.retry_pending, settings.cleanup_wait,
-                           gone=wiring.controller.queue.add,
-                           dependencies=wiring.reconciler.finish_dependencies),
+                           gone=wiring.controller.queue.add, denied=settings.deny_list),
         workers=settings.workers,
         queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")

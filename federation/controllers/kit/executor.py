@@ -126,8 +126,12 @@ class Writer:
                                          namespace=meta.get("namespace"))
 
     async def delete(self, cluster: str, obj: JSON) -> JSON:
+        """Delete with the UID as a precondition, and the resourceVersion too when the
+        reference asks for this exact version (:func:`~.plan.reference` ``exact``)."""
         writer = self.mc.cluster(cluster)
         meta = obj["metadata"]
+        exact = obj.get(plan.PRECONDITIONS) or {}
         return await writer.delete(await writer.resource(obj), meta["name"],
-                                   meta.get("namespace"), uid=meta.get("uid"))
+                                   meta.get("namespace"), uid=meta.get("uid"),
+                                   resource_version=exact.get("resourceVersion"))
 

@@ -10,11 +10,11 @@ record: the binding becomes ``templateDeleted`` with ``pendingCleanup`` and a
 ``CleanupPending`` condition, and the clean-up controller finishes when it returns. A
 binding whose ``spec.orphan`` is true (the template was annotated
 ``federation.io/orphan: "true"``) is deleted and its copies stay. A binding whose
-``spec.preserveResourcesOnDeletion`` is true (:mod:`.preserve`) has its copies released
-(our marks removed) instead of deleted in the clusters of its decision (a cluster only
-pending was left before: its copy is deleted); dependencies carried by ``propagateDeps``
-(:mod:`.propagate_deps`) go with the template (are released with it) unless still
-carried by another.
+``spec.preserveResourcesOnDeletion`` is true (:mod:`federation.hub.preservation`) has its
+copies released (our marks removed) instead of deleted in the clusters of its decision (a
+cluster only pending was left before: its copy is deleted); dependencies carried by
+``propagateDeps`` (:mod:`.propagate_deps`) go with the template (are released with it)
+unless still carried by another.
 """
 
 from __future__ import annotations
@@ -24,16 +24,18 @@ from collections.abc import Collection, Sequence
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
 from federation.controllers.kit import plan
-from federation.controllers.propagation import preserve, propagate_deps
+from federation.controllers.kit.copies import release_vertex
+from federation.controllers.propagation import propagate_deps
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition
-from federation.hub import manifests, records
+from federation.hub import dependencies as dependencies_
+from federation.hub import manifests, preservation, records
 
 
 async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
                        namespace: str | None, clusters: Sequence[str], uid: str | None,
                        unreachable: dict[str, str], release: Collection[str] = (),
-                       dependencies: Sequence[propagate_deps.Ref] = ()) -> plan.Plan:
+                       dependencies: Sequence[dependencies_.Ref] = ()) -> plan.Plan:
     """Deletes of our copies (of template ``uid`` when given) in ``clusters`` (releases in
     the clusters of ``release``), and of the ``dependencies`` they carried (released
     there too); clusters that cannot be read are added to ``unreachable``."""
@@ -60,7 +62,7 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
             manifests.TEMPLATE_UID_ANNOTATION)
         if uid and marked and marked != uid:
             continue  # a newer template's copy: not ours to delete
-        dag.add(preserve.release_vertex(cluster, live) if cluster in release else
+        dag.add(release_vertex(cluster, live) if cluster in release else
                 plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                             reason="template gone"))
     return dag
@@ -76,7 +78,8 @@ def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
                 released: Collection[str] = ()) -> plan.Plan:
     """Delete the binding when nothing is left; else record what is, once. A deleted
     template's record whose copies are released in ``released`` (it preserves) lists the
-    other pending clusters (:data:`.preserve.LEFT`): the clean-up controller deletes those."""
+    other pending clusters (:data:`~federation.hub.preservation.LEFT`): the clean-up
+    controller deletes those."""
     dag = plan.Plan()
     if not left:
         dag.add(plan.Vertex(hub, plan.Action.DELETE, plan.reference(binding),
@@ -85,16 +88,16 @@ def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
     pending = sorted(left)
     spec = dict(binding.get("spec") or {})
     gone = sorted(c for c in pending if c not in released) \
-        if deleted and preserve.preserves(binding) else None
+        if deleted and preservation.preserves(binding) else None
     if spec.get("pendingCleanup") == pending and \
-            bool(spec.get("templateDeleted")) == deleted and spec.get(preserve.LEFT) == gone:
+            bool(spec.get("templateDeleted")) == deleted and spec.get(preservation.LEFT) == gone:
         return dag
     previous = (binding.get("status") or {}).get("conditions") or []
     spec.update(pendingCleanup=pending, templateDeleted=deleted,
                 clusters=[] if deleted else spec.get("clusters") or [])
-    spec.pop(preserve.LEFT, None)
+    spec.pop(preservation.LEFT, None)
     if gone is not None:  # also when empty: only then does the record say it (see releases)
-        spec[preserve.LEFT] = gone
+        spec[preservation.LEFT] = gone
     updated = {**binding, "spec": spec,
                "status": {**(binding.get("status") or {}),
                           "conditions": [pending_condition(pending, previous)]}}
@@ -102,8 +105,8 @@ def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
     return dag
 
 
-preserves = preserve.preserves
-dependencies = propagate_deps.dependencies
+preserves = preservation.preserves
+dependencies = dependencies_.dependencies
 
 
 def holders(binding: ReadOnly) -> list[str]:

@@ -28,37 +28,39 @@ awaited, so the namespace's grant requeues the workload.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import CONFIGMAPS, ClientError, Resource
+from federation.contexts.client import ClientError
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import plan
-from federation.controllers.kit.copies import copy_vertex
-from federation.controllers.propagation import preserve
-from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.kit.copies import copy_vertex, release_vertex
+from federation.controllers.propagation.build import JSON, Build, policy_ref
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.load_policy import api_ref, denied_by
-from federation.controllers.propagation.render import load_overrides, stop_if_invalid_selects
+from federation.controllers.propagation.lookups import (
+    denied_by,
+    load_overrides,
+    stop_if_invalid_selects,
+)
 from federation.hub import api, manifests, overrides, records
+
+# AWAITED is the record's (record.py reads it here); the rest is used below.
+from federation.hub.dependencies import (
+    AWAITED as AWAITED,
+)
+from federation.hub.dependencies import (
+    KINDS,
+    Ref,
+    awaited,
+    carried_by_another,
+    dependencies,
+    is_own_binding,
+    owned_clusters,
+    valid_name,
+)
 from federation.placement import resources as resources_
-
-AWAITED = "awaitedDependencies"
-"""The binding's spec field naming the dependencies the pod template names that do not
-exist on the hub yet: the wiring requeues the workload when one appears. Never read by
-a deletion (only ``spec.dependencies``, what was copied, is)."""
-
-SECRETS = Resource("", "v1", "secrets", "Secret")
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
-PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
-KINDS: Mapping[str, Resource] = {r.kind: r for r in (CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS,
-                                                      PVCS)}
-"""The kinds a dependency can be (Karmada's pod template dependencies)."""
-
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-"""A Kubernetes object name (DNS-1123 subdomain)."""
 
 _POD_SPEC = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"),
              "ReplicaSet": ("spec", "template", "spec"),
@@ -70,22 +72,6 @@ _WORKLOAD_GROUPS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "Daem
 _SECRET_VOLUMES = ("azureFile", "cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi",
                    "storageos")
 """Volume sources with a secretRef (azureFile names it secretName)."""
-
-
-@dataclasses.dataclass(frozen=True, order=True)
-class Ref:
-    """One dependency: a kind of :data:`KINDS` and a name, in the workload's namespace."""
-
-    kind: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}/{self.name}"
-
-    @classmethod
-    def parse(cls, text: str) -> Ref | None:
-        kind, _, name = str(text).partition("/")
-        return cls(kind, name) if kind in KINDS and _NAME.fullmatch(name) else None
 
 
 def references(template: Mapping[str, Any]) -> set[Ref]:
@@ -185,7 +171,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
     if build.policy.spec.propagate_deps and build.namespace:
         wanted = sorted(references(build.template))
         for ref in wanted:
-            if not _NAME.fullmatch(ref.name):
+            if not valid_name(ref.name):
                 raise Problem("Applied", "InvalidDependency",
                               f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
     carried: list[str] = []
@@ -195,14 +181,14 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
         whole = ctx.deny_list.kind_rule("", ref.kind)
         if whole is not None:  # a kind denied whole is never read, not even on the hub
             raise Problem("Applied", "DependencyDenied",
-                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"{policy_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({whole}); the workload is not propagated without it")
         try:
             source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
         except NotGranted as exc:
             build.record[AWAITED] = [*awaited, str(ref)]  # a grant requeues the workload
             raise Problem("Applied", "DependencyNotReadable",
-                          f"{api_ref(build.policy)}: dependency {ref}: {exc}; the workload "
+                          f"{policy_ref(build.policy)}: dependency {ref}: {exc}; the workload "
                           "is not propagated without it") from None
         if source is None:
             _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "
@@ -212,7 +198,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
         rule = await denied_by(ctx, source)
         if rule is not None:
             raise Problem("Applied", "DependencyDenied",
-                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"{policy_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({rule}); the workload is not propagated without it")
         stop_if_invalid_selects(invalid, resources_.from_manifest(source))
         carried.append(str(ref))
@@ -300,13 +286,9 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
         return None
     if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
         return None
-    for binding in await ctx.list(api.RESOURCE_BINDINGS, namespace):
-        if binding["metadata"].get("name") == carrier:
-            continue
-        spec = binding.get("spec") or {}
-        if ref in dependencies(binding) and not spec.get("templateDeleted") and \
-                cluster in {str(c.get("name")) for c in spec.get("clusters") or []}:
-            return None
+    if carried_by_another(ref, cluster, await ctx.list(api.RESOURCE_BINDINGS, namespace),
+                          carrier):
+        return None
     try:
         live = await ctx.copy(KINDS[ref.kind], cluster, ref.name, namespace)
     except ClientError:
@@ -316,45 +298,17 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
     if live is None or not manifests.is_propagated(live):
         return None
     if release:
-        return preserve.release_vertex(cluster, live, what=f"dependency {ref}")
+        return release_vertex(cluster, live, what=f"dependency {ref}")
     return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                        reason=f"dependency {ref} not needed")
-
-
-def dependencies(binding: Mapping[str, Any] | None) -> list[Ref]:
-    """The dependencies a binding records as carried (unparseable entries ignored: the
-    record is ours, and a name we could not have written is never acted on)."""
-    return _refs(binding, "dependencies")
-
-
-def awaited(binding: Mapping[str, Any] | None) -> list[Ref]:
-    """The dependencies a binding records as named but missing on the hub (:data:`AWAITED`)."""
-    return _refs(binding, AWAITED)
-
-
-def _refs(binding: Mapping[str, Any] | None, field: str) -> list[Ref]:
-    found = ((binding or {}).get("spec") or {}).get(field) or []
-    refs = [Ref.parse(str(text)) for text in found] if isinstance(found, list) else []
-    return sorted(r for r in refs if r is not None)
 
 
 async def _own_binding(ctx: TransformContext, ref: Ref, namespace: str | None
                        ) -> ReadOnly | None:
     found = await ctx.get(api.RESOURCE_BINDINGS, records.binding_name(ref.name, ref.kind),
                           namespace, ctx.hub)
-    target = ((found or {}).get("spec") or {}).get("resource") or {}
-    if target.get("kind") != ref.kind or target.get("name") != ref.name:
-        return None  # another object's binding that happens to have the name
-    return found
-
-
-def owned_clusters(binding: Mapping[str, Any] | None) -> set[str]:
-    """Clusters where the dependency's own binding (its own policy) places it."""
-    spec = (binding or {}).get("spec") or {}
-    if spec.get("templateDeleted"):
-        return set()
-    return {str(c.get("name")) for c in spec.get("clusters") or []}
-
+    # Another object's binding may happen to have the name: not the dependency's own.
+    return found if is_own_binding(ref, found) else None
 
 
 # -- who carries what (for the wiring) ---------------------------------------------------------

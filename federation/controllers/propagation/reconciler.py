@@ -14,7 +14,6 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import (
@@ -29,7 +28,8 @@ from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted
 from federation.controllers import disruption, scheduling
 from federation.controllers.kinds import KindTracker
-from federation.controllers.kit import events, executor, expectations, plan
+from federation.controllers.kit import chain, events, executor, expectations, plan
+from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import (
     activation,
     capacity,
@@ -52,16 +52,16 @@ from federation.controllers.propagation import (
     suspension,
     unclaimed,
 )
-from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.propagation.build import JSON, Build, template_resource
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
-from federation.hub import api, bindings, deny, records, status
+from federation.hub import api, bindings, deny, preservation, records, status
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.propagation")
 
-Transformer = Callable[[TransformContext, Build], Awaitable[Verdict | None]]
+Transformer = chain.Step[TransformContext, Build]
 
 TRANSFORMERS: tuple[Transformer, ...] = (
     load_policy.load_policy,          # the winning policy; none (or denied): stop
@@ -85,7 +85,12 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     suspension.apply_suspension,      # suspended clusters: no create or update
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
-(through the context) and add to the build; they never write and never queue."""
+(through the context) and add to the build; they never write, never queue, never change
+process state (the disruption budget is settled after the plan ran) and never import one
+another (what several need is a fact on the build, :mod:`.lookups`, ``hub/`` or the kit)."""
+
+CHAIN: chain.Chain[TransformContext, Build] = chain.Chain(TRANSFORMERS)
+"""The kit's runner over :data:`TRANSFORMERS`."""
 
 LEGACY_FINALIZER = api.FINALIZER
 LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
@@ -153,9 +158,7 @@ class Reconciler:
             return None  # its delete, seen by the watch, brings it back here
         build = Build(template=template, resource=resource, hub=self.hub, binding=binding)
         try:
-            for transformer in TRANSFORMERS:
-                if build.answer(await transformer(ctx, build)):
-                    break
+            outcome = await CHAIN.run(ctx, build)
         except Problem as problem:
             return await self._report_problem(build, problem)
         if build.policy is None:
@@ -165,11 +168,20 @@ class Reconciler:
                 return await self._unclaim(build)
             return await self._unpropagate(build)
         report = await self.execute(build.dag, build.shared)
-        return await self._record(build, report)
+        self._settle_budget(build, report)
+        return await self._record(build, report, outcome.requeue_after)
+
+    def _settle_budget(self, build: Build, report: plan.Report) -> None:
+        """The disruption budget, after the plan ran (never while it was built): a move is
+        taken once its writes succeeded (a failed write on an evicted cluster, the one that
+        went away, does not hold it back), a finished one is given back."""
+        written = all(o.vertex.cluster in build.failover.evicted for o in report.failed())
+        self.failover.budget.settle(build.budget_key, build.budget, written)
 
     # -- Record -----------------------------------------------------------------------------
 
-    async def _record(self, build: Build, report: plan.Report) -> Result | None:
+    async def _record(self, build: Build, report: plan.Report,
+                      requeue_after: float | None) -> Result | None:
         failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
                   if o.vertex.cluster != self.hub}
         removed = [c for c in build.removals if c not in failed
@@ -178,11 +190,10 @@ class Reconciler:
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
         conds = record.conditions(build, failed, pending, copies_now)
-        await record.emit_transitions(self.recorder, build, conds)
         assert build.decision is not None
-        groups = engine.affinity_groups(build.policy, load_policy.template_resource(build)) \
+        groups = engine.affinity_groups(build.policy, template_resource(build)) \
             if build.policy is not None else (None, None)
-        wanted = bindings.binding(build.template, load_policy.api_ref(build.policy),
+        wanted = bindings.binding(build.template, build.policy_ref,
                                   build.decision.clusters, build.decision, conds, copies_now,
                                   failed, build.unreachable, pending, groups=groups,
                                   extra=record.extras(build))
@@ -192,11 +203,13 @@ class Reconciler:
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
+        # Only now: an event never claims a transition the record does not hold.
+        await record.emit_transitions(self.recorder, build, conds)
         refused = {o.vertex.cluster for o in report.failed() if o.refused}
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             raise copies_failed(build, report, self.hub)
-        after = [t for t in (build.requeue_after,
+        after = [t for t in (requeue_after,
                              self.settings.retry_pending if pending else None) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
@@ -227,10 +240,8 @@ class Reconciler:
         input changes nothing that runs), while pending clean-up goes on."""
         log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
                  problem)
-        if not already_reported(build.previous_conditions, problem):
-            # The binding's condition outlives this process: a restart does not repeat it.
-            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
         if build.policy is None and build.inherited:
+            await self._warn_problem(build, problem)
             return None  # nothing of ours to record: the leftover stays the clean-up's
         previous = build.previous
         unreachable = dict(build.unreachable)
@@ -246,7 +257,7 @@ class Reconciler:
         if pending:
             conds.append(record.pending_condition(pending, before))
         # Without a policy (it is the problem) the record keeps the claim it had.
-        wanted = bindings.binding(build.template, load_policy.api_ref(build.policy)
+        wanted = bindings.binding(build.template, build.policy_ref
                                   if build.policy else load_policy.claimed_by(build),
                                   previous, build.decision
                                   if build.decision and build.decision.ok else None,
@@ -262,7 +273,13 @@ class Reconciler:
                     not status.same_status(build.template.get("status"), template_status):
                 record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
+        await self._warn_problem(build, problem)  # after the record that states it
         return Result(requeue_after=self.settings.retry_pending) if pending else None
+
+    async def _warn_problem(self, build: Build, problem: Problem) -> None:
+        if not already_reported(build.previous_conditions, problem):
+            # The binding's condition outlives this process: a restart does not repeat it.
+            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
 
     async def _report_denied(self, build: Build, policy_doc: ReadOnly, rule: deny.Rule) -> None:
         """A Warning event on the policy, once per (policy, rule): the first object it skips."""
@@ -298,6 +315,7 @@ class Reconciler:
                                           build.uid, unreachable,
                                           dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
+        self.failover.budget.release(build.budget_key)  # nothing of it moves any more
         for vertex in finalise.record_plan(self.hub, binding, left, deleted=False):
             writes.add(vertex)
         raise_for_hub_failure(await self.execute(writes))
@@ -337,32 +355,6 @@ class Reconciler:
                                      unclaimed.message(binding))
         return Result(requeue_after=self.settings.retry_pending) if pending else None
 
-    async def finish_dependencies(self, binding: ReadOnly, cluster: str) -> bool:
-        """The clean-up controller's part of a deleted template's ``propagateDeps``: delete
-        the dependencies ``binding`` carried in ``cluster`` (a member that was away when the
-        template went; release them where it releases the copy, see
-        :func:`.preserve.releases`), unless another binding still carries them there or
-        their own policy places them. True when none of ours is left there; False to try again."""
-        spec = binding.get("spec") or {}
-        namespace = (spec.get("resource") or {}).get("namespace")
-        refs = finalise.dependencies(binding)
-        if not refs:
-            return True
-        release = preserve.releases(binding, cluster)  # preserved: released with the copy
-        dag = plan.Plan()
-        try:
-            for ref in refs:
-                vertex = await propagate_deps.removal_vertex(
-                    self.context, ref, namespace, cluster, str(binding["metadata"]["name"]),
-                    strict=True, release=release)
-                if vertex is not None:
-                    dag.add(vertex)
-        except ClientError as exc:
-            log.debug("%s: dependencies in %s not removed yet (%s)",
-                      binding["metadata"]["name"], cluster, exc)
-            return False
-        return not (await self.execute(dag)).failed()
-
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
                             binding: ReadOnly | None) -> Result | None:
         """The template is gone: its copies, then its binding (see :mod:`.finalise`)."""
@@ -372,12 +364,13 @@ class Reconciler:
                 target.get("kind") != resource.kind or target.get("name") != name:
             return None
         unreachable: dict[str, str] = {}
-        released = preserve.released_on(binding)  # the decision's: a cluster left still loses
+        released = preservation.released_on(binding)  # the decision's: a cluster left still loses
         dag = await finalise.removal_plan(self.context, resource, name, namespace,
                                           finalise.holders(binding), target.get("uid"),
                                           unreachable, release=released,
                                           dependencies=finalise.dependencies(binding))
         left = finalise.left_after(await self.execute(dag), unreachable)
+        self.failover.budget.release(disruption.move_key(resource, namespace, name))
         for cluster, why in sorted(left.items()):
             # Every retry of an outage: DEBUG (the cluster's transition is logged once).
             log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,

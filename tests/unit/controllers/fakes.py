@@ -22,8 +22,7 @@ from federation.contexts.multicluster import ListResult
 from federation.controllers import kinds as kinds_
 from federation.controllers import propagation
 from federation.controllers.kit import view
-from federation.controllers.propagation import propagate_deps
-from federation.hub import api, reconfigure
+from federation.hub import api, dependencies, reconfigure
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
@@ -33,7 +32,7 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
                              api.MEMBER_CLUSTERS, api.CRDS, reconfigure.RECONFIGURE_POLICIES,
-                             *propagate_deps.KINDS.values())}
+                             *dependencies.KINDS.values())}
 
 
 _UIDS = itertools.count(1)

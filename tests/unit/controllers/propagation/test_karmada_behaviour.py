@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from federation.contexts import client as kube
+from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import dependent_overrides, propagate_deps
-from federation.controllers.propagation.build import Build, Problem
+from federation.controllers.propagation.build import Build
 from federation.hub import manifests
 from federation.placement import loader
 from tests.unit.controllers.fakes import (
