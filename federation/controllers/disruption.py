@@ -106,13 +106,36 @@ class DisruptionBudget:
     def release(self, key: str) -> None:
         self.moving.pop(key, None)
 
-    def settle(self, key: str, claim: Claim, written: bool) -> None:
-        """After a reconcile's plan ran: a finished move gives its budget back; a move the
-        build found fitting is taken once its writes succeeded (``written``)."""
+    def reserve(self, key: str, claim: Claim) -> Reservation | None:
+        """Right before a reconcile's plan runs: take the replicas its build found fitting.
+
+        The build only asked :meth:`fits`; other reconciles ran while it awaited (the
+        scheduler, member reads), so the answer may be stale. Checking again and taking
+        here, with no await in between, is what keeps the budget from running over. None
+        when it no longer fits: the caller writes nothing and looks again later."""
+        reservation = Reservation(key, self.moving.get(key))
+        if claim.moving and not self.admit(key, claim.moving):
+            return None
+        return reservation
+
+    def settle(self, reservation: Reservation, claim: Claim, written: bool) -> None:
+        """After the plan ran: a finished move gives its budget back; a reserved move whose
+        writes failed (``written`` false) gives back what this round took."""
         if claim.done:
-            self.release(key)
-        elif claim.moving and written:
-            self.take(key, claim.moving)
+            self.release(reservation.key)
+        elif claim.moving and not written:
+            if reservation.prior is None:
+                self.release(reservation.key)
+            else:
+                self.moving[reservation.key] = reservation.prior
+
+
+@dataclasses.dataclass(frozen=True)
+class Reservation:
+    """What a template held in the budget before :meth:`DisruptionBudget.reserve` took more."""
+
+    key: str
+    prior: tuple[int, float] | None
 
 
 @dataclasses.dataclass

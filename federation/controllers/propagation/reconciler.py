@@ -167,16 +167,20 @@ class Reconciler:
             elif unclaimed.keeps(build.own_binding):
                 return await self._unclaim(build)
             return await self._unpropagate(build)
+        reservation = self.failover.budget.reserve(build.budget_key, build.budget)
+        if reservation is None:  # another template's move took the budget since the build
+            return Result(requeue_after=self.failover.settings.budget_retry)
         report = await self.execute(build.dag, build.shared)
-        self._settle_budget(build, report)
+        self._settle_budget(build, report, reservation)
         return await self._record(build, report, outcome.requeue_after)
 
-    def _settle_budget(self, build: Build, report: plan.Report) -> None:
-        """The disruption budget, after the plan ran (never while it was built): a move is
-        taken once its writes succeeded (a failed write on an evicted cluster, the one that
-        went away, does not hold it back), a finished one is given back."""
+    def _settle_budget(self, build: Build, report: plan.Report,
+                       reservation: disruption.Reservation) -> None:
+        """The disruption budget, after the plan ran (never while it was built): a move
+        reserved before the writes is given back when they failed (a failed write on an
+        evicted cluster, the one that went away, does not count), a finished one too."""
         written = all(o.vertex.cluster in build.failover.evicted for o in report.failed())
-        self.failover.budget.settle(build.budget_key, build.budget, written)
+        self.failover.budget.settle(reservation, build.budget, written)
 
     # -- Record -----------------------------------------------------------------------------
 

@@ -156,13 +156,45 @@ async def test_an_unselected_template_gives_its_budget_back() -> None:
     assert r.failover.budget.in_use == 0
 
 
-def test_settle_takes_only_what_was_written() -> None:
-    """The budget's own rule: a claim is taken when written, a done move released."""
+def test_reserve_takes_before_the_writes_and_settle_gives_back_a_failure() -> None:
+    """The budget's own rule: a claim is taken right before its writes (atomically), given
+    back when they failed, kept when written, and released when the move is done."""
     budget = disruption.DisruptionBudget(10, 300, lambda: NOW)
-    budget.settle("a", disruption.Claim(moving=4), written=False)
+    failed = budget.reserve("a", disruption.Claim(moving=4))
+    assert failed is not None and budget.in_use == 4
+    budget.settle(failed, disruption.Claim(moving=4), written=False)
     assert budget.in_use == 0
-    budget.settle("a", disruption.Claim(moving=4), written=True)
+    written = budget.reserve("a", disruption.Claim(moving=4))
+    assert written is not None
+    budget.settle(written, disruption.Claim(moving=4), written=True)
     assert budget.in_use == 4
     assert not budget.fits("b", 7) and budget.fits("b", 6)
-    budget.settle("a", disruption.Claim(moving=4, done=True), written=True)
+    done = budget.reserve("a", disruption.Claim(done=True))
+    assert done is not None
+    budget.settle(done, disruption.Claim(done=True), written=True)
     assert budget.in_use == 0
+
+
+def test_two_builds_that_both_fit_cannot_both_take_the_budget() -> None:
+    """The race: two templates' builds each found their move fitting (the budget was free
+    when each asked); the first to reach its writes takes it, the second is refused and
+    writes nothing, so the budget never runs over."""
+    budget = disruption.DisruptionBudget(6, 300, lambda: NOW)
+    first, second = disruption.Claim(moving=4), disruption.Claim(moving=4)
+    assert budget.fits("a", first.moving) and budget.fits("b", second.moving)
+    assert budget.reserve("a", first) is not None
+    assert budget.reserve("b", second) is None
+    assert budget.in_use == 4
+
+
+def test_a_failed_round_restores_what_an_earlier_round_held() -> None:
+    """A template already moving 2 replicas asks for 4; its writes fail: it holds 2 again,
+    not 0 (the earlier move is still under way) and not 4."""
+    budget = disruption.DisruptionBudget(10, 300, lambda: NOW)
+    earlier = budget.reserve("a", disruption.Claim(moving=2))
+    assert earlier is not None
+    budget.settle(earlier, disruption.Claim(moving=2), written=True)
+    again = budget.reserve("a", disruption.Claim(moving=4))
+    assert again is not None and budget.in_use == 4
+    budget.settle(again, disruption.Claim(moving=4), written=False)
+    assert budget.in_use == 2
