@@ -1,7 +1,7 @@
 """The multi-cluster client: reads from caches, writes to one named context each.
 
 Controllers hold one :class:`MultiClusterClient` and never a bare
-:class:`ClusterClient`. As in controller-runtime, reads and writes differ:
+:class:`~federation.contexts.client.ClusterAPI`. As in controller-runtime, reads and writes differ:
 
 - **Reads** (:meth:`~MultiClusterClient.get`, :meth:`~MultiClusterClient.list`)
   come from the informer of (cluster, resource), started on first use. By
@@ -51,7 +51,7 @@ from federation.contexts.client import (
     JSON,
     MERGE_PATCH,
     ClientError,
-    ClusterClient,
+    ClusterAPI,
     ClusterUnavailable,
     Resource,
 )
@@ -99,7 +99,7 @@ class ClusterWriter:
         self.field_manager = field_manager
 
     @property
-    def client(self) -> ClusterClient:
+    def client(self) -> ClusterAPI:
         return self.cluster.check_writable()
 
     async def resource(self, obj: Mapping[str, Any]) -> Resource:

@@ -200,7 +200,7 @@ class Reconciler:
         await self._leave(name)
         state = self.work.register(name, identity.CertificateRecord.of(doc))
         hub = self.mgr.clusters.hub
-        cluster = Cluster(name, client=pull.WorkClient(state, hub.settings.client),
+        cluster = Cluster(name, client=pull.WorkClient(state),
                           settings=hub.settings)
         self.mgr.clusters.adopt(cluster)
         self.mgr.engage(cluster)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from federation.contexts.cache import CachedResource, CacheSettings, ReadOnly
-from federation.contexts.client import ClusterClient, Resource
+from federation.contexts.client import ObjectReader, Resource
 from federation.contexts.clusters import Cluster
 from federation.contexts.scoped import Grants, ScopedInformer
 from federation.hub import deny
@@ -98,7 +98,7 @@ class SecretAccess:
         self.informer: ScopedInformer | None = None
         self.listeners: list[Callable[[frozenset[str]], None]] = []
 
-    def make(self, client: ClusterClient, resource: Resource, settings: CacheSettings,
+    def make(self, client: ObjectReader, resource: Resource, settings: CacheSettings,
              cluster: str) -> CachedResource:
         """The :data:`~federation.contexts.cache.InformerMaker` of hub Secrets."""
         informer = ScopedInformer(client, resource, GRANTS, settings=settings, cluster=cluster)

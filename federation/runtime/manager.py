@@ -213,9 +213,11 @@ class Manager:
         """Give a cluster's client our metrics, User-Agent and (once elected) fence."""
         if cluster.client is None:
             return
-        cluster.client.observer = self.metrics.observe_request
-        cluster.client.user_agent = kube.user_agent(self.identity)
         cluster.client.fence = self.fence
+        if isinstance(cluster.client, kube.ClusterClient):  # HTTP's own (a pull member's
+            # calls are the agent's, under its User-Agent, and not timed here)
+            cluster.client.observer = self.metrics.observe_request
+            cluster.client.user_agent = kube.user_agent(self.identity)
 
     def _own_client(self, settings: kube.ClientSettings) -> kube.ClusterClient:
         """A hub client of our own, without the controllers' fence (the Lease, which the
@@ -463,7 +465,7 @@ class Manager:
 
     def _hub_client(self) -> kube.ClusterClient:
         client = self.clusters.hub.client
-        assert client is not None
+        assert isinstance(client, kube.ClusterClient), "the hub is reached over HTTP"
         return client
 
     async def _shutdown(self, lost: bool = False) -> None:

@@ -108,7 +108,7 @@ async def test_a_shared_client_is_closed_by_its_owner_only() -> None:
     assert alias.shares_client_of == "hub" and alias.engagement is not None
     assert not alias.engagement.owns_client
     hub_client = cluster_set.hub.client
-    assert hub_client is not None
+    assert isinstance(hub_client, kube.ClusterClient)
     session = hub_client.session
     alias.joined = True  # as if it had joined at runtime
     await cluster_set.leave("alias")
@@ -124,7 +124,7 @@ async def test_joined_real_client_session_is_closed_on_leave() -> None:
                                                       hub_context="hub")
     edge = cluster_set.join("edge", distinct("edge", first=9))
     assert edge.engagement is not None and edge.engagement.owns_client
-    assert edge.client is not None
+    assert isinstance(edge.client, kube.ClusterClient)
     session = edge.client.session
     edge.engagement.start()
     await asyncio.sleep(0.05)
