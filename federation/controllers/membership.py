@@ -117,7 +117,7 @@ _KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
 
 
 class Reconciler:
-    def __init__(self, mgr: manager.Manager, recorder: events.Recorder,
+    def __init__(self, mgr: manager.Manager, recorder: events.EventSink,
                  allowed_exec: Iterable[str] = (), work: WorkServer | None = None) -> None:
         self.mgr = mgr
         self.work = work
@@ -287,7 +287,7 @@ def forget_kinds(kinds: KindTracker) -> Callable[[str], None]:
     return forget
 
 
-def install(mgr: manager.Manager, recorder: events.Recorder,
+def install(mgr: manager.Manager, recorder: events.EventSink,
             kinds: KindTracker | None = None, allowed_exec: Iterable[str] = (),
             work: WorkServer | None = None) -> None:
     """Add the ``membership`` controller to a manager."""

@@ -288,7 +288,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                                               egress=settings.reloader_egress))
 
 
-def _validation(mgr: manager.Manager, recorder: events.Recorder,
+def _validation(mgr: manager.Manager, recorder: events.EventSink,
                 settings: propagation.PropagationSettings,
                 access: secrets.SecretAccess | None = None) -> controller.Controller:
     validation = controller.Controller(

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiClusterClient, MultiClusterWriter
 from federation.hub import api, records
 from federation.hub import reconfigure as hub_api
 
@@ -207,7 +207,7 @@ class CacheView:
 class HubStatusWriter:
     """:class:`StatusWriter` through the multi-cluster client's hub writer."""
 
-    def __init__(self, mc: MultiClusterClient, hub: str) -> None:
+    def __init__(self, mc: MultiClusterWriter, hub: str) -> None:
         self._mc = mc
         self._hub = hub
 

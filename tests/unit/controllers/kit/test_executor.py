@@ -25,7 +25,7 @@ def binding() -> JSON:
 
 
 def writer(mc: FakeMC) -> propagation.Writer:
-    return propagation.Writer(mc, "hub")  # type: ignore[arg-type]
+    return propagation.Writer(mc, "hub")
 
 
 async def test_shared_create_that_already_exists_counts_as_done() -> None:

@@ -39,7 +39,7 @@ async def deleted_while_member2_away(mc: FakeMC) -> cleanup.Reconciler:
     assert mc.find("member1", "ConfigMap", "app-config", "shop") is None
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None and binding["spec"]["pendingCleanup"] == ["member2"]
-    return cleanup.Reconciler(mc, "hub", FakeRecorder(),  # type: ignore[arg-type]
+    return cleanup.Reconciler(mc, "hub", FakeRecorder(),
                               dependencies=r.finish_dependencies)
 
 
