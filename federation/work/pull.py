@@ -117,7 +117,7 @@ class Desired:
 
     key: Key
     generation: int
-    op: int  # pb.Op
+    op: pb.Op.ValueType
     manifest: JSON | None
     uid: str = ""
     gate: Callable[[], None] | None = None
@@ -134,7 +134,7 @@ class Desired:
 
     def message(self) -> pb.HubMessage:
         return pb.HubMessage(work=pb.Work(
-            key=wire.key_to_pb(self.key), generation=self.generation, op=self.op,  # type: ignore[arg-type]
+            key=wire.key_to_pb(self.key), generation=self.generation, op=self.op,
             manifest=wire.encode(self.manifest) if self.manifest is not None else b"",
             uid=self.uid))
 
@@ -457,7 +457,7 @@ class PullState:
             return False, False, f"no heartbeat from the agent for {silent:.0f}s"
         return True, self.agent_ready, self.agent_detail
 
-    def submit(self, key: Key, op: int, manifest: JSON | None, uid: str = "",
+    def submit(self, key: Key, op: pb.Op.ValueType, manifest: JSON | None, uid: str = "",
                gate: Callable[[], None] | None = None) -> asyncio.Future[pb.Result]:
         """Record a write as the object's next generation; its result arrives in the future."""
         if not self.connected:
@@ -709,7 +709,7 @@ class WorkClient:
         uid = str((body.get("preconditions") or {}).get("uid") or "")
         return await self._write(key, pb.DELETE, None, uid, gate)
 
-    async def _write(self, key: Key, op: int, manifest: JSON | None, uid: str,
+    async def _write(self, key: Key, op: pb.Op.ValueType, manifest: JSON | None, uid: str,
                      gate: Callable[[], None]) -> JSON:
         future = self.state.submit(key, op, manifest, uid, gate)
         result: pb.Result = await self._wait(future, None, f"write of {key}")
