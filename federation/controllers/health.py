@@ -49,6 +49,7 @@ from federation.contexts.health import Health
 from federation.contexts.multicluster import MultiCluster
 from federation.controllers.kit import events
 from federation.hub import api, capacity, failover, status
+from federation.runtime import manager
 from federation.runtime.reconcile import Request, Result, group_kind
 
 log = logging.getLogger("federation.health")
@@ -253,7 +254,7 @@ class HealthController:
             await self.recorder.emit(doc, "Warning", ready["reason"], ready["message"])
 
 
-def install(mgr: Any, recorder: events.EventSink,
+def install(mgr: manager.Host, recorder: events.EventSink,
             settings: HealthSettings | None = None) -> HealthController:
     """Add the ``cluster-health`` controller to a manager, fed by the members' probers."""
     from federation.runtime import controller

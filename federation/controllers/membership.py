@@ -117,7 +117,7 @@ _KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
 
 
 class Reconciler:
-    def __init__(self, mgr: manager.Manager, recorder: events.EventSink,
+    def __init__(self, mgr: manager.Engager, recorder: events.EventSink,
                  allowed_exec: Iterable[str] = (), work: WorkServer | None = None) -> None:
         self.mgr = mgr
         self.work = work

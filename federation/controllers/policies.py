@@ -80,7 +80,7 @@ still being listed (their first list comes within a second or two)."""
 class Reconciler:
     def __init__(self, mc: MultiCluster, hub: str, recorder: events.EventSink,
                  rules: deny.DenyList | None = None,
-                 access: secrets.SecretAccess | None = None) -> None:
+                 access: secrets.Granted | None = None) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from federation.contexts.cache import CachedResource, CacheSettings, ReadOnly
 from federation.contexts.client import ObjectReader, Resource
@@ -87,6 +87,12 @@ def refusal(namespace: str) -> str:
 
 GRANTS = Grants(ROLE_BINDINGS, f"metadata.name={roles.SECRETS_ROLE}", granted_namespace,
                 refusal)
+
+
+class Granted(Protocol):
+    """What policy validation asks of the Secret cache: the namespaces it may read."""
+
+    def granted(self) -> frozenset[str] | str | None: ...
 
 
 class SecretAccess:

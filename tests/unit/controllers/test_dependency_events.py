@@ -22,7 +22,7 @@ def wired() -> tuple[setup.Wiring, list[tuple[Request, float]]]:
     """The propagation wiring following dependencies, its queue recorded."""
     mgr = RecordingManager()
     mgr.clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
-    wiring = setup.Wiring(mgr, setup.Settings().propagation)  # type: ignore[arg-type]
+    wiring = setup.Wiring(mgr, setup.Settings().propagation)
     wiring.kinds.hub_resources["Deployment.apps"] = kube.DEPLOYMENTS
     queued: list[tuple[Request, float]] = []
     wiring.kinds.enqueue_after = lambda request, delay, _priority: queued.append(
