@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event, Informer
@@ -11,12 +11,13 @@ from federation.controllers.reconfigure import POLICY_KIND, Wiring, view
 from federation.hub import api
 from federation.hub import reconfigure as hub_api
 from federation.runtime.reconcile import Request
+from tests.unit.clients import Unserved
 from tests.unit.controllers.test_outages import RecordingManager, registered
 
 
 def manager() -> RecordingManager:
     mgr = RecordingManager()
-    mgr.clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
+    mgr.clusters.hub.cache = ClusterCache(Unserved(), cluster="hub")
     return mgr
 
 
