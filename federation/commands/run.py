@@ -112,7 +112,7 @@ class ReloaderCaller:
         self.tls: ClientTLS | None = None
         self.problem = "the reloaders' client certificate is not loaded yet"
 
-    async def prepare(self, hub: kube.ClusterClient) -> None:
+    async def prepare(self, hub: kube.ObjectClient) -> None:
         from federation.commands import reloader_ca
         from federation.hub.reconfigure import RELOADER_CA_SECRET
         from federation.work import identity

@@ -45,7 +45,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClientError, Resource
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import events, executor, plan
 from federation.controllers.kit.copies import release_vertex
@@ -82,7 +82,7 @@ def _gone(exc: BaseException | None) -> bool:
 
 
 class Reconciler:
-    def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
+    def __init__(self, mc: MultiCluster, hub: str, recorder: events.EventSink,
                  retry: float = RETRY, wait: float = 30.0,
                  gone: Callable[[Request], None] | None = None,
                  clock: Callable[[], float] = time.time,

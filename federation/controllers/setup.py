@@ -121,7 +121,7 @@ class Settings:
 class Wiring:
     """The propagation controller with its kind tracker, for tests and `fedctl run`."""
 
-    def __init__(self, mgr: manager.Manager, settings: propagation.PropagationSettings) -> None:
+    def __init__(self, mgr: manager.Host, settings: propagation.PropagationSettings) -> None:
         self.mgr = mgr
         hub = mgr.clusters.hub.name
         self.recorder = events.Recorder(mgr.client, hub)
@@ -288,7 +288,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                                               egress=settings.reloader_egress))
 
 
-def _validation(mgr: manager.Manager, recorder: events.Recorder,
+def _validation(mgr: manager.Fleet, recorder: events.EventSink,
                 settings: propagation.PropagationSettings,
                 access: secrets.SecretAccess | None = None) -> controller.Controller:
     validation = controller.Controller(
@@ -303,7 +303,7 @@ def _validation(mgr: manager.Manager, recorder: events.Recorder,
     return validation
 
 
-def _requeue_secret_policies(mgr: manager.Manager, validation: controller.Controller) -> None:
+def _requeue_secret_policies(mgr: manager.Fleet, validation: controller.Controller) -> None:
     """The granted namespaces changed: every propagation policy selecting Secrets is
     validated again (its ``SecretsReadable`` condition)."""
     hub = mgr.clusters.hub
@@ -317,7 +317,7 @@ def _requeue_secret_policies(mgr: manager.Manager, validation: controller.Contro
                                              str(meta["name"])))
 
 
-def _cleanup(mgr: manager.Manager, wiring: Wiring,
+def _cleanup(mgr: manager.Fleet, wiring: Wiring,
              settings: propagation.PropagationSettings) -> controller.Controller:
     # As many workers as propagation: after an outage there are as many leftovers to finish
     # as there are templates to fix, and each waits on a member's API server.

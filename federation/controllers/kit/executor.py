@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from federation.contexts.client import ApiError
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.controllers.kit import plan
 from federation.hub import api, deny
 
@@ -65,7 +65,7 @@ class Writer:
     kind tracker's :class:`~federation.controllers.kinds.OwnWrites`, so that the watch
     event of our own write is not taken for news)."""
 
-    def __init__(self, mc: MultiClusterClient, hub: str,
+    def __init__(self, mc: MultiCluster, hub: str,
                  denied: deny.DenyList | None = None,
                  wrote: Callable[[str, JSON], None] | None = None) -> None:
         self.mc = mc

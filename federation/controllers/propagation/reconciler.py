@@ -24,10 +24,10 @@ from federation.contexts.client import (
     Resource,
 )
 from federation.contexts.clusters import ClusterSet
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
 from federation.controllers import disruption, scheduling
-from federation.controllers.kinds import KindTracker
+from federation.controllers.kinds import Kinds
 from federation.controllers.kit import chain, events, executor, expectations, plan
 from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import (
@@ -101,8 +101,8 @@ LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
 class Reconciler:
     """Reconciles hub templates (requests in the hub cluster, of tracked kinds)."""
 
-    def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
-                 recorder: events.Recorder,
+    def __init__(self, mc: MultiCluster, clusters: ClusterSet, kinds: Kinds,
+                 recorder: events.EventSink,
                  settings: PropagationSettings | None = None) -> None:
         self.kinds = kinds
         self.recorder = recorder

@@ -22,12 +22,13 @@ from federation.contexts.multicluster import ListResult, ListView, MultiClusterC
 from federation.controllers import cleanup, health, policies
 from federation.controllers.kit import events
 from federation.hub import api, failover
+from tests.unit.clients import Unserved
 from tests.unit.contexts import probes
 
 JSON = dict[str, Any]
 
 
-class RecordingClient:
+class RecordingClient(Unserved):
     """The verbs :class:`ClusterWriter` calls, recorded; reads answer from ``live``."""
 
     def __init__(self, name: str) -> None:
@@ -76,7 +77,7 @@ class RecordingClient:
 def engaged(name: str, *, is_hub: bool = False) -> tuple[Cluster, RecordingClient]:
     fake = RecordingClient(name)
     cluster = Cluster(name, is_hub=is_hub, is_member=not is_hub,
-                      client=fake)  # type: ignore[arg-type]
+                      client=fake)
     cluster.available = True
     return cluster, fake
 

@@ -30,7 +30,7 @@ def leftover(spec: JSON | None = None, name: str = "c"
     binding["spec"].update(spec or {})
     stored = mc.put("hub", binding)
     mc.put("member2", old_copy(name))
-    return mc, stored, cleanup.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
+    return mc, stored, cleanup.Reconciler(mc, "hub", FakeRecorder())
 
 
 async def plan_of(r: cleanup.Reconciler, binding: JSON) -> cleanup.Removal:
@@ -133,7 +133,7 @@ async def test_a_binding_naming_another_namespaces_template_is_not_acted_on() ->
     hostile["spec"]["resource"]["namespace"] = "bank"
     stored = mc.put("hub", hostile)
     assert stored["metadata"]["namespace"] == "shop"
-    r = cleanup.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
+    r = cleanup.Reconciler(mc, "hub", FakeRecorder())
     assert await r.reconcile(request_for(stored)) is None
     assert mc.writes == []
     assert mc.find("member2", "ConfigMap", "ledger", "bank") is not None

@@ -20,7 +20,7 @@ def template() -> JSON:
 
 
 def recorder(mc: FakeMC, memory: int = 10) -> events.Recorder:
-    return events.Recorder(mc, "hub", memory)  # type: ignore[arg-type]
+    return events.Recorder(mc, "hub", memory)
 
 
 def posted(mc: FakeMC) -> list[JSON]:

@@ -25,7 +25,7 @@ def binding() -> JSON:
 
 
 def writer(mc: FakeMC) -> propagation.Writer:
-    return propagation.Writer(mc, "hub")  # type: ignore[arg-type]
+    return propagation.Writer(mc, "hub")
 
 
 async def test_shared_create_that_already_exists_counts_as_done() -> None:
@@ -55,11 +55,12 @@ async def test_already_existing_copy_is_a_failure() -> None:
 
 async def test_other_errors_on_a_shared_create_are_failures() -> None:
     """Only 409 AlreadyExists is forgiven: a 403 on a shared create still fails."""
-    class Forbidding:
+    class Forbidding(propagation.Writer):
         async def create(self, cluster: str, obj: JSON) -> JSON:
             raise ApiError(cluster, 403, "Forbidden", "namespaces is forbidden")
 
-    shared = SharedCreates(Forbidding(), {plan.vertex_key("member1", namespace())})  # type: ignore[arg-type]
+    shared = SharedCreates(Forbidding(FakeMC(cluster_set("member1")), "hub"),
+                           {plan.vertex_key("member1", namespace())})
     with pytest.raises(ApiError, match="forbidden"):
         await shared.create("member1", namespace())
 

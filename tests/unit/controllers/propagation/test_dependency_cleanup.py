@@ -40,7 +40,7 @@ async def deleted_while_member2_away(mc: FakeMC) -> cleanup.Reconciler:
     assert mc.find("member1", "ConfigMap", "app-config", "shop") is None
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None and binding["spec"]["pendingCleanup"] == ["member2"]
-    return cleanup.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
+    return cleanup.Reconciler(mc, "hub", FakeRecorder())
 
 
 async def test_a_returning_member_loses_the_workload_and_its_dependency() -> None:

@@ -42,7 +42,7 @@ async def placed_on_both(mc: FakeMC) -> tuple[Reconciler, cleanup.Reconciler]:
     for member in MEMBERS:
         assert manifests.is_ours(mc.find(member, "Deployment", "web", "shop") or {})
         assert manifests.is_ours(mc.find(member, "ConfigMap", "app-config", "shop") or {})
-    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
+    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder())
     return r, leftovers
 
 
