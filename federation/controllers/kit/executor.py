@@ -63,15 +63,20 @@ class Writer:
     is one of a namespaced object whose kind the member serves cluster-scoped.
     ``wrote`` hears the server's answer to every member create, update and apply (the
     kind tracker's :class:`~federation.controllers.kinds.OwnWrites`, so that the watch
-    event of our own write is not taken for news)."""
+    event of our own write is not taken for news). With ``exact_deletes`` a delete whose
+    object carries a resourceVersion is sent with it as a precondition (the applications
+    controller deletes a tracker only as it read it: one changed since is looked at again);
+    without, a delete is conditional on the UID only."""
 
     def __init__(self, mc: MultiClusterClient, hub: str,
                  denied: deny.DenyList | None = None,
-                 wrote: Callable[[str, JSON], None] | None = None) -> None:
+                 wrote: Callable[[str, JSON], None] | None = None,
+                 exact_deletes: bool = False) -> None:
         self.mc = mc
         self.hub = hub
         self.denied = denied if denied is not None else deny.DenyList()
         self.wrote = wrote
+        self.exact_deletes = exact_deletes
 
     def _written(self, cluster: str, answer: JSON) -> JSON:
         if self.wrote is not None and cluster != self.hub:
@@ -128,6 +133,8 @@ class Writer:
     async def delete(self, cluster: str, obj: JSON) -> JSON:
         writer = self.mc.cluster(cluster)
         meta = obj["metadata"]
+        version = meta.get("resourceVersion") if self.exact_deletes else None
         return await writer.delete(await writer.resource(obj), meta["name"],
-                                   meta.get("namespace"), uid=meta.get("uid"))
+                                   meta.get("namespace"), uid=meta.get("uid"),
+                                   resource_version=version)
 
