@@ -18,7 +18,7 @@ from federation.apps.render import APP_LABEL
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClusterUnavailable, Resource
-from federation.contexts.clusters import ClusterSet
+from federation.contexts.clusters import ClusterSet, UnknownCluster
 from federation.contexts.multicluster import MultiClusterClient
 from federation.controllers import applications, notifications
 from federation.controllers.applications.build import Build, marked
@@ -37,6 +37,10 @@ SERVICES = Resource("", "v1", "services", "Service")
 KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS, SERVICES,
                              api.APPLICATIONS, api.APPLICATION_REVISIONS,
                              api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.MEMBER_CLUSTERS)}
+
+
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+"""The member Namespace the test app deploys into."""
 
 
 class FakeView:
@@ -74,6 +78,8 @@ class FakeView:
         return list(self._members)
 
     def _check(self, cluster: str) -> None:
+        if cluster != self.hub and cluster not in {m.name for m in self._members}:
+            raise UnknownCluster(cluster, "no such cluster")
         if cluster in self.down:
             raise ClusterUnavailable(cluster, "unavailable")
 
@@ -124,9 +130,12 @@ class JournalWriter:
         self.journal = journal
         self.fail: dict[tuple[str, str], int] = {}
         """(verb, kind) -> the HTTP status of the error that write gets."""
+        self.sent: list[JSON] = []
+        """Every object a write was asked for, as given."""
 
     async def _write(self, verb: str, cluster: str, obj: JSON) -> JSON:
         kind, name = str(obj.get("kind")), str(obj["metadata"]["name"])
+        self.sent.append(obj)
         status = self.fail.get((verb, kind))
         if status is not None:
             raise kube.ApiError(cluster, status, "Refused", f"{verb} {kind} refused")

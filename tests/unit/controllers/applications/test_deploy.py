@@ -9,6 +9,7 @@ from federation.controllers.applications import deploy
 from federation.controllers.applications.build import Build
 from federation.controllers.kit import plan
 from tests.unit.controllers.applications.fakes import (
+    NAMESPACE,
     FakeView,
     app,
     build_of,
@@ -16,8 +17,6 @@ from tests.unit.controllers.applications.fakes import (
     live_copy,
     run_through,
 )
-
-NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
 
 
 async def planned(view: FakeView, doc: dict[str, Any] | None = None) -> Build:
