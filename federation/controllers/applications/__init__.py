@@ -43,7 +43,6 @@ from federation.controllers.applications.reconciler import STEPS, Reconciler
 from federation.controllers.applications.settings import (
     APP_ANNOTATION,
     APP_KIND,
-    FAIL_ANNOTATION,
     RESTART,
     RESUME,
     ROLLBACK,
@@ -61,7 +60,7 @@ from federation.controllers.applications.wiring import (
     trackers_in,
 )
 
-__all__ = ["APP_ANNOTATION", "APP_KIND", "FAIL_ANNOTATION", "RESTART", "RESUME", "ROLLBACK",
+__all__ = ["APP_ANNOTATION", "APP_KIND", "RESTART", "RESUME", "ROLLBACK",
            "STEPS", "ApplicationSettings", "ApplicationView", "CacheView", "HubStatus",
            "Reconciler", "app_of", "apps_in_namespace", "apps_of_namespace", "grant_changed",
            "install", "notification_failed", "on_member_available", "tracker_app",

@@ -22,7 +22,6 @@ RESUME = "federation.io/resume"
 RESTART = "federation.io/restart"
 ROLLBACK = "federation.io/rollback"
 """``N@nonce``: go back to revision N (``fedctl app rollback``)."""
-FAIL_ANNOTATION = "federation.io/simulate-unhealthy"
 
 
 @dataclasses.dataclass(frozen=True)
