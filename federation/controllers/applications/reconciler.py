@@ -30,7 +30,7 @@ from federation.controllers.applications import (
     revisions,
     rollback,
 )
-from federation.controllers.applications.build import Build
+from federation.controllers.applications.build import JSON, Build
 from federation.controllers.applications.finalise import Finalisation, unknown
 from federation.controllers.applications.notify import Notifier
 from federation.controllers.applications.settings import ApplicationSettings
@@ -96,14 +96,7 @@ class Reconciler:
             await self.refuse(build, str(problem))
             return None
         report = await self.execute(build.plan, shared_creates(build))
-        created = report.outcomes.get(build.revision_vertex.key) \
-            if build.revision_vertex is not None else None
-        if created is not None and not created.ok:
-            raise created.exception or RuntimeError(created.error)
-        if created is not None:
-            build.events.insert(0, ("Normal", "Revision",
-                                    f"revision {created.vertex.obj['metadata']['name']} "
-                                    "created"))
+        revision_on_record(build, report)
         done = record.outcome(build, report)
         record.raise_for_tracker(await self.execute(
             record.plan_record(self.view.hub, build, report, done)))
@@ -120,9 +113,10 @@ class Reconciler:
             await self.write_status(build, new)
             await self.recorder.emit(build.app, "Warning", compilation.INVALID, message)
 
-    async def write_status(self, build: Build, new: dict[str, object]) -> None:
+    async def write_status(self, build: Build, new: JSON) -> None:
+        """The one direct write: the Application's status, only when it changed."""
         if new != (build.app.get("status") or {}):
-            await self.status.application_status(build.namespace, build.name, dict(new))
+            await self.status.application_status(build.namespace, build.name, new)
 
     async def after_status(self, build: Build, lost: list[tracker.Entry]) -> None:
         """What follows the status write: the Events of this reconcile, then the
@@ -142,6 +136,20 @@ class Reconciler:
                 (app.get("status") or {}).get("status") != "workflowFailed":
             await self.recorder.emit(app, "Warning", "WorkflowFailed",
                                      f"step {failed.name}: {failed.reason}: {failed.message}")
+
+
+def revision_on_record(build: Build, report: plan.Report) -> None:
+    """A new revision must be on record before anything of it counts: its create failing
+    fails the reconcile (the member writes waiting for it were not attempted); made, or
+    made already by an earlier try, its Event follows the status."""
+    vertex = build.revision_vertex
+    created = report.outcomes.get(vertex.key) if vertex is not None else None
+    if created is None:
+        return
+    if not created.ok:
+        raise created.exception or RuntimeError(created.error)
+    name = created.vertex.obj["metadata"]["name"]
+    build.events.insert(0, ("Normal", "Revision", f"revision {name} created"))
 
 
 def shared_creates(build: Build) -> list[str]:
