@@ -33,11 +33,18 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 def render_component(component: Component, app: str, namespace: str,
                      where: str = "spec.components[0]") -> list[JSON]:
     """The manifests of one component with its traits applied, in a stable order."""
-    renderer = _TYPES[component.type]
+    renderer = _TYPES.get(component.type)
+    if renderer is None:  # an override's patch may bring any type
+        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
+                       f"({', '.join(_TYPES)})")
     objects = renderer(component, namespace, f"{where}.properties")
     for index, trait in enumerate(component.traits):
-        objects = _TRAITS[trait.type](objects, trait, component, namespace,
-                                      f"{where}.traits[{index}].properties")
+        patch = _TRAITS.get(trait.type)
+        if patch is None:
+            raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
+                           f"trait ({', '.join(_TRAITS)})")
+        objects = patch(objects, trait, component, namespace,
+                        f"{where}.traits[{index}].properties")
     for obj in objects:
         meta = obj.setdefault("metadata", {})
         meta.setdefault("namespace", namespace)
@@ -75,6 +82,31 @@ def _strings(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise AppError(f"{where}: must be a list of strings")
     return list(value)
+
+
+def _maps(value: Any, where: str) -> list[JSON]:
+    """A list of maps (``null``: none), each entry's path in the refusal."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AppError(f"{where}: must be a list")
+    for index, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise AppError(f"{where}[{index}]: must be a map")
+    return list(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise AppError(f"{where}: must be true or false")
+    return value
+
+
+def _quantity(value: Any, where: str) -> str:
+    """A Kubernetes quantity as KubeVela's templates take it: a string or a number."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
+        raise AppError(f"{where}: must be a quantity such as 500m or 1Gi")
+    return str(value)
 
 
 def _string_map(value: Any, where: str, nulls: bool = False) -> dict[str, Any]:
@@ -130,7 +162,8 @@ def _env_list(value: Any, where: str) -> list[JSON]:
 
 
 def _resources(props: Mapping[str, Any], where: str) -> JSON:
-    requests = {k: str(props[k]) for k in ("cpu", "memory") if props.get(k) is not None}
+    requests = {k: _quantity(props[k], f"{where}.{k}") for k in ("cpu", "memory")
+                if props.get(k) is not None}
     resources: JSON = {}
     if requests:
         resources["requests"] = requests
@@ -140,7 +173,8 @@ def _resources(props: Mapping[str, Any], where: str) -> JSON:
         if not isinstance(limit, dict):
             raise AppError(f"{where}.limit: must be a map of cpu and memory")
         _allowed(limit, {"cpu", "memory"}, f"{where}.limit")
-        resources["limits"] = {k: str(v) for k, v in limit.items()}
+        resources["limits"] = {k: _quantity(v, f"{where}.limit.{k}")
+                               for k, v in limit.items()}
     return resources
 
 
@@ -178,22 +212,31 @@ def _ports(props: Mapping[str, Any], where: str) -> list[JSON]:
         port = _int(props["port"], f"{where}.port", 1)
         entries.append({"port": port, "containerPort": port, "name": f"port-{port}",
                         "protocol": "TCP", "expose": False})
-    for index, raw in enumerate(props.get("ports") or []):
+    for index, raw in enumerate(_maps(props.get("ports"), f"{where}.ports")):
         here = f"{where}.ports[{index}]"
-        if not isinstance(raw, dict):
-            raise AppError(f"{here}: must be a map")
         _allowed(raw, {"port", "containerPort", "name", "protocol", "expose", "nodePort"}, here)
         port = _int(raw.get("port"), f"{here}.port", 1)
-        protocol = raw.get("protocol", "TCP")
-        if protocol not in ("TCP", "UDP", "SCTP"):
-            raise AppError(f"{here}.protocol: must be TCP, UDP or SCTP")
         entries.append({"port": port,
                         "containerPort": _int(raw.get("containerPort", port),
                                               f"{here}.containerPort", 1),
-                        "name": raw.get("name") or f"port-{port}", "protocol": protocol,
-                        "expose": bool(raw.get("expose", False)),
-                        "nodePort": raw.get("nodePort")})
+                        "name": _string(raw, "name", here) or f"port-{port}",
+                        "protocol": _protocol(raw, here),
+                        "expose": _bool(raw.get("expose", False), f"{here}.expose"),
+                        "nodePort": _node_port(raw, here)})
     return entries
+
+
+def _protocol(raw: Mapping[str, Any], where: str) -> str:
+    protocol = raw.get("protocol", "TCP")
+    if protocol not in ("TCP", "UDP", "SCTP"):
+        raise AppError(f"{where}.protocol: must be TCP, UDP or SCTP")
+    return str(protocol)
+
+
+def _node_port(raw: Mapping[str, Any], where: str) -> int | None:
+    if raw.get("nodePort") is None:
+        return None
+    return _int(raw["nodePort"], f"{where}.nodePort", 1)
 
 
 def _service(name: str, namespace: str, ports: Sequence[JSON], service_type: str) -> JSON:
@@ -213,12 +256,18 @@ def _webservice(component: Component, namespace: str, where: str) -> list[JSON]:
     ports = _ports(component.properties, where)
     objects = [_deployment(component, namespace, where, ports)]
     exposed = [p for p in ports if p["expose"]]
-    service_type = component.properties.get("exposeType", "ClusterIP")
-    if service_type not in ("ClusterIP", "NodePort", "LoadBalancer"):
-        raise AppError(f"{where}.exposeType: must be ClusterIP, NodePort or LoadBalancer")
+    service_type = _service_type(component.properties, "exposeType", where)
     if exposed:
         objects.append(_service(component.name, namespace, exposed, service_type))
     return objects
+
+
+def _service_type(props: Mapping[str, Any], key: str, where: str) -> str:
+    service_type = props.get(key, "ClusterIP")
+    if service_type not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
+        raise AppError(f"{where}.{key}: must be ClusterIP, NodePort, LoadBalancer or "
+                       "ExternalName")
+    return str(service_type)
 
 
 def _worker(component: Component, namespace: str, where: str) -> list[JSON]:
@@ -358,21 +407,22 @@ def _expose(objects: list[JSON], trait: Trait, component: Component, namespace: 
     props = trait.properties
     _allowed(props, {"port", "ports", "type", "annotations", "matchLabels"}, where)
     ports: list[JSON] = []
-    for index, port in enumerate(props.get("port") or []):
+    numbers = props.get("port") or []
+    if not isinstance(numbers, list):
+        raise AppError(f"{where}.port: must be a list of port numbers, such as [80]")
+    for index, port in enumerate(numbers):
         number = _int(port, f"{where}.port[{index}]", 1)
         ports.append({"name": f"port-{number}", "port": number, "containerPort": number})
-    for index, raw in enumerate(props.get("ports") or []):
+    for index, raw in enumerate(_maps(props.get("ports"), f"{where}.ports")):
         here = f"{where}.ports[{index}]"
-        if not isinstance(raw, dict):
-            raise AppError(f"{here}: must be a map")
         _allowed(raw, {"port", "name", "protocol", "nodePort"}, here)
         number = _int(raw.get("port"), f"{here}.port", 1)
-        ports.append({"name": raw.get("name") or f"port-{number}", "port": number,
-                      "containerPort": number, "protocol": raw.get("protocol", "TCP"),
-                      "nodePort": raw.get("nodePort")})
+        ports.append({"name": _string(raw, "name", here) or f"port-{number}", "port": number,
+                      "containerPort": number, "protocol": _protocol(raw, here),
+                      "nodePort": _node_port(raw, here)})
     if not ports:
         raise AppError(f"{where}.port: at least one port to expose")
-    service = _service(component.name, namespace, ports, props.get("type", "ClusterIP"))
+    service = _service(component.name, namespace, ports, _service_type(props, "type", where))
     if props.get("matchLabels"):
         service["spec"]["selector"] = _string_map(props["matchLabels"], f"{where}.matchLabels")
     if props.get("annotations"):
@@ -392,21 +442,19 @@ def _storage(objects: list[JSON], trait: Trait, component: Component, namespace:
     container = (pod.get("containers") or [{}])[0]
     extra: list[JSON] = []
     for kind in ("pvc", "emptyDir", "configMap"):
-        for index, raw in enumerate(props.get(kind) or []):
+        for index, raw in enumerate(_maps(props.get(kind), f"{where}.{kind}")):
             here = f"{where}.{kind}[{index}]"
-            if not isinstance(raw, dict):
-                raise AppError(f"{here}: must be a map")
             name = _string(raw, "name", here, required=True)
             assert name is not None
             volume, claim = _volume(kind, name, raw, namespace, here)
             if claim is not None:
                 extra.append(claim)
             pod.setdefault("volumes", []).append(volume)
-            if not raw.get("mountOnly") or kind != "pvc":
+            if kind != "pvc" or not _bool(raw.get("mountOnly", False), f"{here}.mountOnly"):
                 mount_path = _string(raw, "mountPath", here, required=True)
                 mount = {"name": volume["name"], "mountPath": mount_path}
-                if raw.get("subPath"):
-                    mount["subPath"] = str(raw["subPath"])
+                if raw.get("subPath") is not None:
+                    mount["subPath"] = _string(raw, "subPath", here)
                 container.setdefault("volumeMounts", []).append(mount)
     return [*objects, *extra]
 
@@ -418,27 +466,45 @@ def _volume(kind: str, name: str, raw: Mapping[str, Any], namespace: str, where:
                        "storageClassName", "resources", "volumeMode", "volumeName"}, where)
         spec: JSON = {"accessModes": _strings(raw.get("accessModes", ["ReadWriteOnce"]),
                                               f"{where}.accessModes"),
-                      "volumeMode": raw.get("volumeMode", "Filesystem"),
-                      "resources": raw.get("resources") or {"requests": {"storage": "8Gi"}}}
+                      "volumeMode": _string(raw, "volumeMode", where) or "Filesystem",
+                      "resources": _claim_resources(raw.get("resources"), f"{where}.resources")}
         for key in ("storageClassName", "volumeName"):
-            if raw.get(key):
-                spec[key] = str(raw[key])
+            if raw.get(key) is not None:
+                spec[key] = _string(raw, key, where)
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                  "metadata": {"name": name, "namespace": namespace}, "spec": spec}
         return {"name": f"pvc-{name}", "persistentVolumeClaim": {"claimName": name}}, claim
     if kind == "emptyDir":
         _allowed(raw, {"name", "mountPath", "subPath", "medium"}, where)
-        source = {"medium": raw["medium"]} if raw.get("medium") else {}
+        medium = _string(raw, "medium", where)
+        source = {"medium": medium} if medium else {}
         return {"name": f"emptydir-{name}", "emptyDir": source}, None
     _allowed(raw, {"name", "mountPath", "subPath", "defaultMode", "data"}, where)
     volume = {"name": f"configmap-{name}",
-              "configMap": {"name": name, "defaultMode": int(raw.get("defaultMode", 420))}}
+              "configMap": {"name": name, "defaultMode": _int(raw.get("defaultMode", 420),
+                                                              f"{where}.defaultMode", 0, 511)}}
     if raw.get("data") is None:
         return volume, None
-    data = {str(k): str(v) for k, v in dict(raw["data"]).items()}
+    data = _string_map(raw["data"], f"{where}.data")
     config = {"apiVersion": "v1", "kind": "ConfigMap",
               "metadata": {"name": name, "namespace": namespace}, "data": data}
     return volume, config
+
+
+def _claim_resources(value: Any, where: str) -> JSON:
+    """A claim's ``resources`` (``requests``/``limits`` of quantities); KubeVela's default
+    asks for 8Gi."""
+    if value is None:
+        return {"requests": {"storage": "8Gi"}}
+    if not isinstance(value, dict):
+        raise AppError(f"{where}: must be a map of requests and limits")
+    _allowed(value, {"requests", "limits"}, where)
+    out: JSON = {}
+    for key, amounts in value.items():
+        if not isinstance(amounts, dict):
+            raise AppError(f"{where}.{key}: must be a map of quantities")
+        out[key] = {str(k): _quantity(v, f"{where}.{key}.{k}") for k, v in amounts.items()}
+    return out
 
 
 _TRAITS: dict[str, TraitFn] = {
