@@ -21,6 +21,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from federation.apps import fields
 from federation.apps.model import MAX_RENDERED, AppError, Component, Trait
 
 JSON = dict[str, Any]
@@ -54,69 +55,6 @@ def render_component(component: Component, app: str, namespace: str,
     return objects
 
 
-def _allowed(props: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    for key in props:
-        if key not in allowed:
-            raise AppError(f"{where}.{key}: not supported ({', '.join(sorted(allowed))})")
-
-
-def _string(props: Mapping[str, Any], key: str, where: str, required: bool = False
-            ) -> str | None:
-    value = props.get(key)
-    if value is None:
-        if required:
-            raise AppError(f"{where}.{key}: required")
-        return None
-    if not isinstance(value, str) or not value:
-        raise AppError(f"{where}.{key}: must be a non-empty string")
-    return value
-
-
-def _int(value: Any, where: str, low: int = 0, high: int = 65535) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise AppError(f"{where}: must be an integer from {low} to {high}")
-    return value
-
-
-def _strings(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise AppError(f"{where}: must be a list of strings")
-    return list(value)
-
-
-def _maps(value: Any, where: str) -> list[JSON]:
-    """A list of maps (``null``: none), each entry's path in the refusal."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise AppError(f"{where}: must be a list")
-    for index, entry in enumerate(value):
-        if not isinstance(entry, dict):
-            raise AppError(f"{where}[{index}]: must be a map")
-    return list(value)
-
-
-def _bool(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise AppError(f"{where}: must be true or false")
-    return value
-
-
-def _quantity(value: Any, where: str) -> str:
-    """A Kubernetes quantity as KubeVela's templates take it: a string or a number."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
-        raise AppError(f"{where}: must be a quantity such as 500m or 1Gi")
-    return str(value)
-
-
-def _string_map(value: Any, where: str, nulls: bool = False) -> dict[str, Any]:
-    if not isinstance(value, dict) or not all(
-            isinstance(k, str) and (isinstance(v, str) or (nulls and v is None))
-            for k, v in value.items()):
-        raise AppError(f"{where}: must be a map of strings")
-    return dict(value)
-
-
 # -- component types ------------------------------------------------------------------------
 
 _CONTAINER_PROPS = {"image", "imagePullPolicy", "imagePullSecrets", "cmd", "args", "env",
@@ -127,16 +65,16 @@ _WEBSERVICE_PROPS = _CONTAINER_PROPS | {"port", "ports", "exposeType"}
 def _container(component: Component, where: str) -> JSON:
     props = component.properties
     container: JSON = {"name": component.name,
-                       "image": _string(props, "image", where, required=True)}
+                       "image": fields.string(props, "image", where, required=True)}
     policy = props.get("imagePullPolicy")
     if policy is not None:
         if policy not in ("Always", "Never", "IfNotPresent"):
             raise AppError(f"{where}.imagePullPolicy: must be Always, Never or IfNotPresent")
         container["imagePullPolicy"] = policy
     if "cmd" in props:
-        container["command"] = _strings(props["cmd"], f"{where}.cmd")
+        container["command"] = fields.strings(props["cmd"], f"{where}.cmd")
     if "args" in props:
-        container["args"] = _strings(props["args"], f"{where}.args")
+        container["args"] = fields.strings(props["args"], f"{where}.args")
     if "env" in props:
         container["env"] = _env_list(props["env"], f"{where}.env")
     resources = _resources(props, where)
@@ -153,8 +91,8 @@ def _env_list(value: Any, where: str) -> list[JSON]:
         here = f"{where}[{index}]"
         if not isinstance(entry, dict):
             raise AppError(f"{here}: must be a map")
-        _allowed(entry, {"name", "value", "valueFrom"}, here)
-        _string(entry, "name", here, required=True)
+        fields.allowed(entry, {"name", "value", "valueFrom"}, here)
+        fields.string(entry, "name", here, required=True)
         if "value" in entry and not isinstance(entry["value"], str):
             raise AppError(f"{here}.value: must be a string")
         out.append(dict(entry))
@@ -162,7 +100,7 @@ def _env_list(value: Any, where: str) -> list[JSON]:
 
 
 def _resources(props: Mapping[str, Any], where: str) -> JSON:
-    requests = {k: _quantity(props[k], f"{where}.{k}") for k in ("cpu", "memory")
+    requests = {k: fields.quantity(props[k], f"{where}.{k}") for k in ("cpu", "memory")
                 if props.get(k) is not None}
     resources: JSON = {}
     if requests:
@@ -172,8 +110,8 @@ def _resources(props: Mapping[str, Any], where: str) -> JSON:
         limit = props["limit"]
         if not isinstance(limit, dict):
             raise AppError(f"{where}.limit: must be a map of cpu and memory")
-        _allowed(limit, {"cpu", "memory"}, f"{where}.limit")
-        resources["limits"] = {k: _quantity(v, f"{where}.limit.{k}")
+        fields.allowed(limit, {"cpu", "memory"}, f"{where}.limit")
+        resources["limits"] = {k: fields.quantity(v, f"{where}.limit.{k}")
                                for k, v in limit.items()}
     return resources
 
@@ -187,18 +125,18 @@ def _deployment(component: Component, namespace: str, where: str,
                                "protocol": p["protocol"]} for p in ports]
     pod_meta: JSON = {"labels": {COMPONENT_LABEL: component.name}}
     if "labels" in props:
-        pod_meta["labels"].update(_string_map(props["labels"], f"{where}.labels"))
+        pod_meta["labels"].update(fields.string_map(props["labels"], f"{where}.labels"))
     if "annotations" in props:
-        pod_meta["annotations"] = _string_map(props["annotations"], f"{where}.annotations")
+        pod_meta["annotations"] = fields.string_map(props["annotations"], f"{where}.annotations")
     pod_spec: JSON = {"containers": [container]}
     if "imagePullSecrets" in props:
         pod_spec["imagePullSecrets"] = [
-            {"name": n} for n in _strings(props["imagePullSecrets"],
+            {"name": n} for n in fields.strings(props["imagePullSecrets"],
                                           f"{where}.imagePullSecrets")]
     spec: JSON = {"selector": {"matchLabels": {COMPONENT_LABEL: component.name}},
                   "template": {"metadata": pod_meta, "spec": pod_spec}}
     if "replicas" in props:
-        spec["replicas"] = _int(props["replicas"], f"{where}.replicas", 0, 100000)
+        spec["replicas"] = fields.integer(props["replicas"], f"{where}.replicas", 0, 100000)
     else:
         spec["replicas"] = 1
     return {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -209,19 +147,20 @@ def _ports(props: Mapping[str, Any], where: str) -> list[JSON]:
     """KubeVela's ``ports`` (and the deprecated single ``port``) as normalised entries."""
     entries: list[JSON] = []
     if "port" in props:
-        port = _int(props["port"], f"{where}.port", 1)
+        port = fields.integer(props["port"], f"{where}.port", 1)
         entries.append({"port": port, "containerPort": port, "name": f"port-{port}",
                         "protocol": "TCP", "expose": False})
-    for index, raw in enumerate(_maps(props.get("ports"), f"{where}.ports")):
+    for index, raw in enumerate(fields.maps(props.get("ports"), f"{where}.ports")):
         here = f"{where}.ports[{index}]"
-        _allowed(raw, {"port", "containerPort", "name", "protocol", "expose", "nodePort"}, here)
-        port = _int(raw.get("port"), f"{here}.port", 1)
+        fields.allowed(raw, {"port", "containerPort", "name", "protocol", "expose", "nodePort"},
+                       here)
+        port = fields.integer(raw.get("port"), f"{here}.port", 1)
         entries.append({"port": port,
-                        "containerPort": _int(raw.get("containerPort", port),
+                        "containerPort": fields.integer(raw.get("containerPort", port),
                                               f"{here}.containerPort", 1),
-                        "name": _string(raw, "name", here) or f"port-{port}",
+                        "name": fields.string(raw, "name", here) or f"port-{port}",
                         "protocol": _protocol(raw, here),
-                        "expose": _bool(raw.get("expose", False), f"{here}.expose"),
+                        "expose": fields.boolean(raw.get("expose", False), f"{here}.expose"),
                         "nodePort": _node_port(raw, here)})
     return entries
 
@@ -236,7 +175,7 @@ def _protocol(raw: Mapping[str, Any], where: str) -> str:
 def _node_port(raw: Mapping[str, Any], where: str) -> int | None:
     if raw.get("nodePort") is None:
         return None
-    return _int(raw["nodePort"], f"{where}.nodePort", 1)
+    return fields.integer(raw["nodePort"], f"{where}.nodePort", 1)
 
 
 def _service(name: str, namespace: str, ports: Sequence[JSON], service_type: str) -> JSON:
@@ -252,7 +191,7 @@ def _service(name: str, namespace: str, ports: Sequence[JSON], service_type: str
 
 
 def _webservice(component: Component, namespace: str, where: str) -> list[JSON]:
-    _allowed(component.properties, _WEBSERVICE_PROPS, where)
+    fields.allowed(component.properties, _WEBSERVICE_PROPS, where)
     ports = _ports(component.properties, where)
     objects = [_deployment(component, namespace, where, ports)]
     exposed = [p for p in ports if p["expose"]]
@@ -271,14 +210,14 @@ def _service_type(props: Mapping[str, Any], key: str, where: str) -> str:
 
 
 def _worker(component: Component, namespace: str, where: str) -> list[JSON]:
-    _allowed(component.properties, _CONTAINER_PROPS, where)
+    fields.allowed(component.properties, _CONTAINER_PROPS, where)
     return [_deployment(component, namespace, where)]
 
 
 def _config(component: Component, namespace: str, where: str) -> list[JSON]:
     props = component.properties
-    _allowed(props, {"data", "secret", "type"}, where)
-    data = _string_map(props.get("data") or {}, f"{where}.data")
+    fields.allowed(props, {"data", "secret", "type"}, where)
+    data = fields.string_map(props.get("data") or {}, f"{where}.data")
     secret = props.get("secret", False)
     if not isinstance(secret, bool):
         raise AppError(f"{where}.secret: must be true or false")
@@ -287,7 +226,7 @@ def _config(component: Component, namespace: str, where: str) -> list[JSON]:
         body: JSON = {"apiVersion": "v1", "kind": "Secret", "metadata": meta,
                       "stringData": data}
         if props.get("type"):
-            body["type"] = _string(props, "type", where)
+            body["type"] = fields.string(props, "type", where)
         return [body]
     if "type" in props:
         raise AppError(f"{where}.type: only for a Secret (secret: true)")
@@ -296,7 +235,7 @@ def _config(component: Component, namespace: str, where: str) -> list[JSON]:
 
 def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
     props = component.properties
-    _allowed(props, {"objects"}, where)
+    fields.allowed(props, {"objects"}, where)
     objects = props.get("objects")
     if not isinstance(objects, list) or not objects:
         raise AppError(f"{where}.objects: must be a non-empty list of manifests")
@@ -347,8 +286,8 @@ def _pod_spec(workload: JSON) -> JSON:
 
 def _scaler(objects: list[JSON], trait: Trait, component: Component, namespace: str,
             where: str) -> list[JSON]:
-    _allowed(trait.properties, {"replicas"}, where)
-    replicas = _int(trait.properties.get("replicas", 1), f"{where}.replicas", 0, 100000)
+    fields.allowed(trait.properties, {"replicas"}, where)
+    replicas = fields.integer(trait.properties.get("replicas", 1), f"{where}.replicas", 0, 100000)
     for workload in _workloads(objects, trait, where):
         workload["spec"]["replicas"] = replicas
     return objects
@@ -357,7 +296,7 @@ def _scaler(objects: list[JSON], trait: Trait, component: Component, namespace: 
 def _metadata_map(field: str) -> TraitFn:
     def patch(objects: list[JSON], trait: Trait, component: Component, namespace: str,
               where: str) -> list[JSON]:
-        values = _string_map(trait.properties, where, nulls=True)
+        values = fields.string_map(trait.properties, where, nulls=True)
         for obj in objects:
             targets = [obj.setdefault("metadata", {})]
             if obj.get("kind") in WORKLOAD_KINDS:
@@ -379,7 +318,7 @@ def _env(objects: list[JSON], trait: Trait, component: Component, namespace: str
     props = trait.properties
     patches = props.get("containers") if "containers" in props else [props]
     if "containers" in props:
-        _allowed(props, {"containers"}, where)
+        fields.allowed(props, {"containers"}, where)
     if not isinstance(patches, list):
         raise AppError(f"{where}.containers: must be a list")
     for workload in _workloads(objects, trait, where):
@@ -388,13 +327,13 @@ def _env(objects: list[JSON], trait: Trait, component: Component, namespace: str
             here = f"{where}.containers[{index}]" if "containers" in props else where
             if not isinstance(patch, dict):
                 raise AppError(f"{here}: must be a map")
-            _allowed(patch, {"containerName", "replace", "env", "unset"}, here)
+            fields.allowed(patch, {"containerName", "replace", "env", "unset"}, here)
             name = patch.get("containerName") or component.name
             target = next((c for c in containers if c.get("name") == name), None)
             if target is None:
                 raise AppError(f"{here}.containerName: no container {name!r}")
-            env = _string_map(patch.get("env") or {}, f"{here}.env")
-            unset = set(_strings(patch.get("unset") or [], f"{here}.unset"))
+            env = fields.string_map(patch.get("env") or {}, f"{here}.env")
+            unset = set(fields.strings(patch.get("unset") or [], f"{here}.unset"))
             current = [] if patch.get("replace") else list(target.get("env") or [])
             current = [e for e in current if e.get("name") not in unset | set(env)]
             current += [{"name": k, "value": v} for k, v in sorted(env.items())]
@@ -405,28 +344,29 @@ def _env(objects: list[JSON], trait: Trait, component: Component, namespace: str
 def _expose(objects: list[JSON], trait: Trait, component: Component, namespace: str,
             where: str) -> list[JSON]:
     props = trait.properties
-    _allowed(props, {"port", "ports", "type", "annotations", "matchLabels"}, where)
+    fields.allowed(props, {"port", "ports", "type", "annotations", "matchLabels"}, where)
     ports: list[JSON] = []
     numbers = props.get("port") or []
     if not isinstance(numbers, list):
         raise AppError(f"{where}.port: must be a list of port numbers, such as [80]")
     for index, port in enumerate(numbers):
-        number = _int(port, f"{where}.port[{index}]", 1)
+        number = fields.integer(port, f"{where}.port[{index}]", 1)
         ports.append({"name": f"port-{number}", "port": number, "containerPort": number})
-    for index, raw in enumerate(_maps(props.get("ports"), f"{where}.ports")):
+    for index, raw in enumerate(fields.maps(props.get("ports"), f"{where}.ports")):
         here = f"{where}.ports[{index}]"
-        _allowed(raw, {"port", "name", "protocol", "nodePort"}, here)
-        number = _int(raw.get("port"), f"{here}.port", 1)
-        ports.append({"name": _string(raw, "name", here) or f"port-{number}", "port": number,
+        fields.allowed(raw, {"port", "name", "protocol", "nodePort"}, here)
+        number = fields.integer(raw.get("port"), f"{here}.port", 1)
+        ports.append({"name": fields.string(raw, "name", here) or f"port-{number}", "port": number,
                       "containerPort": number, "protocol": _protocol(raw, here),
                       "nodePort": _node_port(raw, here)})
     if not ports:
         raise AppError(f"{where}.port: at least one port to expose")
     service = _service(component.name, namespace, ports, _service_type(props, "type", where))
     if props.get("matchLabels"):
-        service["spec"]["selector"] = _string_map(props["matchLabels"], f"{where}.matchLabels")
+        service["spec"]["selector"] = fields.string_map(props["matchLabels"],
+                                                        f"{where}.matchLabels")
     if props.get("annotations"):
-        service["metadata"]["annotations"] = _string_map(props["annotations"],
+        service["metadata"]["annotations"] = fields.string_map(props["annotations"],
                                                          f"{where}.annotations")
     kept = [o for o in objects if not (o.get("kind") == "Service" and
                                        o["metadata"]["name"] == component.name)]
@@ -436,25 +376,26 @@ def _expose(objects: list[JSON], trait: Trait, component: Component, namespace: 
 def _storage(objects: list[JSON], trait: Trait, component: Component, namespace: str,
              where: str) -> list[JSON]:
     props = trait.properties
-    _allowed(props, {"pvc", "emptyDir", "configMap"}, where)
+    fields.allowed(props, {"pvc", "emptyDir", "configMap"}, where)
     workload = _workloads(objects, trait, where)[0]
     pod = _pod_spec(workload)
     container = (pod.get("containers") or [{}])[0]
     extra: list[JSON] = []
     for kind in ("pvc", "emptyDir", "configMap"):
-        for index, raw in enumerate(_maps(props.get(kind), f"{where}.{kind}")):
+        for index, raw in enumerate(fields.maps(props.get(kind), f"{where}.{kind}")):
             here = f"{where}.{kind}[{index}]"
-            name = _string(raw, "name", here, required=True)
+            name = fields.string(raw, "name", here, required=True)
             assert name is not None
             volume, claim = _volume(kind, name, raw, namespace, here)
             if claim is not None:
                 extra.append(claim)
             pod.setdefault("volumes", []).append(volume)
-            if kind != "pvc" or not _bool(raw.get("mountOnly", False), f"{here}.mountOnly"):
-                mount_path = _string(raw, "mountPath", here, required=True)
+            mount_only = fields.boolean(raw.get("mountOnly", False), f"{here}.mountOnly")
+            if kind != "pvc" or not mount_only:
+                mount_path = fields.string(raw, "mountPath", here, required=True)
                 mount = {"name": volume["name"], "mountPath": mount_path}
                 if raw.get("subPath") is not None:
-                    mount["subPath"] = _string(raw, "subPath", here)
+                    mount["subPath"] = fields.string(raw, "subPath", here)
                 container.setdefault("volumeMounts", []).append(mount)
     return [*objects, *extra]
 
@@ -462,30 +403,30 @@ def _storage(objects: list[JSON], trait: Trait, component: Component, namespace:
 def _volume(kind: str, name: str, raw: Mapping[str, Any], namespace: str, where: str
             ) -> tuple[JSON, JSON | None]:
     if kind == "pvc":
-        _allowed(raw, {"name", "mountPath", "subPath", "mountOnly", "accessModes",
+        fields.allowed(raw, {"name", "mountPath", "subPath", "mountOnly", "accessModes",
                        "storageClassName", "resources", "volumeMode", "volumeName"}, where)
-        spec: JSON = {"accessModes": _strings(raw.get("accessModes", ["ReadWriteOnce"]),
+        spec: JSON = {"accessModes": fields.strings(raw.get("accessModes", ["ReadWriteOnce"]),
                                               f"{where}.accessModes"),
-                      "volumeMode": _string(raw, "volumeMode", where) or "Filesystem",
+                      "volumeMode": fields.string(raw, "volumeMode", where) or "Filesystem",
                       "resources": _claim_resources(raw.get("resources"), f"{where}.resources")}
         for key in ("storageClassName", "volumeName"):
             if raw.get(key) is not None:
-                spec[key] = _string(raw, key, where)
+                spec[key] = fields.string(raw, key, where)
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                  "metadata": {"name": name, "namespace": namespace}, "spec": spec}
         return {"name": f"pvc-{name}", "persistentVolumeClaim": {"claimName": name}}, claim
     if kind == "emptyDir":
-        _allowed(raw, {"name", "mountPath", "subPath", "medium"}, where)
-        medium = _string(raw, "medium", where)
+        fields.allowed(raw, {"name", "mountPath", "subPath", "medium"}, where)
+        medium = fields.string(raw, "medium", where)
         source = {"medium": medium} if medium else {}
         return {"name": f"emptydir-{name}", "emptyDir": source}, None
-    _allowed(raw, {"name", "mountPath", "subPath", "defaultMode", "data"}, where)
+    fields.allowed(raw, {"name", "mountPath", "subPath", "defaultMode", "data"}, where)
     volume = {"name": f"configmap-{name}",
-              "configMap": {"name": name, "defaultMode": _int(raw.get("defaultMode", 420),
+              "configMap": {"name": name, "defaultMode": fields.integer(raw.get("defaultMode", 420),
                                                               f"{where}.defaultMode", 0, 511)}}
     if raw.get("data") is None:
         return volume, None
-    data = _string_map(raw["data"], f"{where}.data")
+    data = fields.string_map(raw["data"], f"{where}.data")
     config = {"apiVersion": "v1", "kind": "ConfigMap",
               "metadata": {"name": name, "namespace": namespace}, "data": data}
     return volume, config
@@ -498,12 +439,12 @@ def _claim_resources(value: Any, where: str) -> JSON:
         return {"requests": {"storage": "8Gi"}}
     if not isinstance(value, dict):
         raise AppError(f"{where}: must be a map of requests and limits")
-    _allowed(value, {"requests", "limits"}, where)
+    fields.allowed(value, {"requests", "limits"}, where)
     out: JSON = {}
     for key, amounts in value.items():
         if not isinstance(amounts, dict):
             raise AppError(f"{where}.{key}: must be a map of quantities")
-        out[key] = {str(k): _quantity(v, f"{where}.{key}.{k}") for k, v in amounts.items()}
+        out[key] = {str(k): fields.quantity(v, f"{where}.{key}.{k}") for k, v in amounts.items()}
     return out
 
 
