@@ -73,3 +73,20 @@ def string_map(value: Any, where: str, nulls: bool = False) -> dict[str, Any]:
             for k, v in value.items()):
         raise AppError(f"{where}: must be a map of strings")
     return dict(value)
+
+
+def env_list(value: Any, where: str) -> list[JSON]:
+    """A container's ``env`` as KubeVela's definitions take it (name, value, valueFrom)."""
+    if not isinstance(value, list):
+        raise AppError(f"{where}: must be a list of {{name, value}}")
+    out = []
+    for index, entry in enumerate(value):
+        here = f"{where}[{index}]"
+        if not isinstance(entry, dict):
+            raise AppError(f"{here}: must be a map")
+        allowed(entry, {"name", "value", "valueFrom"}, here)
+        string(entry, "name", here, required=True)
+        if "value" in entry and not isinstance(entry["value"], str):
+            raise AppError(f"{here}.value: must be a string")
+        out.append(dict(entry))
+    return out

@@ -21,7 +21,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from federation.apps import fields
+from federation.apps import fields, ingress, pods
 from federation.apps.model import MAX_RENDERED, AppError, Component, Trait
 
 JSON = dict[str, Any]
@@ -58,7 +58,8 @@ def render_component(component: Component, app: str, namespace: str,
 # -- component types ------------------------------------------------------------------------
 
 _CONTAINER_PROPS = {"image", "imagePullPolicy", "imagePullSecrets", "cmd", "args", "env",
-                    "cpu", "memory", "limit", "labels", "annotations", "replicas"}
+                    "cpu", "memory", "limit", "labels", "annotations", "replicas",
+                    *pods.POD_PROPS}
 _WEBSERVICE_PROPS = _CONTAINER_PROPS | {"port", "ports", "exposeType"}
 
 
@@ -76,27 +77,11 @@ def _container(component: Component, where: str) -> JSON:
     if "args" in props:
         container["args"] = fields.strings(props["args"], f"{where}.args")
     if "env" in props:
-        container["env"] = _env_list(props["env"], f"{where}.env")
+        container["env"] = fields.env_list(props["env"], f"{where}.env")
     resources = _resources(props, where)
     if resources:
         container["resources"] = resources
     return container
-
-
-def _env_list(value: Any, where: str) -> list[JSON]:
-    if not isinstance(value, list):
-        raise AppError(f"{where}: must be a list of {{name, value}}")
-    out = []
-    for index, entry in enumerate(value):
-        here = f"{where}[{index}]"
-        if not isinstance(entry, dict):
-            raise AppError(f"{here}: must be a map")
-        fields.allowed(entry, {"name", "value", "valueFrom"}, here)
-        fields.string(entry, "name", here, required=True)
-        if "value" in entry and not isinstance(entry["value"], str):
-            raise AppError(f"{here}.value: must be a string")
-        out.append(dict(entry))
-    return out
 
 
 def _resources(props: Mapping[str, Any], where: str) -> JSON:
@@ -127,12 +112,14 @@ def _deployment(component: Component, namespace: str, where: str,
     if "labels" in props:
         pod_meta["labels"].update(fields.string_map(props["labels"], f"{where}.labels"))
     if "annotations" in props:
-        pod_meta["annotations"] = fields.string_map(props["annotations"], f"{where}.annotations")
+        pod_meta["annotations"] = fields.string_map(props["annotations"],
+                                                    f"{where}.annotations")
     pod_spec: JSON = {"containers": [container]}
     if "imagePullSecrets" in props:
         pod_spec["imagePullSecrets"] = [
             {"name": n} for n in fields.strings(props["imagePullSecrets"],
-                                          f"{where}.imagePullSecrets")]
+                                                f"{where}.imagePullSecrets")]
+    pods.apply(props, container, pod_spec, where)
     spec: JSON = {"selector": {"matchLabels": {COMPONENT_LABEL: component.name}},
                   "template": {"metadata": pod_meta, "spec": pod_spec}}
     if "replicas" in props:
@@ -448,7 +435,27 @@ def _claim_resources(value: Any, where: str) -> JSON:
     return out
 
 
+def _sidecar(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+             where: str) -> list[JSON]:
+    for workload in _workloads(objects, trait, where):
+        pods.sidecar(trait.properties, _pod_spec(workload), where)
+    return objects
+
+
+def _gateway(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+             where: str) -> list[JSON]:
+    return ingress.gateway(objects, trait.properties, component.name, where)
+
+
+def _ingress(version: str) -> TraitFn:
+    def patch(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+              where: str) -> list[JSON]:
+        return ingress.ingress(objects, trait.properties, component.name, where, version)
+    return patch
+
+
 _TRAITS: dict[str, TraitFn] = {
     "scaler": _scaler, "labels": _metadata_map("labels"),
     "annotations": _metadata_map("annotations"), "env": _env, "expose": _expose,
-    "storage": _storage}
+    "storage": _storage, "sidecar": _sidecar, "gateway": _gateway,
+    "ingress": _ingress("v1beta1"), "ingress-1-20": _ingress("v1")}

@@ -31,7 +31,11 @@ VALID: list[dict[str, Any]] = [
     {"components": [
         {"name": "web", "type": "webservice",
          "properties": {"image": "web:1", "ports": [{"port": 80, "expose": True}],
-                        "env": [{"name": "A", "value": "1"}], "cpu": "100m"},
+                        "env": [{"name": "A", "value": "1"}], "cpu": "100m",
+                        "volumeMounts": {"configMap": [{"name": "c", "mountPath": "/c",
+                                                        "cmName": "c"}]},
+                        "livenessProbe": {"httpGet": {"path": "/", "port": 80}},
+                        "hostAliases": [{"ip": "10.0.0.1", "hostnames": ["a"]}]},
          "traits": [{"type": "scaler", "properties": {"replicas": 2}},
                     {"type": "labels", "properties": {"team": "a"}},
                     {"type": "expose", "properties": {"port": [8080]}},
@@ -39,7 +43,10 @@ VALID: list[dict[str, Any]] = [
                     {"type": "storage", "properties": {
                         "pvc": [{"name": "d", "mountPath": "/d"}],
                         "emptyDir": [{"name": "t", "mountPath": "/t"}],
-                        "configMap": [{"name": "m", "mountPath": "/m", "data": {"a": "b"}}]}}]},
+                        "configMap": [{"name": "m", "mountPath": "/m", "data": {"a": "b"}}]}},
+                    {"type": "sidecar", "properties": {"name": "log", "image": "busybox"}},
+                    {"type": "gateway", "properties": {"domain": "a.example.com",
+                                                       "http": {"/": 80}}}]},
         {"name": "conf", "type": "config", "properties": {"data": {"a": "b"}}},
         {"name": "raw", "type": "k8s-objects", "properties": {"objects": [
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r"}}]}},

@@ -1,0 +1,172 @@
+"""Built-ins added for issue 23, each against what vela-core's CUE definition renders for
+the same parameters (the expected objects are worked out from the definition named in each
+test, vela-templates/definitions/internal/...; defaults included)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.apps import model, render
+
+
+def rendered(type_: str, properties: dict[str, Any], *traits: dict[str, Any]
+             ) -> list[dict[str, Any]]:
+    component = model.Component.model_validate(
+        {"name": "web", "type": type_, "properties": properties, "traits": list(traits)})
+    return render.render_component(component, "app", "ns")
+
+
+def pod_of(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = objects[0]["spec"]["template"]["spec"]
+    return spec
+
+
+LABELS = {"app.oam.dev/name": "app", "app.oam.dev/component": "web"}
+
+
+def test_webservice_volume_mounts_as_the_definition_renders_them() -> None:
+    """component/webservice.cue: mountsArray in the order pvc, configMap, secret, emptyDir,
+    hostPath; volumesList de-duplicated by name (the first wins); configMap and secret get
+    defaultMode 420, items mode 511, emptyDir medium ""."""
+    pod = pod_of(rendered("webservice", {"image": "nginx", "volumeMounts": {
+        "hostPath": [{"name": "h", "mountPath": "/h", "path": "/var/log"}],
+        "emptyDir": [{"name": "e", "mountPath": "/e"}],
+        "secret": [{"name": "s", "mountPath": "/s", "secretName": "tls",
+                    "items": [{"key": "k", "path": "p"}]}],
+        "configMap": [{"name": "c", "mountPath": "/c", "subPath": "x", "cmName": "conf"}],
+        "pvc": [{"name": "d", "mountPath": "/d", "claimName": "data"},
+                {"name": "d", "mountPath": "/d2", "claimName": "other"}]}}))
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"mountPath": "/d", "name": "d"}, {"mountPath": "/d2", "name": "d"},
+        {"mountPath": "/c", "subPath": "x", "name": "c"}, {"mountPath": "/s", "name": "s"},
+        {"mountPath": "/e", "name": "e"}, {"mountPath": "/h", "name": "h"}]
+    assert pod["volumes"] == [
+        {"name": "d", "persistentVolumeClaim": {"claimName": "data"}},
+        {"name": "c", "configMap": {"defaultMode": 420, "name": "conf"}},
+        {"name": "s", "secret": {"defaultMode": 420, "secretName": "tls",
+                                 "items": [{"key": "k", "path": "p", "mode": 511}]}},
+        {"name": "e", "emptyDir": {"medium": ""}},
+        {"name": "h", "hostPath": {"path": "/var/log"}}]
+
+
+def test_the_older_volumes_list() -> None:
+    """webservice.cue's ``volumes`` (used only without volumeMounts): emptyDir by default."""
+    pod = pod_of(rendered("worker", {"image": "busybox", "volumes": [
+        {"name": "cache", "mountPath": "/cache"},
+        {"name": "conf", "mountPath": "/etc/x", "type": "configMap", "cmName": "x"}]}))
+    assert pod["containers"][0]["volumeMounts"] == [{"mountPath": "/cache", "name": "cache"},
+                                                    {"mountPath": "/etc/x", "name": "conf"}]
+    assert pod["volumes"] == [{"name": "cache", "emptyDir": {"medium": ""}},
+                              {"name": "conf", "configMap": {"defaultMode": 420, "name": "x"}}]
+
+
+def test_probes_with_the_definitions_defaults_and_host_aliases() -> None:
+    """#HealthProbe of webservice.cue: timings default to 0/10/1/1/3, httpGet.scheme HTTP."""
+    pod = pod_of(rendered("webservice", {
+        "image": "nginx", "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}},
+        "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 5},
+        "hostAliases": [{"ip": "10.0.0.1", "hostnames": ["db.local"]}]}))
+    container = pod["containers"][0]
+    assert container["livenessProbe"] == {
+        "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+        "initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1,
+        "successThreshold": 1, "failureThreshold": 3}
+    assert container["readinessProbe"]["periodSeconds"] == 5
+    assert container["readinessProbe"]["tcpSocket"] == {"port": 80}
+    assert pod["hostAliases"] == [{"ip": "10.0.0.1", "hostnames": ["db.local"]}]
+
+
+def test_sidecar() -> None:
+    """trait/sidecar.cue: a container appended; volumes are name/path mounts; its probe has
+    no scheme (the sidecar's #HealthProbe has none)."""
+    pod = pod_of(rendered("webservice", {"image": "nginx"}, {"type": "sidecar", "properties": {
+        "name": "log", "image": "busybox", "cmd": ["tail"], "args": ["-f", "/l/x"],
+        "volumes": [{"name": "logs", "path": "/l"}],
+        "livenessProbe": {"exec": {"command": ["true"]}}}}))
+    assert pod["containers"][1] == {
+        "name": "log", "image": "busybox", "command": ["tail"], "args": ["-f", "/l/x"],
+        "volumeMounts": [{"mountPath": "/l", "name": "logs"}],
+        "livenessProbe": {"exec": {"command": ["true"]}, "initialDelaySeconds": 0,
+                          "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1,
+                          "failureThreshold": 3}}
+
+
+def test_gateway() -> None:
+    """trait/gateway.cue on a 1.19+ cluster: a Service port-N per http entry, an Ingress
+    with the class annotation, the path type ImplementationSpecific."""
+    objects = rendered("webservice", {"image": "nginx", "ports": [{"port": 80,
+                                                                   "expose": True}]},
+                       {"type": "gateway", "properties": {"domain": "shop.example.com",
+                                                          "http": {"/": 80, "/api": 8080}}})
+    assert [o["kind"] for o in objects] == ["Deployment", "Service", "Ingress"]
+    service, ingress = objects[1], objects[2]
+    assert service == {"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": "web", "namespace": "ns", "labels": LABELS},
+                       "spec": {"selector": {"app.oam.dev/component": "web"}, "ports": [
+                           {"name": "port-80", "port": 80, "targetPort": 80},
+                           {"name": "port-8080", "port": 8080, "targetPort": 8080}]}}
+    assert ingress == {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "namespace": "ns", "labels": LABELS,
+                     "annotations": {"kubernetes.io/ingress.class": "nginx"}},
+        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+            {"path": "/", "pathType": "ImplementationSpecific",
+             "backend": {"service": {"name": "web", "port": {"number": 80}}}},
+            {"path": "/api", "pathType": "ImplementationSpecific",
+             "backend": {"service": {"name": "web", "port": {"number": 8080}}}}]}}]}}
+
+
+def test_gateway_options() -> None:
+    """classInSpec, secretName, a name suffix and an existing Service."""
+    objects = rendered("worker", {"image": "x"}, {"type": "gateway", "properties": {
+        "domain": "a.example.com", "http": {"/": 80}, "classInSpec": True, "class": "traefik",
+        "secretName": "tls", "name": "public", "existingServiceName": "front"}})
+    ingress = objects[-1]
+    assert [o["kind"] for o in objects] == ["Deployment", "Ingress"]
+    assert ingress["metadata"]["name"] == "web-public"
+    assert ingress["metadata"]["annotations"] == {}
+    assert ingress["spec"]["ingressClassName"] == "traefik"
+    assert ingress["spec"]["tls"] == [{"hosts": ["a.example.com"], "secretName": "tls"}]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == \
+        "front"
+
+
+@pytest.mark.parametrize(("trait", "api", "backend"), [
+    ("ingress", "networking.k8s.io/v1beta1", {"serviceName": "web", "servicePort": 80}),
+    ("ingress-1-20", "networking.k8s.io/v1",
+     {"service": {"name": "web", "port": {"number": 80}}}),
+])
+def test_ingress_traits(trait: str, api: str, backend: dict[str, Any]) -> None:
+    """deprecated/ingress.cue and ingress-1-20.cue: a Service of unnamed ports, an Ingress."""
+    objects = rendered("webservice", {"image": "nginx"}, {"type": trait, "properties": {
+        "domain": "testsvc.example.com", "http": {"/": 80}}})
+    service, ingress = objects[1], objects[2]
+    assert service["spec"]["ports"] == [{"port": 80, "targetPort": 80}]
+    assert ingress["apiVersion"] == api
+    assert ingress["spec"]["rules"][0]["host"] == "testsvc.example.com"
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"] == backend
+
+
+@pytest.mark.parametrize(("properties", "traits", "words"), [
+    ({"volumeMounts": {"pvc": [{"name": "d", "mountPath": "/d"}]}}, [],
+     "properties.volumeMounts.pvc[0].claimName: required"),
+    ({"volumeMounts": {"nfs": []}}, [], "properties.volumeMounts.nfs: not supported"),
+    ({"livenessProbe": {"httpGet": {"path": "/"}}}, [],
+     "properties.livenessProbe.httpGet.port: must be an integer"),
+    ({"livenessProbe": {"grpc": {}}}, [], "properties.livenessProbe.grpc: not supported"),
+    ({"hostAliases": {"ip": "1.2.3.4"}}, [], "properties.hostAliases: must be a list"),
+    ({}, [{"type": "sidecar", "properties": {"name": "web", "image": "x"}}],
+     "traits[0].properties.name: the pod already has a container 'web'"),
+    ({}, [{"type": "gateway", "properties": {"http": {"/": "80"}}}],
+     "traits[0].properties.http./: must be an integer"),
+    ({}, [{"type": "ingress", "properties": {"http": {"/": 80}}}],
+     "traits[0].properties.domain: required"),
+])
+def test_malformed_parameters_are_refused_by_path(properties: dict[str, Any],
+                                                  traits: list[dict[str, Any]],
+                                                  words: str) -> None:
+    with pytest.raises(model.AppError) as caught:
+        rendered("webservice", {"image": "nginx", **properties}, *traits)
+    assert words in str(caught.value)
