@@ -39,39 +39,92 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     steps: list[workflow.StepSpec] = []
     targets: dict[str, policies.Target] = {}
     notifications: dict[str, model.Notification] = {}
-    budget = model.RenderBudget()
+    context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
+                       model.RenderBudget())
     for index, step in enumerate(model.default_steps(spec)):
         where = f"spec.workflow.steps[{index}]"
-        props = step.properties
         timeout = model.duration_seconds(step.timeout, f"{where}.timeout") \
             if step.timeout else None
-        if step.type == "deploy":
-            names = list(props.get("policies") or [])
-            target = policies.deploy_target(spec, app, namespace, names, known, fleet,
-                                            local_cluster, where, grant, budget)
+        if step.type in workflow.DEPLOYING:
+            target, step_spec = _deploying(step, context, where, timeout)
             targets[step.name] = target
-            order = _order(names, known, local_cluster)
-            clusters = sorted(target.clusters, key=lambda c: (order.get(c, len(order)), c))
-            rollback = props.get("rollbackOnFailure", False)
-            if not isinstance(rollback, bool):
-                raise model.AppError(f"{where}.properties.rollbackOnFailure: true or false")
-            steps.append(workflow.StepSpec(step.name, "deploy", tuple(clusters),
-                                           int(props.get("parallelism", 5)), timeout,
-                                           step.if_ == "always",
-                                           rollback_on_failure=rollback))
         else:
-            duration = model.duration_seconds(str(props["duration"]),
-                                              f"{where}.properties.duration") \
-                if "duration" in props else None
-            message = _message(props)
+            step_spec = _waiting(step, where, timeout)
             if step.type == "notification":
-                notifications[step.name] = model.notification(props, f"{where}.properties")
-                message = notifications[step.name].message
-            steps.append(workflow.StepSpec(step.name, step.type, (), 1, timeout,
-                                           step.if_ == "always", duration, message))
+                notifications[step.name] = model.notification(step.properties,
+                                                              f"{where}.properties")
+                step_spec = dataclasses.replace(step_spec,
+                                                message=notifications[step.name].message)
+        steps.append(step_spec)
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What every deploying step of one compile renders from."""
+
+    spec: model.AppSpec
+    app: str
+    namespace: str
+    known: Mapping[str, model.PolicySpec]
+    fleet: Sequence[clusters_.Cluster]
+    local_cluster: str | None
+    grant: scope.Grant
+    budget: model.RenderBudget
+
+
+def _deploying(step: model.Step, context: _Context, where: str, timeout: float | None
+               ) -> tuple[policies.Target, workflow.StepSpec]:
+    """A ``deploy`` step (its policies), or an ``apply-component`` step (one component to
+    one cluster, as a topology of that cluster): its target and its spec."""
+    props = step.properties
+    spec, known = context.spec, context.known
+    if step.type == "deploy":
+        names = list(props.get("policies") or [])
+    else:
+        spec, topology = _one_component(step, context.spec, where)
+        names = [topology.name]
+        known = {**known, topology.name: topology}
+    target = policies.deploy_target(spec, context.app, context.namespace, names, known,
+                                    context.fleet, context.local_cluster, where,
+                                    context.grant, context.budget)
+    order = _order(names, known, context.local_cluster)
+    clusters = sorted(target.clusters, key=lambda c: (order.get(c, len(order)), c))
+    rollback = props.get("rollbackOnFailure", False)
+    if not isinstance(rollback, bool):
+        raise model.AppError(f"{where}.properties.rollbackOnFailure: true or false")
+    return target, workflow.StepSpec(step.name, step.type, tuple(clusters),
+                                     int(props.get("parallelism", 5)), timeout,
+                                     step.if_ == "always", rollback_on_failure=rollback)
+
+
+def _one_component(step: model.Step, spec: model.AppSpec, where: str
+                   ) -> tuple[model.AppSpec, model.PolicySpec]:
+    """KubeVela's ``apply-component``: ``component`` (required), ``cluster`` (default: the
+    local cluster), ``namespace`` (default: the Application's)."""
+    props = step.properties
+    name = props.get("component")
+    found = [c for c in spec.components if c.name == name]
+    if not found:
+        raise model.AppError(f"{where}.properties.component: names no component of the "
+                             "Application")
+    cluster = props.get("cluster") or policies.LOCAL
+    topology: dict[str, Any] = {"clusters": [cluster]}
+    if props.get("namespace"):
+        topology["namespace"] = props["namespace"]
+    return spec.model_copy(update={"components": tuple(found)}), \
+        model.PolicySpec(name=where, type="topology", properties=topology)
+
+
+def _waiting(step: model.Step, where: str, timeout: float | None) -> workflow.StepSpec:
+    """A suspend, approve or notification step."""
+    props = step.properties
+    duration = model.duration_seconds(str(props["duration"]), f"{where}.properties.duration") \
+        if "duration" in props else None
+    return workflow.StepSpec(step.name, step.type, (), 1, timeout, step.if_ == "always",
+                             duration, _message(props))
 
 
 def _message(props: Mapping[str, Any]) -> str:

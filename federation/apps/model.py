@@ -40,7 +40,7 @@ COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
-STEP_TYPES = ("deploy", "suspend", "approve", "notification")
+STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -258,7 +258,8 @@ def _check_step(step: Step, where: str) -> None:
         duration_seconds(step.timeout, f"{where}.timeout")
     allowed = {"deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
                "suspend": {"duration", "message"}, "approve": {"duration", "message"},
-               "notification": {"webhook", "slack", "message"}}[step.type]
+               "notification": {"webhook", "slack", "message"},
+               "apply-component": {"component", "cluster", "namespace"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -274,6 +275,12 @@ def _check_step(step: Step, where: str) -> None:
         if props.get("auto", True) is not True:
             raise AppError(f"{where}.properties.auto: only true is supported (use a suspend "
                            "step before the deploy)")
+    if step.type == "apply-component":
+        for key in ("component", "cluster", "namespace"):
+            if key in props and not isinstance(props[key], str):
+                raise AppError(f"{where}.properties.{key}: must be a string")
+        if not props.get("component"):
+            raise AppError(f"{where}.properties.component: required")
     if step.type in ("suspend", "approve") and "duration" in props:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
     if step.type == "notification":

@@ -170,3 +170,34 @@ def test_malformed_parameters_are_refused_by_path(properties: dict[str, Any],
     with pytest.raises(model.AppError) as caught:
         rendered("webservice", {"image": "nginx", **properties}, *traits)
     assert words in str(caught.value)
+
+
+def test_apply_component_steps_deploy_one_component_each() -> None:
+    """workflowstep/apply-component.cue: ``component``, ``cluster`` (default: the local
+    cluster), ``namespace`` (default: the Application's); the step waits for health like a
+    deploy step (the same state machine)."""
+    from federation.apps import compile as compile_
+    from federation.apps import scope, workflow
+    from federation.placement import clusters as clusters_
+    spec = {"components": [{"name": "db", "type": "worker", "properties": {"image": "pg"}},
+                           {"name": "web", "type": "webservice",
+                            "properties": {"image": "nginx"}}],
+            "workflow": {"steps": [
+                {"name": "db", "type": "apply-component", "properties": {"component": "db"}},
+                {"name": "web", "type": "apply-component",
+                 "properties": {"component": "web", "cluster": "m2", "namespace": "front"}}]}}
+    fleet = [clusters_.Cluster(name="m1"), clusters_.Cluster(name="m2")]
+    compiled = compile_.compile_app(spec, "app", "ns", {}, fleet, "m1",
+                                    scope.Grant("ns", frozenset({"front"})))
+    assert [(s.type, s.targets) for s in compiled.steps] == [
+        ("apply-component", ("m1",)), ("apply-component", ("m2",))]
+    assert [m["metadata"]["name"] for m in compiled.targets["db"].clusters["m1"]] == ["db"]
+    assert [m["metadata"]["namespace"] for m in compiled.targets["web"].clusters["m2"]] == [
+        "front"]
+    assert "apply-component" in workflow.DEPLOYING
+    with pytest.raises(model.AppError, match=r"steps\[0\]\.properties\.component: names no"):
+        compile_.compile_app({**spec, "workflow": {"steps": [
+            {"name": "x", "type": "apply-component", "properties": {"component": "nope"}}]}},
+            "app", "ns", {}, fleet, "m1")
+    with pytest.raises(model.AppError, match="namespace 'front' is not this Application's"):
+        compile_.compile_app(spec, "app", "ns", {}, fleet, "m1")
