@@ -237,16 +237,30 @@ def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
         for key in ("apiVersion", "kind"):
             if not isinstance(obj.get(key), str) or not obj[key]:
                 raise AppError(f"{here}.{key}: required")
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            raise AppError(f"{here}.metadata.name: required")
         body = copy.deepcopy(obj)
+        body["metadata"] = _object_meta(obj.get("metadata"), index, component.name, here)
         body.pop("status", None)
         for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
                       "ownerReferences", "finalizers", "generation"):
             body["metadata"].pop(field, None)
         out.append(body)
     return out
+
+
+def _object_meta(meta: Any, index: int, component: str, where: str) -> JSON:
+    """A manifest's metadata; the first manifest without a name is named after the
+    component, as KubeVela names a component's workload (its later manifests are traits
+    to KubeVela, named by a hash of their content: that name is required here)."""
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise AppError(f"{where}.metadata: must be a map")
+    if meta.get("name") in (None, "") and index == 0:
+        return {**meta, "name": component}
+    if not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise AppError(f"{where}.metadata.name: required (KubeVela names only the first "
+                       "object after the component)")
+    return dict(meta)
 
 
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {

@@ -201,3 +201,17 @@ def test_apply_component_steps_deploy_one_component_each() -> None:
             "app", "ns", {}, fleet, "m1")
     with pytest.raises(model.AppError, match="namespace 'front' is not this Application's"):
         compile_.compile_app(spec, "app", "ns", {}, fleet, "m1")
+
+
+def test_k8s_objects_first_object_is_named_after_the_component() -> None:
+    """KubeVela's assembleWorkload names a workload without a name after the component; the
+    other objects of k8s-objects are traits to it, named by a content hash we do not
+    reproduce, so their name stays required."""
+    objects = rendered("k8s-objects", {"objects": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]})
+    assert [o["metadata"]["name"] for o in objects] == ["web", "c"]
+    with pytest.raises(model.AppError, match=r"objects\[1\]\.metadata\.name: required"):
+        rendered("k8s-objects", {"objects": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+            {"apiVersion": "v1", "kind": "ConfigMap"}]})
