@@ -238,3 +238,53 @@ def sidecar(props: Mapping[str, Any], pod: JSON, where: str) -> None:
     if any(c.get("name") == name for c in containers):
         raise AppError(f"{where}.name: the pod already has a container {name!r}")
     containers.append(container)
+
+
+def init_container(props: Mapping[str, Any], pod: JSON, main: str, where: str) -> None:
+    """KubeVela's ``init-container`` trait: an init container sharing an emptyDir volume
+    (``mountName``, default ``workdir``) with the main container (named after the
+    component), mounted at ``initMountPath`` and ``appMountPath``; lists merge by name
+    (``+patchKey=name``): an entry already there must be the same, else it is refused."""
+    fields.allowed(props, {"name", "image", "imagePullPolicy", "cmd", "args", "env",
+                           "mountName", "appMountPath", "initMountPath",
+                           "extraVolumeMounts"}, where)
+    volume = fields.string(props, "mountName", where) or "workdir"
+    policy = props.get("imagePullPolicy", "IfNotPresent")
+    if policy not in ("IfNotPresent", "Always", "Never"):
+        raise AppError(f"{where}.imagePullPolicy: must be IfNotPresent, Always or Never")
+    init: JSON = {"name": fields.string(props, "name", where, required=True),
+                  "image": fields.string(props, "image", where, required=True),
+                  "imagePullPolicy": policy}
+    for key, field in (("cmd", "command"), ("args", "args")):
+        if props.get(key) is not None:
+            init[field] = fields.strings(props[key], f"{where}.{key}")
+    if props.get("env") is not None:
+        init["env"] = fields.env_list(props["env"], f"{where}.env")
+    extra = []
+    for index, entry in enumerate(fields.maps(props.get("extraVolumeMounts"),
+                                              f"{where}.extraVolumeMounts")):
+        here = f"{where}.extraVolumeMounts[{index}]"
+        fields.allowed(entry, {"name", "mountPath"}, here)
+        extra.append({"name": fields.string(entry, "name", here, required=True),
+                      "mountPath": fields.string(entry, "mountPath", here, required=True)})
+    init["volumeMounts"] = [{"name": volume, "mountPath": fields.string(
+        props, "initMountPath", where, required=True)}, *extra]
+    container = next((c for c in pod.get("containers") or [] if c.get("name") == main), None)
+    if container is None:
+        raise AppError(f"{where}: the pod has no container {main!r} (the component's)")
+    _merge_by_name(container.setdefault("volumeMounts", []), {
+        "name": volume, "mountPath": fields.string(props, "appMountPath", where,
+                                                   required=True)}, f"{where}.appMountPath")
+    _merge_by_name(pod.setdefault("initContainers", []), init, f"{where}.name")
+    _merge_by_name(pod.setdefault("volumes", []), {"name": volume, "emptyDir": {}},
+                   f"{where}.mountName")
+
+
+def _merge_by_name(items: list[JSON], item: JSON, where: str) -> None:
+    """``+patchKey=name``: appended, or already there the same; a different entry of the
+    same name is a conflict (CUE's unification fails on it too)."""
+    same = next((i for i in items if i.get("name") == item["name"]), None)
+    if same is None:
+        items.append(item)
+    elif same != item:
+        raise AppError(f"{where}: {item['name']!r} is already in the pod, differently")

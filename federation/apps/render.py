@@ -456,6 +456,31 @@ def _sidecar(objects: list[JSON], trait: Trait, component: Component, namespace:
     return objects
 
 
+def _init_container(objects: list[JSON], trait: Trait, component: Component,
+                    namespace: str, where: str) -> list[JSON]:
+    for workload in _workloads(objects, trait, where):
+        pods.init_container(trait.properties, _pod_spec(workload), component.name, where)
+    return objects
+
+
+def _cpuscaler(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+               where: str) -> list[JSON]:
+    """KubeVela's ``cpuscaler``: an autoscaling/v1 HorizontalPodAutoscaler of the
+    component's workload (``min`` 1, ``max`` 10, ``cpuUtil`` 50 by default)."""
+    props = trait.properties
+    fields.allowed(props, {"min", "max", "cpuUtil", "targetAPIVersion", "targetKind"}, where)
+    spec = {"scaleTargetRef": {
+                "apiVersion": fields.string(props, "targetAPIVersion", where) or "apps/v1",
+                "kind": fields.string(props, "targetKind", where) or "Deployment",
+                "name": component.name},
+            "minReplicas": fields.integer(props.get("min", 1), f"{where}.min", 1, 100000),
+            "maxReplicas": fields.integer(props.get("max", 10), f"{where}.max", 1, 100000),
+            "targetCPUUtilizationPercentage": fields.integer(props.get("cpuUtil", 50),
+                                                             f"{where}.cpuUtil", 1, 1000)}
+    return [*objects, {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+                       "metadata": {"name": component.name}, "spec": spec}]
+
+
 def _gateway(objects: list[JSON], trait: Trait, component: Component, namespace: str,
              where: str) -> list[JSON]:
     return ingress.gateway(objects, trait.properties, component.name, where)
@@ -472,4 +497,5 @@ _TRAITS: dict[str, TraitFn] = {
     "scaler": _scaler, "labels": _metadata_map("labels"),
     "annotations": _metadata_map("annotations"), "env": _env, "expose": _expose,
     "storage": _storage, "sidecar": _sidecar, "gateway": _gateway,
-    "ingress": _ingress("v1beta1"), "ingress-1-20": _ingress("v1")}
+    "ingress": _ingress("v1beta1"), "ingress-1-20": _ingress("v1"),
+    "init-container": _init_container, "cpuscaler": _cpuscaler}

@@ -215,3 +215,32 @@ def test_k8s_objects_first_object_is_named_after_the_component() -> None:
         rendered("k8s-objects", {"objects": [
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
             {"apiVersion": "v1", "kind": "ConfigMap"}]})
+
+
+def test_init_container() -> None:
+    """trait/init-container.cue: an emptyDir ``workdir`` shared by the init container
+    (initMountPath, then extraVolumeMounts) and the main container (appMountPath);
+    imagePullPolicy IfNotPresent by default."""
+    pod = pod_of(rendered("webservice", {"image": "nginx"}, {
+        "type": "init-container", "properties": {
+            "name": "fetch", "image": "busybox", "cmd": ["wget"], "appMountPath": "/usr/share",
+            "initMountPath": "/work", "extraVolumeMounts": [{"name": "x", "mountPath": "/x"}]}}))
+    assert pod["initContainers"] == [{
+        "name": "fetch", "image": "busybox", "imagePullPolicy": "IfNotPresent",
+        "command": ["wget"], "volumeMounts": [{"name": "workdir", "mountPath": "/work"},
+                                             {"name": "x", "mountPath": "/x"}]}]
+    assert pod["containers"][0]["volumeMounts"] == [{"name": "workdir",
+                                                     "mountPath": "/usr/share"}]
+    assert pod["volumes"] == [{"name": "workdir", "emptyDir": {}}]
+
+
+def test_cpuscaler() -> None:
+    """trait/cpuscaler.cue: an autoscaling/v1 HPA of the component's Deployment."""
+    objects = rendered("webservice", {"image": "nginx"}, {"type": "cpuscaler",
+                                                          "properties": {"max": 5}})
+    assert objects[-1] == {
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "ns", "labels": LABELS},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": "web"},
+                 "minReplicas": 1, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50}}
