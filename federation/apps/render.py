@@ -21,7 +21,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from federation.apps import fields, ingress, pods
+from federation.apps import fields, ingress, pods, storage
 from federation.apps.model import MAX_RENDERED, AppError, Component, Trait
 
 JSON = dict[str, Any]
@@ -376,77 +376,8 @@ def _expose(objects: list[JSON], trait: Trait, component: Component, namespace: 
 
 def _storage(objects: list[JSON], trait: Trait, component: Component, namespace: str,
              where: str) -> list[JSON]:
-    props = trait.properties
-    fields.allowed(props, {"pvc", "emptyDir", "configMap"}, where)
     workload = _workloads(objects, trait, where)[0]
-    pod = _pod_spec(workload)
-    container = (pod.get("containers") or [{}])[0]
-    extra: list[JSON] = []
-    for kind in ("pvc", "emptyDir", "configMap"):
-        for index, raw in enumerate(fields.maps(props.get(kind), f"{where}.{kind}")):
-            here = f"{where}.{kind}[{index}]"
-            name = fields.string(raw, "name", here, required=True)
-            assert name is not None
-            volume, claim = _volume(kind, name, raw, namespace, here)
-            if claim is not None:
-                extra.append(claim)
-            pod.setdefault("volumes", []).append(volume)
-            mount_only = fields.boolean(raw.get("mountOnly", False), f"{here}.mountOnly")
-            if kind != "pvc" or not mount_only:
-                mount_path = fields.string(raw, "mountPath", here, required=True)
-                mount = {"name": volume["name"], "mountPath": mount_path}
-                if raw.get("subPath") is not None:
-                    mount["subPath"] = fields.string(raw, "subPath", here)
-                container.setdefault("volumeMounts", []).append(mount)
-    return [*objects, *extra]
-
-
-def _volume(kind: str, name: str, raw: Mapping[str, Any], namespace: str, where: str
-            ) -> tuple[JSON, JSON | None]:
-    if kind == "pvc":
-        fields.allowed(raw, {"name", "mountPath", "subPath", "mountOnly", "accessModes",
-                       "storageClassName", "resources", "volumeMode", "volumeName"}, where)
-        spec: JSON = {"accessModes": fields.strings(raw.get("accessModes", ["ReadWriteOnce"]),
-                                              f"{where}.accessModes"),
-                      "volumeMode": fields.string(raw, "volumeMode", where) or "Filesystem",
-                      "resources": _claim_resources(raw.get("resources"), f"{where}.resources")}
-        for key in ("storageClassName", "volumeName"):
-            if raw.get(key) is not None:
-                spec[key] = fields.string(raw, key, where)
-        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                 "metadata": {"name": name, "namespace": namespace}, "spec": spec}
-        return {"name": f"pvc-{name}", "persistentVolumeClaim": {"claimName": name}}, claim
-    if kind == "emptyDir":
-        fields.allowed(raw, {"name", "mountPath", "subPath", "medium"}, where)
-        medium = fields.string(raw, "medium", where)
-        source = {"medium": medium} if medium else {}
-        return {"name": f"emptydir-{name}", "emptyDir": source}, None
-    fields.allowed(raw, {"name", "mountPath", "subPath", "defaultMode", "data"}, where)
-    volume = {"name": f"configmap-{name}",
-              "configMap": {"name": name, "defaultMode": fields.integer(raw.get("defaultMode", 420),
-                                                              f"{where}.defaultMode", 0, 511)}}
-    if raw.get("data") is None:
-        return volume, None
-    data = fields.string_map(raw["data"], f"{where}.data")
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": name, "namespace": namespace}, "data": data}
-    return volume, config
-
-
-def _claim_resources(value: Any, where: str) -> JSON:
-    """A claim's ``resources`` (``requests``/``limits`` of quantities); KubeVela's default
-    asks for 8Gi."""
-    if value is None:
-        return {"requests": {"storage": "8Gi"}}
-    if not isinstance(value, dict):
-        raise AppError(f"{where}: must be a map of requests and limits")
-    fields.allowed(value, {"requests", "limits"}, where)
-    out: JSON = {}
-    for key, amounts in value.items():
-        if not isinstance(amounts, dict):
-            raise AppError(f"{where}.{key}: must be a map of quantities")
-        out[key] = {str(k): fields.quantity(v, f"{where}.{key}.{k}") for k, v in amounts.items()}
-    return out
+    return [*objects, *storage.render(trait.properties, _pod_spec(workload), where)]
 
 
 def _sidecar(objects: list[JSON], trait: Trait, component: Component, namespace: str,

@@ -244,3 +244,40 @@ def test_cpuscaler() -> None:
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
                                     "name": "web"},
                  "minReplicas": 1, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50}}
+
+
+def test_storage_secret_host_path_and_environment() -> None:
+    """trait/storage.cue: volumes named <kind>-<name> in the order pvc, configMap, secret,
+    emptyDir, hostPath; a configMap without mountPath only feeds env; every mountToEnv of a
+    kind before its mountToEnvs; Secrets and ConfigMaps rendered unless mountOnly; a Block
+    claim is a volumeDevice; hostPath type Directory by default."""
+    objects = rendered("worker", {"image": "x"}, {"type": "storage", "properties": {
+        "hostPath": [{"name": "logs", "path": "/var/log", "mountPath": "/logs"}],
+        "secret": [{"name": "tls", "mountPath": "/tls", "readOnly": True,
+                    "stringData": {"a": "b"}, "mountToEnv": {"envName": "A",
+                                                             "secretKey": "a"}}],
+        "configMap": [{"name": "env-only", "mountToEnvs": [{"envName": "C1",
+                                                             "configMapKey": "c1"}]},
+                      {"name": "conf", "mountPath": "/conf", "mountOnly": True,
+                       "mountToEnv": {"envName": "C0", "configMapKey": "c0"}}],
+        "pvc": [{"name": "raw", "mountPath": "/dev/xvda", "volumeMode": "Block",
+                 "resources": {"requests": {"storage": "1Gi"}}}]}})
+    assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("Deployment", "web"), ("PersistentVolumeClaim", "raw"), ("ConfigMap", "env-only"),
+        ("Secret", "tls")]
+    pod = pod_of(objects)
+    assert [v["name"] for v in pod["volumes"]] == ["pvc-raw", "configmap-conf", "secret-tls",
+                                                   "hostpath-logs"]
+    assert pod["volumes"][-1] == {"name": "hostpath-logs",
+                                  "hostPath": {"path": "/var/log", "type": "Directory"}}
+    container = pod["containers"][0]
+    assert container["volumeDevices"] == [{"name": "pvc-raw", "devicePath": "/dev/xvda"}]
+    assert container["volumeMounts"] == [
+        {"name": "configmap-conf", "mountPath": "/conf"},
+        {"name": "secret-tls", "mountPath": "/tls", "readOnly": True},
+        {"name": "hostpath-logs", "mountPath": "/logs"}]
+    assert [e["name"] for e in container["env"]] == ["C0", "C1", "A"]
+    assert container["env"][2]["valueFrom"] == {"secretKeyRef": {"name": "tls", "key": "a"}}
+    assert objects[1]["spec"] == {"accessModes": ["ReadWriteOnce"], "volumeMode": "Block",
+                                  "resources": {"requests": {"storage": "1Gi"}}}
+    assert objects[3]["stringData"] == {"a": "b"}

@@ -43,7 +43,14 @@ VALID: list[dict[str, Any]] = [
                     {"type": "storage", "properties": {
                         "pvc": [{"name": "d", "mountPath": "/d"}],
                         "emptyDir": [{"name": "t", "mountPath": "/t"}],
-                        "configMap": [{"name": "m", "mountPath": "/m", "data": {"a": "b"}}]}},
+                        "configMap": [{"name": "m", "mountPath": "/m", "data": {"a": "b"}}],
+                        "secret": [{"name": "s", "mountPath": "/s", "mountToEnv": {
+                            "envName": "S", "secretKey": "k"}}],
+                        "hostPath": [{"name": "h", "path": "/h", "mountPath": "/h"}]}},
+                    {"type": "init-container", "properties": {
+                        "name": "i", "image": "busybox", "appMountPath": "/a",
+                        "initMountPath": "/w"}},
+                    {"type": "cpuscaler", "properties": {"max": 3}},
                     {"type": "sidecar", "properties": {"name": "log", "image": "busybox"}},
                     {"type": "gateway", "properties": {"domain": "a.example.com",
                                                        "http": {"/": 80}}}]},
