@@ -115,6 +115,34 @@ def upstream_problem(app: Any, text: str) -> str | None:
     return None
 
 
+def core_types(mirrors: Sequence[Path]) -> set[str]:
+    """vela-core's built-in definitions by name (``vela-templates/definitions/internal``
+    and ``deprecated`` of the kubevela mirror), or none without that mirror."""
+    found: set[str] = set()
+    for mirror in mirrors:
+        names = subprocess.run(["git", "--git-dir", str(mirror), "ls-tree", "-r",
+                                "--name-only", "HEAD", "vela-templates/definitions"],
+                               capture_output=True, text=True).stdout
+        for name in names.splitlines():
+            if name.endswith(".cue") and ("/internal/" in name or "/deprecated/" in name):
+                found.add(name.rsplit("/", 1)[1].removesuffix(".cue"))
+    return found
+
+
+def types_of(app: JSON) -> set[str]:
+    """Every definition an Application names (components, traits, policies, steps)."""
+    spec = app.get("spec") or {}
+    named: set[str] = set()
+    for component in spec.get("components") or []:
+        named.add(str(component.get("type")))
+        named.update(str(t.get("type")) for t in component.get("traits") or []
+                     if isinstance(t, dict))
+    named.update(str(p.get("type")) for p in spec.get("policies") or [] if isinstance(p, dict))
+    workflow = spec.get("workflow") or {}
+    named.update(str(s.get("type")) for s in workflow.get("steps") or [] if isinstance(s, dict))
+    return named
+
+
 def _topologies(spec: JSON, external: Sequence[JSON]) -> Iterator[JSON]:
     inline = [p for p in spec.get("policies") or [] if isinstance(p, dict)]
     for policy in [*inline, *external]:
@@ -153,6 +181,28 @@ def reason(line: str) -> str:
     return re.sub(r"\s*\([^()]*\)$", "", message)  # the list of what would be accepted
 
 
+_UNKNOWN = re.compile(r"^(\S+): '([^']*)' is not a built-in (type|trait|policy|step)$")
+
+
+def markdown(refusals: collections.Counter[str]) -> str:
+    """A table: one row per kind of missing built-in (its names with counts), then every
+    other reason as it is."""
+    missing: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    rows: list[tuple[int, str]] = []
+    for group, count in refusals.items():
+        match = _UNKNOWN.match(group)
+        if match:
+            missing[match[3]][match[2]] += count
+        else:
+            rows.append((count, f"`{group}`"))
+    for kind, names in missing.items():
+        listed = ", ".join(f"`{n}` {c}" for n, c in names.most_common())
+        rows.append((sum(names.values()), f"{kind} not built in: {listed}"))
+    lines = ["| Applications | first refusal |", "|---:|---|"]
+    lines += [f"| {count} | {text} |" for count, text in sorted(rows, key=lambda r: -r[0])]
+    return "\n".join(lines)
+
+
 def run(where: str, docs: list[Any], clusters: Path, workdir: Path) -> str | None:
     """None when dry-run accepts, else its error line."""
     path = workdir / "app.yaml"
@@ -173,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("mirrors", nargs="+", type=Path)
     parser.add_argument("--show", type=int, default=0, help="print N refused, with where")
     parser.add_argument("--json", action="store_true", help="the counts as JSON")
+    parser.add_argument("--markdown", action="store_true",
+                        help="the refusals as docs/applications.md lists them")
     args = parser.parse_args(argv)
     seen: set[str] = set()
     skipped: collections.Counter[str] = collections.Counter()
@@ -193,22 +245,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             external = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
             apps.append((where, app, external))
-    return report(apps, skipped, args)
+    return report(apps, skipped, core_types(args.mirrors), args)
 
 
 def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counter[str],
-           args: argparse.Namespace) -> int:
+           core: set[str], args: argparse.Namespace) -> int:
     refusals: collections.Counter[str] = collections.Counter()
     examples: dict[str, str] = {}
     accepted = 0
+    core_total = core_accepted = 0
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         clusters = workdir / "clusters.yaml"
         clusters.write_text(yaml.safe_dump({"clusters": fleet([(a, e) for _, a, e in apps])}))
         for where, app, external in apps:
             line = run(where, [app, *external], clusters, workdir)
+            only_core = bool(core) and types_of(app) <= core
+            core_total += only_core
             if line is None:
                 accepted += 1
+                core_accepted += only_core
                 continue
             group = reason(line)
             refusals[group] += 1
@@ -216,11 +272,18 @@ def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counte
     total = len(apps)
     if args.json:
         print(json.dumps({"valid_upstream": total, "accepted": accepted,
+                          "core_only": core_total, "core_only_accepted": core_accepted,
                           "skipped": dict(skipped), "refusals": dict(refusals)}, indent=1))
+        return 0
+    if args.markdown:
+        print(markdown(refusals))
         return 0
     print(f"Applications KubeVela accepts: {total} (skipped: {sum(skipped.values())}: "
           f"{dict(skipped.most_common())})")
     print(f"accepted by fedctl app dry-run: {accepted} ({100 * accepted / max(total, 1):.0f}%)")
+    if core:
+        print(f"of the {core_total} using only vela-core's built-in definitions: "
+              f"{core_accepted} ({100 * core_accepted / max(core_total, 1):.0f}%)")
     print("refused, by reason:")
     for group, count in refusals.most_common():
         shown = f"   e.g. {examples[group]}" if args.show else ""

@@ -150,7 +150,8 @@ def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
             raise AppError(f"{where}.placement.clusterAffinity: give the clusters either "
                            "here or in clusters/clusterLabelSelector, not both")
         placement["clusterAffinity"] = affinity
-    placement.setdefault("replicaScheduling", {"replicaSchedulingType": "Duplicated"})
+    if placement.get("replicaScheduling") is None:  # absent or null: KubeVela's copies
+        placement["replicaScheduling"] = {"replicaSchedulingType": "Duplicated"}
     namespace = props.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise AppError(f"{where}.namespace: a namespace name")
@@ -339,8 +340,8 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
         raise AppError(f"policy {topology.name}: cannot place {resource.ref}: "
                        f"{decision.error}")
     notes.extend(f"{topology.name}: {line}" for line in decision.explanation)
-    divided = topology.placement.get("replicaScheduling", {}).get(
-        "replicaSchedulingType") == "Divided"
+    divided = policy.spec.placement.replica_scheduling is not None and \
+        policy.spec.placement.replica_scheduling.replica_scheduling_type == "Divided"
     placed: dict[str, list[JSON]] = {}
     for cluster, replicas in decision.clusters.items():
         if workload is not None and divided and replicas == 0:

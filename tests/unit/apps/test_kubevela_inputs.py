@@ -167,3 +167,12 @@ def test_a_topology_without_clusters_is_the_local_cluster() -> None:
     assert list(compiled(document, "member3").targets["deploy"].clusters) == ["member3"]
     with pytest.raises(model.AppError, match=r"policy ns properties\.clusters: KubeVela's local"):
         compiled(document)
+
+
+def test_a_null_replica_scheduling_is_the_default() -> None:
+    """The compile fuzzer's find: ``placement: {replicaScheduling: null}`` raised
+    AttributeError; null is absent, so KubeVela's copies (Duplicated)."""
+    document = app(policies=[{"name": "t", "type": "topology", "properties": {
+        "clusters": ["member1", "member2"], "placement": {"replicaScheduling": None}}}])
+    clusters = compiled(document).targets["deploy"].clusters
+    assert [m[0]["spec"]["replicas"] for m in clusters.values()] == [1, 1]
