@@ -288,3 +288,76 @@ def _merge_by_name(items: list[JSON], item: JSON, where: str) -> None:
         items.append(item)
     elif same != item:
         raise AppError(f"{where}: {item['name']!r} is already in the pod, differently")
+
+
+def _patch_targets(props: Mapping[str, Any], main: str, keys: set[str], where: str
+                   ) -> list[tuple[Mapping[str, Any], str, str]]:
+    """The ``#PatchParams`` of ``command`` and ``container-image``: one set (its
+    ``containerName`` defaulting to the component's container) or ``containers[]`` (each
+    naming its container): (params, container name, path)."""
+    if "containers" not in props:
+        fields.allowed(props, keys | {"containerName"}, where)
+        return [(props, fields.string(props, "containerName", where) or main, where)]
+    fields.allowed(props, {"containers"}, where)
+    out: list[tuple[Mapping[str, Any], str, str]] = []
+    for index, entry in enumerate(fields.maps(props["containers"], f"{where}.containers")):
+        here = f"{where}.containers[{index}]"
+        fields.allowed(entry, keys | {"containerName"}, here)
+        name = fields.string(entry, "containerName", here)
+        if not name:
+            raise AppError(f"{here}.containerName: required in containers")
+        out.append((entry, name, here))
+    return out
+
+
+def _container_named(pod: JSON, name: str, where: str) -> JSON:
+    found = next((c for c in pod.get("containers") or [] if c.get("name") == name), None)
+    if found is None:
+        raise AppError(f"{where}.containerName: container {name} not found")
+    return found  # type: ignore[no-any-return]
+
+
+def command(props: Mapping[str, Any], pod: JSON, main: str, where: str) -> None:
+    """KubeVela's ``command`` trait: ``command`` replaces the container's; ``args``
+    replaces its arguments, or ``addArgs``/``delArgs`` edit them (not both); the
+    definition always writes ``args``, an empty list included."""
+    keys = {"command", "args", "addArgs", "delArgs"}
+    for params, name, here in _patch_targets(props, main, keys, where):
+        container = _container_named(pod, name, here)
+        lists = {k: fields.strings(params[k], f"{here}.{k}") for k in keys
+                 if params.get(k) is not None}
+        if "args" in lists and ("addArgs" in lists or "delArgs" in lists):
+            raise AppError(f"{here}.args: cannot set addArgs/delArgs and args at the same "
+                           "time")
+        if "command" in lists:
+            container["command"] = lists["command"]
+        base = lists.get("args", list(container.get("args") or []))
+        drop = set(lists.get("delArgs", []))
+        added = [a for a in lists.get("addArgs", []) if a not in drop and a not in base]
+        container["args"] = [a for a in base if a not in drop] + added
+
+
+def container_image(props: Mapping[str, Any], pod: JSON, main: str, where: str) -> None:
+    """KubeVela's ``container-image``: ``image`` and (when not "") ``imagePullPolicy``."""
+    for params, name, here in _patch_targets(props, main, {"image", "imagePullPolicy"},
+                                             where):
+        container = _container_named(pod, name, here)
+        container["image"] = fields.string(params, "image", here, required=True)
+        policy = params.get("imagePullPolicy", "")
+        if policy not in ("", "IfNotPresent", "Always", "Never"):
+            raise AppError(f"{here}.imagePullPolicy: must be IfNotPresent, Always or Never")
+        if policy:
+            container["imagePullPolicy"] = policy
+
+
+def host_alias(props: Mapping[str, Any], pod: JSON, where: str) -> None:
+    """KubeVela's ``hostalias``: entries merged by ``ip`` (``+patchKey=ip``)."""
+    fields.allowed(props, {"hostAliases"}, where)
+    current = pod.setdefault("hostAliases", [])
+    for entry in _host_aliases(props.get("hostAliases"), f"{where}.hostAliases"):
+        same = next((a for a in current if a.get("ip") == entry["ip"]), None)
+        if same is None:
+            current.append(entry)
+        elif same != entry:
+            raise AppError(f"{where}.hostAliases: {entry['ip']} is already an alias of "
+                           "other hostnames")

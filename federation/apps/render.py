@@ -387,10 +387,20 @@ def _sidecar(objects: list[JSON], trait: Trait, component: Component, namespace:
     return objects
 
 
-def _init_container(objects: list[JSON], trait: Trait, component: Component,
-                    namespace: str, where: str) -> list[JSON]:
+def _pod_trait(patch: Callable[[Mapping[str, Any], JSON, str, str], None]) -> TraitFn:
+    """A trait that patches the pod of each workload, given the component's name."""
+    def apply(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+              where: str) -> list[JSON]:
+        for workload in _workloads(objects, trait, where):
+            patch(trait.properties, _pod_spec(workload), component.name, where)
+        return objects
+    return apply
+
+
+def _host_alias(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+                where: str) -> list[JSON]:
     for workload in _workloads(objects, trait, where):
-        pods.init_container(trait.properties, _pod_spec(workload), component.name, where)
+        pods.host_alias(trait.properties, _pod_spec(workload), where)
     return objects
 
 
@@ -429,4 +439,6 @@ _TRAITS: dict[str, TraitFn] = {
     "annotations": _metadata_map("annotations"), "env": _env, "expose": _expose,
     "storage": _storage, "sidecar": _sidecar, "gateway": _gateway,
     "ingress": _ingress("v1beta1"), "ingress-1-20": _ingress("v1"),
-    "init-container": _init_container, "cpuscaler": _cpuscaler}
+    "init-container": _pod_trait(pods.init_container), "cpuscaler": _cpuscaler,
+    "command": _pod_trait(pods.command), "container-image": _pod_trait(pods.container_image),
+    "hostalias": _host_alias}

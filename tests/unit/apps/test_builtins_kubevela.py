@@ -281,3 +281,35 @@ def test_storage_secret_host_path_and_environment() -> None:
     assert objects[1]["spec"] == {"accessModes": ["ReadWriteOnce"], "volumeMode": "Block",
                                   "resources": {"requests": {"storage": "1Gi"}}}
     assert objects[3]["stringData"] == {"a": "b"}
+
+
+def test_command_container_image_and_hostalias() -> None:
+    """trait/command.cue (command replaced; addArgs appended unless present or deleted;
+    args always written), container-image.cue (image, and the pull policy when given),
+    hostalias.cue (merged by ip)."""
+    pod = pod_of(rendered(
+        "webservice", {"image": "nginx", "args": ["-a", "-b"],
+                       "hostAliases": [{"ip": "10.0.0.1", "hostnames": ["a"]}]},
+        {"type": "command", "properties": {"command": ["run"], "addArgs": ["-b", "-c"],
+                                           "delArgs": ["-a"]}},
+        {"type": "container-image", "properties": {"image": "nginx:2",
+                                                   "imagePullPolicy": "Always"}},
+        {"type": "hostalias", "properties": {"hostAliases": [
+            {"ip": "10.0.0.1", "hostnames": ["a"]}, {"ip": "10.0.0.2", "hostnames": ["b"]}]}}))
+    container = pod["containers"][0]
+    assert container["command"] == ["run"] and container["args"] == ["-b", "-c"]
+    assert container["image"] == "nginx:2" and container["imagePullPolicy"] == "Always"
+    assert [a["ip"] for a in pod["hostAliases"]] == ["10.0.0.1", "10.0.0.2"]
+    pod = pod_of(rendered("worker", {"image": "x"}, {"type": "command", "properties": {
+        "containers": [{"containerName": "web", "command": ["sh"]}]}}))
+    assert pod["containers"][0]["command"] == ["sh"] and pod["containers"][0]["args"] == []
+    for properties, words in (({"containerName": "nope", "image": "y"},
+                               "containerName: container nope not found"),
+                              ({"containers": [{"image": "y"}]},
+                               r"containers\[0\]\.containerName: required")):
+        with pytest.raises(model.AppError, match=words):
+            rendered("worker", {"image": "x"}, {"type": "container-image",
+                                                "properties": properties})
+    with pytest.raises(model.AppError, match="cannot set addArgs/delArgs and args"):
+        rendered("worker", {"image": "x"}, {"type": "command", "properties": {
+            "args": ["a"], "addArgs": ["b"]}})

@@ -51,6 +51,10 @@ VALID: list[dict[str, Any]] = [
                         "name": "i", "image": "busybox", "appMountPath": "/a",
                         "initMountPath": "/w"}},
                     {"type": "cpuscaler", "properties": {"max": 3}},
+                    {"type": "command", "properties": {"addArgs": ["-v"]}},
+                    {"type": "container-image", "properties": {"image": "web:3"}},
+                    {"type": "hostalias", "properties": {"hostAliases": [
+                        {"ip": "10.0.0.9", "hostnames": ["b"]}]}},
                     {"type": "sidecar", "properties": {"name": "log", "image": "busybox"}},
                     {"type": "gateway", "properties": {"domain": "a.example.com",
                                                        "http": {"/": 80}}}]},
