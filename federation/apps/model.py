@@ -39,7 +39,7 @@ API_VERSION = "core.oam.dev/v1beta1"
 COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
-               "container-image", "hostalias")
+               "container-image", "hostalias", "json-merge-patch", "json-patch")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
 

@@ -21,7 +21,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from federation.apps import fields, ingress, pods, storage
+from federation.apps import fields, ingress, jsonpatch, pods, storage
 from federation.apps.model import MAX_RENDERED, AppError, Component, Trait
 
 JSON = dict[str, Any]
@@ -239,6 +239,7 @@ def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
                 raise AppError(f"{here}.{key}: required")
         body = copy.deepcopy(obj)
         body["metadata"] = _object_meta(obj.get("metadata"), index, component.name, here)
+        check_shape(body, here)
         body.pop("status", None)
         for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
                       "ownerReferences", "finalizers", "generation"):
@@ -404,6 +405,57 @@ def _host_alias(objects: list[JSON], trait: Trait, component: Component, namespa
     return objects
 
 
+def check_shape(obj: Any, where: str) -> None:
+    """A manifest the renderers and traits may walk: ``metadata`` a map whose labels and
+    annotations are maps of strings, and a workload's ``spec``, pod template and
+    containers of the shapes Kubernetes gives them (a manifest from a tenant, or one a
+    JSON patch changed, could hold anything there)."""
+    if not isinstance(obj, dict):
+        raise AppError(f"{where}: must be a manifest (a map)")
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise AppError(f"{where}.metadata: must be a map")
+    for key in ("labels", "annotations"):
+        if meta.get(key) is not None:
+            fields.string_map(meta[key], f"{where}.metadata.{key}")
+    if obj.get("kind") not in WORKLOAD_KINDS:
+        return
+    path, node = where, obj  # type: str, Any
+    for key in ("spec", "template", "spec"):
+        node = node.get(key) if isinstance(node, dict) else None
+        path += f".{key}"
+        if node is None:
+            return
+        if not isinstance(node, dict):
+            raise AppError(f"{path}: must be a map")
+    template_meta = obj["spec"]["template"].get("metadata")
+    if template_meta is not None:
+        check_shape({"metadata": template_meta}, f"{where}.spec.template")
+    containers = fields.maps(node.get("containers"), f"{path}.containers")
+    fields.maps(node.get("volumes"), f"{path}.volumes")
+    for index, container in enumerate(containers):
+        for key in ("env", "volumeMounts"):
+            fields.maps(container.get(key), f"{path}.containers[{index}].{key}")
+
+
+def _json_merge_patch(objects: list[JSON], trait: Trait, component: Component,
+                      namespace: str, where: str) -> list[JSON]:
+    """RFC 7386 on the component's workload (its first object), as the definition."""
+    patched = jsonpatch.merge_patch(objects[0], trait.properties)
+    check_shape(patched, f"{where[:-len('.properties')]} (the patched object)")
+    return [patched, *objects[1:]]
+
+
+def _json_patch(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+                where: str) -> list[JSON]:
+    """RFC 6902 ``operations`` on the component's workload (its first object)."""
+    fields.allowed(trait.properties, {"operations"}, where)
+    patched = jsonpatch.apply(objects[0], trait.properties.get("operations"),
+                              f"{where}.operations")
+    check_shape(patched, f"{where[:-len('.properties')]} (the patched object)")
+    return [patched, *objects[1:]]
+
+
 def _cpuscaler(objects: list[JSON], trait: Trait, component: Component, namespace: str,
                where: str) -> list[JSON]:
     """KubeVela's ``cpuscaler``: an autoscaling/v1 HorizontalPodAutoscaler of the
@@ -441,4 +493,5 @@ _TRAITS: dict[str, TraitFn] = {
     "ingress": _ingress("v1beta1"), "ingress-1-20": _ingress("v1"),
     "init-container": _pod_trait(pods.init_container), "cpuscaler": _cpuscaler,
     "command": _pod_trait(pods.command), "container-image": _pod_trait(pods.container_image),
-    "hostalias": _host_alias}
+    "hostalias": _host_alias, "json-merge-patch": _json_merge_patch,
+    "json-patch": _json_patch}

@@ -313,3 +313,74 @@ def test_command_container_image_and_hostalias() -> None:
     with pytest.raises(model.AppError, match="cannot set addArgs/delArgs and args"):
         rendered("worker", {"image": "x"}, {"type": "command", "properties": {
             "args": ["a"], "addArgs": ["b"]}})
+
+
+def test_json_merge_patch_and_json_patch() -> None:
+    """trait/json-merge-patch.cue (RFC 7386: null deletes) and json-patch.cue (RFC 6902),
+    on the component's workload."""
+    objects = rendered(
+        "webservice", {"image": "nginx", "replicas": 2},
+        {"type": "json-merge-patch", "properties": {
+            "spec": {"replicas": 5, "selector": None},
+            "metadata": {"annotations": {"a": "b"}}}},
+        {"type": "json-patch", "properties": {"operations": [
+            {"op": "add", "path": "/spec/template/spec/containers/-",
+             "value": {"name": "log", "image": "busybox"}},
+            {"op": "replace", "path": "/spec/replicas", "value": 3},
+            {"op": "copy", "from": "/metadata/annotations", "path": "/spec/template/metadata"
+                                                                     "/annotations"},
+            {"op": "test", "path": "/spec/replicas", "value": 3},
+            {"op": "remove", "path": "/metadata/annotations/a"}]}})
+    deployment = objects[0]
+    assert deployment["spec"]["replicas"] == 3 and "selector" not in deployment["spec"]
+    assert [c["name"] for c in deployment["spec"]["template"]["spec"]["containers"]] == [
+        "web", "log"]
+    assert deployment["spec"]["template"]["metadata"]["annotations"] == {"a": "b"}
+    assert deployment["metadata"]["annotations"] == {}
+
+
+@pytest.mark.parametrize(("trait", "words"), [
+    ({"type": "json-patch", "properties": {"operations": [{"op": "test", "path": "/kind",
+                                                           "value": "Pod"}]}},
+     "operations[0]: test failed"),
+    ({"type": "json-patch", "properties": {"operations": [{"op": "remove", "path": "/x"}]}},
+     "operations[0].path: no member 'x'"),
+    ({"type": "json-patch", "properties": {"operations": [
+        {"op": "add", "path": "spec", "value": 1}]}},
+     "operations[0].path: a JSON pointer"),
+    ({"type": "json-patch", "properties": {"operations": [
+        {"op": "copy", "from": "", "path": f"/c{i}"} for i in range(40)]}},
+     "holds more than 20000 values"),
+    ({"type": "json-merge-patch", "properties": {"spec": {"template": "x"}}},
+     "traits[0] (the patched object).spec.template: must be a map"),
+    ({"type": "json-merge-patch", "properties": {"metadata": {"labels": {"a": 1}}}},
+     "(the patched object).metadata.labels: must be a map of strings"),
+])
+def test_json_patches_that_cannot_apply_or_break_the_object(trait: dict[str, Any],
+                                                             words: str) -> None:
+    """A failed operation, a pointer that is none, a patch that grows without bound (each
+    copy of the root doubles it) or leaves a shape the next trait cannot walk: refused by
+    path, never a TypeError."""
+    with pytest.raises(model.AppError) as caught:
+        rendered("webservice", {"image": "nginx"}, trait, {"type": "scaler",
+                                                           "properties": {"replicas": 2}})
+    assert words in str(caught.value)
+
+
+def test_a_patched_kind_or_namespace_meets_the_same_refusals() -> None:
+    """json-patch could turn the Deployment into a cluster-scoped kind or move it into
+    another namespace: the checks on rendered objects still refuse both."""
+    from federation.apps import compile as compile_
+    from federation.placement import clusters as clusters_
+    for operation, words in (({"op": "replace", "path": "/kind", "value": "ClusterRole"},
+                              "ClusterRole web is cluster-scoped"),
+                             ({"op": "add", "path": "/metadata/namespace",
+                               "value": "kube-system"}, "system namespace")):
+        spec = {"components": [{"name": "web", "type": "webservice",
+                                "properties": {"image": "nginx"},
+                                "traits": [{"type": "json-patch",
+                                            "properties": {"operations": [operation]}}]}],
+                "policies": [{"name": "t", "type": "topology",
+                              "properties": {"clusters": ["m1"]}}]}
+        with pytest.raises(model.AppError, match=words):
+            compile_.compile_app(spec, "app", "ns", {}, [clusters_.Cluster(name="m1")])

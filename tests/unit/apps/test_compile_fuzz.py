@@ -53,6 +53,10 @@ VALID: list[dict[str, Any]] = [
                     {"type": "cpuscaler", "properties": {"max": 3}},
                     {"type": "command", "properties": {"addArgs": ["-v"]}},
                     {"type": "container-image", "properties": {"image": "web:3"}},
+                    {"type": "json-merge-patch", "properties": {"metadata": {
+                        "annotations": {"x": "y"}}}},
+                    {"type": "json-patch", "properties": {"operations": [
+                        {"op": "add", "path": "/spec/paused", "value": False}]}},
                     {"type": "hostalias", "properties": {"hostAliases": [
                         {"ip": "10.0.0.9", "hostnames": ["b"]}]}},
                     {"type": "sidecar", "properties": {"name": "log", "image": "busybox"}},
