@@ -85,6 +85,9 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
         names = list(props.get("policies") or [])
     else:
         spec, topology = _one_component(step, context.spec, where)
+        namespace = props.get("namespace")
+        if namespace and not context.grant.allows(namespace):
+            raise context.grant.refuse(namespace, f"{where}.properties.namespace")
         names = [topology.name]
         known = {**known, topology.name: topology}
     target = policies.deploy_target(spec, context.app, context.namespace, names, known,

@@ -199,7 +199,8 @@ def test_apply_component_steps_deploy_one_component_each() -> None:
         compile_.compile_app({**spec, "workflow": {"steps": [
             {"name": "x", "type": "apply-component", "properties": {"component": "nope"}}]}},
             "app", "ns", {}, fleet, "m1")
-    with pytest.raises(model.AppError, match="namespace 'front' is not this Application's"):
+    with pytest.raises(model.AppError, match=r"steps\[1\]\.properties\.namespace: namespace "
+                                             "'front' is not this Application's"):
         compile_.compile_app(spec, "app", "ns", {}, fleet, "m1")
 
 

@@ -69,6 +69,14 @@ WEB = {"name": "web", "type": "webservice", "properties": {"image": "web:1"}}
      "spec.components[0].traits[0].properties.pvc: must be a list"),
     (app([{**WEB, "properties": {"image": "web:1", "cpu": {"a": 1}}}], [TOPOLOGY]),
      "spec.components[0].properties.cpu: must be a quantity"),
+    (app([{"name": "raw", "type": "k8s-objects", "properties": {"objects": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"labels": "x"}}]},
+           "traits": [{"type": "labels", "properties": {"a": "b"}}]}], [TOPOLOGY]),
+     "spec.components[0].properties.objects[0].metadata.labels: must be a map of strings"),
+    (app([{"name": "raw", "type": "k8s-objects", "properties": {"objects": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": []}}]},
+           "traits": [{"type": "scaler", "properties": {"replicas": 2}}]}], [TOPOLOGY]),
+     "spec.components[0].properties.objects[0].spec.template: must be a map"),
 ])
 def test_malformed_fields_are_one_line_naming_the_field(tmp_path: Path,
                                                         document: dict[str, Any],
