@@ -5,6 +5,7 @@ untrusted maps through these, so a wrong type is a one-line refusal, never a Typ
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from federation.apps.model import AppError
@@ -12,7 +13,7 @@ from federation.apps.model import AppError
 JSON = dict[str, Any]
 
 
-def allowed(props: Mapping[str, Any], allowed: set[str], where: str) -> None:
+def allowed(props: Mapping[str, Any], allowed: AbstractSet[str], where: str) -> None:
     for key in props:
         if key not in allowed:
             raise AppError(f"{where}.{key}: not supported ({', '.join(sorted(allowed))})")

@@ -44,8 +44,8 @@ def _service(name: str, component: str, http: Mapping[str, int], named: bool) ->
 
 def _replacing(objects: list[JSON], added: list[JSON]) -> list[JSON]:
     names = {(o["kind"], o["metadata"]["name"]) for o in added}
-    kept = [o for o in objects
-            if (o.get("kind"), (o.get("metadata") or {}).get("name")) not in names]
+    kept = [o for o in objects  # str(): a patched manifest may hold anything there
+            if (str(o.get("kind")), str((o.get("metadata") or {}).get("name"))) not in names]
     return [*kept, *added]
 
 

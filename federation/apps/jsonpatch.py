@@ -76,7 +76,7 @@ def _operation(document: Any, operation: Any, where: str) -> Any:
     op = operation.get("op")
     allowed = {"add": {"value"}, "remove": set(), "replace": {"value"}, "move": {"from"},
                "copy": {"from"}, "test": {"value"}}
-    if op not in allowed:
+    if not isinstance(op, str) or op not in allowed:
         raise AppError(f"{where}.op: must be one of {', '.join(allowed)}")
     for key in operation:
         if key not in {"op", "path"} | allowed[op]:

@@ -134,7 +134,7 @@ def _old_volumes(raw: Any, where: str) -> tuple[list[JSON], list[JSON]]:
     for index, entry in enumerate(fields.maps(raw, where)):
         here = f"{where}[{index}]"
         kind = entry.get("type", "emptyDir")
-        if kind not in extra:
+        if not isinstance(kind, str) or kind not in extra:
             raise AppError(f"{here}.type: must be emptyDir, pvc, configMap or secret")
         fields.allowed(entry, {"name", "mountPath", "type"} | extra[kind], here)
         mounts.append({"mountPath": fields.string(entry, "mountPath", here, required=True),

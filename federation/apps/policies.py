@@ -341,7 +341,8 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
                        f"{decision.error}")
     notes.extend(f"{topology.name}: {line}" for line in decision.explanation)
     divided = policy.spec.placement.replica_scheduling is not None and \
-        policy.spec.placement.replica_scheduling.replica_scheduling_type == "Divided"
+        policy.spec.placement.replica_scheduling.replica_scheduling_type == "Divided" and \
+        workload is not None and workload.get("kind") in render.REPLICATED_KINDS
     placed: dict[str, list[JSON]] = {}
     for cluster, replicas in decision.clusters.items():
         if workload is not None and divided and replicas == 0:

@@ -60,7 +60,11 @@ def render_component(component: Component, app: str, namespace: str,
 _CONTAINER_PROPS = {"image", "imagePullPolicy", "imagePullSecrets", "cmd", "args", "env",
                     "cpu", "memory", "limit", "labels", "annotations", "replicas",
                     *pods.POD_PROPS}
-_WEBSERVICE_PROPS = _CONTAINER_PROPS | {"port", "ports", "exposeType"}
+_WEBSERVICE_PROPS = frozenset(_CONTAINER_PROPS | {"port", "ports", "exposeType"})
+_DAEMON_PROPS = _WEBSERVICE_PROPS - {"args", "limit", "replicas"}
+_STATEFULSET_PROPS = _WEBSERVICE_PROPS - {"limit"}
+REPLICATED_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
+"""Workload kinds with ``spec.replicas`` (a DaemonSet runs one pod per node)."""
 
 
 def _container(component: Component, where: str) -> JSON:
@@ -102,7 +106,7 @@ def _resources(props: Mapping[str, Any], where: str) -> JSON:
 
 
 def _deployment(component: Component, namespace: str, where: str,
-                ports: Sequence[JSON] = ()) -> JSON:
+                ports: Sequence[JSON] = (), kind: str = "Deployment") -> JSON:
     props = component.properties
     container = _container(component, where)
     if ports:
@@ -122,11 +126,10 @@ def _deployment(component: Component, namespace: str, where: str,
     pods.apply(props, container, pod_spec, where)
     spec: JSON = {"selector": {"matchLabels": {COMPONENT_LABEL: component.name}},
                   "template": {"metadata": pod_meta, "spec": pod_spec}}
-    if "replicas" in props:
-        spec["replicas"] = fields.integer(props["replicas"], f"{where}.replicas", 0, 100000)
-    else:
-        spec["replicas"] = 1
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
+    if kind in REPLICATED_KINDS:
+        spec["replicas"] = fields.integer(props.get("replicas", 1), f"{where}.replicas", 0,
+                                          100000)
+    return {"apiVersion": "apps/v1", "kind": kind,
             "metadata": {"name": component.name, "namespace": namespace}, "spec": spec}
 
 
@@ -177,10 +180,14 @@ def _service(name: str, namespace: str, ports: Sequence[JSON], service_type: str
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
-def _webservice(component: Component, namespace: str, where: str) -> list[JSON]:
-    fields.allowed(component.properties, _WEBSERVICE_PROPS, where)
+def _webservice(component: Component, namespace: str, where: str,
+                kind: str = "Deployment", allowed: frozenset[str] = _WEBSERVICE_PROPS
+                ) -> list[JSON]:
+    """``webservice``, and ``daemon``/``statefulset``: the same template with another
+    workload kind and a few parameters fewer (their definitions)."""
+    fields.allowed(component.properties, allowed, where)
     ports = _ports(component.properties, where)
-    objects = [_deployment(component, namespace, where, ports)]
+    objects = [_deployment(component, namespace, where, ports, kind)]
     exposed = [p for p in ports if p["expose"]]
     service_type = _service_type(component.properties, "exposeType", where)
     if exposed:
@@ -264,8 +271,17 @@ def _object_meta(meta: Any, index: int, component: str, where: str) -> JSON:
     return dict(meta)
 
 
+def _daemon(component: Component, namespace: str, where: str) -> list[JSON]:
+    return _webservice(component, namespace, where, "DaemonSet", _DAEMON_PROPS)
+
+
+def _statefulset(component: Component, namespace: str, where: str) -> list[JSON]:
+    return _webservice(component, namespace, where, "StatefulSet", _STATEFULSET_PROPS)
+
+
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
-    "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects}
+    "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects,
+    "daemon": _daemon, "statefulset": _statefulset}
 
 
 # -- traits ---------------------------------------------------------------------------------
@@ -289,8 +305,12 @@ def _pod_spec(workload: JSON) -> JSON:
 def _scaler(objects: list[JSON], trait: Trait, component: Component, namespace: str,
             where: str) -> list[JSON]:
     fields.allowed(trait.properties, {"replicas"}, where)
-    replicas = fields.integer(trait.properties.get("replicas", 1), f"{where}.replicas", 0, 100000)
+    replicas = fields.integer(trait.properties.get("replicas", 1), f"{where}.replicas", 0,
+                              100000)
     for workload in _workloads(objects, trait, where):
+        if workload.get("kind") not in REPLICATED_KINDS:
+            raise AppError(f"{where[:-len('.properties')]}: scaler applies to Deployments and "
+                           f"StatefulSets, not a {workload.get('kind')}")
         workload["spec"]["replicas"] = replicas
     return objects
 
@@ -371,7 +391,7 @@ def _expose(objects: list[JSON], trait: Trait, component: Component, namespace: 
         service["metadata"]["annotations"] = fields.string_map(props["annotations"],
                                                          f"{where}.annotations")
     kept = [o for o in objects if not (o.get("kind") == "Service" and
-                                       o["metadata"]["name"] == component.name)]
+                                       (o.get("metadata") or {}).get("name") == component.name)]
     return [*kept, service]
 
 
@@ -415,6 +435,8 @@ def check_shape(obj: Any, where: str) -> None:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         raise AppError(f"{where}.metadata: must be a map")
+    if "kind" in obj and (not isinstance(meta.get("name"), str) or not meta["name"]):
+        raise AppError(f"{where}.metadata.name: must be a non-empty string")
     for key in ("labels", "annotations"):
         if meta.get(key) is not None:
             fields.string_map(meta[key], f"{where}.metadata.{key}")

@@ -81,7 +81,7 @@ def render(props: Mapping[str, Any], pod: JSON, where: str) -> list[JSON]:
 
 def _merge(current: list[JSON], added: list[JSON]) -> None:
     """``+patchKey=name``: an entry of a name already there is left as it is."""
-    names = {item.get("name") for item in current}
+    names = {str(item.get("name")) for item in current}  # a tenant's manifest: any value
     for item in added:
         if item["name"] not in names:
             names.add(item["name"])

@@ -352,6 +352,11 @@ def test_json_merge_patch_and_json_patch() -> None:
     ({"type": "json-patch", "properties": {"operations": [
         {"op": "copy", "from": "", "path": f"/c{i}"} for i in range(40)]}},
      "holds more than 20000 values"),
+    ({"type": "json-patch", "properties": {"operations": [{"op": [], "path": "/x"}]}},
+     "operations[0].op: must be one of"),
+    ({"type": "json-patch", "properties": {"operations": [
+        {"op": "remove", "path": "/metadata/name"}]}},
+     "(the patched object).metadata.name: must be a non-empty string"),
     ({"type": "json-merge-patch", "properties": {"spec": {"template": "x"}}},
      "traits[0] (the patched object).spec.template: must be a map"),
     ({"type": "json-merge-patch", "properties": {"metadata": {"labels": {"a": 1}}}},
@@ -385,3 +390,21 @@ def test_a_patched_kind_or_namespace_meets_the_same_refusals() -> None:
                               "properties": {"clusters": ["m1"]}}]}
         with pytest.raises(model.AppError, match=words):
             compile_.compile_app(spec, "app", "ns", {}, [clusters_.Cluster(name="m1")])
+
+
+def test_daemon_and_statefulset() -> None:
+    """component/daemon.cue and statefulset.cue: webservice's template with a DaemonSet
+    (no replicas; no args or limit parameters) or a StatefulSet, exposed ports as a
+    Service; scaler refuses a DaemonSet (its appliesToWorkloads)."""
+    daemon = rendered("daemon", {"image": "agent", "ports": [{"port": 9100, "expose": True}]})
+    assert [o["kind"] for o in daemon] == ["DaemonSet", "Service"]
+    assert "replicas" not in daemon[0]["spec"]
+    with pytest.raises(model.AppError, match=r"properties\.args: not supported"):
+        rendered("daemon", {"image": "agent", "args": ["-v"]})
+    with pytest.raises(model.AppError, match="scaler applies to Deployments and "
+                                             "StatefulSets, not a DaemonSet"):
+        rendered("daemon", {"image": "agent"}, {"type": "scaler",
+                                                "properties": {"replicas": 2}})
+    stateful = rendered("statefulset", {"image": "db", "args": ["-x"]},
+                        {"type": "scaler", "properties": {"replicas": 3}})
+    assert stateful[0]["kind"] == "StatefulSet" and stateful[0]["spec"]["replicas"] == 3
