@@ -36,7 +36,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
-COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "daemon", "statefulset")
+COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
                "container-image", "hostalias", "json-merge-patch", "json-patch")

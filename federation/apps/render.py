@@ -61,7 +61,6 @@ _CONTAINER_PROPS = {"image", "imagePullPolicy", "imagePullSecrets", "cmd", "args
                     "cpu", "memory", "limit", "labels", "annotations", "replicas",
                     *pods.POD_PROPS}
 _WEBSERVICE_PROPS = frozenset(_CONTAINER_PROPS | {"port", "ports", "exposeType"})
-_DAEMON_PROPS = _WEBSERVICE_PROPS - {"args", "limit", "replicas"}
 _STATEFULSET_PROPS = _WEBSERVICE_PROPS - {"limit"}
 REPLICATED_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
 """Workload kinds with ``spec.replicas`` (a DaemonSet runs one pod per node)."""
@@ -183,8 +182,11 @@ def _service(name: str, namespace: str, ports: Sequence[JSON], service_type: str
 def _webservice(component: Component, namespace: str, where: str,
                 kind: str = "Deployment", allowed: frozenset[str] = _WEBSERVICE_PROPS
                 ) -> list[JSON]:
-    """``webservice``, and ``daemon``/``statefulset``: the same template with another
-    workload kind and a few parameters fewer (their definitions)."""
+    """``webservice``, and ``statefulset``: the same template with another workload kind
+    and a parameter fewer (its definition). KubeVela's ``daemon`` is the same with a
+    DaemonSet, but the controller's health check reads ``readyReplicas``, which a
+    DaemonSet's status does not have: its deploy step would wait for ever, so it is not
+    offered until that check reads ``numberReady``."""
     fields.allowed(component.properties, allowed, where)
     ports = _ports(component.properties, where)
     objects = [_deployment(component, namespace, where, ports, kind)]
@@ -271,17 +273,13 @@ def _object_meta(meta: Any, index: int, component: str, where: str) -> JSON:
     return dict(meta)
 
 
-def _daemon(component: Component, namespace: str, where: str) -> list[JSON]:
-    return _webservice(component, namespace, where, "DaemonSet", _DAEMON_PROPS)
-
-
 def _statefulset(component: Component, namespace: str, where: str) -> list[JSON]:
     return _webservice(component, namespace, where, "StatefulSet", _STATEFULSET_PROPS)
 
 
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
     "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects,
-    "daemon": _daemon, "statefulset": _statefulset}
+    "statefulset": _statefulset}
 
 
 # -- traits ---------------------------------------------------------------------------------

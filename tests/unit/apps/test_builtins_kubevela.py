@@ -392,19 +392,25 @@ def test_a_patched_kind_or_namespace_meets_the_same_refusals() -> None:
             compile_.compile_app(spec, "app", "ns", {}, [clusters_.Cluster(name="m1")])
 
 
-def test_daemon_and_statefulset() -> None:
-    """component/daemon.cue and statefulset.cue: webservice's template with a DaemonSet
-    (no replicas; no args or limit parameters) or a StatefulSet, exposed ports as a
-    Service; scaler refuses a DaemonSet (its appliesToWorkloads)."""
-    daemon = rendered("daemon", {"image": "agent", "ports": [{"port": 9100, "expose": True}]})
-    assert [o["kind"] for o in daemon] == ["DaemonSet", "Service"]
-    assert "replicas" not in daemon[0]["spec"]
-    with pytest.raises(model.AppError, match=r"properties\.args: not supported"):
-        rendered("daemon", {"image": "agent", "args": ["-v"]})
+def test_statefulset() -> None:
+    """component/statefulset.cue: webservice's template with a StatefulSet, exposed ports as
+    a Service. (``daemon`` waits on the controller's health check reading DaemonSets.)"""
+    stateful = rendered("statefulset", {"image": "db", "args": ["-x"],
+                                        "ports": [{"port": 5432, "expose": True}]},
+                        {"type": "scaler", "properties": {"replicas": 3}})
+    assert [o["kind"] for o in stateful] == ["StatefulSet", "Service"]
+    assert stateful[0]["spec"]["replicas"] == 3
+    with pytest.raises(model.AppError, match=r"properties\.limit: not supported"):
+        rendered("statefulset", {"image": "db", "limit": {"cpu": "1"}})
+    with pytest.raises(model.AppError, match="'daemon' is not a built-in type"):
+        rendered("daemon", {"image": "agent"})
+
+
+def test_scaler_refuses_a_workload_without_replicas() -> None:
+    """trait/scaler.cue applies to Deployments and StatefulSets: a DaemonSet (here from
+    k8s-objects) has no replicas to set."""
     with pytest.raises(model.AppError, match="scaler applies to Deployments and "
                                              "StatefulSets, not a DaemonSet"):
-        rendered("daemon", {"image": "agent"}, {"type": "scaler",
-                                                "properties": {"replicas": 2}})
-    stateful = rendered("statefulset", {"image": "db", "args": ["-x"]},
-                        {"type": "scaler", "properties": {"replicas": 3}})
-    assert stateful[0]["kind"] == "StatefulSet" and stateful[0]["spec"]["replicas"] == 3
+        rendered("k8s-objects", {"objects": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                              "spec": {}}]},
+                 {"type": "scaler", "properties": {"replicas": 2}})
