@@ -128,7 +128,10 @@ def _places(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def _mutate(doc: Any, data: st.DataObject) -> None:
-    path = data.draw(st.sampled_from(_places(doc)))
+    places = _places(doc)
+    if not places:  # everything deleted already: the empty spec is a case too
+        return
+    path = data.draw(st.sampled_from(places))
     parent = doc
     for key in path[:-1]:
         parent = parent[key]
