@@ -80,17 +80,17 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     """A ``deploy`` step (its policies), or an ``apply-component`` step (one component to
     one cluster, as a topology of that cluster): its target and its spec."""
     props = step.properties
-    spec, known = context.spec, context.known
+    known = context.known
     if step.type == "deploy":
         names = list(props.get("policies") or [])
     else:
-        spec, topology = _one_component(step, context.spec, where)
+        chosen = _one_component(step, context.spec, where)
         namespace = props.get("namespace")
         if namespace and not context.grant.allows(namespace):
             raise context.grant.refuse(namespace, f"{where}.properties.namespace")
-        names = [topology.name]
-        known = {**known, topology.name: topology}
-    target = policies.deploy_target(spec, context.app, context.namespace, names, known,
+        names = [p.name for p in chosen]
+        known = {**known, **{p.name: p for p in chosen}}
+    target = policies.deploy_target(context.spec, context.app, context.namespace, names, known,
                                     context.fleet, context.local_cluster, where,
                                     context.grant, context.budget)
     order = _order(names, known, context.local_cluster)
@@ -104,21 +104,23 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
 
 
 def _one_component(step: model.Step, spec: model.AppSpec, where: str
-                   ) -> tuple[model.AppSpec, model.PolicySpec]:
+                   ) -> tuple[model.PolicySpec, model.PolicySpec]:
     """KubeVela's ``apply-component``: ``component`` (required), ``cluster`` (default: the
-    local cluster), ``namespace`` (default: the Application's)."""
+    local cluster), ``namespace`` (default: the Application's), as the policies a deploy
+    step would name: a topology of that cluster and an override selecting the component
+    (so refusals keep the component's own path, ``spec.components[3]``)."""
     props = step.properties
     name = props.get("component")
-    found = [c for c in spec.components if c.name == name]
-    if not found:
+    if not any(c.name == name for c in spec.components):
         raise model.AppError(f"{where}.properties.component: names no component of the "
                              "Application")
     cluster = props.get("cluster") or policies.LOCAL
     topology: dict[str, Any] = {"clusters": [cluster]}
     if props.get("namespace"):
         topology["namespace"] = props["namespace"]
-    return spec.model_copy(update={"components": tuple(found)}), \
-        model.PolicySpec(name=where, type="topology", properties=topology)
+    return (model.PolicySpec(name=where, type="topology", properties=topology),
+            model.PolicySpec(name=f"{where} component", type="override",
+                             properties={"selector": [name]}))
 
 
 def _waiting(step: model.Step, where: str, timeout: float | None) -> workflow.StepSpec:

@@ -179,13 +179,14 @@ def test_apply_component_steps_deploy_one_component_each() -> None:
     from federation.apps import compile as compile_
     from federation.apps import scope, workflow
     from federation.placement import clusters as clusters_
-    spec = {"components": [{"name": "db", "type": "worker", "properties": {"image": "pg"}},
-                           {"name": "web", "type": "webservice",
+    db = {"name": "db", "type": "worker", "properties": {"image": "pg"}}
+    spec: dict[str, Any] = {
+        "components": [db, {"name": "web", "type": "webservice",
                             "properties": {"image": "nginx"}}],
-            "workflow": {"steps": [
-                {"name": "db", "type": "apply-component", "properties": {"component": "db"}},
-                {"name": "web", "type": "apply-component",
-                 "properties": {"component": "web", "cluster": "m2", "namespace": "front"}}]}}
+        "workflow": {"steps": [
+            {"name": "db", "type": "apply-component", "properties": {"component": "db"}},
+            {"name": "web", "type": "apply-component",
+             "properties": {"component": "web", "cluster": "m2", "namespace": "front"}}]}}
     fleet = [clusters_.Cluster(name="m1"), clusters_.Cluster(name="m2")]
     compiled = compile_.compile_app(spec, "app", "ns", {}, fleet, "m1",
                                     scope.Grant("ns", frozenset({"front"})))
@@ -195,6 +196,11 @@ def test_apply_component_steps_deploy_one_component_each() -> None:
     assert [m["metadata"]["namespace"] for m in compiled.targets["web"].clusters["m2"]] == [
         "front"]
     assert "apply-component" in workflow.DEPLOYING
+    broken = {**spec, "components": [db, {
+        "name": "web", "type": "webservice", "properties": {"image": "nginx", "cpu": []}}]}
+    with pytest.raises(model.AppError, match=r"^spec\.components\[1\]\.properties\.cpu"):
+        compile_.compile_app(broken, "app", "ns", {}, fleet, "m1",
+                             scope.Grant("ns", frozenset({"front"})))
     with pytest.raises(model.AppError, match=r"steps\[0\]\.properties\.component: names no"):
         compile_.compile_app({**spec, "workflow": {"steps": [
             {"name": "x", "type": "apply-component", "properties": {"component": "nope"}}]}},
