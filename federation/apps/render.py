@@ -2,14 +2,18 @@
 
 The built-in types follow KubeVela's definitions' property names (vela-templates):
 ``webservice`` (Deployment, plus a Service for the ports marked ``expose``),
-``worker`` (Deployment), ``config`` (ours: a ConfigMap, or a Secret with
-``secret: true``) and ``k8s-objects`` (``objects``: raw manifests). Traits patch what
-the component rendered: ``scaler`` (replicas), ``labels`` and ``annotations`` (every
-object, and the pod template of workloads), ``env`` (a container's environment),
-``expose`` (a Service for given ports) and ``storage`` (PVCs, emptyDir and ConfigMap
-volumes mounted into the first container). No CUE engine: each type is a small Python
-function, so an unknown property is refused by name (:class:`~.model.AppError`) instead
-of being silently dropped by a template that did not mention it.
+``statefulset`` (the same with a StatefulSet), ``worker`` (Deployment), ``config`` (ours:
+a ConfigMap, or a Secret with ``secret: true``) and ``k8s-objects`` (``objects``: raw
+manifests). Traits patch what the component rendered: ``scaler`` (replicas), ``labels``
+and ``annotations`` (every object, and the pod template of workloads), ``env`` (a
+container's environment), ``expose`` (a Service for given ports), ``cpuscaler`` (an
+HPA), ``json-merge-patch``/``json-patch`` (:mod:`.jsonpatch`); pod-level parameters and
+the sidecar, init-container, command, container-image and hostalias traits live in
+:mod:`.pods`, ``storage`` in :mod:`.storage`, ``gateway`` and the ingress traits in
+:mod:`.ingress`, the field checks they share in :mod:`.fields`. No CUE engine: each type
+is a small Python function, so an unknown property is refused by name
+(:class:`~.model.AppError`) instead of being silently dropped by a template that did not
+mention it.
 
 Every object carries KubeVela's labels ``app.oam.dev/name`` and
 ``app.oam.dev/component``; pods are selected by the component label.
