@@ -21,6 +21,10 @@ MemberCluster was deleted or left pull mode): the agent keeps nothing from then 
 (:meth:`Worker.leave <federation.agent.session.Worker.leave>`) and keeps dialling, in case
 it is joined again. PERMISSION_DENIED (a revoked certificate, after a re-join) and
 ALREADY_EXISTS (another stream of this cluster is live) are logged and retried.
+UNAVAILABLE from a replica that does not lead (:data:`~federation.work.server.STANDBY` in
+its trailing metadata) is retried after :attr:`AgentSettings.standby_retry`, not backed off,
+for :attr:`AgentSettings.standby_tries` answers in a row: the next connection is a new
+choice of replica, and may be the leader (the work server's module docstring).
 
 ``/healthz`` answers 200 while the loop runs; ``/readyz`` 200 only while a stream is
 open and the agent's own API server is ready; ``/metrics`` has the stream state, the
@@ -49,7 +53,7 @@ from federation.agent.session import Session, Worker
 from federation.contexts.client import ClientError, ClusterClient
 from federation.work import identity
 from federation.work.proto import work_pb2 as pb
-from federation.work.server import METHOD
+from federation.work.server import METHOD, STANDBY
 
 log = logging.getLogger("federation.agent")
 Handler = Callable[[web.Request], Awaitable[web.Response]]
@@ -73,6 +77,13 @@ class AgentSettings:
     renew_check: float = 3600.0
     """Seconds between checks of the certificate's age on an open stream (renewal is at two
     thirds of 90 days; an hour's lateness is nothing)."""
+    standby_retry: float = 0.5
+    """Seconds before dialling again after a standby's answer: a Service choosing either
+    replica at random reaches the leader within 2 tries on average."""
+    standby_tries: int = 8
+    """Standby answers in a row retried at ``standby_retry``; then the ordinary backoff (no
+    replica leads: an election in progress, at most a lease of 15 s). With a leader behind
+    the Service, 8 standby answers in a row happen once in 256 reconnects."""
     tls_secret: tuple[str, str] | None = None
     """(namespace, name) of the member Secret holding the three files instead (in a pod)."""
 
@@ -98,6 +109,8 @@ class Agent:
         """The credentials of the current (or last) stream, as the store gave them."""
         self._keeping: set[asyncio.Task[bool]] = set()
         self.connected = False
+        self.standbys = 0
+        """Standby answers in a row (reset by any other outcome)."""
         self.registry = CollectorRegistry()
         self.m_connected = Gauge("federation_agent_connected", "1 while a work stream is open",
                                  registry=self.registry)
@@ -114,24 +127,36 @@ class Agent:
         while True:
             opened = await self.attempt(quiet=failures > 0)
             failures = 0 if opened else failures + 1
-            delay = min(self.settings.backoff_initial * 2.0 ** min(failures, 20),
-                        self.settings.backoff_max) * random.uniform(0.8, 1.2)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self.delay(failures) * random.uniform(0.8, 1.2))
+
+    def delay(self, failures: int) -> float:
+        """Seconds before the next attempt (before jitter), after ``failures`` in a row:
+        ``standby_retry`` while the failures are the first standby answers in a row, else
+        exponential from the first failure that was not (or from the last fast try)."""
+        s = self.settings
+        if 0 < self.standbys <= s.standby_tries:
+            return s.standby_retry
+        counted = failures - min(self.standbys, s.standby_tries)
+        return min(s.backoff_initial * 2.0 ** min(counted, 20), s.backoff_max)
 
     async def attempt(self, quiet: bool = False) -> bool:
         """One stream until it ends, its refusal or failure handled (NOT_FOUND: the hub has
         no such member, keep nothing); True when the hub accepted it."""
+        standby = False
         try:
             return await self.connect_once()
         except grpc.aio.AioRpcError as exc:
+            standby = exc.code() == grpc.StatusCode.UNAVAILABLE and _says_standby(exc)
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self.worker.leave(exc.details() or "NOT_FOUND")
                 self.m_left.set(1)
-            log.log(logging.DEBUG if quiet else logging.WARNING, "work stream to %s: %s %s",
+            level = logging.INFO if standby else logging.WARNING  # a standby is expected
+            log.log(logging.DEBUG if quiet else level, "work stream to %s: %s %s",
                     self.settings.hub_address, exc.code().name, exc.details())
         except (OSError, ValueError, ClientError) as exc:
             log.warning("work stream to %s: %s", self.settings.hub_address, exc)
         finally:
+            self.standbys = self.standbys + 1 if standby else 0
             self.connected = False
             self.m_connected.set(0)
             self.worker.end_session()
@@ -308,6 +333,12 @@ class Agent:
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.registry),
                             content_type="text/plain", charset="utf-8")
+
+
+def _says_standby(exc: grpc.aio.AioRpcError) -> bool:
+    """The refusal carries :data:`~federation.work.server.STANDBY` in its trailing metadata."""
+    pairs: list[object] = list(exc.trailing_metadata() or ())
+    return any(isinstance(p, tuple) and tuple(map(str, p)) == STANDBY for p in pairs)
 
 
 class _StatsCollector(Collector):

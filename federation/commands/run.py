@@ -341,6 +341,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     if work_bind_address != "0":
         from federation.work.server import WorkServer
         work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
+        work.leading = lambda: mgr.is_leader  # a standby says so: its agents dial again
     from federation.controllers import applications, propagation, reconfigure
     from federation.controllers import setup as controllers_setup
 

@@ -223,7 +223,7 @@ async def test_errors_name_the_secret_and_key_never_their_content() -> None:
 
 @pytest.mark.parametrize("text", ["federation-agent", "a/b/c", "/x", "x/", "Bad/name"])
 def test_a_malformed_secret_reference_is_one_line_naming_the_flag(text: str) -> None:
-    with pytest.raises(ValueError, match="^--tls-secret .*: expected NAMESPACE/NAME"):
+    with pytest.raises(ValueError, match=r"^--tls-secret .*: expected NAMESPACE/NAME"):
         credentials.parse_secret_ref(text)
     assert credentials.parse_secret_ref("federation-agent/tls") == ("federation-agent", "tls")
 
@@ -239,5 +239,5 @@ async def test_the_file_store_keeps_a_renewal_in_the_certificate_file(tmp_path: 
     await store.save_certificate(renewed)
     assert (await store.load()).cert_pem == renewed and paths[0].stat().st_mode & 0o777 == 0o600
     store = credentials.FileStore(tmp_path / "gone" / "tls.crt", *paths[1:])
-    with pytest.raises(credentials.CredentialsError, match="gone/tls.crt"):
+    with pytest.raises(credentials.CredentialsError, match=r"gone/tls\.crt"):
         await store.save_certificate(renewed)
