@@ -125,7 +125,8 @@ class Agent:
     async def run(self) -> None:
         failures = 0
         while True:
-            opened = await self.attempt(quiet=failures > 0)
+            # A standby's answers say nothing of the next failure: that one is logged.
+            opened = await self.attempt(quiet=failures > 0 and self.standbys == 0)
             failures = 0 if opened else failures + 1
             await asyncio.sleep(self.delay(failures) * random.uniform(0.8, 1.2))
 
