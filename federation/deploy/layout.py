@@ -98,6 +98,19 @@ def agent_files(options: Options) -> dict[str, str]:
     }
 
 
+def permission_sections(options: Options) -> dict[str, list[roles.Manifest]]:
+    """Every Role and ClusterRole the manifests and ``fedctl install`` grant, by cluster:
+    the hub's and each member's (``fedctl rbac``), and the pull agent's own Secret."""
+    return {"hub": roles.hub(options.rbac), "member": roles.member(options.rbac),
+            "member (pull agent)": manifests.agent_certificate_rbac()}
+
+
+def permissions_table(options: Options) -> str:
+    """docs/install.md's table of every permission and what it is for (a unit test keeps
+    the page equal to it; ``python -m federation.deploy --permissions`` prints it)."""
+    return roles.table(permission_sections(options))
+
+
 def bases() -> list[str]:
     """The directories ``kubectl apply -k`` takes (components are applied through an
     overlay)."""

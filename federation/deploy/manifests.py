@@ -344,9 +344,10 @@ def _agent_subject() -> JSON:
 
 
 AGENT_CERTIFICATE_RULE = roles.Rule(
-    "the agent reads its certificate, key and the work CA at each connect, and keeps a "
+    "The agent reads its certificate, key and the work CA at each connect, and keeps a "
     "renewed certificate (an update conditional on the version read), so a restarted pod "
-    "presents the certificate the hub accepts; this one Secret, by name",
+    "presents the certificate the hub accepts. This one Secret, by name: no list, watch, "
+    "create or delete.",
     ("get", "update"), ("",), ("secrets",), (AGENT_TLS_SECRET,))
 """The agent's own certificate Secret. Only by name, so this Role lets it touch no other
 Secret (the member role grants Secrets too when they are a propagated kind: the copies)."""
