@@ -188,13 +188,14 @@ async def test_a_renewal_is_not_written_over_a_rejoins_new_key() -> None:
     assert member.field("tls.crt") == rejoin_cert and member.updates == []
 
 
-async def test_a_secret_of_another_cluster_or_a_mismatched_pair_is_refused_by_name() -> None:
+async def test_a_secret_of_another_cluster_or_a_mismatched_pair_is_refused_by_name(
+        tmp_path: Path) -> None:
     ca = identity.new_ca()
     cert, key = identity.issue_agent(ca, "member1")
     _, other_key = identity.issue_agent(ca, "member3")
     member = SecretMember()
     member.put_secret(cert, key, ca.cert_pem)
-    agent = in_pod("127.0.0.1:1", member, Path("/nonexistent"))
+    agent = in_pod("127.0.0.1:1", member, tmp_path)
     with pytest.raises(credentials.CredentialsError) as refused:
         await agent.load()
     assert str(refused.value) == (f"Secret {NAMESPACE}/{NAME}: the certificate names cluster "

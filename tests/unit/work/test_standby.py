@@ -137,9 +137,9 @@ async def test_the_agent_counts_standby_answers_from_the_trailing_metadata(
     assert agent.standbys == 0
 
 
-def test_the_delay_is_fast_for_standby_answers_then_backs_off() -> None:
+def test_the_delay_is_fast_for_standby_answers_then_backs_off(tmp_path: Path) -> None:
     agent = Agent(AgentSettings("127.0.0.1:1", "member3", Path("c"), Path("k"), Path("a"),
-                                Path("/nonexistent")), Member())  # type: ignore[arg-type]
+                                tmp_path), Member())  # type: ignore[arg-type]
     s = agent.settings
     assert agent.delay(0) == s.backoff_initial  # a stream ended: dial again soon
     assert [agent.delay(n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]  # failures back off
