@@ -185,7 +185,9 @@ def ha(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory) -> It
             plane.stop()
         fleet.kubectl("hub", "patch", MC, "member3", "--type", "merge", "-p",
                       '{"spec":{"mode":null}}', check=False)
-        fleet.kubectl("member3", "delete", "namespace", AGENT_NS, "--wait=false", check=False)
+        # Not the namespace: the fleet has no namespace controller to finish deleting it.
+        fleet.kubectl("member3", "-n", AGENT_NS, "delete", "secret,serviceaccount",
+                      "--all", check=False)
 
 
 def agent_connected(agent: Agent) -> bool:

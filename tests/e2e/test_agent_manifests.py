@@ -77,8 +77,9 @@ def plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
         control.stop()
         fleet.kubectl("hub", "patch", MC, "member3", "--type", "merge", "-p",
                       '{"spec":{"mode":null}}', check=False)
-        fleet.kubectl("member3", "delete", "namespace", NAMESPACE, "--wait=false",
-                      check=False)
+        # Not the namespace: the fleet has no namespace controller to finish deleting it.
+        fleet.kubectl("member3", "-n", NAMESPACE, "delete", "deployment,configmap,secret",
+                      "--all", check=False)
 
 
 @pytest.mark.timeout(300)
