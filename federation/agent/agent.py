@@ -7,18 +7,24 @@ exponential backoff (:attr:`AgentSettings.backoff_initial` doubling to ``backoff
 Meanwhile nothing in its cluster is touched: what was applied stays as it was (the last
 desired state), and its informers keep the objects current for the next snapshot.
 
-Its certificate and key are read from their files at every connect. Once two thirds of
-the certificate's lifetime have passed (checked when a stream opens and every
-``renew_check`` seconds on it), the agent asks for a new certificate over the stream, for
-the same key (the request is signed with it; the hub signs nothing else), writes it back
-to ``--tls-cert`` and reconnects with it at once, so the hub can stop accepting the old
-one. A new key comes with a re-join. Neither is ever logged.
+Its certificate, key and the work CA are read from their store
+(:mod:`federation.agent.credentials`: files, or a Secret of its member) at every connect.
+Once two thirds of the certificate's lifetime have passed (checked when a stream opens and
+every ``renew_check`` seconds on it), the agent asks for a new certificate over the stream,
+for the same key (the request is signed with it; the hub signs nothing else), stores it
+and only then reconnects with it, so the hub can stop accepting the old one: a renewal
+that could not be stored is not used (the next check asks again). A new key comes with a
+re-join. Neither is ever logged.
 
 A stream refused with NOT_FOUND means the hub has no such member any more (its
 MemberCluster was deleted or left pull mode): the agent keeps nothing from then on
 (:meth:`Worker.leave <federation.agent.session.Worker.leave>`) and keeps dialling, in case
 it is joined again. PERMISSION_DENIED (a revoked certificate, after a re-join) and
 ALREADY_EXISTS (another stream of this cluster is live) are logged and retried.
+UNAVAILABLE from a replica that does not lead (:data:`~federation.work.server.STANDBY` in
+its trailing metadata) is retried after :attr:`AgentSettings.standby_retry`, not backed off,
+for :attr:`AgentSettings.standby_tries` answers in a row: the next connection is a new
+choice of replica, and may be the leader (the work server's module docstring).
 
 ``/healthz`` answers 200 while the loop runs; ``/readyz`` 200 only while a stream is
 open and the agent's own API server is ready; ``/metrics`` has the stream state, the
@@ -28,10 +34,8 @@ writes made, duplicates skipped and reconnects.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -43,12 +47,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from federation.agent import credentials
 from federation.agent.applied import Applied
 from federation.agent.session import Session, Worker
-from federation.contexts.client import ObjectClient
+from federation.contexts.client import ClientError, ObjectClient
 from federation.work import identity
 from federation.work.proto import work_pb2 as pb
-from federation.work.server import METHOD
+from federation.work.server import METHOD, STANDBY
 
 log = logging.getLogger("federation.agent")
 Handler = Callable[[web.Request], Awaitable[web.Response]]
@@ -58,9 +63,9 @@ Handler = Callable[[web.Request], Awaitable[web.Response]]
 class AgentSettings:
     hub_address: str
     cluster: str
-    tls_cert: Path
-    tls_key: Path
-    tls_ca: Path
+    tls_cert: Path | None
+    tls_key: Path | None
+    tls_ca: Path | None
     state_dir: Path
     tls_server_name: str | None = None
     """The name to verify in the hub's certificate when the address is not in it."""
@@ -72,6 +77,24 @@ class AgentSettings:
     renew_check: float = 3600.0
     """Seconds between checks of the certificate's age on an open stream (renewal is at two
     thirds of 90 days; an hour's lateness is nothing)."""
+    standby_retry: float = 0.5
+    """Seconds before dialling again after a standby's answer: a Service choosing either
+    replica at random reaches the leader within 2 tries on average."""
+    standby_tries: int = 8
+    """Standby answers in a row retried at ``standby_retry``; then the ordinary backoff (no
+    replica leads: an election in progress, at most a lease of 15 s). With a leader behind
+    the Service, 8 standby answers in a row happen once in 256 reconnects."""
+    tls_secret: tuple[str, str] | None = None
+    """(namespace, name) of the member Secret holding the three files instead (in a pod)."""
+
+    def store(self, client: credentials.SecretClient) -> credentials.Store:
+        """The Secret when one is named, else the three files."""
+        if self.tls_secret is not None:
+            return credentials.SecretStore(client, *self.tls_secret)
+        if self.tls_cert is None or self.tls_key is None or self.tls_ca is None:
+            raise ValueError("the agent needs --tls-secret or --tls-cert, --tls-key and "
+                             "--tls-ca")
+        return credentials.FileStore(self.tls_cert, self.tls_key, self.tls_ca)
 
 
 class Agent:
@@ -81,7 +104,13 @@ class Agent:
         self.worker = Worker(settings.cluster, client,
                              Applied(settings.state_dir / "applied.json"))
         self.worker.renewal = self._renewed
+        self.store = settings.store(client)
+        self.bundle: credentials.Bundle | None = None
+        """The credentials of the current (or last) stream, as the store gave them."""
+        self._keeping: set[asyncio.Task[bool]] = set()
         self.connected = False
+        self.standbys = 0
+        """Standby answers in a row (reset by any other outcome)."""
         self.registry = CollectorRegistry()
         self.m_connected = Gauge("federation_agent_connected", "1 while a work stream is open",
                                  registry=self.registry)
@@ -96,36 +125,55 @@ class Agent:
     async def run(self) -> None:
         failures = 0
         while True:
-            opened = await self.attempt(quiet=failures > 0)
+            # A standby's answers say nothing of the next failure: that one is logged.
+            opened = await self.attempt(quiet=failures > 0 and self.standbys == 0)
             failures = 0 if opened else failures + 1
-            delay = min(self.settings.backoff_initial * 2.0 ** min(failures, 20),
-                        self.settings.backoff_max) * random.uniform(0.8, 1.2)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self.delay(failures) * random.uniform(0.8, 1.2))
+
+    def delay(self, failures: int) -> float:
+        """Seconds before the next attempt (before jitter), after ``failures`` in a row:
+        ``standby_retry`` while the failures are the first standby answers in a row, else
+        exponential from the first failure that was not (or from the last fast try)."""
+        s = self.settings
+        if 0 < self.standbys <= s.standby_tries:
+            return s.standby_retry
+        counted = failures - min(self.standbys, s.standby_tries)
+        return min(s.backoff_initial * 2.0 ** min(counted, 20), s.backoff_max)
 
     async def attempt(self, quiet: bool = False) -> bool:
         """One stream until it ends, its refusal or failure handled (NOT_FOUND: the hub has
         no such member, keep nothing); True when the hub accepted it."""
+        standby = False
         try:
             return await self.connect_once()
         except grpc.aio.AioRpcError as exc:
+            standby = exc.code() == grpc.StatusCode.UNAVAILABLE and _says_standby(exc)
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self.worker.leave(exc.details() or "NOT_FOUND")
                 self.m_left.set(1)
-            log.log(logging.DEBUG if quiet else logging.WARNING, "work stream to %s: %s %s",
+            level = logging.INFO if standby else logging.WARNING  # a standby is expected
+            log.log(logging.DEBUG if quiet else level, "work stream to %s: %s %s",
                     self.settings.hub_address, exc.code().name, exc.details())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ClientError) as exc:
             log.warning("work stream to %s: %s", self.settings.hub_address, exc)
         finally:
+            self.standbys = self.standbys + 1 if standby else 0
             self.connected = False
             self.m_connected.set(0)
             self.worker.end_session()
         return False
 
-    def _credentials(self) -> grpc.ChannelCredentials:
-        s = self.settings
-        return grpc.ssl_channel_credentials(root_certificates=s.tls_ca.read_bytes(),
-                                            private_key=s.tls_key.read_bytes(),
-                                            certificate_chain=s.tls_cert.read_bytes())
+    async def load(self) -> credentials.Bundle:
+        """The store's credentials, checked to be this cluster's (CredentialsError if not)."""
+        bundle = await self.store.load()
+        self.bundle = credentials.check(bundle, self.settings.cluster, self.store.describe())
+        return self.bundle
+
+    async def _credentials(self) -> grpc.ChannelCredentials:
+        bundle = await self.load()
+        return grpc.ssl_channel_credentials(root_certificates=bundle.ca_pem,
+                                            private_key=bundle.key_pem,
+                                            certificate_chain=bundle.cert_pem)
 
     async def connect_once(self) -> bool:
         """One stream, until it ends; True when the hub accepted it."""
@@ -133,7 +181,8 @@ class Agent:
             ("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
         if self.settings.tls_server_name:
             options.append(("grpc.ssl_target_name_override", self.settings.tls_server_name))
-        async with grpc.aio.secure_channel(self.settings.hub_address, self._credentials(),
+        async with grpc.aio.secure_channel(self.settings.hub_address,
+                                           await self._credentials(),
                                            options=options) as channel:
             sync = channel.stream_stream(METHOD,
                                          request_serializer=pb.AgentMessage.SerializeToString,
@@ -183,14 +232,16 @@ class Agent:
             await asyncio.sleep(self.settings.renew_check)
 
     def _maybe_renew(self, session: Session) -> None:
-        if session.renewing:
+        bundle = self.bundle
+        if session.renewing or bundle is None:
             return
         try:
-            if not identity.needs_renewal(self.settings.tls_cert.read_bytes()):
+            if not identity.needs_renewal(bundle.cert_pem):
                 return
-            key = identity.load_key(self.settings.tls_key.read_bytes())
-        except (OSError, ValueError) as exc:
-            log.warning("certificate renewal: cannot read the certificate or key: %s", exc)
+            key = identity.load_key(bundle.key_pem)
+        except ValueError:
+            log.warning("certificate renewal: cannot read the certificate or key of %s",
+                        self.store.describe())
             return
         session.renewing = True
         session.send(pb.AgentMessage(renew=pb.RenewRequest(
@@ -208,18 +259,35 @@ class Agent:
         if why is not None:
             log.warning("certificate renewal: the hub's certificate %s", why)
             return
-        _write_private(self.settings.tls_cert, answer.cert_pem)
-        log.info("certificate of %s renewed; reconnecting with it", self.settings.cluster)
+        task = asyncio.ensure_future(self.keep_renewal(answer.cert_pem, session))
+        task.set_name(f"keep renewed certificate of {self.settings.cluster}")
+        self._keeping.add(task)
+        task.add_done_callback(self._keeping.discard)
+
+    async def keep_renewal(self, cert_pem: bytes, session: Session | None) -> bool:
+        """Store a renewed certificate, then reconnect with it; True if it was stored. Not
+        stored, it is not used: the hub would stop accepting the one the store still has."""
+        try:
+            await self.store.save_certificate(cert_pem)
+        except credentials.CredentialsError as exc:
+            log.warning("certificate of %s renewed but not kept, so not used (asked again at "
+                        "the next check): %s", self.settings.cluster, exc)
+            return False
+        log.info("certificate of %s renewed and kept in %s; reconnecting with it",
+                 self.settings.cluster, self.store.describe())
         if session is not None:
             session.close()  # the stream ends; the next one presents the new certificate
+        return True
 
     def _unusable(self, cert_pem: bytes) -> str | None:
         """Why a renewed certificate cannot replace ours (None: it can)."""
+        if self.bundle is None:
+            return "came before any certificate was loaded"
         try:
-            ours = identity.presented(self.settings.tls_cert.read_bytes())
+            ours = identity.presented(self.bundle.cert_pem)
             new = identity.presented(cert_pem)
             named = identity.common_name(cert_pem)
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:
             return f"cannot be read ({exc})"
         if named != self.settings.cluster:
             return "names another cluster"
@@ -268,6 +336,12 @@ class Agent:
                             content_type="text/plain", charset="utf-8")
 
 
+def _says_standby(exc: grpc.aio.AioRpcError) -> bool:
+    """The refusal carries :data:`~federation.work.server.STANDBY` in its trailing metadata."""
+    pairs: list[object] = list(exc.trailing_metadata() or ())
+    return any(isinstance(p, tuple) and tuple(map(str, p)) == STANDBY for p in pairs)
+
+
 class _StatsCollector(Collector):
     """The worker's counters, read at scrape time."""
 
@@ -287,12 +361,3 @@ class _StatsCollector(Collector):
         yield CounterMetricFamily("federation_agent_refused",
                                   "writes the member API server refused", value=stats.refused)
 
-
-def _write_private(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)

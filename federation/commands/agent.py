@@ -1,7 +1,9 @@
 """``fedctl agent``: run a pull member's agent (see :mod:`federation.agent.agent`).
 
 Every path and address is checked before anything starts: a missing certificate file or a
-certificate that names another cluster is one ``error:`` line naming the flag, exit 1.
+certificate that names another cluster is one ``error:`` line naming the flag, exit 1. With
+``--tls-secret`` (in a pod) the Secret is read first, and one that cannot be read or holds
+another cluster's certificate is such a line too, naming the Secret.
 """
 
 from __future__ import annotations
@@ -35,13 +37,17 @@ def _read(flag: str, path: Path) -> bytes:
               default=None, help="Kubeconfig of this member (default: $KUBECONFIG, else "
                                  "~/.kube/config); the agent applies with these credentials.")
 @click.option("--context", default=None, help="Its context (default: the current one).")
-@click.option("--tls-cert", type=click.Path(path_type=Path), required=True,
+@click.option("--tls-cert", type=click.Path(path_type=Path), default=None,
               help="The agent's client certificate (from `fedctl join NAME --mode pull`); "
                    "renewed in place, for the same key, before it expires.")
-@click.option("--tls-key", type=click.Path(path_type=Path), required=True,
+@click.option("--tls-key", type=click.Path(path_type=Path), default=None,
               help="Its private key (mode 0600).")
-@click.option("--tls-ca", type=click.Path(path_type=Path), required=True,
+@click.option("--tls-ca", type=click.Path(path_type=Path), default=None,
               help="The work CA, to verify the hub's certificate.")
+@click.option("--tls-secret", default=None, metavar="NAMESPACE/NAME",
+              help="Instead of the three files: a Secret of this member holding tls.crt, "
+                   "tls.key and ca.crt, read with the agent's credentials; renewals are "
+                   "written back to it (needs get and update of it).")
 @click.option("--tls-server-name", default=None,
               help="Name to verify in the hub's certificate when --hub-address is not in it.")
 @click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False),
@@ -54,25 +60,16 @@ def _read(flag: str, path: Path) -> bytes:
               help='/metrics address; "0" disables.')
 @common.clear_errors
 def agent(hub_address: str, cluster_name: str, kubeconfig_path: Path | None,
-          context: str | None, tls_cert: Path, tls_key: Path, tls_ca: Path,
-          tls_server_name: str | None, state_dir: Path, health_probe_bind_address: str,
-          metrics_bind_address: str) -> None:
+          context: str | None, tls_cert: Path | None, tls_key: Path | None,
+          tls_ca: Path | None, tls_secret: str | None, tls_server_name: str | None,
+          state_dir: Path, health_probe_bind_address: str, metrics_bind_address: str) -> None:
     """Run a pull member's agent: dial the hub, apply its work, stream state back."""
+    from federation.agent import credentials
     from federation.agent.agent import Agent, AgentSettings
-    from federation.work import identity
 
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    cert = _read("--tls-cert", tls_cert)
-    _read("--tls-key", tls_key)
-    _read("--tls-ca", tls_ca)
-    try:
-        named = identity.common_name(cert)
-    except ValueError:
-        raise click.ClickException(f"--tls-cert {tls_cert}: not a PEM certificate") from None
-    if named != cluster_name:
-        raise click.ClickException(f"--tls-cert {tls_cert} names cluster {named!r}, not "
-                                   f"--cluster-name {cluster_name!r}")
+    secret_ref = _credential_source(tls_cert, tls_key, tls_ca, tls_secret, cluster_name)
     try:  # no kubeconfig in a pod: the pod's ServiceAccount (contexts.incluster)
         client = kube.ClusterClient(incluster.load(kubeconfig_path).context(context))
     except kubeconfig.KubeconfigError as exc:
@@ -80,7 +77,7 @@ def agent(hub_address: str, cluster_name: str, kubeconfig_path: Path | None,
     client.user_agent = kube.user_agent(f"agent {cluster_name}")
     settings = AgentSettings(hub_address=hub_address, cluster=cluster_name, tls_cert=tls_cert,
                              tls_key=tls_key, tls_ca=tls_ca, state_dir=state_dir,
-                             tls_server_name=tls_server_name)
+                             tls_server_name=tls_server_name, tls_secret=secret_ref)
     try:
         the_agent = Agent(settings, client)
     except ValueError as exc:
@@ -92,6 +89,11 @@ def agent(hub_address: str, cluster_name: str, kubeconfig_path: Path | None,
         assert task is not None
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, task.cancel)
+        try:  # a Secret that cannot be used stops the start, naming it
+            await the_agent.load()
+        except (credentials.CredentialsError, kube.ClientError) as exc:
+            await client.close()
+            raise click.ClickException(str(exc)) from None
         runners = await the_agent.serve(_address(health_probe_bind_address),
                                         _address(metrics_bind_address))
         try:
@@ -105,6 +107,39 @@ def agent(hub_address: str, cluster_name: str, kubeconfig_path: Path | None,
             await client.close()
 
     asyncio.run(main())
+
+
+def _credential_source(tls_cert: Path | None, tls_key: Path | None, tls_ca: Path | None,
+                       tls_secret: str | None, cluster: str) -> tuple[str, str] | None:
+    """The Secret named by ``--tls-secret``, or None after checking the three files."""
+    from federation.agent import credentials
+    from federation.work import identity
+
+    files = {"--tls-cert": tls_cert, "--tls-key": tls_key, "--tls-ca": tls_ca}
+    if tls_secret is not None:
+        given = [flag for flag, path in files.items() if path is not None]
+        if given:
+            raise click.ClickException(f"--tls-secret and {', '.join(given)} are exclusive: "
+                                       "the credentials come from one place")
+        try:
+            return credentials.parse_secret_ref(tls_secret)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    missing = [flag for flag, path in files.items() if path is None]
+    if missing:
+        raise click.ClickException(f"missing {', '.join(missing)} (or give --tls-secret)")
+    assert tls_cert is not None and tls_key is not None and tls_ca is not None
+    cert = _read("--tls-cert", tls_cert)
+    _read("--tls-key", tls_key)
+    _read("--tls-ca", tls_ca)
+    try:
+        named = identity.common_name(cert)
+    except ValueError:
+        raise click.ClickException(f"--tls-cert {tls_cert}: not a PEM certificate") from None
+    if named != cluster:
+        raise click.ClickException(f"--tls-cert {tls_cert} names cluster {named!r}, not "
+                                   f"--cluster-name {cluster!r}")
+    return None
 
 
 def _address(value: str) -> str | None:

@@ -100,6 +100,13 @@ def install(kubeconfig_path: Path | None, hub_context: str | None,
             if control_plane:
                 deployed = await deploy_apply.apply_objects(
                     hub, manifests.workload_objects(options))
+                # The Deployment serves the pull agents' work server, which needs its CA
+                # at start, and the control plane may only read it: made here, as admin
+                # (else every replica exits until a `fedctl join --mode pull` makes it).
+                from federation.work import identity
+
+                await identity.ensure_ca(hub)
+                deployed.append(f"Secret/{identity.SECRET_NAME} (the work CA)")
             registered = await installer.register_clusters(hub, entries)
         for member in members:
             async with kube.connect(member) as client:

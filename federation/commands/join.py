@@ -388,7 +388,7 @@ async def _orphan(hub: kube.ClusterClient, config: kubeconfig.KubeConfig, member
                     raise
 
 
-async def _member_context(hub: kube.ClusterClient, config: kubeconfig.KubeConfig,
+async def _member_context(hub: kube.ObjectReader, config: kubeconfig.KubeConfig,
                           member: JSON) -> kubeconfig.Context:
     name = member["metadata"]["name"]
     spec = member.get("spec") or {}

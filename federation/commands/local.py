@@ -68,6 +68,14 @@ def install() -> None:
               help="Simulator: pods each simulated node can hold.")
 @click.option("--nodes", type=int, default=3, show_default=True,
               help="Simulator: nodes per member cluster.")
+@click.option("--in-cluster", is_flag=True,
+              help="With --control-plane: apply the shipped manifests (`fedctl install "
+                   "--control-plane`) and run the manager Deployment's pods as local "
+                   "processes (`fedctl local pods`), with their ServiceAccount tokens and "
+                   "no kubeconfig; members join by `fedctl join --create-service-account`.")
+@click.option("--token-rotate", type=click.FloatRange(min=1), default=None,
+              help="With --in-cluster: seconds between the pods' new tokens (default: 80% "
+                   "of their 600 s lifetime, as the kubelet).")
 @click.option("--pull", "pull", default="", metavar="MEMBERS",
               help="Members in pull mode (comma-separated): the control plane gets no "
                    "kubeconfig for them; with --control-plane, each one's `fedctl agent` "
@@ -76,10 +84,15 @@ def install() -> None:
 @kubeconfig_option
 @clear_errors
 def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
-       control_plane: bool, ready_delay: float, node_pods: int, nodes: int, pull: str,
-       state_dir: Path, kubeconfig: Path) -> None:
+       control_plane: bool, ready_delay: float, node_pods: int, nodes: int,
+       in_cluster: bool, token_rotate: float | None, pull: str, state_dir: Path,
+       kubeconfig: Path) -> None:
     """Start the fleet (idempotent: only what is missing is created or started)."""
     count = fleet.parse_members(members)
+    if (in_cluster or token_rotate is not None) and not control_plane:
+        raise click.UsageError("--in-cluster and --token-rotate need --control-plane")
+    if token_rotate is not None and not in_cluster:
+        raise click.UsageError("--token-rotate needs --in-cluster")
     if provider == "kind":
         kind.up(count, kubeconfig, progress)
         return
@@ -92,7 +105,7 @@ def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
     if pulled:
         target.set_pull(pulled)
     if control_plane:
-        target.start_control_plane(progress)
+        target.start_control_plane(progress, in_cluster=in_cluster, token_rotate=token_rotate)
     click.echo(f"fleet ready: kubeconfig {target.kubeconfig} "
                f"(contexts: {', '.join(c.name for c in target.load().clusters)})")
 
@@ -213,6 +226,54 @@ def simulate(state_dir: Path, kubeconfig: Path) -> None:
                                                              paths["ca"]))
     simulator.run(target.kubeconfig, [(c.name, c.labels) for c in config.members],
                   config.simulator, setup)
+
+
+@local.command()
+@click.argument("deployment", metavar="NAMESPACE/NAME")
+@click.option("--cluster", default="hub", show_default=True,
+              help="The fleet's cluster whose Deployment it is.")
+@click.option("--token-expiration", type=click.IntRange(600, 86400), default=600,
+              show_default=True, help="Seconds each ServiceAccount token is valid (the "
+                                      "TokenRequest API's minimum is 600).")
+@click.option("--token-rotate", type=click.FloatRange(min=1), default=None,
+              help="Seconds between new tokens (default: 80% of --token-expiration).")
+@click.option("--service", "services", multiple=True, metavar="NAME=PORT",
+              help="Forward 127.0.0.1:PORT to the ready pods Service NAME selects "
+                   "(repeatable), as kube-proxy would.")
+@state_dir_option
+@kubeconfig_option
+@clear_errors
+def pods(deployment: str, cluster: str, token_expiration: int, token_rotate: float | None,
+         services: tuple[str, ...], state_dir: Path, kubeconfig: Path) -> None:
+    """Run a Deployment's pods as local processes, as a kubelet would (in the foreground;
+    `fedctl local up --control-plane --in-cluster` starts one in the background).
+
+    What it honours and what it refuses: docs/install.md, "Running the shipped manifests
+    locally"."""
+    import logging
+
+    from federation.contexts import kubeconfig as kubeconfigs
+    from federation.local import pods as pod_runner
+
+    namespace, sep, name = deployment.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise click.BadParameter("must be NAMESPACE/NAME", param_hint="DEPLOYMENT")
+    target = _fleet(state_dir, kubeconfig)
+    spec = target.spec(cluster)
+    access = pod_runner.Cluster(cluster, spec.apiserver_port, target.pki(cluster).ca_cert,
+                                kubeconfigs.load(target.kubeconfig).context(cluster))
+    if logging.getLogger().level > logging.INFO:
+        logging.getLogger().setLevel(logging.INFO)
+    forwarded = {}
+    for item in services:
+        service, _, port = item.partition("=")
+        if not service or not port.isdigit() or not 0 < int(port) < 65536:
+            raise click.BadParameter(f"{item!r} is not NAME=PORT", param_hint="--service")
+        forwarded[service] = int(port)
+    settings = pod_runner.Settings(token_expiration=token_expiration,
+                                   token_rotate=token_rotate, services=forwarded)
+    root = pod_runner.directory(target.state_dir, cluster, namespace, name)
+    asyncio.run(pod_runner.serve(access, namespace, name, root, settings))
 
 
 async def _reloader_tls(kubeconfig_path: Path, directory: Path) -> dict[str, Path]:

@@ -323,7 +323,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     except (kubeconfig.KubeconfigError, ValueError) as exc:
         _fail(str(exc))
     mgr = manager.Manager(cluster_set, settings)
-    work = _work_server(work_bind_address, work_hosts)
+    work = _work_server(work_bind_address, work_hosts, lambda: mgr.is_leader)
     from federation.controllers import applications, propagation, reconfigure
     from federation.controllers import setup as controllers_setup
 
@@ -339,12 +339,16 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
 
 
-def _work_server(work_bind_address: str, work_hosts: str) -> WorkServer | None:
-    """The pull members' work server, unless ``--work-bind-address 0``."""
+def _work_server(work_bind_address: str, work_hosts: str,
+                 leading: Callable[[], bool]) -> WorkServer | None:
+    """The pull members' work server, unless ``--work-bind-address 0``. A replica that does
+    not lead (``leading``) says so to the agents that reach it: they dial again."""
     if work_bind_address == "0":
         return None
     from federation.work.server import WorkServer
-    return WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
+    work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
+    work.leading = leading
+    return work
 
 
 def _fail(message: str) -> NoReturn:

@@ -17,6 +17,12 @@ context, :data:`CONTEXT`), so nothing downstream knows the difference:
 ``--kubeconfig`` or ``$KUBECONFIG`` wins; else ``~/.kube/config`` when it exists; else the
 in-cluster configuration when ``KUBERNETES_SERVICE_HOST`` says we are in a pod; else the
 missing default file is the error. Anything missing is a one-line error naming it.
+
+Where the mount is read from is :data:`MOUNT`, unless :data:`MOUNT_VARIABLE` names another
+absolute directory: the local fleet's pod runner (:mod:`federation.local.pods`) cannot
+write ``/var/run/secrets``, so it writes the same three files elsewhere and says where.
+The variable moves the mount and does nothing else: the files are read, checked and
+rotated exactly as at :data:`MOUNT`. A relative path is an error, not a fallback.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from federation.contexts import kubeconfig
 
 MOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 """Where the kubelet mounts a pod's ServiceAccount token, CA and namespace."""
+MOUNT_VARIABLE = "FEDERATION_SERVICE_ACCOUNT_MOUNT"
+"""An absolute directory read instead of :data:`MOUNT` (the local fleet's pod runner)."""
 CONTEXT = "in-cluster"
 """The one context of the in-cluster configuration (``--hub-context in-cluster``)."""
 HOST_VARIABLE = "KUBERNETES_SERVICE_HOST"
@@ -41,9 +49,24 @@ def in_pod(env: Mapping[str, str] | None = None) -> bool:
     return bool(env.get(HOST_VARIABLE))
 
 
-def config(env: Mapping[str, str] | None = None, mount: Path = MOUNT) -> kubeconfig.KubeConfig:
-    """The in-cluster configuration; :class:`KubeconfigError` names what is missing."""
+def mount_of(env: Mapping[str, str] | None = None) -> Path:
+    """:data:`MOUNT`, or the directory :data:`MOUNT_VARIABLE` names (absolute only)."""
     env = os.environ if env is None else env
+    moved = env.get(MOUNT_VARIABLE)
+    if not moved:
+        return MOUNT
+    if not Path(moved).is_absolute():
+        raise kubeconfig.KubeconfigError(f"in-cluster configuration: {MOUNT_VARIABLE} must "
+                                         "be an absolute directory")
+    return Path(moved)
+
+
+def config(env: Mapping[str, str] | None = None,
+           mount: Path | None = None) -> kubeconfig.KubeConfig:
+    """The in-cluster configuration; :class:`KubeconfigError` names what is missing.
+    ``mount``: where the token, CA and namespace are (default: :func:`mount_of`)."""
+    env = os.environ if env is None else env
+    mount = mount_of(env) if mount is None else mount
     host, port = env.get(HOST_VARIABLE, ""), env.get(PORT_VARIABLE, "")
     if not host or not port:
         missing = " and ".join(v for v, value in ((HOST_VARIABLE, host), (PORT_VARIABLE, port))
@@ -84,13 +107,18 @@ def _namespace(mount: Path) -> str | None:
         return None
 
 
-def namespace(mount: Path = MOUNT) -> str | None:
+def namespace(mount: Path | None = None) -> str | None:
     """The pod's namespace from the mount, or None outside a pod (or when unreadable)."""
+    if mount is None:
+        try:
+            mount = mount_of()
+        except kubeconfig.KubeconfigError:
+            return None
     return _namespace(mount)
 
 
 def load(explicit: str | Path | None = None, env: Mapping[str, str] | None = None,
-         mount: Path = MOUNT) -> kubeconfig.KubeConfig:
+         mount: Path | None = None) -> kubeconfig.KubeConfig:
     """Kubeconfig files as kubectl finds them, else the in-cluster configuration in a pod."""
     env = os.environ if env is None else env
     if explicit is not None or env.get("KUBECONFIG"):

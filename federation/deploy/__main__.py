@@ -1,4 +1,5 @@
-"""``python -m federation.deploy [DIR]``: write the ``config/`` tree (``make manifests``)."""
+"""``python -m federation.deploy [DIR]``: write the ``config/`` tree (``make manifests``);
+``python -m federation.deploy --permissions``: print docs/install.md's permissions table."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from federation.deploy import tree
 
 
 def main(argv: list[str]) -> int:
+    if argv[1:] == ["--permissions"]:
+        from federation.deploy import layout
+        from federation.deploy.manifests import Options
+
+        print(layout.permissions_table(Options()), end="")
+        return 0
     root = Path(argv[1] if len(argv) > 1 else "config")
     written = tree.write(root)
     print(f"{root}: {len(written)} files")

@@ -82,19 +82,33 @@ def files(options: Options, crd_documents: Sequence[JSON]) -> dict[str, str]:
 
 
 def agent_files(options: Options) -> dict[str, str]:
-    namespace, account, role, binding, config, secret, deployment = \
+    namespace, account, role, binding, _, _, config, secret, deployment = \
         manifests.agent_objects(options)
     return {
         "agent/namespace.yaml": HEADER + dump([namespace]),
         "agent/service_account.yaml": HEADER + dump([account]),
         "agent/rbac.yaml": HEADER + dump([role, binding]),
+        "agent/certificate_rbac.yaml": HEADER + roles.render(manifests.agent_certificate_rbac()),
         "agent/config.yaml": HEADER + dump([config]),
         "agent/secret.yaml": HEADER + dump([secret]),
         "agent/deployment.yaml": HEADER + dump([deployment]),
         "agent/kustomization.yaml": kustomization(
-            ["namespace.yaml", "service_account.yaml", "rbac.yaml", "config.yaml",
-             "secret.yaml", "deployment.yaml"], images=images(options)),
+            ["namespace.yaml", "service_account.yaml", "rbac.yaml", "certificate_rbac.yaml",
+             "config.yaml", "secret.yaml", "deployment.yaml"], images=images(options)),
     }
+
+
+def permission_sections(options: Options) -> dict[str, list[roles.Manifest]]:
+    """Every Role and ClusterRole the manifests and ``fedctl install`` grant, by cluster:
+    the hub's and each member's (``fedctl rbac``), and the pull agent's own Secret."""
+    return {"hub": roles.hub(options.rbac), "member": roles.member(options.rbac),
+            "member (pull agent)": manifests.agent_certificate_rbac()}
+
+
+def permissions_table(options: Options) -> str:
+    """docs/install.md's table of every permission and what it is for (a unit test keeps
+    the page equal to it; ``python -m federation.deploy --permissions`` prints it)."""
+    return roles.table(permission_sections(options))
 
 
 def bases() -> list[str]:

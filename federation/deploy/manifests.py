@@ -51,6 +51,8 @@ AGENT_TLS_SECRET = "federation-agent-tls"
 AGENT_CONFIG = "federation-agent"
 AGENT_BINDING = "federation:agent"
 """The ClusterRoleBinding of the member role to the agent's ServiceAccount (only)."""
+AGENT_CERTIFICATE_ROLE = "federation:agent:certificate"
+"""The Role (and RoleBinding) in the agent's namespace: its own certificate Secret, by name."""
 
 METRICS_PORT = 8443
 HEALTH_PORT = 8081
@@ -71,9 +73,6 @@ AGENT_RESOURCES: JSON = {"requests": {"cpu": "100m", "memory": "128Mi"},
 """An estimate: one stream, one member's informers; docs/agent.md's bench has no figure."""
 
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-AGENT_TLS_DIR = "/var/run/federation-agent/tls"
-"""Where the agent reads and renews its certificate (an emptyDir filled from the Secret)."""
-AGENT_SECRET_DIR = "/var/run/federation-agent/secret"
 AGENT_STATE_VOLUME = "/var/lib/federation-agent"
 AGENT_STATE_DIR = f"{AGENT_STATE_VOLUME}/state"
 """A directory the agent makes (and may chmod 0700: it owns it) inside the volume."""
@@ -336,9 +335,36 @@ def agent_rbac(options: Options) -> list[JSON]:
                "metadata": _meta(AGENT_BINDING, None, "agent"),
                "roleRef": {"apiGroup": roles.RBAC_GROUP, "kind": "ClusterRole",
                            "name": role["metadata"]["name"]},
-               "subjects": [{"kind": "ServiceAccount", "name": AGENT_NAME,
-                             "namespace": AGENT_NAMESPACE}]}
+               "subjects": [_agent_subject()]}
     return [role, binding]
+
+
+def _agent_subject() -> JSON:
+    return {"kind": "ServiceAccount", "name": AGENT_NAME, "namespace": AGENT_NAMESPACE}
+
+
+AGENT_CERTIFICATE_RULE = roles.Rule(
+    "The agent reads its certificate, key and the work CA at each connect, and keeps a "
+    "renewed certificate (an update conditional on the version read), so a restarted pod "
+    "presents the certificate the hub accepts. This one Secret, by name: no list, watch, "
+    "create or delete.",
+    ("get", "update"), ("",), ("secrets",), (AGENT_TLS_SECRET,))
+"""The agent's own certificate Secret. Only by name, so this Role lets it touch no other
+Secret (the member role grants Secrets too when they are a propagated kind: the copies)."""
+
+
+def agent_certificate_rbac() -> list[roles.Manifest]:
+    """The Role of :data:`AGENT_CERTIFICATE_RULE` in the agent's namespace and its binding
+    to the agent's ServiceAccount alone (with the rule's reason, for ``render``)."""
+    meta = _meta(AGENT_CERTIFICATE_ROLE, AGENT_NAMESPACE, "agent")
+    role = {"apiVersion": f"{roles.RBAC_GROUP}/v1", "kind": "Role", "metadata": meta,
+            "rules": [AGENT_CERTIFICATE_RULE.to_dict()]}
+    binding = {"apiVersion": f"{roles.RBAC_GROUP}/v1", "kind": "RoleBinding",
+               "metadata": _meta(AGENT_CERTIFICATE_ROLE, AGENT_NAMESPACE, "agent"),
+               "roleRef": {"apiGroup": roles.RBAC_GROUP, "kind": "Role",
+                           "name": AGENT_CERTIFICATE_ROLE},
+               "subjects": [_agent_subject()]}
+    return [roles.Manifest(role, (AGENT_CERTIFICATE_RULE,)), roles.Manifest(binding)]
 
 
 def agent_service_account() -> JSON:
@@ -356,25 +382,18 @@ def agent_config() -> JSON:
 
 
 def agent_secret() -> JSON:
-    """The reference the operator fills with the files ``fedctl join --mode pull`` wrote."""
+    """The reference the operator fills with the files ``fedctl join --mode pull`` wrote;
+    the agent reads it through the API and writes its renewals back to it."""
     return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
             "metadata": _meta(AGENT_TLS_SECRET, AGENT_NAMESPACE, "agent"),
             "data": {"tls.crt": "", "tls.key": "", "ca.crt": ""}}
 
 
-COPY_TLS = ("import os, shutil, sys\n"
-            "src, dst = sys.argv[1], sys.argv[2]\n"
-            "for name in ('tls.crt', 'tls.key', 'ca.crt'):\n"
-            "    shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))\n"
-            "    os.chmod(os.path.join(dst, name), 0o600)\n")
-"""The init step: the Secret's files into a writable directory, where the agent renews its
-certificate in place (a Secret volume is read-only)."""
-
-
 def agent_args() -> list[str]:
+    """The Secret is named in the pod's own namespace (a kustomize ``namespace:`` moves the
+    Secret, its Role and the pod together)."""
     return ["agent", "--hub-address=$(HUB_ADDRESS)", "--cluster-name=$(CLUSTER_NAME)",
-            f"--tls-cert={AGENT_TLS_DIR}/tls.crt", f"--tls-key={AGENT_TLS_DIR}/tls.key",
-            f"--tls-ca={AGENT_TLS_DIR}/ca.crt", f"--state-dir={AGENT_STATE_DIR}",
+            f"--tls-secret=$(POD_NAMESPACE)/{AGENT_TLS_SECRET}", f"--state-dir={AGENT_STATE_DIR}",
             f"--health-probe-bind-address=:{AGENT_HEALTH_PORT}",
             f"--metrics-bind-address=:{AGENT_METRICS_PORT}"]
 
@@ -384,20 +403,14 @@ def _config_env(variable: str, key: str) -> JSON:
                                                                 "key": key}}}
 
 
-def agent_containers(options: Options) -> tuple[JSON, JSON]:
-    """(the init container that copies the certificate, the agent)."""
-    mounts = [{"name": "tls", "mountPath": AGENT_TLS_DIR}]
-    init = {"name": "copy-certificate", "image": options.image_ref,
-            "imagePullPolicy": "IfNotPresent", "command": ["python3", "-c", COPY_TLS],
-            "args": [AGENT_SECRET_DIR, AGENT_TLS_DIR],
-            "securityContext": container_security(),
-            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
-                          "limits": {"cpu": "100m", "memory": "64Mi"}},
-            "volumeMounts": [*mounts, {"name": "secret", "mountPath": AGENT_SECRET_DIR,
-                                       "readOnly": True}]}
-    agent = {"name": "agent", "image": options.image_ref, "imagePullPolicy": "IfNotPresent",
+def agent_container(options: Options) -> JSON:
+    """The agent; its certificate is read from and renewed into its Secret through the API
+    (no Secret volume: a mounted copy is read-only and could not keep a renewal)."""
+    return {"name": "agent", "image": options.image_ref, "imagePullPolicy": "IfNotPresent",
              "command": ["fedctl"], "args": agent_args(),
-             "env": [_config_env("CLUSTER_NAME", "cluster-name"),
+             "env": [{"name": "POD_NAMESPACE",
+                      "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                     _config_env("CLUSTER_NAME", "cluster-name"),
                      _config_env("HUB_ADDRESS", "hub-address")],
              "ports": [{"name": "health", "containerPort": AGENT_HEALTH_PORT, "protocol": "TCP"},
                        {"name": "metrics", "containerPort": AGENT_METRICS_PORT,
@@ -407,15 +420,13 @@ def agent_containers(options: Options) -> tuple[JSON, JSON]:
              "readinessProbe": probe("/readyz", "health", 10, 3),
              "livenessProbe": probe("/healthz", "health", 10, 3),
              "resources": AGENT_RESOURCES, "securityContext": container_security(),
-             "volumeMounts": [*mounts, {"name": "state", "mountPath": AGENT_STATE_VOLUME},
+             "volumeMounts": [{"name": "state", "mountPath": AGENT_STATE_VOLUME},
                               tmp_volume()[1]]}
-    return init, agent
 
 
 def agent_deployment(options: Options) -> JSON:
     """One replica, replaced not rolled: the hub accepts one stream per member (a second
     agent is refused ALREADY_EXISTS until the first is gone)."""
-    init, agent = agent_containers(options)
     pod_labels = labels("agent")
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -433,11 +444,8 @@ def agent_deployment(options: Options) -> JSON:
                     "enableServiceLinks": False,
                     "securityContext": pod_security(),
                     "terminationGracePeriodSeconds": 30,
-                    "initContainers": [init], "containers": [agent],
+                    "containers": [agent_container(options)],
                     "volumes": [
-                        {"name": "secret", "secret": {"secretName": AGENT_TLS_SECRET,
-                                                      "defaultMode": 0o440}},
-                        {"name": "tls", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
                         {"name": "state", "emptyDir": {"sizeLimit": "64Mi"}},
                         tmp_volume()[0]],
                 },
@@ -449,4 +457,6 @@ def agent_deployment(options: Options) -> JSON:
 def agent_objects(options: Options) -> list[JSON]:
     """config/agent: everything a member needs to run its pull agent, in apply order."""
     return [namespace(AGENT_NAMESPACE, "agent"), agent_service_account(),
-            *agent_rbac(options), agent_config(), agent_secret(), agent_deployment(options)]
+            *agent_rbac(options), *(m.body for m in agent_certificate_rbac()),
+            agent_config(), agent_secret(),
+            agent_deployment(options)]

@@ -382,6 +382,10 @@ class Fleet:
             return
         if processes.terminate(self.control_plane_pid_file):
             progress("stopped control plane")
+        from federation.local import pods  # imports the client: only when there are pods
+
+        for stopped in pods.stop_all(self.state_dir):
+            progress(f"stopped {stopped}")
         if processes.terminate(self.simulator_pid_file):
             progress("stopped simulator")
         for pid_file in self.state_dir.glob("reloaders/*/*/*/reloader.pid"):
@@ -634,21 +638,23 @@ class Fleet:
     def control_plane_log_file(self) -> Path:
         return self.state_dir / "control-plane.log"
 
-    def start_control_plane(self, progress: Progress, extra_args: Sequence[str] = ()) -> None:
+    def start_control_plane(self, progress: Progress, extra_args: Sequence[str] = (), *,
+                            in_cluster: bool = False, token_rotate: float | None = None
+                            ) -> None:
         """`fedctl install` as admin (CRDs, MemberClusters, RBAC on hub and members), then
-        `fedctl run` with the control plane's own, least-privilege kubeconfig."""
+        `fedctl run` with the control plane's own, least-privilege kubeconfig; or, with
+        ``in_cluster``, the shipped manifests run by the pod runner (:meth:`_in_cluster`)."""
+        if in_cluster:
+            self._in_cluster(progress, extra_args, token_rotate)
+            return
         if processes.owned_pid(self.control_plane_pid_file) is not None:
             progress("control plane already running")
             return
         identity = self.ensure_control_plane_identity()
         fedctl = [sys.executable, "-m", "federation"]
         hub = ["--hub-context", "hub"]
-        installed = subprocess.run([*fedctl, "install", "--kubeconfig", str(self.kubeconfig),
-                                    *hub, "--clusters", str(self.clusters_file)],
-                                   capture_output=True, text=True)
-        if installed.returncode != 0:
-            raise FleetError(f"fedctl install failed: {installed.stderr.strip()}")
-        progress(installed.stdout.strip().replace("\n", "; "))
+        self._fedctl("install", "--kubeconfig", str(self.kubeconfig), *hub,
+                     "--clusters", str(self.clusters_file), progress=progress)
         config = self.load()
         for name in config.pull:
             self.join_pull(name, progress)
@@ -664,6 +670,90 @@ class Fleet:
                  f"(log: {self.control_plane_log_file})")
         for name in config.pull:
             self.start_agent(name, progress)
+
+    def _fedctl(self, *args: str, progress: Progress) -> None:
+        """One `fedctl` command as the fleet's admin; its output as progress."""
+        done = subprocess.run([sys.executable, "-m", "federation", *args],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise FleetError(f"fedctl {args[0]} failed: {done.stderr.strip()}")
+        progress(done.stdout.strip().replace("\n", "; "))
+
+    # -- the control plane in-cluster ----------------------------------------------------------
+
+    CONTROL_PLANE = ("federation-system", "federation-controller-manager")
+    """The shipped Deployment (``federation.deploy.manifests``: its namespace and NAME)."""
+    WORK_SERVICE = "federation-work"
+
+    def _in_cluster(self, progress: Progress, extra_args: Sequence[str],
+                    token_rotate: float | None) -> None:
+        """What an operator does on a real hub (docs/install.md): `fedctl install
+        --control-plane` applies the shipped manifests; `fedctl join --create-service-account`
+        stores each push member's least-privilege token in a hub Secret, where the
+        control plane, with no kubeconfig, finds its members. The fleet's own overlay
+        (:meth:`overlay_args`) is applied to the Deployment; the pod runner runs its pods."""
+        from federation.local import pods
+
+        config = self.load()
+        self._fedctl("install", "--kubeconfig", str(self.kubeconfig), "--hub-context", "hub",
+                     "--clusters", str(self.clusters_file), "--control-plane",
+                     progress=progress)
+        for member in config.members:
+            if member.name not in config.pull:
+                self._fedctl("join", member.name, "--kubeconfig", str(self.kubeconfig),
+                             "--context", member.name, "--create-service-account",
+                             "--hub-kubeconfig", str(self.kubeconfig), "--hub-context", "hub",
+                             "--region", member.region, "--zone", member.zone,
+                             "--provider", member.provider, progress=progress)
+        for name in config.pull:
+            self.join_pull(name, progress)
+        self.patch_manager_args([*self.overlay_args(config), *extra_args])
+        services = {self.WORK_SERVICE: config.work_port} if config.pull else {}
+        namespace, name = self.CONTROL_PLANE
+        where = pods.start(self.state_dir, self.kubeconfig, "hub", namespace, name,
+                           settings=pods.Settings(token_rotate=token_rotate,
+                                                  services=services))
+        progress(f"control plane: the pods of Deployment {namespace}/{name} run locally "
+                 f"(pod runner: {where})")
+        for pull in config.pull:
+            self.start_agent(pull, progress)
+
+    @staticmethod
+    def overlay_args(config: FleetConfig) -> list[str]:
+        """The fleet's overlay of the manager's args: the simulated reloaders listen on
+        loopback (an operator allows the members' pod CIDRs instead), and the pull agents
+        reach the work server at 127.0.0.1 (an operator adds the address it exposes)."""
+        args = ["--reloader-allow=127.0.0.0/8"]
+        if config.pull:
+            args.append("--work-hosts=federation-work.federation-system.svc,127.0.0.1")
+        return args
+
+    def patch_manager_args(self, extra: Sequence[str]) -> None:
+        """Append ``extra`` to the manager container's args in the hub's Deployment, by a
+        server-side apply of its own (field manager ``fedctl-local``), as an overlay
+        would; `fedctl install --control-plane` puts the shipped args back."""
+        if not extra:
+            return
+        import asyncio
+
+        from federation.contexts import client as kube
+        from federation.contexts import kubeconfig as kubeconfigs
+
+        namespace, name = self.CONTROL_PLANE
+
+        async def patch() -> None:
+            context = kubeconfigs.load(self.kubeconfig).context("hub")
+            async with kube.connect(context) as hub:
+                current = await hub.get(kube.DEPLOYMENTS, name, namespace)
+                container = current["spec"]["template"]["spec"]["containers"][0]
+                body = {"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": name, "namespace": namespace},
+                        "spec": {"template": {"spec": {"containers": [
+                            {"name": container["name"],
+                             "args": [*container.get("args", []), *extra]}]}}}}
+                await hub.apply(kube.DEPLOYMENTS, body, "fedctl-local", force=True)
+
+        asyncio.run(patch())
 
     # -- pull members ----------------------------------------------------------------------
 

@@ -93,11 +93,23 @@ def is_frozen(pid_file: Path) -> bool:
 def spawn(argv: Sequence[str], pid_file: Path, log_file: Path,
           env: dict[str, str] | None = None) -> int:
     """Start ``argv`` in its own session, detached from the terminal, logging to ``log_file``."""
+    proc = popen(argv, pid_file, log_file, env=env)
+    if not pid_file.exists():
+        proc.wait()
+        raise RuntimeError(f"{argv[0]} exited immediately; see {log_file}")
+    return proc.pid
+
+
+def popen(argv: Sequence[str], pid_file: Path, log_file: Path, *,
+          env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """:func:`spawn`, returning the process (whose exit status its starter may collect).
+    A process that is gone before its record could be read gets no pid file."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.unlink(missing_ok=True)
     with log_file.open("ab") as log:
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, env=env,
+            start_new_session=True, close_fds=True, env=env, cwd=cwd,
         )
     # Popen returns after exec, so /proc/PID/exe is already the program we asked for,
     # with symlinks (a virtualenv's python3) resolved as the kernel sees it.
@@ -107,13 +119,12 @@ def spawn(argv: Sequence[str], pid_file: Path, log_file: Path,
     except OSError:
         start_time = None
     if start_time is None:
-        proc.wait()
-        raise RuntimeError(f"{argv[0]} exited immediately; see {log_file}")
+        return proc
     tmp = pid_file.with_suffix(".tmp")
     tmp.write_text(json.dumps({"pid": proc.pid, "start_time": start_time,
                                "executable": executable}))
     tmp.rename(pid_file)
-    return proc.pid
+    return proc
 
 
 def terminate(pid_file: Path, timeout: float = STOP_TIMEOUT) -> bool:

@@ -229,6 +229,12 @@ def _public_der(key: ec.EllipticCurvePublicKey) -> bytes:
                             serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
+def public_der(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """The DER SubjectPublicKeyInfo of a private key's public half (as
+    :attr:`Presented.public_key` holds it: a certificate is for this key iff they match)."""
+    return _public_der(key.public_key())
+
+
 @dataclasses.dataclass(frozen=True)
 class Presented:
     """What the work server needs of the client certificate a stream presented."""

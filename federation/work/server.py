@@ -10,7 +10,8 @@ The server holds a :class:`~federation.work.pull.PullState` per registered pull 
 2. the cluster is a pull member: one whose MemberCluster is gone (or is not in pull mode)
    is NOT_FOUND, the answer an agent takes to mean "stop keeping this member's objects";
    one not registered yet (the control plane is starting) is UNAVAILABLE, and the agent
-   retries with backoff;
+   retries with backoff; a replica that does not lead is UNAVAILABLE with the trailing
+   metadata :data:`STANDBY` (see below);
 3. the certificate's serial is the one recorded for the member (or the one a renewal
    replaced, until the new one is first used), else PERMISSION_DENIED: a re-join revokes;
 4. no other stream of that cluster is live (:meth:`PullState.busy`), else ALREADY_EXISTS:
@@ -21,6 +22,16 @@ state, and the response generator that yields :meth:`PullState.outgoing`. gRPC's
 awaits HTTP/2 flow control, so a slow agent slows the generator, not the hub: what waits
 meanwhile is the state's one entry per object (see :mod:`federation.work.pull`). A stream
 ends at the latest when its certificate expires.
+
+**Two replicas.** Both replicas of the shipped Deployment serve the work port behind one
+Service, but only the leader knows the pull members (the membership controller registers
+them, and it runs only where the Lease is held): the work state lives in the leader's
+memory, so a standby cannot serve a stream. It answers every stream UNAVAILABLE, saying it
+does not lead, with :data:`STANDBY` in the trailing metadata. The agent takes that as
+"dial again now": it reconnects after a short fixed delay instead of backing off, and each
+new connection is a new choice of replica by the Service (kube-proxy balances
+connections, not requests), so it reaches the leader within a few tries
+(:attr:`federation.agent.agent.AgentSettings.standby_retry`).
 
 Renewals are signed on one worker thread (:data:`SIGNER_THREADS`), never on the loop, and
 recorded on the hub (:attr:`WorkServer.recorder`, the membership controller's conditional
@@ -58,6 +69,8 @@ keeps a burst of them off the loop without letting them take more than one core.
 Recorder = Callable[[str, identity.CertificateRecord, str], Awaitable[None]]
 """Records cluster's new certificate record on the hub, provided the record there still
 accepts the given serial (the one presented); raises ClientError or IdentityError if not."""
+STANDBY = ("federation-work-standby", "true")
+"""Trailing metadata of the refusal of a replica that does not lead: dial again at once."""
 Membership = Callable[[str], bool | None]
 """Whether a cluster is a pull member by the hub's MemberClusters (None: not known yet)."""
 
@@ -65,9 +78,10 @@ Membership = Callable[[str], bool | None]
 class _Refused(Exception):
     """A stream that may not open: the gRPC code and the reason the agent is told."""
 
-    def __init__(self, code: grpc.StatusCode, why: str) -> None:
+    def __init__(self, code: grpc.StatusCode, why: str,
+                 metadata: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(why)
-        self.code, self.why = code, why
+        self.code, self.why, self.metadata = code, why, metadata
 
 
 class WorkServer:
@@ -93,6 +107,9 @@ class WorkServer:
         self.membership: Membership | None = None
         """Tells a deleted member from one not registered yet (the membership controller);
         None: every unregistered cluster is told to retry."""
+        self.leading: Callable[[], bool] | None = None
+        """Whether this process leads (the manager's); None: it always does (one replica).
+        A replica that does not lead refuses every stream with :data:`STANDBY`."""
         self._signer = concurrent.futures.ThreadPoolExecutor(
             SIGNER_THREADS, thread_name_prefix="work renewal signer")
         self._tasks: set[asyncio.Task[None]] = set()
@@ -185,7 +202,7 @@ class WorkServer:
         try:
             state, peer = self._admit(first.hello.cluster_name, context.auth_context())
         except _Refused as refused:
-            await context.abort(refused.code, refused.why)
+            await context.abort(refused.code, refused.why, trailing_metadata=refused.metadata)
             return
         try:
             state.connect(first.hello, peer)
@@ -203,6 +220,10 @@ class WorkServer:
         why = identity.check_peer(names, cluster)
         if why is not None:
             raise self._refuse(cluster, grpc.StatusCode.PERMISSION_DENIED, why)
+        if self.leading is not None and not self.leading():
+            raise _Refused(grpc.StatusCode.UNAVAILABLE, (
+                "this control-plane replica does not lead (a standby, or starting): dial "
+                "again, the next connection may reach the leader"), (STANDBY,))
         state = self.states.get(cluster)
         if state is None:
             if self.membership is not None and self.membership(cluster) is False:

@@ -221,17 +221,22 @@ def test_the_agents_rbac_is_the_member_role_bound_to_its_account_alone() -> None
                                     "namespace": manifests.AGENT_NAMESPACE}]
 
 
-def test_the_agent_reads_its_certificate_from_the_secret_and_renews_it_in_a_volume() -> None:
+def test_the_agent_reads_and_renews_its_certificate_in_its_secret_through_the_api() -> None:
+    """Issue 22, gap 1: a renewal kept in an emptyDir was lost with the pod. No Secret
+    volume (read-only) and no copy of the key on any volume: the agent reads the Secret of
+    its own namespace and writes renewals back to it."""
     deployment = manifests.agent_deployment(Options())
     spec = pod_spec(deployment)
     assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
-    volumes = {v["name"]: v for v in spec["volumes"]}
-    assert volumes["secret"]["secret"]["secretName"] == manifests.AGENT_TLS_SECRET
-    assert "emptyDir" in volumes["tls"]
+    assert "initContainers" not in spec
+    assert {v["name"] for v in spec["volumes"]} == {"state", "tmp"}
     agent = spec["containers"][0]
-    assert {m["name"] for m in agent["volumeMounts"]} == {"tls", "state", "tmp"}
-    assert f"--tls-cert={manifests.AGENT_TLS_DIR}/tls.crt" in agent["args"]
+    assert {m["name"] for m in agent["volumeMounts"]} == {"state", "tmp"}
+    assert f"--tls-secret=$(POD_NAMESPACE)/{manifests.AGENT_TLS_SECRET}" in agent["args"]
+    assert not any(a.startswith(("--tls-cert", "--tls-key", "--tls-ca")) for a in agent["args"])
+    env = {e["name"]: e["valueFrom"] for e in agent["env"]}
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     secret = manifests.agent_secret()
     assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
     assert all(base64.b64decode(v) == b"" for v in secret["data"].values())  # a reference
@@ -240,7 +245,9 @@ def test_the_agent_reads_its_certificate_from_the_secret_and_renews_it_in_a_volu
 def test_the_agents_variables_come_from_its_config_map() -> None:
     config = manifests.agent_config()
     agent = pod_spec(manifests.agent_deployment(Options()))["containers"][0]
-    refs = {e["name"]: e["valueFrom"]["configMapKeyRef"] for e in agent["env"]}
+    refs = {e["name"]: e["valueFrom"]["configMapKeyRef"] for e in agent["env"]
+            if "configMapKeyRef" in e["valueFrom"]}
+    assert set(refs) == {"CLUSTER_NAME", "HUB_ADDRESS"}
     for variable, ref in refs.items():
         assert ref["name"] == config["metadata"]["name"] and ref["key"] in config["data"]
         assert any(f"$({variable})" in arg for arg in agent["args"])
@@ -317,3 +324,23 @@ def test_print_follows_the_rbac_options() -> None:
     printed = [d for d in yaml.safe_load_all(result.output) if d]
     assert any(d["kind"] == "RoleBinding" and d["metadata"].get("namespace") == "shop"
                for d in printed)
+
+
+def test_the_agents_certificate_role_names_its_one_secret_and_binds_its_account_alone(
+        ) -> None:
+    """The Role the certificate write needs: get and update of the agent's own Secret, by
+    name (no list, watch, create or delete; no other Secret), bound to nothing but the
+    agent's ServiceAccount."""
+    role, binding = (m.body for m in manifests.agent_certificate_rbac())
+    assert role["kind"] == "Role" and role["metadata"]["namespace"] == manifests.AGENT_NAMESPACE
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"],
+                              "resourceNames": [manifests.AGENT_TLS_SECRET],
+                              "verbs": ["get", "update"]}]
+    assert binding["kind"] == "RoleBinding" and binding["roleRef"]["name"] == \
+        role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": manifests.AGENT_NAME,
+                                    "namespace": manifests.AGENT_NAMESPACE}]
+    objects = manifests.agent_objects(Options())
+    assert role in objects and binding in objects
+    secret = manifests.agent_secret()
+    assert secret["metadata"]["name"] == manifests.AGENT_TLS_SECRET
