@@ -109,23 +109,23 @@ class Reconciler:
             # One merge patch, spec and status (bindings have no status subresource).
             conditions = [status.condition(
                 "CleanupPending", True, "MemberUnreachable",
-                f"copies still to delete in {', '.join(left)}",
-                (binding.get("status") or {}).get("conditions") or [])]
+                f"copies still to delete in {', '.join(left)}", record.conditions)]
             await writer.patch(resource, meta["name"],
                                {"spec": {"pendingCleanup": left},
                                 "status": {"conditions": conditions}},
                                namespace=meta.get("namespace"),
                                resource_version=meta.get("resourceVersion"))
-        await self._warn_if_lasting(binding, record.resource, left)
+        await self._warn_if_lasting(binding, record, left)
         return Result(requeue_after=self.retry)
 
-    async def _warn_if_lasting(self, binding: ReadOnly, target: bindings.TemplateRef,
+    async def _warn_if_lasting(self, binding: ReadOnly, record: bindings.BindingRecord,
                                left: list[str]) -> None:
         """A Warning event once copies have been pending longer than ``wait`` seconds: in the
         few retries after the deadline passes, so a restart of ours long after it does not
         repeat it (the binding's CleanupPending condition keeps saying so meanwhile)."""
-        pending = next((c for c in (binding.get("status") or {}).get("conditions") or []
-                        if c.get("type") == "CleanupPending"), None)
+        pending = next((c for c in record.conditions if c.get("type") == "CleanupPending"),
+                       None)
+        target = record.resource
         since = failover.parse_time((pending or {}).get("lastTransitionTime"))
         if not events.overdue_once(since, self.clock(), self.wait, self.retry):
             return
@@ -177,9 +177,9 @@ class Reconciler:
                       cluster: str) -> bool:
         """True when ``cluster`` holds neither the copy nor a carried dependency any more
         (the copy first: a dependency goes only once its workload has)."""
-        if not await self._clean(binding, record.resource, cluster):
+        if not await self._clean(binding, record, cluster):
             return False
-        if self.dependencies is None or not record.others.get("dependencies"):
+        if self.dependencies is None or not record.behaviour.dependencies:
             return True
         if await self._claimed_uid(record.resource) is not None:
             # A re-created template of the name owns the record's dependencies now: its
@@ -188,9 +188,10 @@ class Reconciler:
             return True
         return await self.dependencies(binding, cluster)
 
-    async def _clean(self, binding: ReadOnly, target: bindings.TemplateRef,
+    async def _clean(self, binding: ReadOnly, record: bindings.BindingRecord,
                      cluster: str) -> bool:
         """True when ``cluster`` holds no copy of the deleted template any more."""
+        target = record.resource
         try:
             writer = self.mc.cluster(cluster)
             resource = await writer.resource(target.to_obj())
@@ -210,7 +211,7 @@ class Reconciler:
         try:
             # preserveResourcesOnDeletion: release it, unless the template had left the
             # cluster before its deletion (then it goes, as any cluster left loses its copy).
-            if preserve.releases(binding, cluster):
+            if preserve.releases(record, cluster):
                 await writer.update(preserve.released(live), resource=resource)
             else:
                 await writer.delete(resource, target.name, target.namespace or None,

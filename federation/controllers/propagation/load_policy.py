@@ -73,8 +73,8 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
 
 def claimed_by(build: Build) -> str | None:
     """``KIND REF`` of the policy this template's binding names (the claim), or None."""
-    policy = ((build.own_binding or {}).get("spec") or {}).get("policy")
-    return str(policy) if policy else None
+    own = build.own_record
+    return own.policy if own is not None and own.policy else None
 
 
 async def denied_by(ctx: TransformContext, template: ReadOnly) -> deny.Rule | None:

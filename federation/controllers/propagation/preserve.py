@@ -27,10 +27,10 @@ from typing import Any
 from federation.controllers.kit import plan
 from federation.controllers.propagation.build import JSON, Build, Verdict
 from federation.controllers.propagation.context import TransformContext
-from federation.hub import manifests, records
+from federation.hub import bindings, manifests
 
 FIELD = "preserveResourcesOnDeletion"
-LEFT = "leftBeforeDeletion"
+LEFT = bindings.LEFT_BEFORE_DELETION
 """A deleted, preserving binding's spec field: the pending clusters the template had left
 before its deletion (their copies are deleted when they return, not released). Kept apart
 from ``spec.clusters``, which a deleted binding empties (readers of placements ignore it)."""
@@ -42,8 +42,8 @@ async def record_preservation(ctx: TransformContext, build: Build) -> Verdict | 
     return None
 
 
-def preserves(binding: Mapping[str, Any] | None) -> bool:
-    return bool(((binding or {}).get("spec") or {}).get(FIELD))
+def preserves(record: bindings.BindingRecord) -> bool:
+    return record.behaviour.preserve_resources_on_deletion
 
 
 def released(live: Mapping[str, Any]) -> JSON:
@@ -70,17 +70,16 @@ def release_vertex(cluster: str, live: Mapping[str, Any], what: str = "copy") ->
                        expect=plan.Identity.of(live))
 
 
-def released_on(binding: Mapping[str, Any] | None) -> set[str]:
+def released_on(record: bindings.BindingRecord) -> set[str]:
     """Where the template's deletion releases copies instead of deleting them: the clusters
     of its decision when it preserves (a cluster only pending was left earlier, while it
     was away: its copy goes, as any cluster left loses its copy)."""
-    return set(records.decision(binding)) if preserves(binding) else set()
+    return set(record.decision()) if preserves(record) else set()
 
 
-def releases(binding: Mapping[str, Any] | None, cluster: str) -> bool:
+def releases(record: bindings.BindingRecord, cluster: str) -> bool:
     """Whether a deleted template's pending copy (and dependencies) in ``cluster`` is to be
     released rather than deleted: it preserves, and the cluster is not :data:`LEFT` (a
     record without that field, from before it existed, releases every pending copy:
     keeping an object is the mistake that loses nothing)."""
-    left = ((binding or {}).get("spec") or {}).get(LEFT) or []
-    return preserves(binding) and cluster not in {str(c) for c in left}
+    return preserves(record) and cluster not in (record.left_before_deletion or ())

@@ -42,7 +42,7 @@ from federation.controllers.propagation.build import JSON, Build, Problem, Verdi
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.load_policy import api_ref, denied_by
 from federation.controllers.propagation.render import load_overrides, stop_if_invalid_selects
-from federation.hub import api, manifests, overrides, records
+from federation.hub import api, bindings, manifests, overrides
 from federation.placement import resources as resources_
 
 AWAITED = "awaitedDependencies"
@@ -235,7 +235,10 @@ async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: Re
                        policies: list[overrides.OverridePolicy]) -> None:
     assert build.policy is not None
     overwrite = build.policy.spec.conflict_resolution == "Overwrite"
-    own = owned_clusters(await _own_binding(ctx, ref, build.namespace))
+    try:
+        own = owned_clusters(await _own_record(ctx, ref, build.namespace))
+    except bindings.BindingError:
+        own = set()  # its own reconcile is stopped by it: the carrier writes the copy
     chosen = overrides.applicable(policies, resources_.from_manifest(source))
     by_name = {c.name: c for c in build.clusters}
     uid = str(source["metadata"].get("uid") or "")
@@ -272,7 +275,7 @@ async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: Re
 async def _plan_removals(ctx: TransformContext, build: Build, now: set[Ref]) -> None:
     """Delete what the last round carried and this one does not (a dependency no longer
     named, or a cluster the workload left), unless still carried there by another."""
-    before = dependencies(build.own_binding)
+    before = dependencies(build.own_record)
     holders = set(build.previous) | set(build.pending_before)
     for ref in before:
         for cluster in sorted(holders):
@@ -285,7 +288,7 @@ async def _plan_removals(ctx: TransformContext, build: Build, now: set[Ref]) -> 
 
 
 def records_name(build: Build) -> str:
-    return records.binding_name(build.name, build.resource.kind)
+    return bindings.binding_name(build.name, build.resource.kind)
 
 
 async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None, cluster: str,
@@ -298,15 +301,8 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
     records the cluster as pending), unless ``strict``: then its error is raised."""
     if namespace is None or cluster not in {m.name for m in ctx.members()}:
         return None
-    if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
+    if await _kept_there(ctx, ref, namespace, cluster, carrier):
         return None
-    for binding in await ctx.list(api.RESOURCE_BINDINGS, namespace):
-        if binding["metadata"].get("name") == carrier:
-            continue
-        spec = binding.get("spec") or {}
-        if ref in dependencies(binding) and not spec.get("templateDeleted") and \
-                cluster in {str(c.get("name")) for c in spec.get("clusters") or []}:
-            return None
     try:
         live = await ctx.copy(KINDS[ref.kind], cluster, ref.name, namespace)
     except ClientError:
@@ -321,39 +317,54 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
                        reason=f"dependency {ref} not needed")
 
 
-def dependencies(binding: Mapping[str, Any] | None) -> list[Ref]:
+async def _kept_there(ctx: TransformContext, ref: Ref, namespace: str, cluster: str,
+                      carrier: str) -> bool:
+    """Whether ``ref``'s copy in ``cluster`` stays for someone else: its own policy places
+    it there, or another binding of the namespace carries it there. A binding that cannot
+    be read keeps it too (nothing is deleted on the word of a record nobody can read)."""
+    try:
+        if cluster in owned_clusters(await _own_record(ctx, ref, namespace)):
+            return True
+    except bindings.BindingError:
+        return True
+    for binding, record in bindings.readable(await ctx.list(api.RESOURCE_BINDINGS, namespace)):
+        if binding["metadata"].get("name") == carrier:
+            continue
+        if record is None or (ref in dependencies(record) and cluster in record.placements()):
+            return True
+    return False
+
+
+def dependencies(record: bindings.BindingRecord | None) -> list[Ref]:
     """The dependencies a binding records as carried (unparseable entries ignored: the
     record is ours, and a name we could not have written is never acted on)."""
-    return _refs(binding, "dependencies")
+    return _refs(record.behaviour.dependencies if record is not None else ())
 
 
-def awaited(binding: Mapping[str, Any] | None) -> list[Ref]:
+def awaited(record: bindings.BindingRecord | None) -> list[Ref]:
     """The dependencies a binding records as named but missing on the hub (:data:`AWAITED`)."""
-    return _refs(binding, AWAITED)
+    return _refs(record.behaviour.awaited_dependencies if record is not None else ())
 
 
-def _refs(binding: Mapping[str, Any] | None, field: str) -> list[Ref]:
-    found = ((binding or {}).get("spec") or {}).get(field) or []
-    refs = [Ref.parse(str(text)) for text in found] if isinstance(found, list) else []
-    return sorted(r for r in refs if r is not None)
+def _refs(found: tuple[str, ...]) -> list[Ref]:
+    return sorted(r for r in (Ref.parse(text) for text in found) if r is not None)
 
 
-async def _own_binding(ctx: TransformContext, ref: Ref, namespace: str | None
-                       ) -> ReadOnly | None:
-    found = await ctx.get(api.RESOURCE_BINDINGS, records.binding_name(ref.name, ref.kind),
+async def _own_record(ctx: TransformContext, ref: Ref, namespace: str | None
+                      ) -> bindings.BindingRecord | None:
+    """The record of the dependency's own binding (its own policy placing it), if any;
+    raises :class:`~federation.hub.bindings.BindingError` when it cannot be read."""
+    found = await ctx.get(api.RESOURCE_BINDINGS, bindings.binding_name(ref.name, ref.kind),
                           namespace, ctx.hub)
-    target = ((found or {}).get("spec") or {}).get("resource") or {}
-    if target.get("kind") != ref.kind or target.get("name") != ref.name:
+    record = bindings.BindingRecord.of(found)
+    if found is None or not record.records(ref.kind, ref.name):
         return None  # another object's binding that happens to have the name
-    return found
+    return record
 
 
-def owned_clusters(binding: Mapping[str, Any] | None) -> set[str]:
+def owned_clusters(record: bindings.BindingRecord | None) -> set[str]:
     """Clusters where the dependency's own binding (its own policy) places it."""
-    spec = (binding or {}).get("spec") or {}
-    if spec.get("templateDeleted"):
-        return set()
-    return {str(c.get("name")) for c in spec.get("clusters") or []}
+    return set(record.placements()) if record is not None else set()
 
 
 
@@ -377,10 +388,11 @@ class Dependents:
         _, carried, waiting = self._by_binding.pop(key, ({}, set(), set()))
         for ref in carried | waiting:
             self._index.get((key[0], ref), set()).discard(key)
-        carried = set() if deleted else set(dependencies(binding))
-        waiting = set() if deleted else set(awaited(binding))
-        if carried or waiting:
-            target = dict((binding.get("spec") or {}).get("resource") or {})
+        record = None if deleted else bindings.read(binding)
+        carried = set(dependencies(record))  # an unreadable one: nothing (it carries nothing)
+        waiting = set(awaited(record))
+        if record is not None and (carried or waiting):
+            target = record.resource.to_obj()
             self._by_binding[key] = (target, carried, waiting)
             for ref in carried | waiting:
                 self._index.setdefault((key[0], ref), set()).add(key)

@@ -14,7 +14,7 @@ from federation.contexts.client import ClusterUnavailable
 from federation.controllers import cleanup
 from federation.controllers.propagation import preserve
 from federation.controllers.propagation.reconciler import Reconciler
-from federation.hub import manifests
+from federation.hub import bindings, manifests
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeRecorder,
@@ -154,7 +154,8 @@ def test_a_record_from_before_the_field_releases_every_pending_copy() -> None:
     an object loses nothing, so each pending copy is released as it was then."""
     old = {"spec": {"preserveResourcesOnDeletion": True, "templateDeleted": True,
                     "pendingCleanup": ["member2"], "clusters": []}}
-    assert preserve.releases(old, "member2")
-    assert not preserve.releases({"spec": {**old["spec"], preserve.LEFT: ["member2"]}},
+    record = bindings.BindingRecord.of
+    assert preserve.releases(record(old), "member2")
+    assert not preserve.releases(record({"spec": {**old["spec"], preserve.LEFT: ["member2"]}}),
                                  "member2")
-    assert not preserve.releases({"spec": {"templateDeleted": True}}, "member2")
+    assert not preserve.releases(record({"spec": {"templateDeleted": True}}), "member2")
