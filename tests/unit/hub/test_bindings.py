@@ -373,3 +373,14 @@ def test_same_record_ignores_members_status_fields_and_messages() -> None:
     moved["spec"]["pendingCleanup"] = []
     assert not bindings.same_record(obj, moved)
     assert not bindings.same_record(None, obj)
+    relabelled = {**obj, "metadata": {**obj["metadata"], "labels": {}}}
+    assert not bindings.same_record(relabelled, obj)
+    assert not bindings.same_record({**obj, "spec": "garbage"}, obj)
+
+
+def test_replaced_keeps_the_objects_identity() -> None:
+    """A record written over a cached binding keeps its metadata (the version a PUT needs)."""
+    cached = {**written(), "metadata": {"name": "web-deployment", "resourceVersion": "7"}}
+    emptied = bindings.replaced(cached, bindings.BindingRecord())
+    assert emptied["metadata"] == cached["metadata"]
+    assert bindings.BindingRecord.of(emptied) == bindings.BindingRecord()
