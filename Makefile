@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 FEDCTL := $(BIN)/fedctl
 
-.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image manifests
+.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image manifests coverage
 
 # Installs are reproducible: every package (runtime and dev) comes from requirements.lock,
 # exact versions with their hashes, and the project itself is installed without resolving
@@ -53,9 +53,18 @@ deps: $(VENV)/.installed
 run: deps
 	scripts/run-local.sh
 
-## The whole test suite: lint, types, unit and e2e tests.
+## The whole test suite: lint, types, unit and e2e tests, then the coverage floors.
 test: deps lint
 	$(BIN)/pytest
+	$(MAKE) coverage
+
+## Unit coverage floors of the controller kit (95%) and the applications controller (90%),
+## from the controllers' and the Application model's unit tests.
+coverage: $(VENV)/.installed
+	$(BIN)/pytest -q -m "not e2e" -p no:randomly --cov=federation.controllers --cov-report= \
+		tests/unit/controllers tests/unit/apps
+	$(BIN)/coverage report --include='federation/controllers/kit/*' --fail-under=95
+	$(BIN)/coverage report --include='federation/controllers/applications/*' --fail-under=90
 
 unit: $(VENV)/.installed
 	$(BIN)/pytest -m "not e2e"

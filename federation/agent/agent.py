@@ -45,7 +45,7 @@ from prometheus_client.registry import Collector
 
 from federation.agent.applied import Applied
 from federation.agent.session import Session, Worker
-from federation.contexts.client import ClusterClient
+from federation.contexts.client import ObjectClient
 from federation.work import identity
 from federation.work.proto import work_pb2 as pb
 from federation.work.server import METHOD
@@ -75,7 +75,7 @@ class AgentSettings:
 
 
 class Agent:
-    def __init__(self, settings: AgentSettings, client: ClusterClient) -> None:
+    def __init__(self, settings: AgentSettings, client: ObjectClient) -> None:
         self.settings = settings
         self.client = client
         self.worker = Worker(settings.cluster, client,

@@ -38,7 +38,7 @@ from typing import Any
 from federation.agent import applied as applied_
 from federation.agent.applied import Applied
 from federation.contexts import cache, health
-from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
+from federation.contexts.client import JSON, ApiError, ClientError, ObjectClient, Resource
 from federation.hub import manifests
 from federation.work import wire
 from federation.work.proto import work_pb2 as pb
@@ -85,7 +85,7 @@ class Session:
 class Worker:
     """Applies work to the agent's cluster and mirrors subscribed resources back."""
 
-    def __init__(self, cluster: str, client: ClusterClient, applied: Applied,
+    def __init__(self, cluster: str, client: ObjectClient, applied: Applied,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.cluster = cluster
         self.client = client

@@ -1,7 +1,9 @@
 """Applications (KubeVela's model) as pure functions: no I/O, no clock, no client.
 
 :mod:`.model` validates an Application's spec (KubeVela's field names), :mod:`.render`
-turns components and traits into manifests, :mod:`.policies` turns topology and
+turns components and traits into manifests (with :mod:`.pods`, :mod:`.storage`,
+:mod:`.ingress`, :mod:`.jsonpatch` and :mod:`.fields`), :mod:`.patches` applies override
+policies' component patches as KubeVela does, :mod:`.policies` turns topology and
 override policies into per-cluster manifests through the placement engine,
 :mod:`.revision` hashes content into revisions, :mod:`.workflow` is the step state
 machine and :mod:`.tracker` the ResourceTracker's diff. :mod:`.compile` ties them

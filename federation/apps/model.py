@@ -28,18 +28,20 @@ import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
-COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects")
-TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage")
+COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset")
+TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
+               "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
+               "container-image", "hostalias", "json-merge-patch", "json-patch")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
-STEP_TYPES = ("deploy", "suspend", "approve", "notification")
+STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -67,6 +69,9 @@ MAX_MESSAGE = 4000
 truncates at 40,000); the text is also the Event's message and is queued until sent."""
 
 
+_ModelT = TypeVar("_ModelT", bound="_Model")
+
+
 class AppError(ValueError):
     """An Application (or Policy) that cannot be honoured; the message names the field."""
 
@@ -75,22 +80,33 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+def _null_is_empty(value: Any) -> Any:
+    """KubeVela reads ``properties: null`` and ``traits: null`` as absent (Go's nil)."""
+    return {} if value is None else value
+
+
 class Trait(_Model):
     type: str = Field(min_length=1)
-    properties: dict[str, Any] = Field(default_factory=dict)
+    properties: Annotated[dict[str, Any], BeforeValidator(_null_is_empty)] = \
+        Field(default_factory=dict)
 
 
 class Component(_Model):
     name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     type: str = Field(min_length=1)
-    properties: dict[str, Any] = Field(default_factory=dict)
-    traits: tuple[Trait, ...] = ()
+    properties: Annotated[dict[str, Any], BeforeValidator(_null_is_empty)] = \
+        Field(default_factory=dict)
+    traits: Annotated[tuple[Trait, ...], BeforeValidator(lambda v: () if v is None else v)] \
+        = ()
 
 
 class PolicySpec(_Model):
-    name: str = Field(min_length=1)
+    name: str = ""
+    """KubeVela's name is optional; :func:`parse_spec` names an unnamed policy by its path
+    (``spec.policies[2]``), which no named policy can clash with."""
     type: str = Field(min_length=1)
-    properties: dict[str, Any] = Field(default_factory=dict)
+    properties: Annotated[dict[str, Any], BeforeValidator(_null_is_empty)] = \
+        Field(default_factory=dict)
 
 
 class Step(_Model):
@@ -107,7 +123,9 @@ class Workflow(_Model):
 
 
 class AppSpec(_Model):
-    components: tuple[Component, ...] = Field(min_length=1)
+    components: Annotated[tuple[Component, ...],
+                          BeforeValidator(lambda v: () if v is None else v)] = ()
+    """KubeVela takes an Application without components (a workflow of other steps)."""
     policies: tuple[PolicySpec, ...] = ()
     workflow: Workflow | None = None
 
@@ -148,26 +166,41 @@ def _path(loc: Sequence[int | str], prefix: str) -> str:
     return out
 
 
-def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
-    """The Application's spec, validated: types, names, steps and their options."""
-    _check_counts(spec, where)
+def _validated(cls: type[_ModelT], raw: Any, where: str) -> _ModelT:
+    """``raw`` as ``cls``; a pydantic error becomes :class:`AppError` naming the field."""
     try:
-        parsed = AppSpec.model_validate(spec)
+        return cls.model_validate(raw)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         message = "not supported by this control plane" \
             if first["type"] == "extra_forbidden" else first["msg"]
         raise AppError(f"{_path(first['loc'], where)}: {message}") from None
+
+
+def component(raw: Any, where: str) -> Component:
+    """A component written somewhere else than ``spec.components`` (an override's entry
+    that adds or replaces one), validated as one (its types: by the renderer)."""
+    return _validated(Component, raw, where)
+
+
+def check_types(component: Component, where: str) -> None:
+    """The component's type and its traits' types are built-ins (:class:`AppError`)."""
+    if component.type not in COMPONENT_TYPES:
+        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
+                       f"({', '.join(COMPONENT_TYPES)})")
+    for index, trait in enumerate(component.traits):
+        if trait.type not in TRAIT_TYPES:
+            raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
+                           f"trait ({', '.join(TRAIT_TYPES)})")
+
+
+def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
+    """The Application's spec, validated: types, names, steps and their options."""
+    _check_counts(spec, where)
+    parsed = _named(_validated(AppSpec, spec, where), where)
     _check_names(parsed, where)
-    for index, component in enumerate(parsed.components):
-        if component.type not in COMPONENT_TYPES:
-            raise AppError(f"{where}.components[{index}].type: {component.type!r} is not a "
-                           f"built-in type ({', '.join(COMPONENT_TYPES)})")
-        for t_index, trait in enumerate(component.traits):
-            if trait.type not in TRAIT_TYPES:
-                raise AppError(f"{where}.components[{index}].traits[{t_index}].type: "
-                               f"{trait.type!r} is not a built-in trait "
-                               f"({', '.join(TRAIT_TYPES)})")
+    for index, component_ in enumerate(parsed.components):
+        check_types(component_, f"{where}.components[{index}]")
     for index, policy in enumerate(parsed.policies):
         if policy.type not in POLICY_TYPES:
             raise AppError(f"{where}.policies[{index}].type: {policy.type!r} is not a "
@@ -178,6 +211,15 @@ def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
         for index, step in enumerate(parsed.workflow.steps):
             _check_step(step, f"{where}.workflow.steps[{index}]")
     return parsed
+
+
+def _named(spec: AppSpec, where: str) -> AppSpec:
+    """Unnamed policies named by their path (KubeVela's name is optional)."""
+    if all(p.name for p in spec.policies):
+        return spec
+    named = tuple(p if p.name else p.model_copy(update={"name": f"{where}.policies[{i}]"})
+                  for i, p in enumerate(spec.policies))
+    return spec.model_copy(update={"policies": named})
 
 
 def _check_counts(spec: Any, where: str) -> None:
@@ -217,7 +259,8 @@ def _check_step(step: Step, where: str) -> None:
         duration_seconds(step.timeout, f"{where}.timeout")
     allowed = {"deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
                "suspend": {"duration", "message"}, "approve": {"duration", "message"},
-               "notification": {"webhook", "slack", "message"}}[step.type]
+               "notification": {"webhook", "slack", "message"},
+               "apply-component": {"component", "cluster", "namespace"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -233,6 +276,12 @@ def _check_step(step: Step, where: str) -> None:
         if props.get("auto", True) is not True:
             raise AppError(f"{where}.properties.auto: only true is supported (use a suspend "
                            "step before the deploy)")
+    if step.type == "apply-component":
+        for key in ("component", "cluster", "namespace"):
+            if key in props and not isinstance(props[key], str):
+                raise AppError(f"{where}.properties.{key}: must be a string")
+        if not props.get("component"):
+            raise AppError(f"{where}.properties.component: required")
     if step.type in ("suspend", "approve") and "duration" in props:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
     if step.type == "notification":

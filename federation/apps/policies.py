@@ -29,8 +29,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.apps import render, scope
-from federation.apps.model import AppError, AppSpec, Component, PolicySpec, RenderBudget, Trait
+from federation.apps import patches, render, scope
+from federation.apps.model import AppError, AppSpec, PolicySpec, RenderBudget
 from federation.apps.scope import PROTECTED_NAMESPACES
 from federation.hub import overrides
 from federation.placement import clusters as clusters_
@@ -104,66 +104,6 @@ def gc_of(policies: Sequence[PolicySpec]) -> GarbageCollect:
 # -- override (KubeVela's component patches) -------------------------------------------------
 
 
-def merge(base: Any, patch: Any) -> Any:
-    """Maps merged key by key (recursively); anything else replaced by the patch."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
-        for key, value in patch.items():
-            out[key] = merge(base.get(key), value) if key in base else copy.deepcopy(value)
-        return out
-    return copy.deepcopy(patch)
-
-
-def override_components(components: Sequence[Component], policy: PolicySpec
-                        ) -> list[Component]:
-    props = policy.properties
-    where = f"policy {policy.name} properties"
-    _check(props, {"components", "selector", "overrideRules"}, where)
-    selector = props.get("selector")
-    if selector is not None and (not isinstance(selector, list) or
-                                 not all(isinstance(s, str) for s in selector)):
-        raise AppError(f"{where}.selector: a list of component names")
-    result = [c for c in components if selector is None or c.name in selector]
-    for index, patch in enumerate(props.get("components") or []):
-        here = f"{where}.components[{index}]"
-        if not isinstance(patch, dict):
-            raise AppError(f"{here}: must be a map")
-        _check(patch, {"name", "type", "properties", "traits"}, here)
-        result = [_patch_component(c, patch, here) if _matches(c, patch) else c
-                  for c in result]
-    return result
-
-
-def _matches(component: Component, patch: Mapping[str, Any]) -> bool:
-    name, kind = patch.get("name"), patch.get("type")
-    return (name in (None, "", "*") or name == component.name) and \
-        (kind in (None, "") or kind == component.type)
-
-
-def _patch_component(component: Component, patch: Mapping[str, Any], where: str) -> Component:
-    properties = merge(component.properties, patch.get("properties") or {})
-    traits = list(component.traits)
-    for index, raw in enumerate(patch.get("traits") or []):
-        here = f"{where}.traits[{index}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            raise AppError(f"{here}.type: required")
-        _check(raw, {"type", "properties", "disable"}, here)
-        position = next((i for i, t in enumerate(traits) if t.type == raw["type"]), None)
-        if raw.get("disable"):
-            if position is not None:
-                traits.pop(position)
-            continue
-        if position is None:
-            traits.append(Trait(type=raw["type"], properties=raw.get("properties") or {}))
-        else:
-            old = traits[position]
-            traits[position] = Trait(type=old.type,
-                                     properties=merge(old.properties, raw.get("properties")
-                                                      or {}))
-    return Component(name=component.name, type=component.type, properties=properties,
-                     traits=tuple(traits))
-
-
 def cluster_rules(policy: PolicySpec, namespace: str) -> overrides.OverridePolicy | None:
     """Our ``overrideRules`` as an OverridePolicy, validated like any (refusals included)."""
     rules = policy.properties.get("overrideRules")
@@ -190,9 +130,13 @@ class Topology:
     """KubeVela's ``allowEmpty``: a selection matching no member places nothing."""
     names_from_clusters: bool = False
     """The cluster names came from KubeVela's ``clusters`` (for the path in a refusal)."""
+    uses_local: bool = False
+    """It places on KubeVela's ``local`` (named or by default)."""
 
 
 def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
+    """A topology policy as a placement. Neither ``clusters``, ``clusterLabelSelector`` nor
+    ``placement``: KubeVela's local cluster (``local_cluster``), as in KubeVela."""
     props = policy.properties
     where = f"policy {policy.name} properties"
     _check(props, {"clusters", "clusterLabelSelector", "clusterSelector", "namespace",
@@ -200,39 +144,47 @@ def topology_of(policy: PolicySpec, local_cluster: str | None) -> Topology:
     placement = copy.deepcopy(props.get("placement") or {})
     if not isinstance(placement, dict):
         raise AppError(f"{where}.placement: a placement block (PropagationPolicy schema)")
-    affinity: JSON = {}
-    if "clusters" in props:
-        names = props["clusters"]
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise AppError(f"{where}.clusters: a list of cluster names")
-        resolved = []
-        for name in names:
-            if name == LOCAL:
-                if local_cluster is None:
-                    raise AppError(f"{where}.clusters: 'local' (KubeVela's control-plane "
-                                   "cluster) names no member here; start fedctl run with "
-                                   "--app-local-cluster NAME")
-                name = local_cluster
-            resolved.append(name)
-        affinity["clusterNames"] = resolved
-    selector = props.get("clusterLabelSelector", props.get("clusterSelector"))
-    if selector is not None:
-        if not isinstance(selector, dict):
-            raise AppError(f"{where}.clusterLabelSelector: a map of labels")
-        affinity["labelSelector"] = {"matchLabels": dict(selector)}
+    affinity, uses_local = _affinity(props, local_cluster, where)
     if affinity:
         if "clusterAffinity" in placement or "clusterAffinities" in placement:
             raise AppError(f"{where}.placement.clusterAffinity: give the clusters either "
                            "here or in clusters/clusterLabelSelector, not both")
         placement["clusterAffinity"] = affinity
-    placement.setdefault("replicaScheduling", {"replicaSchedulingType": "Duplicated"})
+    if placement.get("replicaScheduling") is None:  # absent or null: KubeVela's copies
+        placement["replicaScheduling"] = {"replicaSchedulingType": "Duplicated"}
     namespace = props.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise AppError(f"{where}.namespace: a namespace name")
     allow_empty = props.get("allowEmpty", False)
     if not isinstance(allow_empty, bool):
         raise AppError(f"{where}.allowEmpty: true or false")
-    return Topology(policy.name, namespace, placement, allow_empty, "clusters" in props)
+    return Topology(policy.name, namespace, placement, allow_empty, "clusters" in props,
+                    uses_local)
+
+
+def _affinity(props: Mapping[str, Any], local_cluster: str | None, where: str
+              ) -> tuple[JSON, bool]:
+    """KubeVela's cluster choice as a cluster affinity, and whether it names ``local``."""
+    affinity: JSON = {}
+    names = props.get("clusters")
+    if names is None and props.get("clusterLabelSelector", props.get("clusterSelector")) \
+            is None and not props.get("placement"):
+        names = [LOCAL]
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise AppError(f"{where}.clusters: a list of cluster names")
+        if LOCAL in names and local_cluster is None:
+            raise AppError(f"{where}.clusters: KubeVela's local cluster (named 'local', or "
+                           "the default of a topology without clusters) names no member "
+                           "here; give --local-cluster NAME (fedctl run "
+                           "--app-local-cluster NAME)")
+        affinity["clusterNames"] = [local_cluster if n == LOCAL else n for n in names]
+    selector = props.get("clusterLabelSelector", props.get("clusterSelector"))
+    if selector is not None:
+        if not isinstance(selector, dict):
+            raise AppError(f"{where}.clusterLabelSelector: a map of labels")
+        affinity["labelSelector"] = {"matchLabels": dict(selector)}
+    return affinity, names is not None and LOCAL in names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,45 +216,31 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     is spent from ``budget`` (the compile's, over every deploy step) before it is placed."""
     grant = grant or scope.Grant(namespace)
     budget = budget or RenderBudget()
-    chosen: list[PolicySpec] = []
-    for name in step_policies:
-        if name not in policies:
-            raise AppError(f"{where}.properties.policies: no policy {name!r} in the "
-                           "Application or as a Policy in its namespace")
-        chosen.append(policies[name])
-    if not step_policies:
-        chosen = [p for p in policies.values() if p.type in ("topology", "override")]
-    topologies = [topology_of(p, local_cluster) for p in chosen if p.type == "topology"]
-    components = list(spec.components)
+    chosen = _chosen(step_policies, policies, where)
+    entries = patches.entries_of(spec.components)
     rules: list[overrides.OverridePolicy] = []
     for policy in chosen:
         if policy.type == "override":
-            components = override_components(components, policy)
+            _check(policy.properties, {"components", "selector", "overrideRules"},
+                   f"policy {policy.name} properties")
+            entries = patches.override(entries, policy)
             rule = cluster_rules(policy, namespace)
             if rule is not None:
                 rules.append(rule)
-    if not topologies:
-        if local_cluster is None:
-            raise AppError(f"{where}: no topology policy, and no local cluster to deploy to")
-        topologies = [Topology("local", None, {
-            "clusterAffinity": {"clusterNames": [local_cluster]},
-            "replicaScheduling": {"replicaSchedulingType": "Duplicated"}})]
-    per_cluster: dict[str, list[JSON]] = {}
+    topologies = _topologies(chosen, local_cluster, fleet, where)
     notes: list[str] = []
+    placed = _Placed()
     for topology in topologies:
         target_ns = topology.namespace or namespace
-        for index, component in enumerate(spec.components):
-            patched = next((c for c in components if c.name == component.name), None)
-            if patched is None:
-                continue
-            objects = render.render_component(patched, app, target_ns,
-                                              f"spec.components[{index}]")
+        for entry in entries:
+            objects = render.render_component(entry.component, app, target_ns, entry.where)
             budget.spend(len(objects), where)
-            _check_scope(objects, f"spec.components[{index}]")
-            scope.check_objects(objects, grant, f"spec.components[{index}]")
-            placed = _place(objects, topology, target_ns, fleet, notes)
-            for cluster, manifests in placed.items():
-                per_cluster.setdefault(cluster, []).extend(manifests)
+            _check_scope(objects, entry.where)
+            scope.check_objects(objects, grant, entry.where)
+            for cluster, manifests in _place(objects, topology, target_ns, fleet,
+                                             notes).items():
+                placed.add(cluster, manifests, topology.name)
+    per_cluster = placed.clusters
     if rules:
         per_cluster = _apply_rules(per_cluster, rules, fleet)
     empty = tuple(sorted({t.name for t in topologies
@@ -310,6 +248,67 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes), empty)
 
 
+def _chosen(step_policies: Sequence[str], policies: Mapping[str, PolicySpec], where: str
+            ) -> list[PolicySpec]:
+    """The step's policies in its order; none named: every topology and override."""
+    if not step_policies:
+        return [p for p in policies.values() if p.type in ("topology", "override")]
+    for name in step_policies:
+        if name not in policies:
+            raise AppError(f"{where}.properties.policies: no policy {name!r} in the "
+                           "Application or as a Policy in its namespace")
+    return [policies[name] for name in step_policies]
+
+
+def _topologies(chosen: Sequence[PolicySpec], local_cluster: str | None,
+                fleet: Sequence[clusters_.Cluster], where: str) -> list[Topology]:
+    """The step's topologies; none: KubeVela's local cluster. A local cluster in use must
+    be a member (else the refusal names the flag that chose it, not a policy)."""
+    topologies = [topology_of(p, local_cluster) for p in chosen if p.type == "topology"]
+    if not topologies:
+        if local_cluster is None:
+            raise AppError(f"{where}: no topology policy, and no local cluster to deploy to "
+                           "(KubeVela deploys to its own cluster: name a member with "
+                           "--local-cluster, or fedctl run --app-local-cluster)")
+        topologies = [Topology(LOCAL, None, {
+            "clusterAffinity": {"clusterNames": [local_cluster]},
+            "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}, uses_local=True)]
+    if local_cluster is not None and local_cluster not in {c.name for c in fleet}:
+        user = next((t.name for t in topologies if t.uses_local), None)
+        if user is not None:
+            asked = "this deploy step has no topology" if user == LOCAL else \
+                f"policy {user} deploys to KubeVela's local cluster"
+            raise AppError(f"{where}: {asked}, and the local cluster {local_cluster!r} "
+                           "(--local-cluster, or fedctl run --app-local-cluster) is no "
+                           "member cluster")
+    return topologies
+
+
+class _Placed:
+    """Per cluster, the objects placed so far: KubeVela places each (cluster, namespace)
+    once however many of a step's topologies select it, so an object a second topology
+    places again where it already is is not rendered twice; placed again differently
+    (another replica count), it is refused rather than one of them silently dropped."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, list[JSON]] = {}
+        self.by: dict[tuple[str, str, str, str, str], tuple[str, JSON]] = {}
+
+    def add(self, cluster: str, manifests: Sequence[JSON], topology: str) -> None:
+        for manifest in manifests:
+            meta = manifest.get("metadata") or {}
+            key = (cluster, str(manifest.get("apiVersion")), str(manifest.get("kind")),
+                   str(meta.get("namespace") or ""), str(meta.get("name")))
+            if key in self.by:
+                first, body = self.by[key]
+                if body != manifest:
+                    raise AppError(f"policy {topology}: places {key[2]} {key[3]}/{key[4]} "
+                                   f"in cluster {cluster}, where policy {first} places it "
+                                   "differently; one deploy step renders an object once "
+                                   "per cluster")
+                continue
+            self.by[key] = (topology, manifest)
+            self.clusters.setdefault(cluster, []).append(manifest)
 
 
 def _check_scope(objects: Sequence[JSON], where: str) -> None:
@@ -331,8 +330,7 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
     workload = next((o for o in objects if o.get("kind") in render.WORKLOAD_KINDS), None)
     primary = workload or objects[0]
     resource = resources_.from_manifest(primary)
-    policy = loader.parse_policy(_policy_document(topology, resource),
-                                 f"policy {topology.name}", "placement")
+    policy = _placement_policy(topology, resource)
     decision = engine.place(resource, policy, fleet)
     _check_names(topology, policy, fleet)
     if topology.allow_empty and not decision.ok and _selects_nothing(policy, fleet):
@@ -342,8 +340,9 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
         raise AppError(f"policy {topology.name}: cannot place {resource.ref}: "
                        f"{decision.error}")
     notes.extend(f"{topology.name}: {line}" for line in decision.explanation)
-    divided = topology.placement.get("replicaScheduling", {}).get(
-        "replicaSchedulingType") == "Divided"
+    divided = policy.spec.placement.replica_scheduling is not None and \
+        policy.spec.placement.replica_scheduling.replica_scheduling_type == "Divided" and \
+        workload is not None and workload.get("kind") in render.REPLICATED_KINDS
     placed: dict[str, list[JSON]] = {}
     for cluster, replicas in decision.clusters.items():
         if workload is not None and divided and replicas == 0:
@@ -356,6 +355,16 @@ def _place(objects: Sequence[JSON], topology: Topology, namespace: str,
             manifests.append(body)
         placed[cluster] = manifests
     return placed
+
+
+def _placement_policy(topology: Topology, resource: resources_.Resource) -> policy_.Policy:
+    """The topology as a PropagationPolicy; a bad ``placement`` block is refused naming
+    its field (``policy P properties.placement.clusterAfinity: unknown field``)."""
+    try:
+        return loader.parse_policy(_policy_document(topology, resource), "", "")
+    except loader.LoadError as exc:
+        field = exc.path.removeprefix("spec.")
+        raise AppError(f"policy {topology.name} properties.{field}: {exc.message}") from None
 
 
 EMPTY_NOTE = "allowEmpty: the selection matches no member cluster; nothing placed"

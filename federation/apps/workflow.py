@@ -32,6 +32,11 @@ HealthState = Literal["healthy", "progressing", "failed"]
 FINISHED = ("succeeded", "failed", "skipped")
 
 
+DEPLOYING = ("deploy", "apply-component")
+"""Step types that put a revision's objects on clusters and wait for them to be healthy
+(``apply-component``: one component to one cluster, the same machine)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class StepSpec:
     """One step as the state machine needs it (targets resolved by the controller)."""
@@ -179,7 +184,7 @@ def _fail(step: StepState, spec: StepSpec, now: float, reason: str, message: str
 
 def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, resume: bool
              ) -> tuple[StepState, list[Action], bool]:
-    if spec.type == "deploy":
+    if spec.type in DEPLOYING:
         new, actions = _deploy(step, spec, obs, now)
         return new, actions, resume
     if spec.type in ("suspend", "approve"):
@@ -262,7 +267,7 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
 
 def assignments(state: State) -> dict[str, tuple[str, ...]]:
     """Per deploy step, the clusters the revision has been put on (what they must hold)."""
-    return {s.name: s.started for s in state.steps if s.type == "deploy" and s.started}
+    return {s.name: s.started for s in state.steps if s.type in DEPLOYING and s.started}
 
 
 # -- status (the Application's status.workflow) ---------------------------------------------

@@ -134,7 +134,7 @@ def _print(compiled: compile_.Compiled) -> None:
     for step in compiled.steps:
         line = f"# step {step.name} ({step.type})"
         target = compiled.targets.get(step.name)
-        if step.type == "deploy":
+        if target is not None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \
                     f"(parallelism {step.parallelism})"
         click.echo(line)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -83,12 +84,7 @@ def install(kubeconfig_path: Path | None, hub_context: str | None,
         return
     config = kubeconfig.load(kubeconfig_path)
     context = config.context(hub_context)
-    entries = []
-    if clusters_file is not None:
-        document = yaml.safe_load(clusters_file.read_text()) or {}
-        entries = list(document.get("clusters") or [])
-        if not all(isinstance(e, dict) and e.get("name") for e in entries):
-            raise click.ClickException(f"{clusters_file}: clusters[] entries need a name")
+    entries = _cluster_entries(clusters_file)
     members: list[kubeconfig.Context] = []
     if with_rbac:
         names = [str(e.get("context") or e["name"]) for e in entries]
@@ -116,10 +112,26 @@ def install(kubeconfig_path: Path | None, hub_context: str | None,
         click.echo(f"control plane {options.image_ref} applied in {settings.namespace}: "
                    f"{', '.join(deployed)}")
     if with_rbac:
-        where = ", ".join(m.name for m in members) or "no member (none given)"
-        click.echo(f"RBAC for {settings.user} applied: hub roles on {context.name}, "
-                   f"member role on {where} ({len(settings.kinds)} propagated kinds)")
-        if settings.secret_namespaces:
-            click.echo(f"Secrets readable in: {', '.join(settings.secret_namespaces)}")
+        _report_rbac(settings, context.name, members)
     if registered:
         click.echo(f"registered MemberClusters: {', '.join(registered)}")
+
+
+def _cluster_entries(clusters_file: Path | None) -> list[dict[str, Any]]:
+    """The ``clusters[]`` of a --clusters file (each needs a name); none without one."""
+    if clusters_file is None:
+        return []
+    document = yaml.safe_load(clusters_file.read_text()) or {}
+    entries = list(document.get("clusters") or [])
+    if not all(isinstance(e, dict) and e.get("name") for e in entries):
+        raise click.ClickException(f"{clusters_file}: clusters[] entries need a name")
+    return entries
+
+
+def _report_rbac(settings: roles.Settings, hub: str,
+                 members: list[kubeconfig.Context]) -> None:
+    where = ", ".join(m.name for m in members) or "no member (none given)"
+    click.echo(f"RBAC for {settings.user} applied: hub roles on {hub}, "
+               f"member role on {where} ({len(settings.kinds)} propagated kinds)")
+    if settings.secret_namespaces:
+        click.echo(f"Secrets readable in: {', '.join(settings.secret_namespaces)}")

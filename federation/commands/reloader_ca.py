@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from federation.commands.join import write_agent_files
-from federation.contexts.client import ClusterClient
+from federation.contexts.client import ObjectClient
 from federation.hub.reconfigure import (
     RELOADER_CA_SECRET,
     RELOADER_CLIENT_NAME,
@@ -35,7 +35,7 @@ def server_certificate(ca: identity.CA) -> tuple[bytes, bytes]:
     return identity.issue_server(ca, [RELOADER_SERVER_NAME], common_name=SERVER_COMMON_NAME)
 
 
-async def server_files(hub: ClusterClient, directory: Path) -> dict[str, Path]:
+async def server_files(hub: ObjectClient, directory: Path) -> dict[str, Path]:
     """Ensure the reloaders' CA on the hub and write a server certificate into
     ``directory``; the paths by role (``cert``, ``key``, ``ca``)."""
     ca = await identity.ensure_ca(hub, RELOADER_CA_SECRET)
@@ -48,7 +48,7 @@ def client_tls_from(ca: identity.CA) -> ClientTLS:
     return ClientTLS(ca_pem=ca.cert_pem, cert_pem=cert, key_pem=key)
 
 
-async def client_tls(hub: ClusterClient) -> ClientTLS:
+async def client_tls(hub: ObjectClient) -> ClientTLS:
     """The rollout controller's credentials for reloaders, from the hub's reloader CA
     (:class:`identity.CAMissing` when nobody made it yet)."""
     return client_tls_from(await identity.load_ca(hub, RELOADER_CA_SECRET))

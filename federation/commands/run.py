@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -112,7 +112,7 @@ class ReloaderCaller:
         self.tls: ClientTLS | None = None
         self.problem = "the reloaders' client certificate is not loaded yet"
 
-    async def prepare(self, hub: kube.ClusterClient) -> None:
+    async def prepare(self, hub: kube.ObjectClient) -> None:
         from federation.commands import reloader_ca
         from federation.hub.reconfigure import RELOADER_CA_SECRET
         from federation.work import identity
@@ -291,15 +291,13 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    timings = {"lease_duration": leader_elect_lease_duration,
-               "renew_deadline": leader_elect_renew_deadline,
-               "retry_period": leader_elect_retry_period}
     try:
         election = leader_settings(leader_elect, leader_election_namespace, leader_election_id,
-                                   timings)
+                                   {"lease_duration": leader_elect_lease_duration,
+                                    "renew_deadline": leader_elect_renew_deadline,
+                                    "retry_period": leader_elect_retry_period})
     except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc))
     settings = manager.ManagerSettings(
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address, metrics_secure=metrics_secure,
@@ -310,37 +308,22 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     try:
         deny_list = deny.DenyList.configured(propagation_deny)
     except deny.DenyError as exc:
-        click.echo(f"error: --propagation-deny: {exc}", err=True)
-        sys.exit(1)
+        _fail(f"--propagation-deny: {exc}")
     try:
-        manager.parse_bind_address(metrics_bind_address)
-        manager.parse_bind_address(health_probe_bind_address)
-        if metrics_cert_dir is not None:
-            if not metrics_secure:
-                raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
-            auth.server_tls(metrics_cert_dir, "localhost")  # fail now, naming the file
+        _check_serving(settings, work_bind_address)
         own = own_addresses(metrics_bind_address, health_probe_bind_address,
                             work_bind_address)
         notification_egress = egress.EgressPolicy(
             egress.parse_networks(notification_allow), own)
         reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
-        config = incluster.load(kubeconfig_path)  # no kubeconfig in a pod: its ServiceAccount
-        # The allowlist covers the static contexts too: one rule for every exec plugin.
-        client_settings = kube.ClientSettings(
-            qps=kube_api_qps, burst=kube_api_burst,
-            exec_allowlist=credentials.ExecAllowlist.of(allow_exec))
-        cluster_set = clusters.ClusterSet.from_kubeconfig(
-            config, hub_context=hub_context, contexts=_split(contexts),
-            disabled=_split(disabled_contexts) or [],
-            settings=clusters.ClusterSettings(client=client_settings))
+        cluster_set = _cluster_set(kubeconfig_path, hub_context, contexts, disabled_contexts,
+                                   kube.ClientSettings(
+                                       qps=kube_api_qps, burst=kube_api_burst,
+                                       exec_allowlist=credentials.ExecAllowlist.of(allow_exec)))
     except (kubeconfig.KubeconfigError, ValueError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc))
     mgr = manager.Manager(cluster_set, settings)
-    work = None
-    if work_bind_address != "0":
-        from federation.work.server import WorkServer
-        work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
+    work = _work_server(work_bind_address, work_hosts)
     from federation.controllers import applications, propagation, reconfigure
     from federation.controllers import setup as controllers_setup
 
@@ -353,20 +336,57 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         applications=applications.ApplicationSettings(local_cluster=app_local_cluster,
                                                       cleanup_wait=cleanup_wait),
         reconfigure=reconfigure.ReconfigureSettings(caller=reloaders)))
+    _serve_until_stopped(mgr, work, work_bind_address, reloaders)
+
+
+def _work_server(work_bind_address: str, work_hosts: str) -> WorkServer | None:
+    """The pull members' work server, unless ``--work-bind-address 0``."""
+    if work_bind_address == "0":
+        return None
+    from federation.work.server import WorkServer
+    return WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _check_serving(settings: manager.ManagerSettings, work_bind_address: str) -> None:
+    """Refuse bad serving flags before anything starts (ValueError naming the flag)."""
+    manager.parse_bind_address(settings.metrics_bind_address)
+    manager.parse_bind_address(settings.health_probe_bind_address)
+    if settings.metrics_cert_dir is not None:
+        if not settings.metrics_secure:
+            raise ValueError("--metrics-cert-dir is only used with --metrics-secure")
+        auth.server_tls(settings.metrics_cert_dir, "localhost")  # fail now, naming the file
+
+
+def _cluster_set(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
+                 disabled_contexts: str, client_settings: kube.ClientSettings
+                 ) -> clusters.ClusterSet:
+    """The hub and static members (the allowlist covers their exec plugins too)."""
+    config = incluster.load(kubeconfig_path)  # no kubeconfig in a pod: its ServiceAccount
+    return clusters.ClusterSet.from_kubeconfig(
+        config, hub_context=hub_context, contexts=_split(contexts),
+        disabled=_split(disabled_contexts) or [],
+        settings=clusters.ClusterSettings(client=client_settings))
+
+
+def _serve_until_stopped(mgr: manager.Manager, work: WorkServer | None, work_bind_address: str,
+                         reloaders: ReloaderCaller) -> None:
+    """Run the manager (and the work server) until a signal; errors exit 1 with a line."""
     try:
         with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
             runner.run(serve(mgr, work, work_bind_address, reloaders))
     except manager.LeadershipLost as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc))
     except (kube.ClientError, TimeoutError) as exc:
         hint = ""
         if isinstance(exc, kube.ApiError) and exc.status == 403:
             hint = " (run `fedctl install` as an admin of the hub first: it creates the CRDs "\
                    "and the control plane's RBAC)"
-        click.echo(f"error: cannot install the hub API: {exc}{hint}", err=True)
-        sys.exit(1)
+        _fail(f"cannot install the hub API: {exc}{hint}")
     except (ValueError, OSError) as exc:  # a port in use, a certificate that will not load
         # (the work CA Secret missing or unusable is an IdentityError, a ValueError)
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc))

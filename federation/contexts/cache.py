@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 from federation.contexts import selectors
-from federation.contexts.client import JSON, ApiError, ClientError, ClusterClient, Resource
+from federation.contexts.client import JSON, ApiError, ClientError, ObjectReader, Resource
 
 log = logging.getLogger("federation.cache")
 
@@ -204,7 +204,7 @@ class _Gone(Exception):
 class Informer:
     """Keeps a :class:`Store` of one resource of one cluster current."""
 
-    def __init__(self, client: ClusterClient, resource: Resource, *,
+    def __init__(self, client: ObjectReader, resource: Resource, *,
                  namespace: str | None = None, label_selector: str | None = None,
                  field_selector: str | None = None, settings: CacheSettings | None = None,
                  cluster: str | None = None) -> None:
@@ -446,14 +446,14 @@ class CachedResource(Protocol):
     async def run(self) -> None: ...
 
 
-InformerMaker = Callable[[ClusterClient, Resource, CacheSettings, str], CachedResource]
+InformerMaker = Callable[[ObjectReader, Resource, CacheSettings, str], CachedResource]
 """Makes the cache of a restricted resource (:meth:`ClusterCache.restrict`)."""
 
 
 class ClusterCache:
     """The informers of one cluster, started on demand, each in its own named task."""
 
-    def __init__(self, client: ClusterClient, settings: CacheSettings | None = None,
+    def __init__(self, client: ObjectReader, settings: CacheSettings | None = None,
                  cluster: str | None = None) -> None:
         self.client = client
         self.cluster = cluster or client.name

@@ -63,6 +63,13 @@ no await): a freeze landing exactly there lets that one request out on resume.
 A client cannot close that; only a server-side fencing token could, and
 Kubernetes has none for arbitrary writes.
 
+**What callers ask of a cluster** is said by three protocols, each the one before plus
+more: :class:`ObjectReader` (get, list, watch: an informer), :class:`ObjectClient` (and
+the writes, and plain requests for discovery and health) and :class:`ClusterAPI` (and
+``close`` and the :attr:`~ClusterAPI.fence`: what a cluster holds). Code takes the
+narrowest that says what it uses, so another transport (a pull member's work stream, a
+test's fake) is a class of its own, never a subclass of the HTTP client.
+
 Every call carries a ``User-Agent`` (``fedctl/<version>``, plus the process's
 leader-election identity when the manager sets one) so that the API server's
 audit log attributes each write to the process that made it.
@@ -424,8 +431,78 @@ class _FencedBody(aiohttp.payload.BytesPayload):
         await super().write_with_length(writer, content_length)
 
 
+# -- what a caller may ask of one cluster --------------------------------------------------
+
+
+class ObjectReader(Protocol):
+    """Reads of one cluster's objects: what an informer needs (list, then watch from there)."""
+
+    @property
+    def name(self) -> str:
+        """The cluster's name, which every error this client raises starts with."""
+        ...
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        ...
+
+    async def list(self, resource: Resource, namespace: str | None = None,
+                   **params: Any) -> JSON: ...
+
+    def watch(self, resource: Resource, *, namespace: str | None = None,
+              resource_version: str | None = None, timeout_seconds: int = 290,
+              inactivity_timeout: float | None = None,
+              **params: Any) -> AsyncIterator[JSON]: ...
+
+
+class ObjectClient(ObjectReader, Protocol):
+    """Reads and writes of one cluster's objects, plus ``request`` and ``request_raw`` for
+    paths no verb covers (discovery, health): what the pull agent, the simulator and the
+    installers need."""
+
+    async def create(self, resource: Resource, body: JSON,
+                     namespace: str | None = None) -> JSON: ...
+
+    async def replace(self, resource: Resource, body: JSON, subresource: str | None = None
+                      ) -> JSON: ...
+
+    async def patch(self, resource: Resource, name: str, patch: Any, *,
+                    namespace: str | None = None, subresource: str | None = None,
+                    content_type: str = MERGE_PATCH, **params: Any) -> JSON: ...
+
+    async def apply(self, resource: Resource, body: JSON, field_manager: str, *,
+                    force: bool = False, subresource: str | None = None) -> JSON: ...
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None,
+                     **body: Any) -> JSON: ...
+
+    async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                      body: Any = None, content_type: str = "application/json",
+                      timeout: float | None = None) -> JSON: ...
+
+    async def request_raw(self, path: str, *, params: Mapping[str, Any] | None = None,
+                          timeout: float | None = None) -> bytes: ...
+
+
+class ClusterAPI(ObjectClient, Protocol):
+    """One engaged cluster's API, whatever carries it: what a
+    :class:`~federation.contexts.clusters.Cluster` holds and everything engaged on it uses
+    (informers, discovery, the prober, the multi-cluster client's writers).
+
+    :class:`ClusterClient` speaks HTTP to an API server;
+    :class:`federation.work.pull.WorkClient` relays to a pull member's agent. Either must
+    check :attr:`fence` as each write is sent and raise :class:`WriteRefused` instead of
+    sending when it says no, and report failures as the errors of this module (a write that
+    did not happen is never a success).
+    """
+
+    fence: WritePermit | None
+    """The permit every mutating call must pass (the manager sets leadership's)."""
+
+    async def close(self) -> None: ...
+
+
 class ClusterClient:
-    """Calls to one cluster's API server."""
+    """Calls to one cluster's API server over HTTP (a :class:`ClusterAPI`)."""
 
     def __init__(self, context: kubeconfig.Context, settings: ClientSettings | None = None,
                  *, observer: Observer | None = None,

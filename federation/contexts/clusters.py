@@ -42,6 +42,7 @@ from federation.contexts import cache, discovery, health, kubeconfig
 from federation.contexts.client import (
     ClientError,
     ClientSettings,
+    ClusterAPI,
     ClusterClient,
     ClusterUnavailable,
     Observer,
@@ -84,7 +85,7 @@ class Cluster:
     """One engaged (or deliberately not engaged) cluster."""
 
     def __init__(self, name: str, *, is_hub: bool = False, is_member: bool = True,
-                 context: kubeconfig.Context | None = None, client: ClusterClient | None = None,
+                 context: kubeconfig.Context | None = None, client: ClusterAPI | None = None,
                  disabled: bool = False, error: str | None = None,
                  settings: ClusterSettings | None = None, shares_client_of: str | None = None
                  ) -> None:
@@ -165,7 +166,7 @@ class Cluster:
             return "caches not synced"
         return "ok"
 
-    def check_writable(self) -> ClusterClient:
+    def check_writable(self) -> ClusterAPI:
         """The client to write with, or a retryable error saying why there is none."""
         if self.disabled:
             raise ClusterDisabled(self.name, "disabled by --disabled-contexts; write not done")

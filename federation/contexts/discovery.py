@@ -21,7 +21,7 @@ import asyncio
 import time
 from typing import Any
 
-from federation.contexts.client import ApiError, ClientError, ClusterClient, Resource
+from federation.contexts.client import ApiError, ClientError, ObjectClient, Resource
 
 TTL = 300.0
 """Seconds a group version's resource list is trusted. kubectl caches discovery
@@ -62,7 +62,7 @@ def parse_resource_list(group: str, version: str, document: dict[str, Any]
 class Discovery:
     """What one cluster serves, read on demand and cached."""
 
-    def __init__(self, client: ClusterClient, ttl: float = TTL) -> None:
+    def __init__(self, client: ObjectClient, ttl: float = TTL) -> None:
         self.client = client
         self.ttl = ttl
         self._lists: dict[tuple[str, str], tuple[float, dict[str, Resource]]] = {}

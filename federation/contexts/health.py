@@ -113,7 +113,8 @@ class Transition:
 class Prober(Protocol):
     """What :func:`probe` needs of a client."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def request_raw(self, path: str, *, timeout: float | None = None) -> bytes: ...
 

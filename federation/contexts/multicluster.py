@@ -1,7 +1,10 @@
 """The multi-cluster client: reads from caches, writes to one named context each.
 
 Controllers hold one :class:`MultiClusterClient` and never a bare
-:class:`ClusterClient`. As in controller-runtime, reads and writes differ:
+:class:`~federation.contexts.client.ClusterAPI`; they type it as the narrowest protocol
+that says what they use (:class:`MultiCluster`, :class:`MultiClusterReader`,
+:class:`MultiClusterWriter`), so a test's in-memory fleet stands in for it. As in
+controller-runtime, reads and writes differ:
 
 - **Reads** (:meth:`~MultiClusterClient.get`, :meth:`~MultiClusterClient.list`)
   come from the informer of (cluster, resource), started on first use. By
@@ -44,14 +47,14 @@ import asyncio
 import dataclasses
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
-from typing import Any, Generic, Literal, TypeVar, cast, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
 from federation.contexts import cache, scoped, selectors
 from federation.contexts.client import (
     JSON,
     MERGE_PATCH,
     ClientError,
-    ClusterClient,
+    ClusterAPI,
     ClusterUnavailable,
     Resource,
 )
@@ -99,7 +102,7 @@ class ClusterWriter:
         self.field_manager = field_manager
 
     @property
-    def client(self) -> ClusterClient:
+    def client(self) -> ClusterAPI:
         return self.cluster.check_writable()
 
     async def resource(self, obj: Mapping[str, Any]) -> Resource:
@@ -169,6 +172,86 @@ class ClusterWriter:
         if propagation_policy:
             body["propagationPolicy"] = propagation_policy
         return await self.client.delete(resource, name, namespace, **body)
+
+
+# -- what controllers ask of the multi-cluster client --------------------------------------
+# Controllers and the kit type against these, not against MultiClusterClient, so that a test
+# passes an in-memory fleet of its own (mypy checks it structurally).
+
+
+class ClusterWrites(Protocol):
+    """Writes to one named cluster (:class:`ClusterWriter`'s surface)."""
+
+    async def resource(self, obj: Mapping[str, Any]) -> Resource: ...
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None
+                  ) -> JSON: ...
+
+    async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON: ...
+
+    async def update(self, obj: JSON, *, resource: Resource | None = None) -> JSON: ...
+
+    async def patch(self, resource: Resource, name: str, patch: JSON, *,
+                    namespace: str | None = None, resource_version: str | None = None,
+                    content_type: str = MERGE_PATCH, subresource: str | None = None
+                    ) -> JSON: ...
+
+    async def patch_status(self, resource: Resource, name: str, patch: JSON, *,
+                           namespace: str | None = None,
+                           resource_version: str | None = None) -> JSON: ...
+
+    async def apply(self, obj: JSON, *, resource: Resource | None = None, force: bool = True,
+                    resource_version: str | None = None, subresource: str | None = None
+                    ) -> JSON: ...
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     resource_version: str | None = None, uid: str | None = None,
+                     propagation_policy: str | None = "Background") -> JSON: ...
+
+
+class MultiClusterWriter(Protocol):
+    """Writes, each through one named cluster's :class:`ClusterWrites` (the event recorder
+    needs no more)."""
+
+    def cluster(self, name: str) -> ClusterWrites: ...
+
+
+class MultiClusterReader(Protocol):
+    """Cached reads across clusters (:class:`MultiClusterClient`'s, documented there)."""
+
+    @overload
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False,
+                  copy: Literal[True] = True) -> JSON | None: ...
+
+    @overload
+    async def get(self, resource: Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False,
+                  copy: Literal[False]) -> cache.ReadOnly | None: ...
+
+    @overload
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None,
+                   label_selector: str | Mapping[str, str] | None = None,
+                   allow_stale: bool = False, copy: Literal[True] = True) -> ListResult: ...
+
+    @overload
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None,
+                   label_selector: str | Mapping[str, str] | None = None,
+                   allow_stale: bool = False, copy: Literal[False]) -> ListView: ...
+
+    async def view(self, resource: Resource, name: str, namespace: str | None = None, *,
+                   cluster: str, allow_stale: bool = False) -> cache.ReadOnly | None: ...
+
+    async def list_view(self, resource: Resource, namespace: str | None = None, *,
+                        clusters: Sequence[str] | None = None,
+                        label_selector: str | Mapping[str, str] | None = None,
+                        allow_stale: bool = False) -> ListView: ...
+
+
+class MultiCluster(MultiClusterReader, MultiClusterWriter, Protocol):
+    """Cached reads and per-cluster writes: what a controller holds."""
 
 
 class MultiClusterClient:

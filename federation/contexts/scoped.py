@@ -37,7 +37,7 @@ from federation.contexts.cache import (
     WatchState,
     object_key,
 )
-from federation.contexts.client import ClientError, ClusterClient, ClusterUnavailable, Resource
+from federation.contexts.client import ClientError, ClusterUnavailable, ObjectReader, Resource
 
 log = logging.getLogger("federation.cache")
 
@@ -71,7 +71,7 @@ class ScopedInformer:
     """One resource of one cluster, cached only in the granted namespaces (see the
     module docstring); a :class:`~federation.contexts.cache.CachedResource`."""
 
-    def __init__(self, client: ClusterClient, resource: Resource, grants: Grants, *,
+    def __init__(self, client: ObjectReader, resource: Resource, grants: Grants, *,
                  settings: CacheSettings | None = None, cluster: str | None = None) -> None:
         self.client = client
         self.cluster = cluster or client.name

@@ -46,9 +46,10 @@ from federation.contexts.cache import Event, ReadOnly
 from federation.contexts.client import ApiError, ClientError
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.health import Health
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.controllers.kit import events
 from federation.hub import api, capacity, failover, status
+from federation.runtime import manager
 from federation.runtime.reconcile import Request, Result, group_kind
 
 log = logging.getLogger("federation.health")
@@ -112,7 +113,7 @@ def same_conditions(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str,
 class HealthController:
     """The MemberCluster reconciler over the members' probers; see the module docstring."""
 
-    def __init__(self, clusters: ClusterSet, mc: MultiClusterClient, recorder: events.Recorder,
+    def __init__(self, clusters: ClusterSet, mc: MultiCluster, recorder: events.EventSink,
                  settings: HealthSettings | None = None) -> None:
         self.clusters = clusters
         self.mc = mc
@@ -253,7 +254,7 @@ class HealthController:
             await self.recorder.emit(doc, "Warning", ready["reason"], ready["message"])
 
 
-def install(mgr: Any, recorder: events.Recorder,
+def install(mgr: manager.Host, recorder: events.EventSink,
             settings: HealthSettings | None = None) -> HealthController:
     """Add the ``cluster-health`` controller to a manager, fed by the members' probers."""
     from federation.runtime import controller

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from federation.contexts.client import NAMESPACES, ApiError, ClusterClient, Resource
+from federation.contexts.client import NAMESPACES, ApiError, ObjectClient, Resource
 from federation.hub import api
 from federation.rbac import roles
 
@@ -68,7 +68,7 @@ def with_digest(doc: JSON) -> JSON:
     return {**doc, "metadata": {**meta, "annotations": annotations}}
 
 
-async def install_crds(client: ClusterClient, *, only_changed: bool = False) -> list[str]:
+async def install_crds(client: ObjectClient, *, only_changed: bool = False) -> list[str]:
     """Apply every CRD (with ``only_changed``, those whose live digest differs from the
     shipped document's, or that are not established) and wait until all are established;
     their names."""
@@ -88,7 +88,7 @@ async def install_crds(client: ClusterClient, *, only_changed: bool = False) -> 
     return names
 
 
-async def _current(client: ClusterClient, name: str, digest: str) -> bool:
+async def _current(client: ObjectClient, name: str, digest: str) -> bool:
     """The live CRD is the shipped one (same digest) and is served."""
     try:
         live = await client.get(api.CRDS, name)
@@ -118,7 +118,7 @@ def member_cluster(entry: Mapping[str, Any]) -> JSON:
             "spec": spec}
 
 
-async def register_clusters(client: ClusterClient, entries: Sequence[Mapping[str, Any]]
+async def register_clusters(client: ObjectClient, entries: Sequence[Mapping[str, Any]]
                             ) -> list[str]:
     names = []
     for entry in entries:
@@ -132,7 +132,7 @@ async def register_clusters(client: ClusterClient, entries: Sequence[Mapping[str
     return names
 
 
-async def ensure_namespace(client: ClusterClient, name: str) -> None:
+async def ensure_namespace(client: ObjectClient, name: str) -> None:
     """Create namespace ``name`` unless it exists (an existing one is left as it is)."""
     try:
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
@@ -142,7 +142,7 @@ async def ensure_namespace(client: ClusterClient, name: str) -> None:
             raise
 
 
-async def install_rbac(client: ClusterClient, manifests: Sequence[roles.Manifest]) -> list[str]:
+async def install_rbac(client: ObjectClient, manifests: Sequence[roles.Manifest]) -> list[str]:
     """Apply ``manifests`` (roles before their bindings, as listed); ``Kind/name`` of each."""
     for namespace in roles.namespaces(manifests):
         await ensure_namespace(client, namespace)
@@ -162,7 +162,7 @@ async def install_rbac(client: ClusterClient, manifests: Sequence[roles.Manifest
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 
 
-async def install_service_account(client: ClusterClient, settings: roles.Settings,
+async def install_service_account(client: ObjectClient, settings: roles.Settings,
                                   expiration_seconds: int) -> tuple[str, str]:
     """In a member: the control plane's ServiceAccount and the member RBAC bound to it, then
     a token for it from the TokenRequest API; (token, its expiry as the server states it).

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from federation.contexts.cache import Event
 from federation.contexts.client import ClientError, Resource
@@ -111,8 +111,23 @@ def status_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         {k: v for k, v in new_meta.items() if k not in _BOOKKEEPING}
 
 
+class Kinds(Protocol):
+    """What a controller asks of the :class:`KindTracker`: the hub's and a member's
+    resource for a group kind, tracking a kind in members, and our own writes' record."""
+
+    @property
+    def own_writes(self) -> OwnWrites: ...
+
+    def resource(self, group_kind: str) -> Resource | None: ...
+
+    def member_resource(self, cluster: str, group_kind: str) -> Resource | None: ...
+
+    async def track_members(self, hub_resource: Resource,
+                            only: Iterable[Cluster] | None = None) -> None: ...
+
+
 class KindTracker:
-    """Hub and member informers for every propagated kind."""
+    """Hub and member informers for every propagated kind (the :class:`Kinds`)."""
 
     def __init__(self, clusters: ClusterSet, enqueue: Enqueue,
                  enqueue_after: EnqueueAfter | None = None,

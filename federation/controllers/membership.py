@@ -117,7 +117,7 @@ _KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
 
 
 class Reconciler:
-    def __init__(self, mgr: manager.Manager, recorder: events.Recorder,
+    def __init__(self, mgr: manager.Engager, recorder: events.EventSink,
                  allowed_exec: Iterable[str] = (), work: WorkServer | None = None) -> None:
         self.mgr = mgr
         self.work = work
@@ -200,7 +200,7 @@ class Reconciler:
         await self._leave(name)
         state = self.work.register(name, identity.CertificateRecord.of(doc))
         hub = self.mgr.clusters.hub
-        cluster = Cluster(name, client=pull.WorkClient(state, hub.settings.client),
+        cluster = Cluster(name, client=pull.WorkClient(state),
                           settings=hub.settings)
         self.mgr.clusters.adopt(cluster)
         self.mgr.engage(cluster)
@@ -287,7 +287,7 @@ def forget_kinds(kinds: KindTracker) -> Callable[[str], None]:
     return forget
 
 
-def install(mgr: manager.Manager, recorder: events.Recorder,
+def install(mgr: manager.Manager, recorder: events.EventSink,
             kinds: KindTracker | None = None, allowed_exec: Iterable[str] = (),
             work: WorkServer | None = None) -> None:
     """Add the ``membership`` controller to a manager."""

@@ -24,7 +24,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.controllers import secrets
 from federation.controllers.kit import events
 from federation.hub import api, deny, overrides, status
@@ -78,9 +78,9 @@ still being listed (their first list comes within a second or two)."""
 
 
 class Reconciler:
-    def __init__(self, mc: MultiClusterClient, hub: str, recorder: events.Recorder,
+    def __init__(self, mc: MultiCluster, hub: str, recorder: events.EventSink,
                  rules: deny.DenyList | None = None,
-                 access: secrets.SecretAccess | None = None) -> None:
+                 access: secrets.Granted | None = None) -> None:
         self.mc = mc
         self.hub = hub
         self.recorder = recorder

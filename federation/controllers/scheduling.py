@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Callable, Hashable
@@ -83,25 +84,21 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
 
-        def finish(result: T | None, error: BaseException | None) -> None:
+        def finish(settle: Callable[[], None]) -> None:
             self.running -= 1
             slots.release()
             if done.done():
                 return  # cancelled: the caller stopped waiting (budget, shutdown)
-            if error is not None:
-                done.set_exception(error)
-            else:
-                done.set_result(result)  # type: ignore[arg-type]
+            settle()
 
         def work() -> None:
-            result: T | None = None
-            error: BaseException | None = None
+            settle: Callable[[], None]
             try:
-                result = func(*args)
+                settle = functools.partial(done.set_result, func(*args))
             except BaseException as exc:  # handed to the waiting coroutine
-                error = exc
+                settle = functools.partial(done.set_exception, exc)
             with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(finish, result, error)
+                loop.call_soon_threadsafe(finish, settle)
 
         self.running += 1
         try:

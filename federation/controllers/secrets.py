@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from federation.contexts.cache import CachedResource, CacheSettings, ReadOnly
-from federation.contexts.client import ClusterClient, Resource
+from federation.contexts.client import ObjectReader, Resource
 from federation.contexts.clusters import Cluster
 from federation.contexts.scoped import Grants, ScopedInformer
 from federation.hub import deny
@@ -89,6 +89,12 @@ GRANTS = Grants(ROLE_BINDINGS, f"metadata.name={roles.SECRETS_ROLE}", granted_na
                 refusal)
 
 
+class Granted(Protocol):
+    """What policy validation asks of the Secret cache: the namespaces it may read."""
+
+    def granted(self) -> frozenset[str] | str | None: ...
+
+
 class SecretAccess:
     """The hub's cache of Secrets, restricted to granted namespaces: what is granted, and
     listeners told when that changes."""
@@ -98,7 +104,7 @@ class SecretAccess:
         self.informer: ScopedInformer | None = None
         self.listeners: list[Callable[[frozenset[str]], None]] = []
 
-    def make(self, client: ClusterClient, resource: Resource, settings: CacheSettings,
+    def make(self, client: ObjectReader, resource: Resource, settings: CacheSettings,
              cluster: str) -> CachedResource:
         """The :data:`~federation.contexts.cache.InformerMaker` of hub Secrets."""
         informer = ScopedInformer(client, resource, GRANTS, settings=settings, cluster=cluster)

@@ -67,7 +67,7 @@ from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
 from federation.controllers.kit import events
 from federation.controllers.propagation import propagate_deps
-from federation.hub import api, deny, manifests, reconfigure
+from federation.hub import api, deny, dependencies, manifests, reconfigure
 from federation.hub import policies as policies_
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, group_kind
@@ -121,7 +121,7 @@ class Settings:
 class Wiring:
     """The propagation controller with its kind tracker, for tests and `fedctl run`."""
 
-    def __init__(self, mgr: manager.Manager, settings: propagation.PropagationSettings) -> None:
+    def __init__(self, mgr: manager.Host, settings: propagation.PropagationSettings) -> None:
         self.mgr = mgr
         hub = mgr.clusters.hub.name
         self.recorder = events.Recorder(mgr.client, hub)
@@ -169,7 +169,7 @@ class Wiring:
         self.kinds.related = self._copied_dependency
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
             hub.cache.informer(resource).add_handler(self._binding_event)
-        for resource in propagate_deps.KINDS.values():
+        for resource in dependencies.KINDS.values():
             if self.kinds.denied_rule(resource.api_version, resource.kind) is None:
                 hub.cache.informer(resource).add_handler(self._dependency_event)
 
@@ -189,7 +189,7 @@ class Wiring:
         """A member's copy of a dependency changed or went (someone edited or deleted
         it): the templates carrying it, so it is put back now, not at their next change.
         Only our copies: a member's own object of that name is nobody's business here."""
-        if event.initial or event.resource.kind not in propagate_deps.KINDS or \
+        if event.initial or event.resource.kind not in dependencies.KINDS or \
                 not manifests.is_ours(event.obj):
             return []
         meta = event.obj.get("metadata") or {}
@@ -288,7 +288,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                                               egress=settings.reloader_egress))
 
 
-def _validation(mgr: manager.Manager, recorder: events.Recorder,
+def _validation(mgr: manager.Fleet, recorder: events.EventSink,
                 settings: propagation.PropagationSettings,
                 access: secrets.SecretAccess | None = None) -> controller.Controller:
     validation = controller.Controller(
@@ -303,7 +303,7 @@ def _validation(mgr: manager.Manager, recorder: events.Recorder,
     return validation
 
 
-def _requeue_secret_policies(mgr: manager.Manager, validation: controller.Controller) -> None:
+def _requeue_secret_policies(mgr: manager.Fleet, validation: controller.Controller) -> None:
     """The granted namespaces changed: every propagation policy selecting Secrets is
     validated again (its ``SecretsReadable`` condition)."""
     hub = mgr.clusters.hub
@@ -317,7 +317,7 @@ def _requeue_secret_policies(mgr: manager.Manager, validation: controller.Contro
                                              str(meta["name"])))
 
 
-def _cleanup(mgr: manager.Manager, wiring: Wiring,
+def _cleanup(mgr: manager.Fleet, wiring: Wiring,
              settings: propagation.PropagationSettings) -> controller.Controller:
     # As many workers as propagation: after an outage there are as many leftovers to finish
     # as there are templates to fix, and each waits on a member's API server.
@@ -325,8 +325,7 @@ def _cleanup(mgr: manager.Manager, wiring: Wiring,
         "cleanup",
         cleanup.Reconciler(mgr.client, mgr.clusters.hub.name, wiring.recorder,
                            settings.retry_pending, settings.cleanup_wait,
-                           gone=wiring.controller.queue.add,
-                           dependencies=wiring.reconciler.finish_dependencies),
+                           gone=wiring.controller.queue.add, denied=settings.deny_list),
         workers=settings.workers,
         queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federation.contexts.client import ApiError, ClusterClient, Resource
+from federation.contexts.client import ApiError, ObjectClient, Resource
 from federation.deploy.manifests import JSON
 
 FIELD_MANAGER = "federation"
@@ -40,7 +40,7 @@ def resource(body: JSON) -> Resource:
     return RESOURCES[key]
 
 
-async def apply_objects(client: ClusterClient, objects: Sequence[JSON]) -> list[str]:
+async def apply_objects(client: ObjectClient, objects: Sequence[JSON]) -> list[str]:
     """Apply each object in order; ``Kind/name`` of each. A refusal names the object."""
     applied = []
     for body in objects:
@@ -54,7 +54,7 @@ async def apply_objects(client: ClusterClient, objects: Sequence[JSON]) -> list[
     return applied
 
 
-async def _apply(client: ClusterClient, body: JSON) -> None:
+async def _apply(client: ObjectClient, body: JSON) -> None:
     target = resource(body)
     try:
         await client.apply(target, body, FIELD_MANAGER, force=True)

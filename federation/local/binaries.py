@@ -73,13 +73,14 @@ def find_binary(name: str) -> Path | None:
 def find_binaries() -> KubeBinaries:
     """Locate both binaries or raise :class:`BinaryError` naming what is missing."""
     found = {name: find_binary(name) for name in BINARY_NAMES}
-    missing = [name for name, path in found.items() if path is None]
-    if missing:
+    apiserver, etcd = found["kube-apiserver"], found["etcd"]
+    if apiserver is None or etcd is None:
+        missing = [name for name, path in found.items() if path is None]
         raise BinaryError(
             f"{', '.join(missing)} not found in $KUBEBUILDER_ASSETS, $FEDERATION_KUBE_BIN, "
             f"PATH or {cache_dir()}; run `fedctl local install` to produce them"
         )
-    return KubeBinaries(kube_apiserver=found["kube-apiserver"], etcd=found["etcd"])  # type: ignore[arg-type]
+    return KubeBinaries(kube_apiserver=apiserver, etcd=etcd)
 
 
 def install(progress: Progress) -> KubeBinaries:

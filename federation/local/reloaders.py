@@ -380,7 +380,7 @@ class ReloaderSync:
     """Keeps one member's reloaders, config directories and EndpointSlices in line with its
     workloads; :meth:`reconcile` is one level-triggered pass over the watched objects."""
 
-    def __init__(self, client: kube.ClusterClient, procs: ReloaderProcesses,
+    def __init__(self, client: kube.ObjectClient, procs: ReloaderProcesses,
                  on_change: Callable[[], None],
                  probe: Callable[[int], Any] = accepts,
                  sleep: Callable[[float], Any] = asyncio.sleep) -> None:

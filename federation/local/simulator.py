@@ -252,7 +252,7 @@ def template_digest(workload: JSON) -> str:
 class MemberSimulator:
     """Plays the node agents of one member cluster."""
 
-    def __init__(self, client: kube.ClusterClient, settings: SimulatorSettings,
+    def __init__(self, client: kube.ObjectClient, settings: SimulatorSettings,
                  node_labels: dict[str, str],
                  clock: Callable[[], float] = time.monotonic,
                  reloader_processes: reloaders.ReloaderProcesses | None = None) -> None:

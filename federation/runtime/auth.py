@@ -49,7 +49,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from federation.contexts.client import ClientError, ClusterClient, Resource
+from federation.contexts.client import ClientError, ObjectClient, Resource
 
 log = logging.getLogger("federation.auth")
 
@@ -150,7 +150,7 @@ class Budget:
 class Reviewer:
     """Authenticates bearer tokens and authorizes requests with reviews on the hub."""
 
-    def __init__(self, client: ClusterClient, settings: AuthSettings | None = None,
+    def __init__(self, client: ObjectClient, settings: AuthSettings | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.settings = s = settings or AuthSettings()

@@ -56,7 +56,7 @@ from federation.contexts.client import (
     JSON,
     ApiError,
     ClientError,
-    ClusterClient,
+    ClusterAPI,
     Fence,
     NotLeader,
     Resource,
@@ -138,7 +138,7 @@ class LeaderElector:
     drive them).
     """
 
-    def __init__(self, client: ClusterClient, settings: LeaderSettings | None = None,
+    def __init__(self, client: ClusterAPI, settings: LeaderSettings | None = None,
                  identity_: str | None = None, *, fence: Fence | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:

@@ -58,7 +58,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import prometheus_client
 from aiohttp import web
@@ -67,7 +67,7 @@ from federation.contexts import client as kube
 from federation.contexts.cache import CachedResource
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster, MultiClusterClient
 from federation.runtime import auth, leader, metrics, watchdog
 from federation.runtime import controller as controllers
 
@@ -150,8 +150,42 @@ def is_loopback(address: str) -> bool:
         return False  # a host name may resolve to anything
 
 
+class Fleet(Protocol):
+    """The clusters a manager runs for, its multi-cluster client over them, and whether
+    this process leads: what every controller reads of the manager."""
+
+    @property
+    def clusters(self) -> ClusterSet: ...
+
+    @property
+    def client(self) -> MultiCluster: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+
+class Host(Fleet, Protocol):
+    """What a controller's ``install`` asks of the :class:`Manager`: registration."""
+
+    def add(self, controller: controllers.Controller) -> controllers.Controller: ...
+
+    def add_runnable(self, name: str, runnable: Runnable) -> None: ...
+
+    def cache(self, resource: Resource, clusters: controllers.ClusterScope = "all") -> None: ...
+
+
+class Engager(Fleet, Protocol):
+    """What the membership controller asks of the :class:`Manager`: engaging a cluster
+    joined at runtime, and letting one go."""
+
+    def engage(self, cluster: Cluster) -> None: ...
+
+    async def disengage(self, name: str) -> None: ...
+
+
 class Manager:
-    """Runs caches, controllers and runnables for one :class:`ClusterSet`."""
+    """Runs caches, controllers and runnables for one :class:`ClusterSet` (a :class:`Host`
+    and an :class:`Engager`; controllers take those)."""
 
     def __init__(self, cluster_set: ClusterSet, settings: ManagerSettings | None = None) -> None:
         self.clusters = cluster_set
@@ -213,9 +247,11 @@ class Manager:
         """Give a cluster's client our metrics, User-Agent and (once elected) fence."""
         if cluster.client is None:
             return
-        cluster.client.observer = self.metrics.observe_request
-        cluster.client.user_agent = kube.user_agent(self.identity)
         cluster.client.fence = self.fence
+        if isinstance(cluster.client, kube.ClusterClient):  # HTTP's own (a pull member's
+            # calls are the agent's, under its User-Agent, and not timed here)
+            cluster.client.observer = self.metrics.observe_request
+            cluster.client.user_agent = kube.user_agent(self.identity)
 
     def _own_client(self, settings: kube.ClientSettings) -> kube.ClusterClient:
         """A hub client of our own, without the controllers' fence (the Lease, which the
@@ -463,7 +499,7 @@ class Manager:
 
     def _hub_client(self) -> kube.ClusterClient:
         client = self.clusters.hub.client
-        assert client is not None
+        assert isinstance(client, kube.ClusterClient), "the hub is reached over HTTP"
         return client
 
     async def _shutdown(self, lost: bool = False) -> None:

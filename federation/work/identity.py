@@ -47,7 +47,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from federation.contexts.client import JSON, ApiError, ClusterClient, Resource
+from federation.contexts.client import JSON, ApiError, ObjectClient, Resource
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
@@ -356,7 +356,7 @@ def ca_from_secret(secret: JSON, name: str = SECRET_NAME) -> CA:
     return ca
 
 
-async def load_ca(hub: ClusterClient, name: str = SECRET_NAME) -> CA:
+async def load_ca(hub: ObjectClient, name: str = SECRET_NAME) -> CA:
     """The CA kept in hub Secret ``name`` (the work CA by default; read only)."""
     try:
         secret = await hub.get(SECRETS, name, SECRET_NAMESPACE)
@@ -368,7 +368,7 @@ async def load_ca(hub: ClusterClient, name: str = SECRET_NAME) -> CA:
     return ca_from_secret(secret, name)
 
 
-async def ensure_ca(hub: ClusterClient, name: str = SECRET_NAME) -> CA:
+async def ensure_ca(hub: ObjectClient, name: str = SECRET_NAME) -> CA:
     """The CA of hub Secret ``name``, created (CN = ``name``) when missing (admins: join,
     local up, the local fleet's simulator)."""
     try:

@@ -1,7 +1,8 @@
 """The hub's side of a pull member: desired state out, results and mirrored state in.
 
 A pull member is an ordinary :class:`~federation.contexts.clusters.Cluster` whose client is
-a :class:`WorkClient` instead of an HTTP client. Everything above the client is unchanged,
+a :class:`WorkClient` instead of an HTTP client (both implement
+:class:`~federation.contexts.client.ClusterAPI`). Everything above the client is unchanged,
 which is the point: the propagation executor writes copies through
 ``mc.cluster(name)`` (a :class:`~federation.contexts.multicluster.ClusterWriter`), reads
 them from informers (``mc.get/list/view(..., cluster=name)``), the prober decides
@@ -57,11 +58,10 @@ from typing import Any
 from federation.contexts import selectors
 from federation.contexts.client import (
     JSON,
+    MERGE_PATCH,
     MUTATING_METHODS,
     ApiError,
     ClientError,
-    ClientSettings,
-    ClusterClient,
     ClusterUnavailable,
     Resource,
     WritePermit,
@@ -117,7 +117,7 @@ class Desired:
 
     key: Key
     generation: int
-    op: int  # pb.Op
+    op: pb.Op.ValueType
     manifest: JSON | None
     uid: str = ""
     gate: Callable[[], None] | None = None
@@ -134,7 +134,7 @@ class Desired:
 
     def message(self) -> pb.HubMessage:
         return pb.HubMessage(work=pb.Work(
-            key=wire.key_to_pb(self.key), generation=self.generation, op=self.op,  # type: ignore[arg-type]
+            key=wire.key_to_pb(self.key), generation=self.generation, op=self.op,
             manifest=wire.encode(self.manifest) if self.manifest is not None else b"",
             uid=self.uid))
 
@@ -457,7 +457,7 @@ class PullState:
             return False, False, f"no heartbeat from the agent for {silent:.0f}s"
         return True, self.agent_ready, self.agent_detail
 
-    def submit(self, key: Key, op: int, manifest: JSON | None, uid: str = "",
+    def submit(self, key: Key, op: pb.Op.ValueType, manifest: JSON | None, uid: str = "",
                gate: Callable[[], None] | None = None) -> asyncio.Future[pb.Result]:
         """Record a write as the object's next generation; its result arrives in the future."""
         if not self.connected:
@@ -532,24 +532,23 @@ def _answer(cluster: str, result: pb.Result) -> JSON:
     return wire.decode(result.object)
 
 
-class WorkClient(ClusterClient):
-    """A :class:`ClusterClient` whose server is the agent at the other end of a work stream.
+class WorkClient:
+    """A :class:`~federation.contexts.client.ClusterAPI` whose server is the agent at the
+    other end of a work stream.
 
-    It subclasses the HTTP client (without its ``__init__``: there is no kubeconfig context
-    and no connection pool) so that :class:`~federation.contexts.clusters.Cluster`, its
-    informers, discovery and prober take it unchanged; every method that would reach a
-    server is overridden here. Verbs a pull member does not serve (patches, subresource
-    writes) are refused with a 405 naming the verb, never dropped.
+    It implements the protocol a :class:`~federation.contexts.clusters.Cluster`, its
+    informers, discovery, prober and writers use, so they take it unchanged; it holds no
+    kubeconfig context, credentials or connection pool (the stream belongs to the work
+    server). Verbs a pull member does not serve (patches, subresource writes) are refused
+    with a 405 naming the verb, never dropped.
     """
 
-    def __init__(self, state: PullState, settings: ClientSettings | None = None) -> None:
-        # No super().__init__(): that builds credentials and TLS for a kubeconfig context.
+    def __init__(self, state: PullState) -> None:
         self.name = state.name
         self.state = state
-        self.settings = settings or ClientSettings()
         self.fence: WritePermit | None = None
-        self.observer = None
-        self.bucket = None
+        """Checked when a write is asked for and again as its Work is sent (see
+        :meth:`_check_fence`), like the HTTP client's as it sends."""
 
     async def close(self) -> None:
         """Nothing to close: the stream belongs to the work server."""
@@ -698,7 +697,7 @@ class WorkClient(ClusterClient):
 
     async def patch(self, resource: Resource, name: str, patch: Any, *,
                     namespace: str | None = None, subresource: str | None = None,
-                    content_type: str = "", **params: Any) -> JSON:
+                    content_type: str = MERGE_PATCH, **params: Any) -> JSON:
         raise ApiError(self.name, 405, "MethodNotAllowed",
                        f"PATCH {resource.plural} {name} is not served for a pull member; "
                        "write the whole object")
@@ -710,7 +709,7 @@ class WorkClient(ClusterClient):
         uid = str((body.get("preconditions") or {}).get("uid") or "")
         return await self._write(key, pb.DELETE, None, uid, gate)
 
-    async def _write(self, key: Key, op: int, manifest: JSON | None, uid: str,
+    async def _write(self, key: Key, op: pb.Op.ValueType, manifest: JSON | None, uid: str,
                      gate: Callable[[], None]) -> JSON:
         future = self.state.submit(key, op, manifest, uid, gate)
         result: pb.Result = await self._wait(future, None, f"write of {key}")

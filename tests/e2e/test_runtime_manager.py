@@ -256,7 +256,7 @@ async def test_readyz_fails_within_10s_of_the_hub_stopping_and_recovers(
         print(f"/readyz ready {took:.1f}s after the hub answered again")
 
 
-async def service_account_token(client: kube.ClusterClient, namespace: str, name: str) -> str:
+async def service_account_token(client: kube.ObjectClient, namespace: str, name: str) -> str:
     """A token for a ServiceAccount from the TokenRequest API (no controller needed)."""
     answer = await client.request(
         "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",

@@ -49,6 +49,15 @@ def sooner(current: float | None, other: float | None) -> float | None:
     return current if other is None else min(current, other)
 
 
+def either(first: Verdict | None, second: Verdict | None) -> Verdict | None:
+    """Both answers in one, for a step that reaches several: stop if either stops, look
+    again at the sooner of their look-agains."""
+    if first is None or second is None:
+        return first if second is None else second
+    return Verdict(stop=first.stop or second.stop,
+                   requeue_after=sooner(first.requeue_after, second.requeue_after))
+
+
 ViewT = TypeVar("ViewT", contravariant=True)
 BuildT = TypeVar("BuildT")
 

@@ -1,14 +1,17 @@
-"""The vertex for one member copy: create, update, or nothing, and whose object it is."""
+"""The vertices for one member copy: create, update, or nothing, and whose object it is;
+or its release (our marks removed) when its template goes and preserves its copies."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit import plan
-from federation.hub import manifests
+from federation.hub import manifests, preservation
 
 JSON = dict[str, Any]
+
 
 def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: bool,
                 expect: plan.Identity | None = None) -> plan.Vertex | None:
@@ -25,3 +28,10 @@ def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: b
     return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,
                        expect=expect)
 
+
+def release_vertex(cluster: str, live: Mapping[str, Any], what: str = "copy") -> plan.Vertex:
+    """The update that releases ``live`` (our ownership marks removed, its resourceVersion
+    kept: a concurrent change fails the write), for a template gone that preserves it."""
+    return plan.Vertex(cluster, plan.Action.UPDATE, preservation.released(live),
+                       reason=f"template gone; {what} preserved (preserveResourcesOnDeletion)",
+                       expect=plan.Identity.of(live))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from federation.contexts.client import ClientError
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiClusterWriter
 from federation.hub import api, status
 
 log = logging.getLogger("federation.events")
@@ -49,10 +49,19 @@ def overdue_once(since: float | None, now: float, wait: float, retry: float) -> 
     return since is not None and wait <= now - since < wait + 3 * retry
 
 
-class Recorder:
-    """Writes events on the hub, each (object, reason, message) once."""
+class EventSink(Protocol):
+    """What a controller asks of the :class:`Recorder` (a test passes a list of its own)."""
 
-    def __init__(self, mc: MultiClusterClient, hub: str, memory: int = 10000) -> None:
+    async def emit(self, obj: Mapping[str, Any], kind: EventType, reason: str,
+                   message: str) -> None: ...
+
+    def forget(self, obj: Mapping[str, Any]) -> None: ...
+
+
+class Recorder:
+    """Writes events on the hub, each (object, reason, message) once (an :class:`EventSink`)."""
+
+    def __init__(self, mc: MultiClusterWriter, hub: str, memory: int = 10000) -> None:
         self.mc = mc
         self.hub = hub
         self.memory = memory

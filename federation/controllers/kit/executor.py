@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from federation.contexts.client import ApiError
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.controllers.kit import plan
 from federation.hub import api, deny
 
@@ -65,7 +65,7 @@ class Writer:
     kind tracker's :class:`~federation.controllers.kinds.OwnWrites`, so that the watch
     event of our own write is not taken for news)."""
 
-    def __init__(self, mc: MultiClusterClient, hub: str,
+    def __init__(self, mc: MultiCluster, hub: str,
                  denied: deny.DenyList | None = None,
                  wrote: Callable[[str, JSON], None] | None = None) -> None:
         self.mc = mc
@@ -126,8 +126,12 @@ class Writer:
                                          namespace=meta.get("namespace"))
 
     async def delete(self, cluster: str, obj: JSON) -> JSON:
+        """Delete with the UID as a precondition, and the resourceVersion too when the
+        reference asks for this exact version (:func:`~.plan.reference` ``exact``)."""
         writer = self.mc.cluster(cluster)
         meta = obj["metadata"]
+        exact = obj.get(plan.PRECONDITIONS) or {}
         return await writer.delete(await writer.resource(obj), meta["name"],
-                                   meta.get("namespace"), uid=meta.get("uid"))
+                                   meta.get("namespace"), uid=meta.get("uid"),
+                                   resource_version=exact.get("resourceVersion"))
 

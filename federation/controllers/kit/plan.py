@@ -109,13 +109,29 @@ class Vertex:
                f"in {self.cluster}"
 
 
-def reference(obj: Mapping[str, Any]) -> JSON:
+def reference(obj: Mapping[str, Any], exact: bool = False) -> JSON:
     """What a DELETE vertex needs of ``obj`` (kind, name, namespace, the UID precondition),
-    as a new dict: ``obj`` may be a cached object, shared and never to be changed."""
+    as a new dict: ``obj`` may be a cached object, shared and never to be changed.
+
+    ``exact``: delete only this version of it. The reference then carries Kubernetes'
+    DeleteOptions ``preconditions`` (UID and resourceVersion), which the writer sends: an
+    object rewritten since it was read survives the delete (409), for a controller that
+    reads it live and must not delete a newer one (clean-up: a re-created template may
+    have taken it over)."""
     meta = obj.get("metadata") or {}
     kept = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion")
             if meta.get(key)}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+    found: JSON = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+                   "metadata": kept}
+    if exact:
+        found[PRECONDITIONS] = {key: kept[key] for key in ("uid", "resourceVersion")
+                                if key in kept}
+    return found
+
+
+PRECONDITIONS = "preconditions"
+"""The field of a DELETE vertex's reference whose resourceVersion the writer sends as a
+precondition (see :func:`reference`)."""
 
 
 def vertex_key(cluster: str, obj: Mapping[str, Any]) -> str:

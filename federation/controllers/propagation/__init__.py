@@ -20,13 +20,13 @@ delete is finalised from the binding (:mod:`.finalise`). docs/propagation.md has
 whole story, the write budget included.
 """
 
+from federation.controllers.kit.chain import STOP, Problem, Verdict, requeue
 from federation.controllers.kit.executor import SharedCreates, Writer
-from federation.controllers.propagation.build import STOP, Build, Problem, Verdict, requeue
+from federation.controllers.propagation.build import Build, template_resource
 from federation.controllers.propagation.context import (
     CacheContext,
     TransformContext,
 )
-from federation.controllers.propagation.load_policy import template_resource
 from federation.controllers.propagation.reconciler import (
     TRANSFORMERS,
     CopiesFailed,

@@ -16,9 +16,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import JSON, Build, policy_ref
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import manifests
 from federation.placement import loader
 from federation.placement import policy as policy_
@@ -34,16 +34,16 @@ async def lazy_activation(ctx: TransformContext, build: Build) -> Verdict | None
     current: JSON = copy.deepcopy(dict(build.policy_doc.get("spec") or {}))
     own = build.own_record
     recorded = own.behaviour.activation if own is not None else None
-    if recorded is not None and recorded.get("policy") == api_ref(policy) and \
+    if recorded is not None and recorded.get("policy") == policy_ref(policy) and \
             recorded.get("template") == digest and recorded.get("spec") != current:
         earlier = _parse(policy, recorded.get("spec"))
         if earlier is not None and earlier.spec.activation_preference == "Lazy":
             build.policy = earlier
             build.record["activation"] = recorded
-            build.notes.append(f"activationPreference Lazy: the change of {api_ref(policy)} "
+            build.notes.append(f"activationPreference Lazy: the change of {policy_ref(policy)} "
                                "waits for a change of the template")
             return None
-    build.record["activation"] = {"policy": api_ref(policy), "template": digest,
+    build.record["activation"] = {"policy": policy_ref(policy), "template": digest,
                                   "spec": current}
     return None
 
@@ -56,6 +56,6 @@ def _parse(policy: policy_.Policy, spec: Any) -> policy_.Policy | None:
             "metadata": {"name": policy.metadata.name, "namespace": policy.metadata.namespace},
             "spec": spec}
     try:
-        return loader.parse_policy(body, f"recorded spec of {api_ref(policy)}")
+        return loader.parse_policy(body, f"recorded spec of {policy_ref(policy)}")
     except loader.LoadError:
         return None

@@ -1,12 +1,14 @@
-"""What the transformers learn and intend for one template, and what they answer.
+"""What the transformers learn and intend for one template.
 
-A transformer reads (through a :class:`~.context.TransformContext`) and adds to a
-:class:`Build`: facts (the policy, the clusters, the decision, the live copies) and
-vertices of its plan. It answers with a :class:`Verdict`: go on (``None``), stop the
-chain (nothing more to decide: no policy selects the template), or go on and look
-again after some seconds (a held cluster's toleration ends, the disruption budget
-frees). Bad input (a policy naming an unknown cluster, a refused override) raises
-:class:`Problem`: shown as a condition and an event, retried only when inputs change.
+A transformer is a step of the kit's :class:`~federation.controllers.kit.chain.Chain`: it
+reads (through a :class:`~.context.TransformContext`) and adds to a :class:`Build`: facts
+(the policy, the clusters, the decision, the live copies) and vertices of its plan. It
+answers with the kit's :class:`~federation.controllers.kit.chain.Verdict`: go on
+(``None``), stop the chain (nothing more to decide: no policy selects the template), or
+go on and look again after some seconds (a held cluster's toleration ends, the
+disruption budget frees). Bad input (a policy naming an unknown cluster, a refused
+override) raises the kit's :class:`~federation.controllers.kit.chain.Problem`: shown as a
+condition and an event, retried only when inputs change.
 """
 
 from __future__ import annotations
@@ -16,40 +18,21 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+import pydantic
+
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
+from federation.controllers import disruption
 from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Problem
 from federation.hub import bindings, deny
 from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import policy as policy_
+from federation.placement import resources as resources_
 
 JSON = dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """A transformer's answer: stop the chain, and/or look again after some seconds."""
-
-    stop: bool = False
-    requeue_after: float | None = None
-
-
-STOP = Verdict(stop=True)
-
-
-def requeue(after: float) -> Verdict:
-    return Verdict(requeue_after=max(after, 0.05))
-
-
-class Problem(Exception):
-    """Bad input: shown as a condition and an event, retried only when inputs change."""
-
-    def __init__(self, condition: str, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.condition = condition
-        self.reason = reason
 
 
 @dataclasses.dataclass
@@ -85,10 +68,11 @@ class Build:
     """Keys of dependency creates (a Namespace, a CRD) that other templates may make too."""
     failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
     """Per-cluster failover judgements and old copies kept by graceful eviction."""
+    budget: disruption.Claim = dataclasses.field(default_factory=disruption.Claim)
+    """What this round asks of the disruption budget: settled after the plan ran, never
+    while it is built."""
     denied: tuple[ReadOnly, deny.Rule] | None = None
     """The policy that selected a denied object, and the deny rule it matched."""
-    requeue_after: float | None = None
-    """The soonest look-again any transformer asked for."""
     suspended: list[str] = dataclasses.field(default_factory=list)
     """Targets whose writes the policy's ``suspension`` held back (nothing was written)."""
     record: JSON = dataclasses.field(default_factory=dict)
@@ -124,6 +108,11 @@ class Build:
         if self.binding is None or not self.recorded.owned_by(self.uid):
             return None
         return self.recorded
+
+    @property
+    def budget_key(self) -> str:
+        """The template's key in the disruption budget."""
+        return disruption.move_key(self.resource, self.namespace, self.name)
 
     @property
     def own_binding(self) -> ReadOnly | None:
@@ -163,11 +152,24 @@ class Build:
         self.unreachable[cluster] = str(exc)
         self.causes[cluster] = exc
 
-    def answer(self, verdict: Verdict | None) -> bool:
-        """Take a transformer's verdict in; True when the chain must stop."""
-        if verdict is None:
-            return False
-        if verdict.requeue_after is not None:
-            self.requeue_after = verdict.requeue_after if self.requeue_after is None \
-                else min(self.requeue_after, verdict.requeue_after)
-        return verdict.stop
+    @property
+    def policy_ref(self) -> str:
+        """``KIND REF`` of the winning policy, as the binding records it."""
+        return policy_ref(self.policy)
+
+
+def policy_ref(policy: policy_.Policy | None) -> str:
+    """``KIND REF`` of a parsed policy (``no policy`` for None)."""
+    return f"{policy.kind} {policy.ref}" if policy is not None else "no policy"
+
+
+def template_resource(build: Build) -> resources_.Resource:
+    """The template as the placement engine sees it; a template the engine cannot take
+    (replicas that are not an int32, a kind that is not a string) is bad input, shown as a
+    condition, not an exception retried for ever."""
+    try:
+        return resources_.from_manifest(build.template)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "template"
+        raise Problem("Scheduled", "InvalidTemplate", f"{where}: {first['msg']}") from None

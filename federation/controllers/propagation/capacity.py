@@ -4,7 +4,8 @@ states itself (``status.availableReplicas``) wins."""
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import capacity, status
 

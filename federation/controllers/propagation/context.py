@@ -16,9 +16,9 @@ from typing import Any, Protocol
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiClusterReader
 from federation.controllers import disruption, scheduling
-from federation.controllers.kinds import KindTracker
+from federation.controllers.kinds import Kinds
 from federation.controllers.kit.view import Member, View, members_of
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import deny
@@ -55,7 +55,7 @@ class TransformContext(View, Protocol):
 class CacheContext:
     """:class:`TransformContext` over the multi-cluster client's caches."""
 
-    def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
+    def __init__(self, mc: MultiClusterReader, clusters: ClusterSet, kinds: Kinds,
                  settings: PropagationSettings, scheduler: scheduling.Scheduler,
                  failover: disruption.Failover) -> None:
         self._mc = mc

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from federation.contexts.client import ClientError
 from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Verdict
 from federation.controllers.kit.copies import copy_vertex
-from federation.controllers.propagation.build import Build, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
 

@@ -10,9 +10,9 @@ no copy changes; the binding says which are missing (``Scheduled=False``, reason
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build, policy_ref
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import api
 
 
@@ -32,6 +32,6 @@ async def wait_for_overrides(ctx: TransformContext, build: Build) -> Verdict | N
         where = f" in {policy.namespace}" if policy.namespace else ""
         kind_name = "OverridePolicy" if policy.namespaced else "ClusterOverridePolicy"
         raise Problem("Scheduled", "WaitingForOverrides",
-                      f"{api_ref(policy)} waits for its dependentOverrides: {kind_name} "
+                      f"{policy_ref(policy)} waits for its dependentOverrides: {kind_name} "
                       f"{', '.join(missing)} not found{where}")
     return None

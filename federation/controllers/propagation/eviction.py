@@ -1,13 +1,14 @@
 """Transformer: graceful eviction keeps old copies on an evicted cluster until the new
 copies are ready, or ``gracePeriodSeconds`` after the eviction (the cluster stays in
-the pending clean-up meanwhile, so the copy is found again on every reconcile)."""
+the pending clean-up meanwhile, so the copy is found again on every reconcile). New
+copies ready end the move: its budget goes back after the plan ran."""
 
 from __future__ import annotations
 
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import Build, Verdict, requeue
+from federation.controllers.kit.chain import Verdict, either, requeue
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.failover import soonest, template_key
 from federation.hub import failover as rules
 
 
@@ -16,7 +17,7 @@ async def plan_graceful_eviction(ctx: TransformContext, build: Build) -> Verdict
     state = ctx.failover
     ready = rules.copies_ready(build.desired, build.live)
     if ready:
-        state.budget.release(template_key(build))
+        build.budget.done = True  # the move is over: given back once the plan ran
     if outcome.behaviour.purge_mode != "Gracefully":
         return None
     seconds = outcome.behaviour.grace_period_seconds
@@ -33,5 +34,5 @@ async def plan_graceful_eviction(ctx: TransformContext, build: Build) -> Verdict
                                 "are ready"
         build.notes.append(f"failover: {cluster}: {outcome.held[cluster]} (at most until "
                            f"{rules.format_time(evicted_at + grace)})")
-        verdict = soonest(verdict, requeue(evicted_at + grace - now + 0.1))
+        verdict = either(verdict, requeue(evicted_at + grace - now + 0.1))
     return verdict

@@ -1,19 +1,16 @@
 """Transformer: judge every cluster for this policy (ready, held, evicted) and show the
 engine that view; the rules are :mod:`federation.hub.failover`'s. A held
 cluster's deadline, or a move the disruption budget cannot take yet, is a requeue
-verdict, not a call to the queue."""
+verdict, not a call to the queue. The budget is only asked whether the move fits; the
+reconciler takes it once the plan ran (see :mod:`federation.controllers.disruption`)."""
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Verdict, requeue
+from federation.controllers.kit.chain import Verdict, either, requeue
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import failover as rules
 from federation.placement import resources as resources_
-from federation.runtime.reconcile import group_kind
-
-
-def template_key(build: Build) -> str:
-    return f"{group_kind(build.resource)}/{build.namespace or ''}/{build.name}"
 
 
 async def apply_failover(ctx: TransformContext, build: Build) -> Verdict | None:
@@ -31,7 +28,9 @@ async def apply_failover(ctx: TransformContext, build: Build) -> Verdict | None:
               for c in build.clusters}
     moving = sum(previous.get(name, 0) for name, j in judged.items()
                  if j.state is rules.State.EVICTED)
-    admitted = moving == 0 or state.budget.admit(template_key(build), moving)
+    admitted = moving == 0 or state.budget.fits(build.budget_key, moving)
+    if moving and admitted:
+        build.budget.moving = moving  # taken once the plan is written
     verdict: Verdict | None = None
     shown = []
     for cluster in build.clusters:
@@ -41,9 +40,9 @@ async def apply_failover(ctx: TransformContext, build: Build) -> Verdict | None:
             judgement = rules.Judgement(
                 rules.State.HELD, "waiting for the fleet's disruption budget "
                 f"({state.budget.in_use}/{state.budget.max_moving} replicas moving)")
-            verdict = soonest(verdict, requeue(state.settings.budget_retry))
+            verdict = either(verdict, requeue(state.settings.budget_retry))
         if judgement.deadline is not None:
-            verdict = soonest(verdict, requeue(judgement.deadline - now + 0.1))
+            verdict = either(verdict, requeue(judgement.deadline - now + 0.1))
         if judgement.state is not rules.State.READY:
             build.notes.append(f"failover: {cluster.name} {judgement.state.value}: "
                                f"{judgement.reason}")
@@ -53,9 +52,3 @@ async def apply_failover(ctx: TransformContext, build: Build) -> Verdict | None:
     build.clusters = shown
     return verdict
 
-
-def soonest(a: Verdict | None, b: Verdict) -> Verdict:
-    if a is None or a.requeue_after is None:
-        return b
-    assert b.requeue_after is not None
-    return a if a.requeue_after <= b.requeue_after else b

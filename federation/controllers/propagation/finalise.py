@@ -10,11 +10,11 @@ record: the binding becomes ``templateDeleted`` with ``pendingCleanup`` and a
 ``CleanupPending`` condition, and the clean-up controller finishes when it returns. A
 binding whose ``spec.orphan`` is true (the template was annotated
 ``federation.io/orphan: "true"``) is deleted and its copies stay. A binding whose
-``spec.preserveResourcesOnDeletion`` is true (:mod:`.preserve`) has its copies released
-(our marks removed) instead of deleted in the clusters of its decision (a cluster only
-pending was left before: its copy is deleted); dependencies carried by ``propagateDeps``
-(:mod:`.propagate_deps`) go with the template (are released with it) unless still
-carried by another.
+``spec.preserveResourcesOnDeletion`` is true (:mod:`federation.hub.preservation`) has its
+copies released (our marks removed) instead of deleted in the clusters of its decision (a
+cluster only pending was left before: its copy is deleted); dependencies carried by
+``propagateDeps`` (:mod:`.propagate_deps`) go with the template (are released with it)
+unless still carried by another.
 """
 
 from __future__ import annotations
@@ -25,16 +25,18 @@ from collections.abc import Collection, Sequence
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, Resource
 from federation.controllers.kit import plan
-from federation.controllers.propagation import preserve, propagate_deps
+from federation.controllers.kit.copies import release_vertex
+from federation.controllers.propagation import propagate_deps
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition
-from federation.hub import bindings, manifests
+from federation.hub import bindings, manifests, preservation
+from federation.hub import dependencies as dependencies_
 
 
 async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
                        namespace: str | None, clusters: Sequence[str], uid: str | None,
                        unreachable: dict[str, str], release: Collection[str] = (),
-                       dependencies: Sequence[propagate_deps.Ref] = ()) -> plan.Plan:
+                       dependencies: Sequence[dependencies_.Ref] = ()) -> plan.Plan:
     """Deletes of our copies (of template ``uid`` when given) in ``clusters`` (releases in
     the clusters of ``release``), and of the ``dependencies`` they carried (released
     there too); clusters that cannot be read are added to ``unreachable``."""
@@ -61,7 +63,7 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
             manifests.TEMPLATE_UID_ANNOTATION)
         if uid and marked and marked != uid:
             continue  # a newer template's copy: not ours to delete
-        dag.add(preserve.release_vertex(cluster, live) if cluster in release else
+        dag.add(release_vertex(cluster, live) if cluster in release else
                 plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                             reason="template gone"))
     return dag
@@ -78,16 +80,17 @@ def record_plan(hub: str, binding: ReadOnly, record: bindings.BindingRecord,
                 ) -> plan.Plan:
     """Delete the binding when nothing is left; else record what is, once. A deleted
     template's record whose copies are released in ``released`` (it preserves) lists the
-    other pending clusters (:data:`.preserve.LEFT`): the clean-up controller deletes those."""
+    other pending clusters (:data:`~federation.hub.preservation.LEFT`): the clean-up
+    controller deletes those."""
     dag = plan.Plan()
     if not left:
         dag.add(plan.Vertex(hub, plan.Action.DELETE, plan.reference(binding),
                             reason="nothing left"))
         return dag
     pending = tuple(sorted(left))
-    # Also when empty: only then does the record say it (see preserve.releases).
+    # Also when empty: only then does the record say it (see preservation.releases).
     gone = tuple(c for c in pending if c not in released) \
-        if deleted and preserve.preserves(record) else None
+        if deleted and preservation.preserves(record) else None
     if record.pending_cleanup == pending and record.template_deleted == deleted and \
             record.left_before_deletion == gone:
         return dag
@@ -100,8 +103,8 @@ def record_plan(hub: str, binding: ReadOnly, record: bindings.BindingRecord,
     return dag
 
 
-preserves = preserve.preserves
-dependencies = propagate_deps.dependencies
+preserves = preservation.preserves
+dependencies = dependencies_.dependencies
 
 
 def holders(record: bindings.BindingRecord) -> list[str]:

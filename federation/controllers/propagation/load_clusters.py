@@ -6,8 +6,9 @@ keeps on the build (:attr:`Build.member_docs`).
 
 from __future__ import annotations
 
+from federation.controllers.kit.chain import Verdict
 from federation.controllers.kit.view import placement_clusters
-from federation.controllers.propagation.build import Build, Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api
 

@@ -16,27 +16,14 @@ when a ``policy.karmada.io`` policy had claimed it, leaves it unclaimed (:mod:`.
 
 from __future__ import annotations
 
-import pydantic
-
 from federation.contexts.cache import ReadOnly
-from federation.controllers.propagation.build import STOP, Build, Problem, Verdict
+from federation.controllers.kit.chain import STOP, Problem, Verdict
+from federation.controllers.propagation.build import Build, policy_ref, template_resource
 from federation.controllers.propagation.context import TransformContext
-from federation.hub import api, deny, policies
+from federation.controllers.propagation.lookups import denied_by
+from federation.hub import api, policies
 from federation.placement import matching
 from federation.placement import policy as policy_
-from federation.placement import resources as resources_
-
-
-def template_resource(build: Build) -> resources_.Resource:
-    """The template as the placement engine sees it; a template the engine cannot take
-    (replicas that are not an int32, a kind that is not a string) is bad input, shown as a
-    condition, not an exception retried for ever."""
-    try:
-        return resources_.from_manifest(build.template)
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "template"
-        raise Problem("Scheduled", "InvalidTemplate", f"{where}: {first['msg']}") from None
 
 
 async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
@@ -58,7 +45,7 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
     if not found:
         return STOP
     found.sort(key=lambda pair: matching.precedence(pair[0], resource))
-    winner, said = matching.claimant([p for p, _ in found], claim, api_ref)
+    winner, said = matching.claimant([p for p, _ in found], claim, policy_ref)
     chosen = next(pair for pair in found if pair[0] is winner)
     rule = await denied_by(ctx, build.template)
     if rule is not None:
@@ -77,22 +64,14 @@ def claimed_by(build: Build) -> str | None:
     return own.policy if own is not None and own.policy else None
 
 
-async def denied_by(ctx: TransformContext, template: ReadOnly) -> deny.Rule | None:
-    """The deny rule the template matches (Secrets also: a namespace holding a joined
-    cluster's kubeconfig, wherever a MemberCluster points), or None."""
-    rules = ctx.deny_list
-    if deny.group_kind_of(template) == deny.SECRET:
-        rules = rules.with_rules(deny.credential_rules(await ctx.list(api.MEMBER_CLUSTERS)))
-    return rules.object_rule(template)
-
-
 def doc_ref(doc: ReadOnly) -> str:
-    """``KIND REF`` of a policy object as :func:`api_ref` writes it, parsed or not."""
+    """``KIND REF`` of a policy object as :func:`~.build.policy_ref` writes it, parsed or
+    not."""
     meta = doc.get("metadata") or {}
     namespace = meta.get("namespace")
     ref = f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
     return f"{doc.get('kind')} {ref}"
 
 
-def api_ref(policy: policy_.Policy | None) -> str:
-    return f"{policy.kind} {policy.ref}" if policy is not None else "no policy"
+api_ref = policy_ref
+"""The name the record knows :func:`~.build.policy_ref` by."""

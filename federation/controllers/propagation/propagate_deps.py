@@ -28,37 +28,35 @@ awaited, so the namespace's grant requeues the workload.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import CONFIGMAPS, ClientError, Resource
+from federation.contexts.client import ClientError
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import plan
-from federation.controllers.kit.copies import copy_vertex
-from federation.controllers.propagation import preserve
-from federation.controllers.propagation.build import JSON, Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.kit.copies import copy_vertex, release_vertex
+from federation.controllers.propagation.build import JSON, Build, policy_ref
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.load_policy import api_ref, denied_by
-from federation.controllers.propagation.render import load_overrides, stop_if_invalid_selects
+from federation.controllers.propagation.lookups import (
+    denied_by,
+    load_overrides,
+    stop_if_invalid_selects,
+)
 from federation.hub import api, bindings, manifests, overrides
+from federation.hub.dependencies import (
+    AWAITED,
+    KINDS,
+    Ref,
+    awaited,
+    carried_by_another,
+    dependencies,
+    own_record,
+    owned_clusters,
+    valid_name,
+)
 from federation.placement import resources as resources_
-
-AWAITED = "awaitedDependencies"
-"""The binding's spec field naming the dependencies the pod template names that do not
-exist on the hub yet: the wiring requeues the workload when one appears. Never read by
-a deletion (only ``spec.dependencies``, what was copied, is)."""
-
-SECRETS = Resource("", "v1", "secrets", "Secret")
-SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
-PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
-KINDS: Mapping[str, Resource] = {r.kind: r for r in (CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS,
-                                                      PVCS)}
-"""The kinds a dependency can be (Karmada's pod template dependencies)."""
-
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-"""A Kubernetes object name (DNS-1123 subdomain)."""
 
 _POD_SPEC = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"),
              "ReplicaSet": ("spec", "template", "spec"),
@@ -70,22 +68,6 @@ _WORKLOAD_GROUPS = {"Pod": "", "Deployment": "apps", "ReplicaSet": "apps", "Daem
 _SECRET_VOLUMES = ("azureFile", "cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi",
                    "storageos")
 """Volume sources with a secretRef (azureFile names it secretName)."""
-
-
-@dataclasses.dataclass(frozen=True, order=True)
-class Ref:
-    """One dependency: a kind of :data:`KINDS` and a name, in the workload's namespace."""
-
-    kind: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}/{self.name}"
-
-    @classmethod
-    def parse(cls, text: str) -> Ref | None:
-        kind, _, name = str(text).partition("/")
-        return cls(kind, name) if kind in KINDS and _NAME.fullmatch(name) else None
 
 
 def references(template: Mapping[str, Any]) -> set[Ref]:
@@ -185,7 +167,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
     if build.policy.spec.propagate_deps and build.namespace:
         wanted = sorted(references(build.template))
         for ref in wanted:
-            if not _NAME.fullmatch(ref.name):
+            if not valid_name(ref.name):
                 raise Problem("Applied", "InvalidDependency",
                               f"{ref.kind} name {ref.name[:64]!r} is not a valid object name")
     carried: list[str] = []
@@ -195,14 +177,14 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
         whole = ctx.deny_list.kind_rule("", ref.kind)
         if whole is not None:  # a kind denied whole is never read, not even on the hub
             raise Problem("Applied", "DependencyDenied",
-                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"{policy_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({whole}); the workload is not propagated without it")
         try:
             source = await ctx.get(KINDS[ref.kind], ref.name, build.namespace, ctx.hub)
         except NotGranted as exc:
             build.record[AWAITED] = [*awaited, str(ref)]  # a grant requeues the workload
             raise Problem("Applied", "DependencyNotReadable",
-                          f"{api_ref(build.policy)}: dependency {ref}: {exc}; the workload "
+                          f"{policy_ref(build.policy)}: dependency {ref}: {exc}; the workload "
                           "is not propagated without it") from None
         if source is None:
             _explain(build, f"propagateDeps: {ref} not found in {build.namespace}; carried "
@@ -212,7 +194,7 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
         rule = await denied_by(ctx, source)
         if rule is not None:
             raise Problem("Applied", "DependencyDenied",
-                          f"{api_ref(build.policy)}: dependency {ref} is on the propagation "
+                          f"{policy_ref(build.policy)}: dependency {ref} is on the propagation "
                           f"deny list ({rule}); the workload is not propagated without it")
         stop_if_invalid_selects(invalid, resources_.from_manifest(source))
         carried.append(str(ref))
@@ -312,7 +294,7 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
     if live is None or not manifests.is_propagated(live):
         return None
     if release:
-        return preserve.release_vertex(cluster, live, what=f"dependency {ref}")
+        return release_vertex(cluster, live, what=f"dependency {ref}")
     return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live),
                        reason=f"dependency {ref} not needed")
 
@@ -327,27 +309,8 @@ async def _kept_there(ctx: TransformContext, ref: Ref, namespace: str, cluster: 
             return True
     except bindings.BindingError:
         return True
-    for binding, record in bindings.readable(await ctx.list(api.RESOURCE_BINDINGS, namespace)):
-        if binding["metadata"].get("name") == carrier:
-            continue
-        if record is None or (ref in dependencies(record) and cluster in record.placements()):
-            return True
-    return False
-
-
-def dependencies(record: bindings.BindingRecord | None) -> list[Ref]:
-    """The dependencies a binding records as carried (unparseable entries ignored: the
-    record is ours, and a name we could not have written is never acted on)."""
-    return _refs(record.behaviour.dependencies if record is not None else ())
-
-
-def awaited(record: bindings.BindingRecord | None) -> list[Ref]:
-    """The dependencies a binding records as named but missing on the hub (:data:`AWAITED`)."""
-    return _refs(record.behaviour.awaited_dependencies if record is not None else ())
-
-
-def _refs(found: tuple[str, ...]) -> list[Ref]:
-    return sorted(r for r in (Ref.parse(text) for text in found) if r is not None)
+    return carried_by_another(ref, cluster, await ctx.list(api.RESOURCE_BINDINGS, namespace),
+                              carrier)
 
 
 async def _own_record(ctx: TransformContext, ref: Ref, namespace: str | None
@@ -356,16 +319,7 @@ async def _own_record(ctx: TransformContext, ref: Ref, namespace: str | None
     raises :class:`~federation.hub.bindings.BindingError` when it cannot be read."""
     found = await ctx.get(api.RESOURCE_BINDINGS, bindings.binding_name(ref.name, ref.kind),
                           namespace, ctx.hub)
-    record = bindings.BindingRecord.of(found)
-    if found is None or not record.records(ref.kind, ref.name):
-        return None  # another object's binding that happens to have the name
-    return record
-
-
-def owned_clusters(record: bindings.BindingRecord | None) -> set[str]:
-    """Clusters where the dependency's own binding (its own policy) places it."""
-    return set(record.placements()) if record is not None else set()
-
+    return own_record(ref, found)
 
 
 # -- who carries what (for the wiring) ---------------------------------------------------------

@@ -14,7 +14,7 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
@@ -26,11 +26,12 @@ from federation.contexts.client import (
     Resource,
 )
 from federation.contexts.clusters import ClusterSet
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
 from federation.controllers import disruption, scheduling
-from federation.controllers.kinds import KindTracker
-from federation.controllers.kit import events, executor, expectations, plan
+from federation.controllers.kinds import Kinds
+from federation.controllers.kit import chain, events, executor, expectations, plan
+from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import (
     activation,
     capacity,
@@ -53,16 +54,16 @@ from federation.controllers.propagation import (
     suspension,
     unclaimed,
 )
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.propagation.build import Build, template_resource
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
-from federation.hub import api, bindings, deny, status
+from federation.hub import api, bindings, deny, preservation, status
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
 log = logging.getLogger("federation.propagation")
 
-Transformer = Callable[[TransformContext, Build], Awaitable[Verdict | None]]
+Transformer = chain.Step[TransformContext, Build]
 
 TRANSFORMERS: tuple[Transformer, ...] = (
     load_policy.load_policy,          # the winning policy; none (or denied): stop
@@ -86,7 +87,12 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     suspension.apply_suspension,      # suspended clusters: no create or update
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
-(through the context) and add to the build; they never write and never queue."""
+(through the context) and add to the build; they never write, never queue, never change
+process state (the disruption budget is settled after the plan ran) and never import one
+another (what several need is a fact on the build, :mod:`.lookups`, ``hub/`` or the kit)."""
+
+CHAIN: chain.Chain[TransformContext, Build] = chain.Chain(TRANSFORMERS)
+"""The kit's runner over :data:`TRANSFORMERS`."""
 
 LEGACY_FINALIZER = api.FINALIZER
 LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
@@ -97,8 +103,8 @@ LEGACY_ANNOTATIONS = (api.REPLICAS_ANNOTATION, api.POLICY_ANNOTATION,
 class Reconciler:
     """Reconciles hub templates (requests in the hub cluster, of tracked kinds)."""
 
-    def __init__(self, mc: MultiClusterClient, clusters: ClusterSet, kinds: KindTracker,
-                 recorder: events.Recorder,
+    def __init__(self, mc: MultiCluster, clusters: ClusterSet, kinds: Kinds,
+                 recorder: events.EventSink,
                  settings: PropagationSettings | None = None) -> None:
         self.kinds = kinds
         self.recorder = recorder
@@ -158,9 +164,7 @@ class Reconciler:
         except bindings.BindingError as exc:
             return await self._report_unreadable(build, exc)
         try:
-            for transformer in TRANSFORMERS:
-                if build.answer(await transformer(ctx, build)):
-                    break
+            outcome = await CHAIN.run(ctx, build)
         except Problem as problem:
             return await self._report_problem(build, problem)
         if build.policy is None:
@@ -169,12 +173,25 @@ class Reconciler:
             elif unclaimed.keeps(build.own_record):
                 return await self._unclaim(build)
             return await self._unpropagate(build)
+        reservation = self.failover.budget.reserve(build.budget_key, build.budget)
+        if reservation is None:  # another template's move took the budget since the build
+            return Result(requeue_after=self.failover.settings.budget_retry)
         report = await self.execute(build.dag, build.shared)
-        return await self._record(build, report)
+        self._settle_budget(build, report, reservation)
+        return await self._record(build, report, outcome.requeue_after)
+
+    def _settle_budget(self, build: Build, report: plan.Report,
+                       reservation: disruption.Reservation) -> None:
+        """The disruption budget, after the plan ran (never while it was built): a move
+        reserved before the writes is given back when they failed (a failed write on an
+        evicted cluster, the one that went away, does not count), a finished one too."""
+        written = all(o.vertex.cluster in build.failover.evicted for o in report.failed())
+        self.failover.budget.settle(reservation, build.budget, written)
 
     # -- Record -----------------------------------------------------------------------------
 
-    async def _record(self, build: Build, report: plan.Report) -> Result | None:
+    async def _record(self, build: Build, report: plan.Report,
+                      requeue_after: float | None) -> Result | None:
         failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
                   if o.vertex.cluster != self.hub}
         removed = [c for c in build.removals if c not in failed
@@ -183,14 +200,13 @@ class Reconciler:
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
         conds = record.conditions(build, failed, pending, copies_now)
-        await record.emit_transitions(self.recorder, build, conds)
         assert build.decision is not None
-        groups = engine.affinity_groups(build.policy, load_policy.template_resource(build)) \
+        groups = engine.affinity_groups(build.policy, template_resource(build)) \
             if build.policy is not None else (None, None)
         wanted = bindings.BindingRecord(
             resource=bindings.TemplateRef.of(build.template), pending_cleanup=tuple(pending),
             clusters=record.placed(build.decision.clusters),
-            orphan=bindings.orphaned(build.template), policy=load_policy.api_ref(build.policy),
+            orphan=bindings.orphaned(build.template), policy=build.policy_ref,
             groups=groups, behaviour=record.behaviour(build),
             decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
             aggregated=bindings.aggregated(copies_now, failed, build.unreachable))
@@ -201,11 +217,13 @@ class Reconciler:
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
+        # Only now: an event never claims a transition the record does not hold.
+        await record.emit_transitions(self.recorder, build, conds)
         refused = {o.vertex.cluster for o in report.failed() if o.refused}
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             raise copies_failed(build, report, self.hub)
-        after = [t for t in (build.requeue_after,
+        after = [t for t in (requeue_after,
                              self.settings.retry_pending if pending else None) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
@@ -236,10 +254,8 @@ class Reconciler:
         input changes nothing that runs), while pending clean-up goes on."""
         log.info("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
                  problem)
-        if not already_reported(build.previous_conditions, problem):
-            # The binding's condition outlives this process: a restart does not repeat it.
-            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
         if build.policy is None and build.inherited:
+            await self._warn_problem(build, problem)
             return None  # nothing of ours to record: the leftover stays the clean-up's
         previous = build.previous
         unreachable = dict(build.unreachable)
@@ -259,7 +275,7 @@ class Reconciler:
         wanted = bindings.BindingRecord(
             resource=bindings.TemplateRef.of(build.template), pending_cleanup=tuple(pending),
             clusters=record.placed(previous), orphan=bindings.orphaned(build.template),
-            policy=load_policy.api_ref(build.policy) if build.policy
+            policy=build.policy_ref if build.policy
             else load_policy.claimed_by(build), behaviour=record.behaviour(build),
             decided=bindings.Decided.of(decided) if decided is not None else None,
             conditions=tuple(conds), aggregated=bindings.aggregated({}, {}, unreachable))
@@ -274,7 +290,13 @@ class Reconciler:
                     not status.same_status(build.template.get("status"), template_status):
                 record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
+        await self._warn_problem(build, problem)  # after the record that states it
         return Result(requeue_after=self.settings.retry_pending) if pending else None
+
+    async def _warn_problem(self, build: Build, problem: Problem) -> None:
+        if not already_reported(build.previous_conditions, problem):
+            # The binding's condition outlives this process: a restart does not repeat it.
+            await self.recorder.emit(build.template, "Warning", problem.reason, str(problem))
 
     async def _report_denied(self, build: Build, policy_doc: ReadOnly, rule: deny.Rule) -> None:
         """A Warning event on the policy, once per (policy, rule): the first object it skips."""
@@ -310,6 +332,7 @@ class Reconciler:
                                           build.uid, unreachable,
                                           dependencies=finalise.dependencies(own))
         left = finalise.left_after(await self.execute(dag), unreachable)
+        self.failover.budget.release(build.budget_key)  # nothing of it moves any more
         for vertex in finalise.record_plan(self.hub, binding, own, left, deleted=False):
             writes.add(vertex)
         raise_for_hub_failure(await self.execute(writes))
@@ -349,32 +372,6 @@ class Reconciler:
                                      unclaimed.message(own))
         return Result(requeue_after=self.settings.retry_pending) if pending else None
 
-    async def finish_dependencies(self, binding: ReadOnly, cluster: str) -> bool:
-        """The clean-up controller's part of a deleted template's ``propagateDeps``: delete
-        the dependencies ``binding`` carried in ``cluster`` (a member that was away when the
-        template went; release them where it releases the copy, see
-        :func:`.preserve.releases`), unless another binding still carries them there or
-        their own policy places them. True when none of ours is left there; False to try again."""
-        own = bindings.BindingRecord.of(binding)  # read by the clean-up controller already
-        namespace = own.resource.namespace or None
-        refs = finalise.dependencies(own)
-        if not refs:
-            return True
-        release = preserve.releases(own, cluster)  # preserved: released with the copy
-        dag = plan.Plan()
-        try:
-            for ref in refs:
-                vertex = await propagate_deps.removal_vertex(
-                    self.context, ref, namespace, cluster, str(binding["metadata"]["name"]),
-                    strict=True, release=release)
-                if vertex is not None:
-                    dag.add(vertex)
-        except ClientError as exc:
-            log.debug("%s: dependencies in %s not removed yet (%s)",
-                      binding["metadata"]["name"], cluster, exc)
-            return False
-        return not (await self.execute(dag)).failed()
-
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
                             binding: ReadOnly | None) -> Result | None:
         """The template is gone: its copies, then its binding (see :mod:`.finalise`)."""
@@ -383,12 +380,13 @@ class Reconciler:
                 not own.records(resource.kind, name):
             return None
         unreachable: dict[str, str] = {}
-        released = preserve.released_on(own)  # the decision's: a cluster left still loses
+        released = preservation.released_on(own)  # the decision's: a cluster left still loses
         dag = await finalise.removal_plan(self.context, resource, name, namespace,
                                           finalise.holders(own), own.resource.uid or None,
                                           unreachable, release=released,
                                           dependencies=finalise.dependencies(own))
         left = finalise.left_after(await self.execute(dag), unreachable)
+        self.failover.budget.release(disruption.move_key(resource, namespace, name))
         for cluster, why in sorted(left.items()):
             # Every retry of an outage: DEBUG (the cluster's transition is logged once).
             log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,

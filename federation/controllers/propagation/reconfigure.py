@@ -35,10 +35,11 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.propagate_deps import KINDS as DEPENDENCY_KINDS
 from federation.hub import manifests, reconfigure
+from federation.hub.dependencies import KINDS as DEPENDENCY_KINDS
 
 FIELD = "configHeld"
 """The binding spec field listing the held copies: ``[{cluster, kind, name, policy}]``."""

@@ -175,7 +175,7 @@ def add_template_status(writes: plan.Plan, hub: str, template: ReadOnly,
                            replacing=meta.get("resourceVersion")))
 
 
-async def emit_transitions(recorder: events.Recorder, build: Build,
+async def emit_transitions(recorder: events.EventSink, build: Build,
                            conds: Sequence[JSON]) -> None:
     before = {c.get("type"): c for c in build.previous_conditions}
     decision = build.decision

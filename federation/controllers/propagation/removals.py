@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from federation.contexts.client import ClientError
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
 

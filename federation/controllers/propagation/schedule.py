@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 
 from federation.controllers import scheduling
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build, policy_ref, template_resource
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.load_policy import api_ref, template_resource
 from federation.hub import api, bindings
 from federation.placement import engine
 from federation.placement import policy as policy_
@@ -25,7 +25,7 @@ async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
     unknown = unknown_cluster_names(build.policy, {c.name for c in build.clusters})
     if unknown:
         raise Problem("Scheduled", "UnknownCluster",
-                      f"{api_ref(build.policy)} names unknown cluster(s) "
+                      f"{policy_ref(build.policy)} names unknown cluster(s) "
                       f"{', '.join(unknown)} (known: "
                       f"{', '.join(sorted(c.name for c in build.clusters))})")
     # The resource carries the template's metadata.uid: its hash orders Webster's ties, as
@@ -42,7 +42,7 @@ async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
             why = str(exc)
     if why is not None:
         raise Problem("Scheduled", "ScheduleTimeout",
-                      f"{api_ref(build.policy)}: {why}; not tried again until the template "
+                      f"{policy_ref(build.policy)}: {why}; not tried again until the template "
                       "or the policy changes")
     decision = dataclasses.replace(decision, explanation=(*build.notes, *decision.explanation))
     build.decision = decision
@@ -58,7 +58,7 @@ def schedule_key(build: Build, resource: resources_.Resource) -> tuple[str, ...]
     policy_meta = build.policy_doc.get("metadata") or {}
     return (build.uid, resource.model_dump_json(),
             str(policy_meta.get("uid")), str(policy_meta.get("resourceVersion")),
-            api_ref(build.policy))
+            policy_ref(build.policy))
 
 
 def unknown_cluster_names(policy: policy_.Policy, known: set[str]) -> list[str]:

@@ -8,9 +8,9 @@ bindings, we place nothing for it and change no copy; the binding says so
 
 from __future__ import annotations
 
-from federation.controllers.propagation.build import Build, Problem, Verdict
+from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation.build import Build, policy_ref
 from federation.controllers.propagation.context import TransformContext
-from federation.controllers.propagation.load_policy import api_ref
 from federation.placement import policy as policy_
 
 
@@ -19,7 +19,7 @@ async def check_scheduler_name(ctx: TransformContext, build: Build) -> Verdict |
     name = build.policy.spec.scheduler_name or policy_.DEFAULT_SCHEDULER
     if name != policy_.DEFAULT_SCHEDULER:
         raise Problem("Scheduled", "SchedulerNotOurs",
-                      f"{api_ref(build.policy)}: spec.schedulerName is {name!r}; this control "
+                      f"{policy_ref(build.policy)}: spec.schedulerName is {name!r}; this control "
                       f"plane is {policy_.DEFAULT_SCHEDULER!r} and leaves the template to "
                       "that scheduler (nothing placed, no copy changed)")
     return None

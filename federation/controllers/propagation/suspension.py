@@ -14,7 +14,8 @@ carries the policy's ``suspension`` in its spec (as Karmada's ResourceBinding do
 from __future__ import annotations
 
 from federation.controllers.kit import plan
-from federation.controllers.propagation.build import Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 
 HELD_BACK = (plan.Action.CREATE, plan.Action.UPDATE, plan.Action.NOOP)

@@ -25,7 +25,8 @@ from __future__ import annotations
 import dataclasses
 
 from federation.contexts.cache import ReadOnly
-from federation.controllers.propagation.build import JSON, Build, Verdict
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import bindings, status
 from federation.placement import policy as policy_

@@ -74,10 +74,10 @@ POLICY_KIND = group_kind(hub_api.RECONFIGURE_POLICIES)
 class Wiring:
     """The two controllers and the event mapping: hub events to the policies they concern."""
 
-    def __init__(self, mgr: manager.Manager, settings: ReconfigureSettings) -> None:
+    def __init__(self, mgr: manager.Host, settings: ReconfigureSettings) -> None:
         self.mgr = mgr
         self.hub = mgr.clusters.hub.name
-        view = CacheView(mgr.client, self.hub)
+        view = CacheView(mgr.client, mgr.clusters, self.hub)
         writer = HubStatusWriter(mgr.client, self.hub)
         self.sandbox = Sandbox(settings.parse_workers, settings.parse_timeout)
         self.controller = controller.Controller(
@@ -162,7 +162,7 @@ class Wiring:
         self.mgr.add_runnable("rollout parser workers", self.sandbox.keep)
 
 
-def install(mgr: manager.Manager, settings: ReconfigureSettings) -> Wiring:
+def install(mgr: manager.Host, settings: ReconfigureSettings) -> Wiring:
     """Register the rollout controller and the constraint validation with ``mgr``."""
     wiring = Wiring(mgr, settings)
     wiring.install()

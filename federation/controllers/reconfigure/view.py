@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.contexts.multicluster import MultiClusterClient
+from federation.contexts.clusters import ClusterSet
+from federation.contexts.multicluster import MultiClusterReader, MultiClusterWriter
 from federation.hub import api, bindings
 from federation.hub import reconfigure as hub_api
 
@@ -150,9 +151,10 @@ def _host(address: object) -> str | None:
 class CacheView:
     """:class:`RolloutView` over the multi-cluster client's caches (no copies: read only)."""
 
-    def __init__(self, mc: MultiClusterClient, hub: str,
+    def __init__(self, mc: MultiClusterReader, clusters: ClusterSet, hub: str,
                  clock: Callable[[], datetime.datetime] | None = None) -> None:
         self._mc = mc
+        self._clusters = clusters
         self._hub = hub
         self._clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
 
@@ -160,7 +162,7 @@ class CacheView:
         return self._clock()
 
     def member_names(self) -> list[str]:
-        return [cluster.name for cluster in self._mc.clusters.members]
+        return [cluster.name for cluster in self._clusters.members]
 
     async def policy(self, namespace: str, name: str) -> ReadOnly | None:
         return await self._mc.get(hub_api.RECONFIGURE_POLICIES, name, namespace,
@@ -212,7 +214,7 @@ class CacheView:
 class HubStatusWriter:
     """:class:`StatusWriter` through the multi-cluster client's hub writer."""
 
-    def __init__(self, mc: MultiClusterClient, hub: str) -> None:
+    def __init__(self, mc: MultiClusterWriter, hub: str) -> None:
         self._mc = mc
         self._hub = hub
 

@@ -14,6 +14,7 @@ from federation.controllers import applications
 from federation.hub import api
 from federation.runtime.reconcile import Request
 from tests.unit.controllers import fakes
+from tests.unit.controllers.applications import fakes as app_fakes
 
 SERVICES = Resource("", "v1", "services", "Service")
 for _resource in (SERVICES, api.APPLICATIONS, api.APPLICATION_REVISIONS,
@@ -83,9 +84,7 @@ def app(image: str = "web:1", **annotations: str) -> dict[str, Any]:
 def world() -> tuple[MC, applications.Reconciler, Clock]:
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
     clock = Clock()
-    reconciler = applications.Reconciler(
-        mc, mc.clusters, fakes.FakeRecorder(),  # type: ignore[arg-type]
-        applications.ApplicationSettings(), clock=clock)
+    reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=clock)
     return mc, reconciler, clock
 
 

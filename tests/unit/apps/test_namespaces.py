@@ -24,6 +24,7 @@ from federation.hub import api, manifests
 from federation.placement import clusters as clusters_
 from tests.unit.apps.test_controller import MC, REQUEST, Clock, app, must, set_app
 from tests.unit.controllers import fakes
+from tests.unit.controllers.applications import fakes as app_fakes
 
 FLEET = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
 ALL = ["member1", "member2", "member3"]
@@ -171,9 +172,7 @@ def hub_namespace(mc: MC, targets: str | None) -> dict[str, Any]:
 
 async def test_controller_refuses_until_an_admin_grants_the_namespace() -> None:
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
-    reconciler = applications.Reconciler(
-        mc, mc.clusters, fakes.FakeRecorder(),  # type: ignore[arg-type]
-        applications.ApplicationSettings(), clock=Clock())
+    reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=Clock())
     body = app()
     body["spec"]["policies"][0]["properties"]["namespace"] = "prod"
     set_app(mc, body)
@@ -240,9 +239,7 @@ async def test_a_forged_tracker_entry_deletes_nothing_of_another_team() -> None:
     """The tracker lives in the author's namespace: an author who writes one naming
     another team's object (ours, placed by their Application) gets nothing deleted."""
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
-    reconciler = applications.Reconciler(
-        mc, mc.clusters, fakes.FakeRecorder(),  # type: ignore[arg-type]
-        applications.ApplicationSettings(), clock=Clock())
+    reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=Clock())
     victim = manifests.mark({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
         "name": "api", "namespace": "team-b",
         "annotations": {applications.APP_ANNOTATION: "team-b/api"}}, "spec": {}}, "uid-b")

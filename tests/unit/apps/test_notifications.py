@@ -29,6 +29,7 @@ from tests.unit.apps.test_controller import (
     set_app,
 )
 from tests.unit.controllers import fakes
+from tests.unit.controllers.applications import fakes as app_fakes
 
 FLEET = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
 WHERE = "spec.workflow.steps[0].properties"
@@ -171,14 +172,12 @@ def notifying_app(url: str, steps: int = 1, slack: str | None = None) -> dict[st
 
 
 def world(outbox: notifications.Outbox | None = None
-          ) -> tuple[MC, applications.Reconciler, fakes.FakeRecorder, Clock, Outbox]:
+          ) -> tuple[MC, applications.Reconciler, app_fakes.Recorder, Clock, Outbox]:
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
     clock = Clock()
-    recorder = fakes.FakeRecorder()
+    recorder = app_fakes.Recorder()
     fake = Outbox()
-    reconciler = applications.Reconciler(mc, mc.clusters, recorder,  # type: ignore[arg-type]
-                                         applications.ApplicationSettings(), clock=clock,
-                                         outbox=outbox or fake)
+    reconciler = app_fakes.reconciler(mc, recorder, clock=clock, outbox=outbox or fake)
     return mc, reconciler, recorder, clock, fake
 
 
@@ -305,13 +304,12 @@ async def _no_report(message: notifications.Message, why: str) -> None:
 
 
 async def test_a_failure_report_is_a_warning_worded_for_the_tenant() -> None:
-    recorder = fakes.FakeRecorder()
+    recorder = app_fakes.Recorder()
     message = notifications.Message(
         {"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
          "metadata": {"name": "shop", "namespace": "shop", "uid": "u"}},
         "tell", "http://10.0.0.7:6443/?token=SECRET", "hi")
-    await applications.notification_failed(recorder,  # type: ignore[arg-type]
-                                            message, egress.REFUSED)
+    await applications.notification_failed(recorder, message, egress.REFUSED)
     assert recorder.events == [("Warning", "NotificationFailed",
                                 f"step tell: not delivered: {egress.REFUSED}")]
 

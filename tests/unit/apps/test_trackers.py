@@ -16,14 +16,14 @@ from federation.runtime import controller
 from federation.runtime.reconcile import Request
 from tests.unit.apps.test_controller import MC, REQUEST, Clock, app, must, ready_everywhere, set_app
 from tests.unit.controllers import fakes
+from tests.unit.controllers.applications import fakes as app_fakes
 
 
-def world() -> tuple[MC, applications.Reconciler, fakes.FakeRecorder, Clock]:
+def world() -> tuple[MC, applications.Reconciler, app_fakes.Recorder, Clock]:
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
     clock = Clock()
-    recorder = fakes.FakeRecorder()
-    reconciler = applications.Reconciler(mc, mc.clusters, recorder,  # type: ignore[arg-type]
-                                         applications.ApplicationSettings(), clock=clock)
+    recorder = app_fakes.Recorder()
+    reconciler = app_fakes.reconciler(mc, recorder, clock=clock)
     return mc, reconciler, recorder, clock
 
 

@@ -211,3 +211,15 @@ def test_tracker_diff_partitions_what_is_tracked(
     # deleted only where reached or final; kept only where neither
     assert all((c, s) in desired or c in final for c, _, s in deleted)
     assert all((c, s) not in desired and c not in final for c, _, s in kept)
+
+
+def test_an_apply_component_step_deploys_and_waits_like_a_deploy_step() -> None:
+    """KubeVela's apply-component: the state machine puts it on its cluster and waits for
+    health (it raised "unknown step type" before it was a step here)."""
+    specs = (StepSpec("db", "apply-component", ("member1",)),)
+    state = workflow.initial(1, specs, 0.0)
+    state, actions = workflow.evaluate(state, specs, Observations(), 1.0)
+    assert workflow.Deploy("db", ("member1",)) in actions
+    assert workflow.assignments(state) == {"db": ("member1",)}
+    state, _ = workflow.evaluate(state, specs, healthy(("db", "member1")), 2.0)
+    assert state.phase == "succeeded"

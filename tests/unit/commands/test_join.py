@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from federation.commands import join
+from tests.unit.clients import Unserved
 
 
 def test_objects_reference_the_secret_and_hold_one_context() -> None:
@@ -154,7 +155,7 @@ def test_the_stored_kubeconfig_keeps_server_and_ca_and_only_the_token() -> None:
     assert "client-key-data" in document["users"][0]["user"]  # the input is left alone
 
 
-class FakeMember:
+class FakeMember(Unserved):
     """Records what install_service_account asks of a member; answers TokenRequest."""
 
     name = "edge"
@@ -164,16 +165,18 @@ class FakeMember:
         self.token = token
         self.body: Any = None
 
-    async def create(self, resource: Any, body: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str | None = None
+                     ) -> dict[str, Any]:
         self.calls.append(("create", f"{body['kind']}/{body['metadata']['name']}"))
         return body
 
-    async def apply(self, resource: Any, body: dict[str, Any], manager: str,
-                    force: bool = False) -> dict[str, Any]:
+    async def apply(self, resource: Any, body: dict[str, Any], field_manager: str, *,
+                    force: bool = False, subresource: str | None = None) -> dict[str, Any]:
         self.calls.append(("apply", f"{body['kind']}/{body['metadata']['name']}"))
         return body
 
-    async def request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    async def request(self, method: str, path: str, *, body: Any = None,
+                      **_: Any) -> dict[str, Any]:
         self.calls.append((method, path))
         self.body = body
         status = {"expirationTimestamp": "2027-01-01T00:00:00Z"}
@@ -190,7 +193,7 @@ async def test_service_account_setup_asks_for_a_bound_token_after_the_rbac() -> 
 
     member = FakeMember()
     token, expires = await install.install_service_account(
-        member, roles.Settings(), 86400)  # type: ignore[arg-type]
+        member, roles.Settings(), 86400)
     assert (token, expires) == ("t0ken", "2027-01-01T00:00:00Z")
     assert member.calls == [
         ("create", "Namespace/federation-system"),
@@ -208,7 +211,7 @@ async def test_a_token_request_without_a_token_is_an_error_not_an_empty_credenti
     from federation.rbac import roles
 
     with pytest.raises(kube.ApiError, match="returned no token"):
-        await install.install_service_account(FakeMember(token=None),  # type: ignore[arg-type]
+        await install.install_service_account(FakeMember(token=None),
                                               roles.Settings(), 3600)
 
 

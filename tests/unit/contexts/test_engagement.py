@@ -11,6 +11,7 @@ import pytest
 from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
 from federation.contexts.engagement import Engagement
+from tests.unit.clients import Unserved
 
 
 def config(*names: str, server: str = "https://127.0.0.1:1") -> kubeconfig.KubeConfig:
@@ -34,7 +35,7 @@ def distinct(*names: str, first: int = 1) -> kubeconfig.KubeConfig:
     return kubeconfig.merge([(Path("test"), document)])
 
 
-class Hanging:
+class Hanging(Unserved):
     """A client whose every call hangs until cancelled; records close()."""
 
     name = "edge"
@@ -43,7 +44,7 @@ class Hanging:
         self.closed = 0
         self.calls: list[str] = []
 
-    async def request_raw(self, path: str, *, timeout: float | None = None) -> bytes:
+    async def request_raw(self, path: str, **_: Any) -> bytes:
         self.calls.append(path)
         await asyncio.sleep(3600)
         return b""
@@ -70,7 +71,7 @@ async def test_leaving_cancels_every_task_and_closes_the_client() -> None:
     refuses new tasks afterwards."""
     client = Hanging()
     hub = clusters.Cluster("hub", is_hub=True, is_member=False)
-    edge = clusters.Cluster("edge", client=client)  # type: ignore[arg-type]
+    edge = clusters.Cluster("edge", client=client)
     edge.joined = True
     cluster_set = clusters.ClusterSet([hub, edge])
     left: list[str] = []
@@ -108,7 +109,7 @@ async def test_a_shared_client_is_closed_by_its_owner_only() -> None:
     assert alias.shares_client_of == "hub" and alias.engagement is not None
     assert not alias.engagement.owns_client
     hub_client = cluster_set.hub.client
-    assert hub_client is not None
+    assert isinstance(hub_client, kube.ClusterClient)
     session = hub_client.session
     alias.joined = True  # as if it had joined at runtime
     await cluster_set.leave("alias")
@@ -124,7 +125,7 @@ async def test_joined_real_client_session_is_closed_on_leave() -> None:
                                                       hub_context="hub")
     edge = cluster_set.join("edge", distinct("edge", first=9))
     assert edge.engagement is not None and edge.engagement.owns_client
-    assert edge.client is not None
+    assert isinstance(edge.client, kube.ClusterClient)
     session = edge.client.session
     edge.engagement.start()
     await asyncio.sleep(0.05)
@@ -137,7 +138,7 @@ async def test_joined_real_client_session_is_closed_on_leave() -> None:
 async def test_unused_engagement_stop_closes_without_starting() -> None:
     """A cluster made but never engaged (fedctl run failing at start) still closes."""
     client = Hanging()
-    edge = clusters.Cluster("edge", client=client)  # type: ignore[arg-type]
+    edge = clusters.Cluster("edge", client=client)
     assert isinstance(edge.engagement, Engagement)
     await edge.engagement.stop()
     assert client.closed == 1 and client.calls == []

@@ -77,9 +77,9 @@ async def server() -> AsyncIterator[Server]:
         await runner.cleanup()
 
 
-def fenced(url: str, clock: Clock, **settings: int) -> kube.ClusterClient:
-    client = kube.ClusterClient(kubeconfig.Context(name="hub", server=url),
-                                kube.ClientSettings(**settings))  # type: ignore[arg-type]
+def fenced(url: str, clock: Clock, settings: kube.ClientSettings | None = None
+           ) -> kube.ClusterClient:
+    client = kube.ClusterClient(kubeconfig.Context(name="hub", server=url), settings)
     fence = kube.Fence(clock)
     fence.extend(DEADLINE)
     client.fence = fence
@@ -104,7 +104,7 @@ async def test_a_write_that_waited_for_a_pooled_connection_past_the_lease_is_not
     the connection frees up. The write must be refused (NotLeader), never sent: with a
     body (create) and without one (delete)."""
     clock = Clock()
-    client = fenced(server.url, clock, pool_size=1)
+    client = fenced(server.url, clock, kube.ClientSettings(pool_size=1))
     try:
         holder = asyncio.create_task(client.request("GET", "/api/v1/hold"))
         await server.holding.wait()
@@ -186,7 +186,7 @@ async def test_writes_within_the_lease_are_sent_once_through_every_check(
         server: Server) -> None:
     """The checks refuse nothing valid: each verb reaches the server once."""
     clock = Clock()
-    client = fenced(server.url, clock, pool_size=1)
+    client = fenced(server.url, clock, kube.ClientSettings(pool_size=1))
     try:
         await client.create(kube.CONFIGMAPS, body())
         await client.replace(kube.CONFIGMAPS, body())

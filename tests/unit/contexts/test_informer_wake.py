@@ -10,9 +10,10 @@ import pytest
 
 from federation.contexts import cache
 from federation.contexts import client as kube
+from tests.unit.clients import Unserved
 
 
-class FlakyClient:
+class FlakyClient(Unserved):
     name = "member2"
 
     def __init__(self) -> None:
@@ -34,7 +35,7 @@ class FlakyClient:
 async def test_wake_cuts_a_long_backoff_short() -> None:
     """With a 60 s backoff pending, wake() makes the informer list again at once."""
     settings = cache.CacheSettings(backoff_initial=60.0, backoff_max=60.0)
-    informer = cache.Informer(FlakyClient(), kube.CONFIGMAPS,  # type: ignore[arg-type]
+    informer = cache.Informer(FlakyClient(), kube.CONFIGMAPS,
                               settings=settings)
     task = asyncio.create_task(informer.run())
     try:

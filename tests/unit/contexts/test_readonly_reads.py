@@ -22,12 +22,13 @@ from federation.contexts.multicluster import ListResult, ListView, MultiClusterC
 from federation.controllers import cleanup, health, policies
 from federation.controllers.kit import events
 from federation.hub import api, failover
+from tests.unit.clients import Unserved
 from tests.unit.contexts import probes
 
 JSON = dict[str, Any]
 
 
-class RecordingClient:
+class RecordingClient(Unserved):
     """The verbs :class:`ClusterWriter` calls, recorded; reads answer from ``live``."""
 
     def __init__(self, name: str) -> None:
@@ -40,7 +41,10 @@ class RecordingClient:
         yield {}
 
     async def request(self, method: str, path: str, **_: Any) -> JSON:
-        """Discovery: this cluster serves ConfigMaps."""
+        """Discovery: this cluster serves ConfigMaps (and, in our group, ResourceBindings)."""
+        if api.RESOURCE_BINDINGS.group in path:
+            return {"resources": [{"name": "resourcebindings", "kind": "ResourceBinding",
+                                   "namespaced": True, "verbs": ["get", "list", "update"]}]}
         return {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True,
                                "verbs": ["get", "list", "watch", "create"]}]}
 
@@ -73,7 +77,7 @@ class RecordingClient:
 def engaged(name: str, *, is_hub: bool = False) -> tuple[Cluster, RecordingClient]:
     fake = RecordingClient(name)
     cluster = Cluster(name, is_hub=is_hub, is_member=not is_hub,
-                      client=fake)  # type: ignore[arg-type]
+                      client=fake)
     cluster.available = True
     return cluster, fake
 
@@ -201,8 +205,8 @@ async def test_policy_reconcile_leaves_the_cache_as_it_was(fleet: Any) -> None:
 
 async def test_cleanup_reconcile_leaves_the_cache_as_it_was(fleet: Any) -> None:
     """A deleted template's binding: member1 holds no copy any more, another member is
-    off: the binding's spec and status are patched (one merge patch: bindings have no status
-    subresource); the cached binding is unchanged."""
+    off: the binding's spec and status are written (one update through the kit's executor:
+    bindings have no status subresource); the cached binding is unchanged."""
     mc, hub, member, hub_client = fleet
     binding = {"apiVersion": api.RESOURCE_BINDINGS.api_version, "kind": "ResourceBinding",
                "metadata": {"name": "b", "namespace": "shop", "uid": "u2",
@@ -221,6 +225,6 @@ async def test_cleanup_reconcile_leaves_the_cache_as_it_was(fleet: Any) -> None:
                                            "shop", "b"))
     finally:
         await stop(hub, member)
-    assert hub_client.writes == [("patch", "ResourceBinding")]
+    assert hub_client.writes == [("update", "ResourceBinding")]
     assert store.objects == snapshot
     assert store.objects[("shop", "b")] is binding

@@ -23,6 +23,7 @@ from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted, ScopedInformer
 from federation.controllers import secrets
 from federation.rbac import roles
+from tests.unit.clients import Unserved
 
 JSON = dict[str, Any]
 SECRETS = secrets.SECRETS
@@ -43,7 +44,7 @@ def secret(namespace: str, name: str = "s") -> JSON:
             "data": {"k": "dg=="}}
 
 
-class FakeHubServer:
+class FakeHubServer(Unserved):
     """Lists and watches per (resource, namespace); Secrets readable only where ``rbac``
     allows (403 elsewhere, as the API server would answer the control plane)."""
 
@@ -100,7 +101,7 @@ async def settle(condition: Any, what: str) -> None:
 class Hub:
     def __init__(self, objects: list[JSON], rbac: set[str | None] | None) -> None:
         self.server = FakeHubServer(objects, rbac)
-        self.cluster = Cluster("hub", is_hub=True, client=self.server)  # type: ignore[arg-type]
+        self.cluster = Cluster("hub", is_hub=True, client=self.server)
         self.cluster.available = True
         self.access = secrets.restrict(self.cluster)
         self.mc = MultiClusterClient(ClusterSet([self.cluster]))

@@ -10,20 +10,19 @@ every call with ClusterUnavailable. Every write is recorded in :attr:`FakeMC.wri
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from copy import deepcopy
-from typing import Any, cast
+from typing import Any, Literal, cast, overload
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.contexts.multicluster import ListResult
+from federation.contexts.multicluster import ListResult, ListView
 from federation.controllers import kinds as kinds_
 from federation.controllers import propagation
 from federation.controllers.kit import view
-from federation.controllers.propagation import propagate_deps
-from federation.hub import api, reconfigure
+from federation.hub import api, dependencies, reconfigure
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
@@ -33,7 +32,7 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
                              api.MEMBER_CLUSTERS, api.CRDS, reconfigure.RECONFIGURE_POLICIES,
-                             *propagate_deps.KINDS.values())}
+                             *dependencies.KINDS.values())}
 
 
 _UIDS = itertools.count(1)
@@ -119,10 +118,20 @@ class FakeMC:
             return None
         return deepcopy(found) if copy else freeze(found)
 
+    @overload
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None, copy: Literal[True] = True,
+                   **_: Any) -> ListResult: ...
+
+    @overload
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   clusters: Sequence[str] | None = None, copy: Literal[False],
+                   **_: Any) -> ListView: ...
+
     async def list(self, resource: Resource, namespace: str | None = None, *,
                    clusters: Sequence[str] | None = None, copy: bool = True,
-                   **_: Any) -> ListResult:
-        result = ListResult()
+                   **_: Any) -> ListResult | ListView:
+        result = ListResult() if copy else ListView()
         for name in clusters or [c.name for c in self.clusters.members]:
             if name in self.down:
                 result.errors[name] = ClusterUnavailable(name, "unavailable")
@@ -133,6 +142,14 @@ class FakeMC:
                 if c == name and plural == resource.plural
                 and (namespace is None or ns == namespace) and _in_group(o, resource)]
         return result
+
+    async def view(self, resource: Resource, name: str, namespace: str | None = None, *,
+                   cluster: str, allow_stale: bool = False) -> ReadOnly | None:
+        return await self.get(resource, name, namespace, cluster=cluster, copy=False)
+
+    async def list_view(self, resource: Resource, namespace: str | None = None, *,
+                        clusters: Sequence[str] | None = None, **_: Any) -> ListView:
+        return await self.list(resource, namespace, clusters=clusters, copy=False)
 
     def cluster(self, name: str) -> FakeWriter:
         self.clusters.get(name)
@@ -156,7 +173,7 @@ class FakeWriter:
     def _record(self, verb: str, resource: Resource, name: str) -> None:
         self.mc.writes.append((verb, self.name, f"{resource.kind}/{name}"))
 
-    async def resource(self, obj: JSON) -> Resource:
+    async def resource(self, obj: Mapping[str, Any]) -> Resource:
         self.mc._check(self.name)
         return KINDS[str(obj.get("kind"))]
 
@@ -243,17 +260,17 @@ class FakeRecorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
 
-    async def emit(self, obj: JSON, kind: str, reason: str, message: str) -> None:
+    async def emit(self, obj: Mapping[str, Any], kind: str, reason: str, message: str
+                   ) -> None:
         self.events.append((kind, reason, message))
 
-    def forget(self, obj: JSON) -> None:
+    def forget(self, obj: Mapping[str, Any]) -> None:
         return None
 
 
 def reconciler(mc: FakeMC, settings: propagation.PropagationSettings | None = None
                ) -> propagation.Reconciler:
-    return propagation.Reconciler(mc, mc.clusters, FakeKinds(),  # type: ignore[arg-type]
-                                  FakeRecorder(), settings)  # type: ignore[arg-type]
+    return propagation.Reconciler(mc, mc.clusters, FakeKinds(), FakeRecorder(), settings)
 
 
 def request_for(obj: JSON) -> Request:

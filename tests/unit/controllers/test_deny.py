@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import hypothesis
@@ -12,7 +13,6 @@ from click.testing import CliRunner
 
 from federation.commands import join, run
 from federation.contexts import client as kube
-from federation.contexts.multicluster import ListResult
 from federation.controllers import kinds, policies, propagation, setup
 from federation.controllers.kit import copies, plan
 from federation.controllers.propagation import load_policy, render
@@ -20,6 +20,8 @@ from federation.hub import api, deny
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import loader
+from federation.runtime.reconcile import Request
+from tests.unit.clients import UnservedFleet, UnservedWrites
 from tests.unit.controllers.fakes import FakeContext
 
 DEFAULT = deny.DenyList()
@@ -194,42 +196,42 @@ async def test_denied_kinds_are_never_followed(api_version: str, kind: str) -> N
     assert discovery.resolved == [] and found.hub_resources == {}
 
 
-class FakeWriter:
+class FakeWriter(UnservedWrites):
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.cluster_scoped: set[str] = set()
         """Kinds this member serves cluster-scoped."""
 
-    async def resource(self, obj: dict[str, Any]) -> kube.Resource:
+    async def resource(self, obj: Mapping[str, Any]) -> kube.Resource:
         kind = str(obj["kind"])
         return kube.Resource("example.io", "v1", kind.lower() + "s", kind,
                              namespaced=kind not in self.cluster_scoped)
 
-    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, obj: dict[str, Any], **_: Any) -> dict[str, Any]:
         self.calls.append(("create", obj["metadata"]["name"]))
         return obj
 
     update = apply = create
 
 
-class FakeMC:
+class FakeMC(UnservedFleet):
     def __init__(self, lists: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.writer = FakeWriter()
         self.lists = lists or {}
 
-    def cluster(self, name: str) -> FakeWriter:
+    def cluster(self, name: str) -> UnservedWrites:
         return self.writer
 
-    async def list(self, resource: kube.Resource, namespace: str | None = None,
-                   **_: Any) -> ListResult:
-        return ListResult(items={"hub": list(self.lists.get(resource.kind, []))})
+    def items(self, resource: kube.Resource, namespace: str | None,
+              clusters: Sequence[str] | None) -> dict[str, list[dict[str, Any]]]:
+        return {"hub": list(self.lists.get(resource.kind, []))}
 
 
 async def test_the_writer_refuses_denied_objects_in_members() -> None:
     """Defence in depth: a member write of a kube-system Secret is refused before any
     request; the hub (bindings, events) is not subject to the list."""
     mc = FakeMC()
-    writer = propagation.Writer(mc, "hub", DEFAULT)  # type: ignore[arg-type]
+    writer = propagation.Writer(mc, "hub", DEFAULT)
     for verb in (writer.create, writer.update, writer.apply):
         with pytest.raises(deny.Denied, match=r"^refused: Secret kube-system/s in member1"):
             await verb("member1", secret("kube-system"))
@@ -247,7 +249,7 @@ async def test_the_writer_refuses_secrets_where_joined_clusters_keep_kubeconfigs
               "metadata": {"name": "edge"},
               "spec": {"kubeconfigSecretRef": {"namespace": "fleet-creds", "name": "edge"}}}
     mc = FakeMC({"MemberCluster": [member]})
-    writer = propagation.Writer(mc, "hub", DEFAULT)  # type: ignore[arg-type]
+    writer = propagation.Writer(mc, "hub", DEFAULT)
     with pytest.raises(deny.Denied, match=r"^refused: Secret fleet-creds/s in member1"):
         await writer.create("member1", secret("fleet-creds"))
     await writer.create("member1", secret("shop"))
@@ -259,7 +261,7 @@ async def test_the_writer_never_turns_a_namespaced_object_cluster_scoped() -> No
     object) that a member serves cluster-scoped: refused before any request there."""
     mc = FakeMC()
     mc.writer.cluster_scoped.add("Widget")
-    writer = propagation.Writer(mc, "hub", DEFAULT)  # type: ignore[arg-type]
+    writer = propagation.Writer(mc, "hub", DEFAULT)
     widget = {"apiVersion": "example.io/v1", "kind": "Widget",
               "metadata": {"name": "w", "namespace": "shop"}}
     for verb in (writer.create, writer.update, writer.apply):
@@ -278,8 +280,12 @@ class FakeRecorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str]] = []
 
-    async def emit(self, obj: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    async def emit(self, obj: Mapping[str, Any], kind: str, reason: str, message: str
+                   ) -> None:
         self.events.append((str(obj["metadata"]["name"]), kind, reason, message))
+
+    def forget(self, obj: Mapping[str, Any]) -> None:
+        return None
 
 
 def reconciler(lists: dict[str, list[dict[str, Any]]]) -> FakeContext:
@@ -315,7 +321,7 @@ async def test_the_skip_is_reported_on_the_policy_once_per_rule() -> None:
     same rule skips adds no event."""
     recorder = FakeRecorder()
     r = propagation.Reconciler.__new__(propagation.Reconciler)
-    r.recorder = recorder  # type: ignore[assignment]
+    r.recorder = recorder
     r._denials_reported = set()
     rule = deny.Rule.parse("core/Secret:namespace=kube-system")
     for name in ("a", "b"):
@@ -367,14 +373,15 @@ def test_copy_vertices_carry_the_template_identity() -> None:
     assert vertex is not None and vertex.expect == expect
 
 
-class FakeStatusWriter:
+class FakeStatusWriter(UnservedWrites):
     def __init__(self) -> None:
         self.patches: list[dict[str, Any]] = []
 
-    async def patch_status(self, resource: kube.Resource, name: str, body: dict[str, Any],
-                           namespace: str | None = None) -> dict[str, Any]:
-        self.patches.append(body)
-        return body
+    async def patch_status(self, resource: kube.Resource, name: str, patch: dict[str, Any], *,
+                           namespace: str | None = None,
+                           resource_version: str | None = None) -> dict[str, Any]:
+        self.patches.append(patch)
+        return patch
 
 
 class PolicyMC(FakeMC):
@@ -383,11 +390,12 @@ class PolicyMC(FakeMC):
         self.doc = doc
         self.status = FakeStatusWriter()
 
-    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None,
-                  **_: Any) -> dict[str, Any]:
+    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False, copy: bool = True
+                  ) -> dict[str, Any]:
         return self.doc
 
-    def cluster(self, name: str) -> Any:
+    def cluster(self, name: str) -> UnservedWrites:
         return self.status
 
 
@@ -397,10 +405,9 @@ async def test_a_policy_selecting_denied_kinds_gets_a_denied_condition_and_event
     doc = cluster_policy({"apiVersion": "v1", "kind": "Secret"},
                          {"apiVersion": "v1", "kind": "Event"})
     mc, recorder = PolicyMC(doc), FakeRecorder()
-    reconciler = policies.Reconciler(mc, "hub", recorder)  # type: ignore[arg-type]
-    request = types.SimpleNamespace(kind="ClusterPropagationPolicy.policy.federation.io",
-                                    name="all", namespace="")
-    await reconciler.reconcile(request)  # type: ignore[arg-type]
+    reconciler = policies.Reconciler(mc, "hub", recorder)
+    request = Request("hub", "ClusterPropagationPolicy.policy.federation.io", "", "all")
+    await reconciler.reconcile(request)
     conditions = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
     assert conditions["Valid"]["status"] == "True"
     denied = conditions["Denied"]
@@ -409,7 +416,7 @@ async def test_a_policy_selecting_denied_kinds_gets_a_denied_condition_and_event
     assert "[core/Secret:namespace=kube-system]" in denied["message"]
     assert [(e[1], e[2]) for e in recorder.events] == [("Warning", "Denied")]
     doc["status"] = mc.status.patches[0]["status"]
-    await reconciler.reconcile(request)  # type: ignore[arg-type]
+    await reconciler.reconcile(request)
     assert len(mc.status.patches) == 1
 
 
@@ -423,10 +430,9 @@ async def test_a_namespaced_policy_selecting_applications_is_denied() -> None:
            "spec": {"resourceSelectors": [{"apiVersion": "core.oam.dev/v1beta1",
                                            "kind": "Application"}], "placement": {}}}
     mc, recorder = PolicyMC(doc), FakeRecorder()
-    reconciler = policies.Reconciler(mc, "hub", recorder)  # type: ignore[arg-type]
-    request = types.SimpleNamespace(kind="PropagationPolicy.policy.federation.io",
-                                    name="apps", namespace="team-a")
-    await reconciler.reconcile(request)  # type: ignore[arg-type]
+    reconciler = policies.Reconciler(mc, "hub", recorder)
+    request = Request("hub", "PropagationPolicy.policy.federation.io", "team-a", "apps")
+    await reconciler.reconcile(request)
     conditions = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
     assert conditions["Denied"]["status"] == "True"
     assert "[core.oam.dev/*]" in conditions["Denied"]["message"]

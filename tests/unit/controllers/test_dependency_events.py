@@ -4,13 +4,14 @@ kind tracker's member handler; a member's own object of that name requeues nothi
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event
 from federation.controllers import setup
 from federation.hub import manifests
 from federation.runtime.reconcile import Request
+from tests.unit.clients import Unserved
 from tests.unit.controllers.test_outages import RecordingManager
 
 CARRIER = {"metadata": {"name": "web-deployment", "namespace": "shop"},
@@ -21,8 +22,8 @@ CARRIER = {"metadata": {"name": "web-deployment", "namespace": "shop"},
 def wired() -> tuple[setup.Wiring, list[tuple[Request, float]]]:
     """The propagation wiring following dependencies, its queue recorded."""
     mgr = RecordingManager()
-    mgr.clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
-    wiring = setup.Wiring(mgr, setup.Settings().propagation)  # type: ignore[arg-type]
+    mgr.clusters.hub.cache = ClusterCache(Unserved(), cluster="hub")
+    wiring = setup.Wiring(mgr, setup.Settings().propagation)
     wiring.kinds.hub_resources["Deployment.apps"] = kube.DEPLOYMENTS
     queued: list[tuple[Request, float]] = []
     wiring.kinds.enqueue_after = lambda request, delay, _priority: queued.append(

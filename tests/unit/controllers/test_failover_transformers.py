@@ -61,8 +61,9 @@ def build(name: str, tolerate: int | None, members: list[dict[str, Any]],
     return found
 
 
-async def test_evicted_cluster_is_shown_not_ready_and_its_move_takes_budget() -> None:
-    """Past the toleration: member2 is not ready for the engine; 2 replicas count as moving."""
+async def test_evicted_cluster_is_shown_not_ready_and_its_move_claims_budget() -> None:
+    """Past the toleration: member2 is not ready for the engine; 2 replicas count as moving,
+    claimed on the build (the budget itself is taken after the plan ran, not here)."""
     members = [member("member2", down_since=T0)]
     r = context(members)
     b = build("web", 30, members)
@@ -70,7 +71,8 @@ async def test_evicted_cluster_is_shown_not_ready_and_its_move_takes_budget() ->
     shown = {c.name: c.ready for c in b.clusters}
     assert shown == {"member1": True, "member2": False, "member3": True}
     assert b.failover.evicted == {"member2": T0 + 30}
-    assert r.failover.budget.in_use == 2
+    assert b.budget == disruption.Claim(moving=2)
+    assert r.failover.budget.in_use == 0
 
 
 async def test_held_cluster_requeues_the_template_at_its_deadline() -> None:
@@ -94,6 +96,7 @@ async def test_budget_refusal_holds_the_move_and_retries() -> None:
     verdict = await transformers.apply_failover(r, b)
     assert all(c.ready for c in b.clusters)
     assert "disruption budget" in b.failover.judgements["member2"].reason
+    assert b.budget == disruption.Claim()
     assert verdict is not None and verdict.requeue_after == r.failover.settings.budget_retry
 
 
@@ -123,18 +126,19 @@ async def test_graceful_eviction_keeps_the_old_copy_until_new_ones_are_ready() -
     await eviction.plan_graceful_eviction(r, b)
     assert not [v for v in b.dag if v.action is plan.Action.DELETE]
     assert "member2" in b.failover.held
-    assert r.failover.budget.in_use == 2
+    assert b.budget == disruption.Claim(moving=2)
 
 
 async def test_old_copy_goes_once_new_copies_are_ready() -> None:
-    """New copies ready: the delete stays in the plan and the budget is given back."""
+    """New copies ready: the delete stays in the plan and the move is claimed done (its
+    budget is given back after the plan ran)."""
     members = [member("member2", down_since=T0)]
     r = context(members)
     b = await evicted_build(r, members, new_ready=3)
     await eviction.plan_graceful_eviction(r, b)
     assert [v.cluster for v in b.dag if v.action is plan.Action.DELETE] == ["member2"]
     assert not b.failover.held
-    assert r.failover.budget.in_use == 0
+    assert b.budget.done
 
 
 async def test_grace_period_bounds_the_wait() -> None:

@@ -70,7 +70,7 @@ async def test_member_cluster_deleted_under_the_reconcile_is_done_not_a_tracebac
     404 ends the reconcile quietly, and nothing of the member is kept."""
     mc = FakeMC(cluster_set("member1", "member2"))
     stale = member({"conditions": [{"type": "Ready", "status": "True"}]})
-    controller = health.HealthController(mc.clusters, mc, FakeRecorder())  # type: ignore[arg-type]
+    controller = health.HealthController(mc.clusters, mc, FakeRecorder())
     mc.clusters.get("member2").available = False
     controller._capacity_at["member2"] = 1.0
 
@@ -97,7 +97,7 @@ def installed(*members: str) -> tuple[FakeMC, health.HealthController, list[Requ
                                                   "message": "GET /readyz: ok"}],
                                   "resourceSummary": {}}})
     recorder = FakeRecorder()
-    controller = health.HealthController(mc.clusters, mc, recorder)  # type: ignore[arg-type]
+    controller = health.HealthController(mc.clusters, mc, recorder)
     queued: list[Request] = []
     controller.enqueue = queued.append
     mc.clusters.on_member_health(controller.on_health)

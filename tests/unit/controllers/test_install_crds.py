@@ -3,39 +3,41 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from federation.contexts.client import ApiError, ClusterClient, Resource
+from federation.contexts.client import ApiError, Resource
 from federation.controllers import install
+from tests.unit.clients import Unserved
 
 JSON = dict[str, Any]
 ESTABLISHED = {"conditions": [{"type": "Established", "status": "True"}]}
 
 
-class FakeHub:
+class FakeHub(Unserved):
     """CRDs by name; every apply recorded (and stored as the server would, established)."""
 
     def __init__(self) -> None:
         self.crds: dict[str, JSON] = {}
         self.applied: list[str] = []
 
-    async def apply(self, resource: Resource, body: JSON, manager: str, force: bool) -> JSON:
-        assert force and manager == install.FIELD_MANAGER
+    async def apply(self, resource: Resource, body: JSON, field_manager: str, *,
+                    force: bool = False, subresource: str | None = None) -> JSON:
+        assert force and field_manager == install.FIELD_MANAGER
         name = body["metadata"]["name"]
         self.applied.append(name)
         self.crds[name] = {**body, "status": ESTABLISHED}
         return self.crds[name]
 
-    async def get(self, resource: Resource, name: str) -> JSON:
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         if name not in self.crds:
             raise ApiError("hub", 404, "NotFound", f"{name} not found")
         return self.crds[name]
 
 
 def run(hub: FakeHub, only_changed: bool) -> list[str]:
-    return asyncio.run(install.install_crds(cast(ClusterClient, hub), only_changed=only_changed))
+    return asyncio.run(install.install_crds(hub, only_changed=only_changed))
 
 
 def names() -> list[str]:
@@ -91,7 +93,8 @@ def test_the_digest_is_of_the_shipped_document_and_ignores_its_own_annotation() 
 
 def test_a_server_error_reading_a_crd_is_not_taken_for_absent() -> None:
     class Broken(FakeHub):
-        async def get(self, resource: Resource, name: str) -> JSON:
+        async def get(self, resource: Resource, name: str, namespace: str | None = None
+                      ) -> JSON:
             raise ApiError("hub", 403, "Forbidden", "no")
 
     with pytest.raises(ApiError, match="403"):

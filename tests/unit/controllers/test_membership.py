@@ -13,35 +13,58 @@ from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
 from federation.contexts.credentials import ExecAllowlist
 from federation.controllers import health, membership
+from federation.controllers.kinds import KindTracker
 from federation.runtime.reconcile import Request
+from tests.unit.clients import UnservedFleet, UnservedWrites
 
 V1 = "client.authentication.k8s.io/v1"
 
 
-class FakeHub:
-    """The hub as membership and health see it: one MemberCluster, one Secret."""
+class FakeHub(UnservedFleet):
+    """The hub as membership and health see it: one MemberCluster, one Secret, the same
+    in the cache and on the server."""
 
     def __init__(self, member: dict[str, Any], secret: dict[str, Any]) -> None:
         self.member, self.secret = member, secret
         self.status_patches: list[dict[str, Any]] = []
 
-    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None,
-                  cluster: str | None = None, copy: bool = True) -> dict[str, Any]:
+    def read(self, resource: kube.Resource, name: str, namespace: str | None
+             ) -> dict[str, Any]:
         return self.secret if resource.kind == "Secret" else self.member
 
-    def cluster(self, name: str) -> FakeHub:
-        return self
+    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False, copy: bool = True
+                  ) -> dict[str, Any]:
+        return self.read(resource, name, namespace)
 
-    async def patch_status(self, resource: kube.Resource, name: str,
-                           body: dict[str, Any]) -> dict[str, Any]:
-        self.status_patches.append(body)
-        return self.member
+    def cluster(self, name: str) -> HubWrites:
+        return HubWrites(self)
+
+
+class HubWrites(UnservedWrites):
+    """The hub's writer: live reads and status patches."""
+
+    name = "hub"
+
+    def __init__(self, hub: FakeHub) -> None:
+        self.hub = hub
+
+    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None
+                  ) -> dict[str, Any]:
+        return self.hub.read(resource, name, namespace)
+
+    async def patch_status(self, resource: kube.Resource, name: str, patch: dict[str, Any], *,
+                           namespace: str | None = None,
+                           resource_version: str | None = None) -> dict[str, Any]:
+        self.hub.status_patches.append(patch)
+        return self.hub.member
 
 
 class FakeManager:
     def __init__(self, cluster_set: clusters.ClusterSet, hub: FakeHub) -> None:
         self.clusters, self.client = cluster_set, hub
         self.engaged: list[str] = []
+        self.is_leader = True
 
     def engage(self, cluster: clusters.Cluster) -> None:
         self.engaged.append(cluster.name)
@@ -56,6 +79,9 @@ class FakeRecorder:
 
     async def emit(self, obj: Any, kind: str, reason: str, message: str) -> None:
         self.events.append((kind, reason, message))
+
+    def forget(self, obj: Any) -> None:
+        return None
 
 
 def hub_only() -> clusters.ClusterSet:
@@ -107,7 +133,7 @@ async def test_hostile_secret_gives_an_event_and_a_condition_naming_the_reason(
     hub = FakeHub(MEMBER, secret_with(user))
     cluster_set = hub_only()
     mgr, recorder = FakeManager(cluster_set, hub), FakeRecorder()
-    reconciler = membership.Reconciler(mgr, recorder)  # type: ignore[arg-type]
+    reconciler = membership.Reconciler(mgr, recorder)
     request = Request("hub", "MemberCluster.cluster.federation.io", "", "edge")
     result = await reconciler.reconcile(request)
     assert result is not None and result.requeue_after == membership.RETRY
@@ -121,7 +147,7 @@ async def test_hostile_secret_gives_an_event_and_a_condition_naming_the_reason(
     await reconciler.reconcile(request)  # the retry: the same reason is not repeated
     assert len(recorder.events) == 1
 
-    checker = health.HealthController(cluster_set, hub, recorder)  # type: ignore[arg-type]
+    checker = health.HealthController(cluster_set, hub, recorder)
     await checker.reconcile(Request("hub", "MemberCluster.cluster.federation.io", "", "edge"))
     conditions = hub.status_patches[-1]["status"]["conditions"]
     ready = next(c for c in conditions if c["type"] == "Ready")
@@ -139,7 +165,7 @@ async def test_a_fixed_secret_joins_and_a_deleted_member_is_forgotten(
     hub = FakeHub(MEMBER, secret_with({"exec": {"apiVersion": V1, "command": "/bin/sh"}}))
     cluster_set = hub_only()
     mgr, recorder = FakeManager(cluster_set, hub), FakeRecorder()
-    reconciler = membership.Reconciler(mgr, recorder)  # type: ignore[arg-type]
+    reconciler = membership.Reconciler(mgr, recorder)
     request = Request("hub", "MemberCluster.cluster.federation.io", "", "edge")
     await reconciler.reconcile(request)
     assert "not on the allowlist" in recorder.events[-1][2]
@@ -160,14 +186,12 @@ async def test_leaving_is_one_call_that_reaches_every_listener() -> None:
     cluster_set = hub_only()
     hub = FakeHub(MEMBER, secret_with({"token": "good"}))
     mgr = FakeManager(cluster_set, hub)
-    reconciler = membership.Reconciler(mgr, FakeRecorder())  # type: ignore[arg-type]
+    reconciler = membership.Reconciler(mgr, FakeRecorder())
 
-    class Kinds:
-        member_resources = {("edge", "Deployment.apps"): kube.DEPLOYMENTS,
-                            ("member1", "Deployment.apps"): kube.DEPLOYMENTS}
-
-    kinds = Kinds()
-    cluster_set.on_leave(membership.forget_kinds(kinds))  # type: ignore[arg-type]
+    kinds = KindTracker(cluster_set, lambda _request, _priority: None)
+    kinds.member_resources = {("edge", "Deployment.apps"): kube.DEPLOYMENTS,
+                              ("member1", "Deployment.apps"): kube.DEPLOYMENTS}
+    cluster_set.on_leave(membership.forget_kinds(kinds))
     request = Request("hub", "MemberCluster.cluster.federation.io", "", "edge")
     assert await reconciler.reconcile(request) is None
     engagement = cluster_set.clusters["edge"].engagement

@@ -18,6 +18,7 @@ from federation.hub import api
 from federation.runtime.reconcile import Request
 from federation.work import identity
 from federation.work.server import WorkServer
+from tests.unit.clients import UnservedFleet, UnservedWrites
 
 REQUEST = Request("hub", "MemberCluster.cluster.federation.io", "", "edge")
 
@@ -32,7 +33,7 @@ def member(serial: str = "", previous: str = "", version: str = "1") -> dict[str
     return doc
 
 
-class Hub:
+class Hub(UnservedFleet):
     """The hub as the membership controller reads and writes it: a cached copy of the
     MemberCluster (possibly behind) and the live one."""
 
@@ -40,17 +41,32 @@ class Hub:
         self.cached = self.live = doc
         self.patches: list[tuple[dict[str, Any], str | None]] = []
 
-    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None,
-                  cluster: str | None = None, copy: bool = True) -> dict[str, Any]:
-        return self.cached if cluster is not None else self.live
+    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None, *,
+                  cluster: str, allow_stale: bool = False, copy: bool = True
+                  ) -> dict[str, Any]:
+        return self.cached
 
-    def cluster(self, name: str) -> Hub:
-        return self
+    def cluster(self, name: str) -> HubWrites:
+        return HubWrites(self)
 
-    async def patch_status(self, resource: kube.Resource, name: str, patch: dict[str, Any],
+
+class HubWrites(UnservedWrites):
+    """The hub's writer: the live MemberCluster, and conditional status patches."""
+
+    name = "hub"
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None
+                  ) -> dict[str, Any]:
+        return self.hub.live
+
+    async def patch_status(self, resource: kube.Resource, name: str, patch: dict[str, Any], *,
+                           namespace: str | None = None,
                            resource_version: str | None = None) -> dict[str, Any]:
-        self.patches.append((patch, resource_version))
-        return self.live
+        self.hub.patches.append((patch, resource_version))
+        return self.hub.live
 
 
 class Manager:
@@ -76,11 +92,14 @@ class Recorder:
     async def emit(self, obj: Any, kind: str, reason: str, message: str) -> None:
         pass
 
+    def forget(self, obj: Any) -> None:
+        pass
+
 
 def setup(doc: dict[str, Any]) -> tuple[Hub, WorkServer, membership.Reconciler, Manager]:
     hub, work = Hub(doc), WorkServer()
     mgr = Manager(hub)
-    reconciler = membership.Reconciler(mgr, Recorder(), work=work)  # type: ignore[arg-type]
+    reconciler = membership.Reconciler(mgr, Recorder(), work=work)
     return hub, work, reconciler, mgr
 
 

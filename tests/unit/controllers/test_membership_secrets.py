@@ -25,11 +25,11 @@ class RecordingHub(FakeHub):
         super().__init__(member, secret)
         self.secret_reads: list[tuple[str | None, str]] = []
 
-    async def get(self, resource: kube.Resource, name: str, namespace: str | None = None,
-                  cluster: str | None = None, copy: bool = True) -> dict[str, Any]:
+    def read(self, resource: kube.Resource, name: str, namespace: str | None
+             ) -> dict[str, Any]:
         if resource.kind == "Secret":
             self.secret_reads.append((namespace, name))
-        return await super().get(resource, name, namespace, cluster, copy)
+        return super().read(resource, name, namespace)
 
 
 def valid_kubeconfig_secret(namespace: str, name: str) -> dict[str, Any]:
@@ -50,14 +50,14 @@ async def refused(hub: RecordingHub) -> tuple[str, Any, FakeManager]:
     """Reconcile the MemberCluster once: the JoinFailed reason, the result, the manager."""
     cluster_set = hub_only()
     mgr, recorder = FakeManager(cluster_set, hub), FakeRecorder()
-    reconciler = membership.Reconciler(mgr, recorder)  # type: ignore[arg-type]
+    reconciler = membership.Reconciler(mgr, recorder)
     result = await reconciler.reconcile(REQUEST)
     assert mgr.engaged == []
     assert cluster_set.clusters["edge"].state == "misconfigured"
     [(kind, reason, message)] = recorder.events
     assert (kind, reason) == ("Warning", "JoinFailed")
     assert "\n" not in message and TOKEN not in message
-    checker = health.HealthController(cluster_set, hub, recorder)  # type: ignore[arg-type]
+    checker = health.HealthController(cluster_set, hub, recorder)
     await checker.reconcile(REQUEST)
     ready = next(c for c in hub.status_patches[-1]["status"]["conditions"]
                  if c["type"] == "Ready")
@@ -128,7 +128,7 @@ async def test_a_kubeconfig_of_the_credentials_namespace_still_joins() -> None:
                        valid_kubeconfig_secret("federation-system", "edge-kubeconfig"))
     cluster_set = hub_only()
     mgr, recorder = FakeManager(cluster_set, hub), FakeRecorder()
-    reconciler = membership.Reconciler(mgr, recorder)  # type: ignore[arg-type]
+    reconciler = membership.Reconciler(mgr, recorder)
     assert await reconciler.reconcile(REQUEST) is None
     assert mgr.engaged == ["edge"] and hub.secret_reads == [("federation-system",
                                                              "edge-kubeconfig")]

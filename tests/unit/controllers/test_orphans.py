@@ -111,7 +111,7 @@ async def test_cleanup_never_deletes_a_copy_the_recreated_template_took_over() -
     taken = manifests.mark(manifests.render(config_map("c"), None, False),
                            live["metadata"]["uid"])
     mc.put("member2", taken)
-    result = await cleanup.Reconciler(mc, "hub", FakeRecorder()).reconcile(  # type: ignore[arg-type]
+    result = await cleanup.Reconciler(mc, "hub", FakeRecorder()).reconcile(
         request_for(leftover_binding("c", [])))
     assert result is None
     assert mc.find("member2", "ConfigMap", "c", "shop") is not None
@@ -123,7 +123,7 @@ async def test_cleanup_deletes_the_old_copy_and_then_the_binding() -> None:
     then the leftover binding; an unreachable member stays pending without an error."""
     mc = fleet_with_leftover("d", MEMBERS)
     mc.objects = {k: v for k, v in mc.objects.items() if k[1] != "configmaps" or k[0] != "hub"}
-    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder(), retry=1.5)  # type: ignore[arg-type]
+    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder(), retry=1.5)
     request = request_for(leftover_binding("d", []))
     result = await leftovers.reconcile(request)
     assert result is not None and result.requeue_after == 1.5  # member2 still down
@@ -152,7 +152,7 @@ async def test_cleanup_does_not_delete_a_binding_rewritten_since_it_was_read() -
             resource, name, namespace, **kw)
 
     mc.get = stale_get  # type: ignore[method-assign]
-    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
+    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder())
     result = await leftovers.reconcile(request_for(stale))
     assert result is not None and result.requeue_after == 0.0
     assert mc.find("hub", "ResourceBinding", "e-configmap", "shop") is not None
@@ -207,7 +207,7 @@ async def test_cleanup_never_acts_on_a_malformed_binding(spec: dict[str, Any]) -
     hostile = leftover_binding("f", ["member2"])
     hostile["spec"].update(spec)
     stored = mc.put("hub", hostile)
-    result = await cleanup.Reconciler(mc, "hub", FakeRecorder()).reconcile(  # type: ignore[arg-type]
+    result = await cleanup.Reconciler(mc, "hub", FakeRecorder()).reconcile(
         request_for(hostile))
     assert result is None
     assert mc.writes == []

@@ -11,8 +11,8 @@ import pytest
 from federation.contexts.client import ApiError, ClusterUnavailable
 from federation.contexts.clusters import Cluster
 from federation.contexts.health import ProbeLoop
-from federation.controllers import propagation
-from federation.runtime import controller
+from federation.controllers import propagation, setup
+from federation.runtime import controller, manager
 from tests.unit.contexts import probes
 from tests.unit.controllers.fakes import (
     MEMBERS,
@@ -169,9 +169,11 @@ class RecordingManager:
         self.clusters = cluster_set(*MEMBERS)
         self.client = FakeMC(self.clusters)
         self.controllers: dict[str, controller.Controller] = {}
+        self.is_leader = True
 
-    def add(self, ctl: controller.Controller) -> None:
+    def add(self, ctl: controller.Controller) -> controller.Controller:
         self.controllers[ctl.name] = ctl
+        return ctl
 
     def cache(self, *_: Any) -> None:
         return None
@@ -180,15 +182,19 @@ class RecordingManager:
         return None
 
 
+def registered(settings: setup.Settings) -> dict[str, controller.Controller]:
+    """What ``setup`` registers with a manager over in-memory clusters (nothing runs)."""
+    mgr = manager.Manager(cluster_set(*MEMBERS))
+    setup.setup(mgr, settings)
+    return {ctl.name: ctl for ctl in mgr.controllers}
+
+
 def test_cleanup_runs_as_many_workers_as_propagation() -> None:
     """After an outage the clean-up has as many bindings to finish as propagation has
     templates: one worker (1.7 bindings/s) is not enough; both follow the same setting."""
-    from federation.controllers import setup
-
     settings = setup.Settings(propagation=propagation.PropagationSettings(workers=7,
                                                                           retry_pending=2.5))
-    mgr = RecordingManager()
-    setup.setup(mgr, settings)  # type: ignore[arg-type]
-    assert mgr.controllers["cleanup"].workers == mgr.controllers["propagation"].workers == 7
-    leftovers = mgr.controllers["cleanup"].reconcile_func.__self__  # type: ignore[attr-defined]
+    controllers = registered(settings)
+    assert controllers["cleanup"].workers == controllers["propagation"].workers == 7
+    leftovers = controllers["cleanup"].reconcile_func.__self__  # type: ignore[attr-defined]
     assert leftovers.retry == 2.5

@@ -6,7 +6,6 @@ and is requeued by the grant, and nothing is ever taken for deleted."""
 from __future__ import annotations
 
 import logging
-import types
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from federation.contexts.client import Resource
 from federation.contexts.scoped import NotGranted
 from federation.controllers import policies, secrets
 from federation.controllers.propagation import propagate_deps
+from federation.runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeMC, cluster_set, reconciler, request_for
 from tests.unit.controllers.propagation.test_karmada_behaviour import (
     MEMBERS,
@@ -51,12 +51,11 @@ SECRET = {"apiVersion": "v1", "kind": "Secret"}
 
 async def validate(doc: JSON, access: Access) -> tuple[dict[str, JSON], list[Any], Any]:
     mc, recorder = PolicyMC(doc), FakeRecorder()
-    reconciler_ = policies.Reconciler(mc, "hub", recorder, access=access)  # type: ignore[arg-type]
+    reconciler_ = policies.Reconciler(mc, "hub", recorder, access=access)
     kind = f"{doc['kind']}.policy.federation.io"
     meta = doc["metadata"]
-    request = types.SimpleNamespace(kind=kind, name=meta["name"],
-                                    namespace=meta.get("namespace") or "")
-    result = await reconciler_.reconcile(request)  # type: ignore[arg-type]
+    request = Request("hub", kind, meta.get("namespace") or "", meta["name"])
+    result = await reconciler_.reconcile(request)
     found = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]} \
         if mc.status.patches else {}
     return found, recorder.events, result

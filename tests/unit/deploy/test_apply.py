@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from federation.contexts.client import ApiError, ClusterClient, Resource
+from federation.contexts.client import ApiError, ObjectClient, Resource
 from federation.deploy import apply, manifests
 from federation.deploy.manifests import Options
+from tests.unit.clients import Unserved
 
 
-class FakeHub:
+class FakeHub(Unserved):
     """Records applies; refuses the resources in ``missing`` with a 404 as a hub that does
     not serve them does."""
 
@@ -23,7 +24,7 @@ class FakeHub:
         self.applied: list[tuple[str, str, str, bool]] = []
 
     async def apply(self, resource: Resource, body: dict[str, Any], field_manager: str, *,
-                    force: bool = False) -> dict[str, Any]:
+                    force: bool = False, subresource: str | None = None) -> dict[str, Any]:
         if resource.api_version + "/" + resource.plural in self.missing:
             raise ApiError(self.name, 404, "NotFound", "the server could not find it")
         if body["kind"] == self.refuse:
@@ -32,8 +33,8 @@ class FakeHub:
         return body
 
 
-def hub(fake: FakeHub) -> ClusterClient:
-    return cast(ClusterClient, fake)
+def hub(fake: FakeHub) -> ObjectClient:
+    return fake
 
 
 async def test_every_object_is_applied_in_order_forced_by_our_field_manager() -> None:

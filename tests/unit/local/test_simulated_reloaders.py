@@ -10,7 +10,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import yaml
@@ -19,6 +19,7 @@ from federation.contexts import client as kube
 from federation.hub import reconfigure
 from federation.local import record_params, reloaders
 from federation.reloader.server import config_version
+from tests.unit.clients import Unserved
 
 JSON = dict[str, Any]
 
@@ -223,28 +224,31 @@ def test_a_process_is_started_once_with_mtls_and_restarted_when_it_died(tmp_path
     assert fake.live == {} and procs.running == {}
 
 
-class FakeMember:
+class FakeMember(Unserved):
     name = "member1"
 
     def __init__(self) -> None:
         self.slices: dict[tuple[str, str], JSON] = {}
         self.writes: list[tuple[str, str]] = []
 
-    async def create(self, resource: kube.Resource, body: JSON) -> JSON:
+    async def create(self, resource: kube.Resource, body: JSON, namespace: str | None = None
+                     ) -> JSON:
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
         self.writes.append(("create", key[1]))
         self.slices[key] = body
         return body
 
-    async def replace(self, resource: kube.Resource, body: JSON) -> JSON:
+    async def replace(self, resource: kube.Resource, body: JSON, subresource: str | None = None
+                      ) -> JSON:
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
         self.writes.append(("replace", key[1]))
         self.slices[key] = body
         return body
 
-    async def delete(self, resource: kube.Resource, name: str, namespace: str) -> JSON:
+    async def delete(self, resource: kube.Resource, name: str, namespace: str | None = None,
+                     **body: Any) -> JSON:
         self.writes.append(("delete", name))
-        self.slices.pop((namespace, name), None)
+        self.slices.pop((namespace or "", name), None)
         return {}
 
 
@@ -291,7 +295,7 @@ def harness(tmp_path: Path) -> Harness:
         sleepers.append(sleeper)
         await sleeper
 
-    sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
+    sync = reloaders.ReloaderSync(member, procs, changed.set,
                                   probe=probe, sleep=until_accept)
     return Harness(fake, member, procs, changed, accepting, sync, sleepers)
 
@@ -341,7 +345,7 @@ async def test_a_reloader_that_never_listens_is_stopped_for_the_next_pass(
         slept += seconds
         await asyncio.sleep(0)
 
-    sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, changed.set,
+    sync = reloaders.ReloaderSync(member, procs, changed.set,
                                   probe=never, sleep=virtual_sleep)
     await sync.reconcile({"deployments": {("shop", "app"): deployment()},
                           "configmaps": {("shop", "app-config"): config_map("app-config")},
@@ -371,7 +375,7 @@ async def test_a_replaced_process_is_waited_for_and_the_old_wait_stops_nothing(
 async def test_no_reloader_starts_before_its_configmap_exists(tmp_path: Path) -> None:
     fake, member = FakeProcs(), FakeMember()
     procs = fake.processes(tmp_path)
-    sync = reloaders.ReloaderSync(cast(kube.ClusterClient, member), procs, lambda: None,
+    sync = reloaders.ReloaderSync(member, procs, lambda: None,
                                   probe=lambda port: asyncio.sleep(0, result=False))
     objects: dict[str, dict[tuple[str, str], JSON]] = {
         "deployments": {("shop", "app"): deployment()}, "configmaps": {}, "secrets": {},

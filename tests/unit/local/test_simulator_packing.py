@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from federation.local import simulator
+from tests.unit.clients import Unserved
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110,
@@ -76,14 +77,13 @@ def test_unchanged_status_is_not_rewritten() -> None:
     assert simulator.status_differs(first, {**second, "readyReplicas": 1})
 
 
-class RecordingClient:
+class RecordingClient(Unserved):
     def __init__(self) -> None:
         self.patches: list[tuple[str, dict[str, Any]]] = []
 
-    async def patch(self, resource: Any, name: str, body: dict[str, Any], **_: Any
-                    ) -> dict[str, Any]:
-        self.patches.append((name, body["status"]))
-        return body
+    async def patch(self, resource: Any, name: str, patch: Any, **_: Any) -> dict[str, Any]:
+        self.patches.append((name, patch["status"]))
+        return dict(patch)
 
 
 async def test_a_new_workload_gets_one_status_when_its_ready_delay_ends() -> None:
@@ -93,7 +93,7 @@ async def test_a_new_workload_gets_one_status_when_its_ready_delay_ends() -> Non
 
     now = [100.0]
     client = RecordingClient()
-    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),  # type: ignore[arg-type]
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),
                                        {}, clock=lambda: now[0])
     deployment = {**workload("d", 2, "t"), "kind": "Deployment"}
     member.objects = {"nodes": {("", "n"): node("n")},
@@ -113,7 +113,7 @@ async def test_a_ready_delay_that_ends_during_a_pass_is_still_woken_for() -> Non
 
     now = [100.0]
     client = RecordingClient()
-    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),  # type: ignore[arg-type]
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),
                                        {}, clock=lambda: now[0])
     member.objects = {"nodes": {("", "n"): node("n")},
                       "deployments": {("ns", "d"): {**workload("d", 1, "t"),
@@ -135,7 +135,7 @@ async def test_a_changed_pod_template_rolls_for_the_ready_delay_a_scale_does_not
 
     now = [100.0]
     client = RecordingClient()
-    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),  # type: ignore[arg-type]
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=1.0),
                                        {}, clock=lambda: now[0])
     deployment = {**workload("d", 2, "t"), "kind": "Deployment"}
     deployment["metadata"]["generation"] = 1
@@ -177,7 +177,7 @@ async def test_passes_are_at_least_the_pass_interval_apart() -> None:
     from federation.local.fleet import SimulatorSettings
 
     now = [100.0]
-    member = simulator.MemberSimulator(RecordingClient(),  # type: ignore[arg-type]
+    member = simulator.MemberSimulator(RecordingClient(),
                                        SimulatorSettings(pass_interval=0.2), {},
                                        clock=lambda: now[0])
     assert member._pass_floor() < 0, "the first pass waited"
@@ -203,13 +203,13 @@ async def test_the_echo_of_our_own_status_write_needs_no_pass() -> None:
     from federation.local.fleet import SimulatorSettings
 
     class AnsweringClient(RecordingClient):
-        async def patch(self, resource: Any, name: str, body: dict[str, Any], **_: Any
+        async def patch(self, resource: Any, name: str, patch: Any, **_: Any
                         ) -> dict[str, Any]:
-            self.patches.append((name, body["status"]))
-            return {"metadata": {"name": name, "resourceVersion": "42"}, **body}
+            self.patches.append((name, patch["status"]))
+            return {"metadata": {"name": name, "resourceVersion": "42"}, **patch}
 
     now = [100.0]
-    member = simulator.MemberSimulator(AnsweringClient(),  # type: ignore[arg-type]
+    member = simulator.MemberSimulator(AnsweringClient(),
                                        SimulatorSettings(ready_delay=0.0), {},
                                        clock=lambda: now[0])
     deployment = {**workload("d", 1, "t"), "kind": "Deployment"}
@@ -233,7 +233,7 @@ async def test_a_version_whose_status_is_right_is_not_computed_again() -> None:
 
     now = [100.0]
     client = RecordingClient()
-    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=0.0),  # type: ignore[arg-type]
+    member = simulator.MemberSimulator(client, SimulatorSettings(ready_delay=0.0),
                                        {}, clock=lambda: now[0])
     deployment = {**workload("d", 1, "t"), "kind": "Deployment"}
     deployment["metadata"]["resourceVersion"] = "5"

@@ -53,11 +53,14 @@ class Fixture:
         self.reloader: Reloader | None = None
         self.address = ""
 
-    async def start(self, action: object, **extra: object) -> Reloader:
+    async def start(self, action: object, *, pid_file: Path | None = None,
+                    allowed_clients: tuple[str, ...] = (), reload_on_change: bool = False
+                    ) -> Reloader:
         settings = ReloaderSettings(
             config_dir=self.config, action=actions.parse(action),
             tls_cert=self.tmp / "tls.crt", tls_key=self.tmp / "tls.key",
-            tls_ca=self.tmp / "ca.crt", **extra)  # type: ignore[arg-type]
+            tls_ca=self.tmp / "ca.crt", pid_file=pid_file, allowed_clients=allowed_clients,
+            reload_on_change=reload_on_change)
         self.reloader = Reloader(settings)
         await self.reloader.scan()
         port = await self.reloader.start("127.0.0.1:0")

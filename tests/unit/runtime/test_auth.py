@@ -12,16 +12,16 @@ import logging
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
-from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
 from federation.runtime import auth, manager
+from tests.unit.clients import Unserved
 
 pytestmark = pytest.mark.timeout(20)
 in_session_loop = pytest.mark.asyncio(loop_scope="session")
@@ -141,7 +141,7 @@ async def test_a_flood_of_made_up_tokens_is_answered_429_without_reaching_the_hu
     assert (await scrape(url, ALLOWED))[0] == 200  # cached: no review needed
 
 
-class Reviews:
+class Reviews(Unserved):
     """A stand-in for the review client: answers from a table, counts calls."""
 
     def __init__(self) -> None:
@@ -158,7 +158,7 @@ async def test_cached_answers_expire_after_the_ttl() -> None:
     """Within the TTL no review is repeated; after it, a revoked token would be seen."""
     now = [0.0]
     reviews = Reviews()
-    reviewer = auth.Reviewer(cast(kube.ClusterClient, reviews),
+    reviewer = auth.Reviewer(reviews,
                              auth.AuthSettings(cache_ttl=30.0), clock=lambda: now[0])
     user = await reviewer.authenticate("t")
     assert user is not None and await reviewer.authorize(user, "/metrics")

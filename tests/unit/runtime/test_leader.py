@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from federation.contexts import client as kube
 from federation.runtime import leader
+from tests.unit.clients import Unserved
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -54,7 +55,7 @@ class VirtualTime:
         self._asleep.clear()
 
 
-class Leases:
+class Leases(Unserved):
     """The hub's Lease API in memory, with resourceVersion conflicts; counts writes."""
 
     def __init__(self) -> None:
@@ -86,14 +87,16 @@ class Leases:
             raise kube.ApiError("hub", 404, "NotFound", "not found")
         return copy.deepcopy(self.lease)
 
-    async def create(self, resource: kube.Resource, body: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, resource: kube.Resource, body: dict[str, Any],
+                     namespace: str | None = None) -> dict[str, Any]:
         self._check()
         self._send("POST")
         if self.lease is not None:
             raise kube.ApiError("hub", 409, "AlreadyExists", "exists")
         return self._store(body)
 
-    async def replace(self, resource: kube.Resource, body: dict[str, Any]) -> dict[str, Any]:
+    async def replace(self, resource: kube.Resource, body: dict[str, Any],
+                      subresource: str | None = None) -> dict[str, Any]:
         self._check()
         self._send("PUT")
         assert self.lease is not None
@@ -118,7 +121,7 @@ class Leases:
 
 async def elected(leases: Leases, time: VirtualTime
                   ) -> tuple[leader.LeaderElector, asyncio.Task[None]]:
-    elector = leader.LeaderElector(cast(kube.ClusterClient, leases), SETTINGS, "me",
+    elector = leader.LeaderElector(leases, SETTINGS, "me",
                                    clock=time.clock, sleep=time.sleep)
     task = asyncio.create_task(elector.run())
     await time.asleep()
@@ -252,7 +255,7 @@ async def test_a_candidate_may_always_try_and_a_released_lease_is_never_written_
     """Before election the elector's permit is open (the resourceVersion decides); after a
     release it is closed for good."""
     time, leases = VirtualTime(), Leases()
-    elector = leader.LeaderElector(cast(kube.ClusterClient, leases), SETTINGS, "me",
+    elector = leader.LeaderElector(leases, SETTINGS, "me",
                                    clock=time.clock, sleep=time.sleep)
     time.now += 1e9
     elector.lease_writes.check("hub", "POST", "/lease")

@@ -11,7 +11,6 @@ import asyncio
 import gc
 import warnings
 from collections.abc import AsyncIterator
-from typing import cast
 
 import aiohttp
 import pytest
@@ -122,7 +121,7 @@ async def test_a_lost_election_cancels_reconciles_in_flight_at_once(
     mgr = manager.Manager(cluster_set(hub_client), manager.ManagerSettings(
         health_probe_bind_address="0", metrics_bind_address="0", leader_elect=True,
         shutdown_timeout=30.0, cache_sync_timeout=1.0, identity="me"))
-    elector = leader.LeaderElector(cast(kube.ClusterClient, leases), mgr.settings.leader,
+    elector = leader.LeaderElector(leases, mgr.settings.leader,
                                    "me", clock=time.clock, sleep=time.sleep)
     monkeypatch.setattr(mgr, "_make_elector", lambda: elector)
     reconciling, outcome = asyncio.Event(), []

@@ -15,6 +15,7 @@ from federation.contexts import cache
 from federation.contexts import client as kube
 from federation.runtime import controller, queue, reconcile
 from federation.runtime.queue import DEFAULT_PRIORITY, LOW_PRIORITY
+from tests.unit.clients import Unserved
 from tests.unit.runtime.virtual import run
 
 pytestmark = pytest.mark.timeout(20)
@@ -138,7 +139,7 @@ def test_controller_reconciles_a_watch_event_before_the_initial_list() -> None:
 
         ctl = controller.Controller("t", reconcile_func, workers=1)
         watch = ctl.watch(kube.CONFIGMAPS, clusters="all").watches[0]
-        informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,  # type: ignore[arg-type]
+        informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,
                                   cluster="member1")
         informer.add_handler(ctl.handler(watch))
         informer._replace([_config_map(k) for k in keys(1000)])  # the first list
@@ -157,11 +158,15 @@ def test_controller_reconciles_a_watch_event_before_the_initial_list() -> None:
     assert sorted(seen[1:]) == sorted([*keys(1000), "old-0000"])
 
 
+async def nothing(request: reconcile.Request) -> reconcile.Result | None:
+    return None
+
+
 def test_a_handler_added_late_gets_the_cache_at_low_priority() -> None:
     """A controller attached to a running informer is replayed its objects as initial."""
-    ctl = controller.Controller("t", lambda _: None, workers=1)  # type: ignore[arg-type,return-value]
+    ctl = controller.Controller("t", nothing, workers=1)
     watch = ctl.watch(kube.CONFIGMAPS, clusters="all").watches[0]
-    informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,  # type: ignore[arg-type]
+    informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,
                               cluster="member1")
     informer.store.put(_config_map("a"))
     informer.add_handler(ctl.handler(watch))
@@ -171,7 +176,7 @@ def test_a_handler_added_late_gets_the_cache_at_low_priority() -> None:
 def test_a_relist_is_not_initial() -> None:
     """Differences found by a relist (after a 410) are changes: default priority."""
     events: list[cache.Event] = []
-    informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,  # type: ignore[arg-type]
+    informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,
                               cluster="member1")
     informer.add_handler(events.append)
     informer._replace([_config_map("a")])
@@ -181,7 +186,7 @@ def test_a_relist_is_not_initial() -> None:
                                                                           ("b", False)]
 
 
-class _NoClient:
+class _NoClient(Unserved):
     name = "member1"
 
 

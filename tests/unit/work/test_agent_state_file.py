@@ -47,7 +47,7 @@ async def apply_secret(worker: Worker, generation: int = 1, token: str = TOKEN) 
 
 async def test_no_secret_data_on_disk_and_the_file_is_private(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    worker = Worker("member3", FakeMember(),  # type: ignore[arg-type]
+    worker = Worker("member3", FakeMember(),
                     Applied(state / "applied.json"))
     key = await apply_secret(worker)
     text = (state / "applied.json").read_text()
@@ -79,11 +79,11 @@ async def test_an_old_world_readable_file_is_rewritten_at_start(tmp_path: Path) 
 async def test_after_a_restart_a_changed_secret_is_reported_not_restored(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     member = FakeMember()
-    first = Worker("member3", member, Applied(tmp_path / "applied.json"))  # type: ignore[arg-type]
+    first = Worker("member3", member, Applied(tmp_path / "applied.json"))
     key = await apply_secret(first)
-    restarted = Worker("member3", member,  # type: ignore[arg-type]
+    restarted = Worker("member3", member,
                        Applied(tmp_path / "applied.json"))
-    informer = cache.Informer(member, SECRETS)  # type: ignore[arg-type]
+    informer = cache.Informer(member, SECRETS)
     restarted.informers[SECRETS] = informer
     live = member.objects[("shop", "db")]
     informer.store.put(live)
@@ -111,7 +111,7 @@ def test_a_state_file_with_an_impossible_generation_is_refused(tmp_path: Path) -
 
 async def test_leaving_forgets_every_kept_object_and_digest(tmp_path: Path) -> None:
     member = FakeMember()
-    worker = Worker("member3", member, Applied(tmp_path / "applied.json"))  # type: ignore[arg-type]
+    worker = Worker("member3", member, Applied(tmp_path / "applied.json"))
     key = await apply_secret(worker)
     worker.applied.withheld[Key(CONFIGMAPS, "shop", "x")] = "sha256:0"
     worker.leave("the MemberCluster was deleted")

@@ -9,9 +9,10 @@ from federation.contexts.client import DEPLOYMENTS, ApiError, ClusterUnavailable
 from federation.work import wire
 from federation.work.proto import work_pb2 as pb
 from federation.work.wire import Key
+from tests.unit.clients import Unserved
 
 
-class FakeMember:
+class FakeMember(Unserved):
     """Records every write; answers like an API server (create conflicts, PUT replaces)."""
 
     name = "member3"
@@ -59,16 +60,16 @@ class FakeMember:
         return obj
 
 
-def work(op: int, generation: int, name: str = "web") -> pb.Work:
+def work(op: pb.Op.ValueType, generation: int, name: str = "web") -> pb.Work:
     manifest = {"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": name, "namespace": "shop"}}
     return pb.Work(key=wire.key_to_pb(Key(DEPLOYMENTS, "shop", name)), generation=generation,
-                   op=op,  # type: ignore[arg-type]
+                   op=op,
                    manifest=wire.encode(manifest) if op != pb.DELETE else b"")
 
 
 def worker(tmp_path: Path, member: FakeMember) -> Worker:
-    return Worker("member3", member, Applied(tmp_path / "applied.json"))  # type: ignore[arg-type]
+    return Worker("member3", member, Applied(tmp_path / "applied.json"))
 
 
 async def test_a_redelivered_generation_is_not_written_again(tmp_path: Path) -> None:
@@ -121,7 +122,7 @@ async def test_a_manifest_for_another_object_is_refused(tmp_path: Path) -> None:
 
 async def test_only_discovery_paths_are_served_to_the_hub(tmp_path: Path) -> None:
     class Discovering(FakeMember):
-        async def request(self, method: str, path: str) -> dict[str, Any]:
+        async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
             self.calls.append(f"{method} {path}")
             return {"kind": "APIResourceList"}
 
@@ -154,7 +155,7 @@ async def test_hub_away_drift_and_deletion_are_undone_and_nothing_else(tmp_path:
     desired = marked("web", "app:1")
     await w.apply(pb.Work(key=wire.key_to_pb(key), generation=1, op=pb.CREATE,
                           manifest=wire.encode(desired)))
-    informer = cache.Informer(member, DEPLOYMENTS)  # type: ignore[arg-type]
+    informer = cache.Informer(member, DEPLOYMENTS)
     w.informers[DEPLOYMENTS] = informer
     live = member.objects[("shop", "web")]
     informer.store.put(live)

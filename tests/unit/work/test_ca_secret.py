@@ -3,23 +3,24 @@ name), and the reloader certificates issued from it."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from federation.commands import reloader_ca
-from federation.contexts.client import JSON, ApiError, ClusterClient, Resource
+from federation.contexts.client import JSON, ApiError, ObjectClient, Resource
 from federation.hub.reconfigure import (
     RELOADER_CA_SECRET,
     RELOADER_CLIENT_NAME,
     RELOADER_SERVER_NAME,
 )
 from federation.work import identity
+from tests.unit.clients import Unserved
 
 
-class FakeHub:
+class FakeHub(Unserved):
     """get/create of Secrets and Namespaces, as a hub API server answers them."""
 
     name = "hub"
@@ -45,8 +46,8 @@ class FakeHub:
         return body
 
 
-def hub(fake: FakeHub) -> ClusterClient:
-    return cast(ClusterClient, fake)
+def hub(fake: FakeHub) -> ObjectClient:
+    return fake
 
 
 def _cn(cert: x509.Certificate | x509.Name) -> list[Any]:

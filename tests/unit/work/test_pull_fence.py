@@ -11,6 +11,8 @@ import asyncio
 import pytest
 
 from federation.contexts import client as kube
+from federation.contexts import clusters
+from federation.runtime import manager
 from federation.work import wire
 from federation.work.proto import work_pb2 as pb
 from federation.work.pull import PullSettings, PullState, WorkClient
@@ -89,3 +91,25 @@ async def test_works_within_the_lease_are_sent() -> None:
     assert sent(state) == ["b"]
     answer(state, "b")
     assert [(await w)["metadata"]["name"] for w in writes] == ["a", "b"]
+
+
+async def test_a_pull_member_engaged_by_the_manager_writes_only_under_its_fence() -> None:
+    """The manager hands every cluster's client its fence, a pull member's included (its
+    client is a ClusterAPI of its own, not the HTTP client): a write while this process
+    does not lead is refused and never queued for the agent."""
+    hub = clusters.Cluster("hub", is_hub=True, is_member=False)
+    mgr = manager.Manager(clusters.ClusterSet([hub]))
+    mgr.fence = kube.Fence()  # leader election started, not won (yet)
+    state = PullState("edge")
+    state.connect(pb.Hello(cluster_name="edge"))
+    client: kube.ClusterAPI = WorkClient(state)  # mypy checks the protocol structurally
+    assert not isinstance(client, kube.ClusterClient)
+    edge = clusters.Cluster("edge", client=client)
+    mgr.engage(edge)
+    try:
+        with pytest.raises(kube.NotLeader, match="not sent"):
+            await client.create(kube.CONFIGMAPS, config_map("a"))
+        assert sent(state) == [] and not state.desired
+    finally:
+        assert edge.engagement is not None
+        await edge.engagement.stop()

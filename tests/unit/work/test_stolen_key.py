@@ -177,7 +177,7 @@ async def test_the_agent_renews_its_own_key_and_the_certificate_it_replaced_expi
         (tmp_path / name).write_bytes(data)
     agent = Agent(AgentSettings(address, "member3", tmp_path / "tls.crt",
                                 tmp_path / "tls.key", tmp_path / "ca.crt", tmp_path / "state"),
-                  Member())  # type: ignore[arg-type]
+                  Member())
     assert await asyncio.wait_for(agent.attempt(), 10)  # renewed, then closed to reconnect
     renewed = (tmp_path / "tls.crt").read_bytes()
     new = identity.serial_of(renewed)
@@ -239,7 +239,7 @@ async def test_a_member_that_left_is_told_so_and_its_agent_keeps_nothing(
     member = Member()
     agent = Agent(AgentSettings(address, "member3", tmp_path / "tls.crt",
                                 tmp_path / "tls.key", tmp_path / "ca.crt", tmp_path / "state"),
-                  member)  # type: ignore[arg-type]
+                  member)
     web = Key(DEPLOYMENTS, "shop", "web")
     manifest = {"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": "web", "namespace": "shop"}}
@@ -260,6 +260,6 @@ async def test_a_member_that_left_is_told_so_and_its_agent_keeps_nothing(
     work.membership = lambda name: None
     fresh = Agent(AgentSettings(address, "member3", tmp_path / "tls.crt",
                                 tmp_path / "tls.key", tmp_path / "ca.crt", tmp_path / "s2"),
-                  member)  # type: ignore[arg-type]
+                  member)
     assert not await asyncio.wait_for(fresh.attempt(), 10) and fresh.worker.left is None
     await agent.worker.stop()

@@ -16,6 +16,7 @@ from federation.work import identity
 from federation.work.proto import work_pb2 as pb
 from federation.work.pull import WorkClient
 from federation.work.server import METHOD, WorkServer
+from tests.unit.clients import Unserved
 
 
 async def open_stream(address: str, ca: identity.CA, cert: bytes, key: bytes,
@@ -128,7 +129,7 @@ def test_renewal_is_due_at_two_thirds_of_the_lifetime() -> None:
     assert identity.needs_renewal(cert, start + datetime.timedelta(days=61))
 
 
-class Member:
+class Member(Unserved):
     """A member API server as the agent's client sees it, in memory."""
 
     name = "member3"
@@ -161,7 +162,7 @@ async def test_an_agent_applies_and_a_reconnect_applies_nothing_again(
     member = Member()
     agent = Agent(AgentSettings(address, "member3", tmp_path / "tls.crt",
                                 tmp_path / "tls.key", tmp_path / "ca.crt", tmp_path),
-                  member)  # type: ignore[arg-type]
+                  member)
     state = work.states["member3"]
 
     opened = asyncio.Event()

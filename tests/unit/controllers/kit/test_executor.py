@@ -25,7 +25,7 @@ def binding() -> JSON:
 
 
 def writer(mc: FakeMC) -> propagation.Writer:
-    return propagation.Writer(mc, "hub")  # type: ignore[arg-type]
+    return propagation.Writer(mc, "hub")
 
 
 async def test_shared_create_that_already_exists_counts_as_done() -> None:
@@ -55,11 +55,12 @@ async def test_already_existing_copy_is_a_failure() -> None:
 
 async def test_other_errors_on_a_shared_create_are_failures() -> None:
     """Only 409 AlreadyExists is forgiven: a 403 on a shared create still fails."""
-    class Forbidding:
+    class Forbidding(propagation.Writer):
         async def create(self, cluster: str, obj: JSON) -> JSON:
             raise ApiError(cluster, 403, "Forbidden", "namespaces is forbidden")
 
-    shared = SharedCreates(Forbidding(), {plan.vertex_key("member1", namespace())})  # type: ignore[arg-type]
+    shared = SharedCreates(Forbidding(FakeMC(cluster_set("member1")), "hub"),
+                           {plan.vertex_key("member1", namespace())})
     with pytest.raises(ApiError, match="forbidden"):
         await shared.create("member1", namespace())
 
@@ -105,3 +106,41 @@ async def test_delete_carries_the_uid_precondition() -> None:
         await w.delete("member1", stale)
     await w.delete("member1", live)
     assert mc.find("member1", "ConfigMap", "a", "shop") is None
+
+
+async def test_an_exact_delete_also_carries_the_resource_version() -> None:
+    """``reference(exact=True)``: a copy rewritten since it was read survives the delete;
+    a plain reference keeps the UID precondition only."""
+    mc = FakeMC(cluster_set("member1"))
+    read = mc.put("member1", config_map("a"))
+    mc.put("member1", {**config_map("a"), "metadata": {**read["metadata"]}})  # rewritten
+    w = writer(mc)
+    exact = plan.reference(read, exact=True)
+    assert exact[plan.PRECONDITIONS] == {"uid": read["metadata"]["uid"],
+                                         "resourceVersion": read["metadata"]["resourceVersion"]}
+    with pytest.raises(ApiError, match="precondition"):
+        await w.delete("member1", exact)
+    assert plan.PRECONDITIONS not in plan.reference(read)
+    await w.delete("member1", plan.reference(read))
+    assert mc.find("member1", "ConfigMap", "a", "shop") is None
+
+
+async def test_apply_is_checked_against_the_deny_list_too() -> None:
+    """The one verb no action uses still refuses a denied object before any request."""
+    mc = FakeMC(cluster_set("member1"))
+    secret = {"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "t", "namespace": "kube-system"}}
+    with pytest.raises(deny.Denied):
+        await writer(mc).apply("member1", secret)
+    with pytest.raises(NotImplementedError):  # allowed: reaches the client (the fake's)
+        await writer(mc).apply("member1", config_map("a"))
+
+
+async def test_a_report_answers_what_the_server_said() -> None:
+    mc = FakeMC(cluster_set("member1"))
+    dag = plan.Plan()
+    vertex = dag.add(plan.Vertex("member1", plan.Action.CREATE, config_map("a")))
+    report = await execute(dag, writer(mc))
+    answer = report.result(vertex)
+    assert answer is not None and answer["metadata"]["uid"]
+    assert report.result(None) is None and report.ok

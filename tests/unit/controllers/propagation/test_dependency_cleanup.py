@@ -1,11 +1,12 @@
 """Dependencies carried with ``propagateDeps`` on a member that was away when their
 workload was deleted: the clean-up controller finishes them with the workload's copy
-(through propagation's ``finish_dependencies``), unless another workload still carries
+(in its own removal plan, after the copy), unless another workload still carries
 them there. Whole reconciles against the in-memory fleet."""
 
 from __future__ import annotations
 
 from federation.controllers import cleanup
+from federation.controllers.kit import plan
 from federation.hub import bindings
 from tests.unit.controllers.fakes import (
     FakeMC,
@@ -39,8 +40,7 @@ async def deleted_while_member2_away(mc: FakeMC) -> cleanup.Reconciler:
     assert mc.find("member1", "ConfigMap", "app-config", "shop") is None
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None and binding["spec"]["pendingCleanup"] == ["member2"]
-    return cleanup.Reconciler(mc, "hub", FakeRecorder(),  # type: ignore[arg-type]
-                              dependencies=r.finish_dependencies)
+    return cleanup.Reconciler(mc, "hub", FakeRecorder())
 
 
 async def test_a_returning_member_loses_the_workload_and_its_dependency() -> None:
@@ -81,18 +81,23 @@ async def test_a_dependency_another_workload_carries_there_stays() -> None:
 
 
 async def test_a_dependency_that_cannot_be_read_is_not_reported_done() -> None:
-    """finish_dependencies answers False (try again) while member2 cannot be read, and
-    True once its copy of the dependency is deleted."""
+    """member2 cannot be read: the removal plan has nothing for it and keeps it pending;
+    once back, the plan deletes the copy and then the dependency (only that version)."""
     mc = FakeMC(cluster_set(*MEMBERS))
-    await deleted_while_member2_away(mc)
+    leftovers = await deleted_while_member2_away(mc)
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None
-    r = reconciler(mc)
-    assert await r.finish_dependencies(binding, "member2") is False
+    record = bindings.BindingRecord.of(binding)
+    away = await leftovers.removal_plan(binding, record)
+    assert len(away.dag) == 0 and set(away.unread) == {"member2"}
     mc.set_down("member2", False)
-    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
-    assert await r.finish_dependencies(binding, "member2") is True
-    assert mc.find("member2", "ConfigMap", "app-config", "shop") is None
+    back = await leftovers.removal_plan(binding, record)
+    assert back.unread == {}
+    by_kind = {v.obj["kind"]: v for v in back.dag}
+    assert set(by_kind) == {"Deployment", "ConfigMap"}
+    assert all(v.action is plan.Action.DELETE for v in back.dag)
+    assert by_kind["ConfigMap"].depends_on == {by_kind["Deployment"].key}
+    assert by_kind["ConfigMap"].obj["preconditions"]["resourceVersion"]
 
 
 async def test_a_recreated_templates_dependency_is_not_deleted_by_a_stale_clean_up() -> None:
@@ -106,6 +111,7 @@ async def test_a_recreated_templates_dependency_is_not_deleted_by_a_stale_clean_
     assert stale is not None
     again = mc.put("hub", mounting("app-config"))
     await reconciler(mc).reconcile(request_for(again))
-    assert await leftovers._finish(stale, bindings.BindingRecord.of(stale), "member2") is True
+    removal = await leftovers.removal_plan(stale, bindings.BindingRecord.of(stale))
+    assert len(removal.dag) == 0 and removal.unread == {}
     assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
     assert mc.find("member2", "Deployment", "web", "shop") is not None

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from federation.contexts import client as kube
+from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import dependent_overrides, propagate_deps
-from federation.controllers.propagation.build import Build, Problem
+from federation.controllers.propagation.build import Build
 from federation.hub import manifests
 from federation.placement import loader
 from tests.unit.controllers.fakes import (
@@ -585,19 +586,17 @@ async def test_a_suspended_member_that_is_away_is_no_failure() -> None:
 async def test_the_policy_itself_says_another_scheduler_places_it() -> None:
     """policy-validation: Valid (nothing wrong with it) and Scheduled=False,
     SchedulerNotOurs, on the policy."""
-    import types
-
     from federation.controllers import policies
+    from federation.runtime.reconcile import Request
     from tests.unit.controllers.fakes import FakeRecorder
     from tests.unit.controllers.test_deny import PolicyMC, cluster_policy
 
     doc = cluster_policy({"apiVersion": "v1", "kind": "ConfigMap"})
     doc["spec"]["schedulerName"] = "gpu-scheduler"
     mc = PolicyMC(doc)
-    reconciler = policies.Reconciler(mc, "hub", FakeRecorder())  # type: ignore[arg-type]
-    request = types.SimpleNamespace(kind="ClusterPropagationPolicy.policy.federation.io",
-                                    name="all", namespace="")
-    await reconciler.reconcile(request)  # type: ignore[arg-type]
+    reconciler = policies.Reconciler(mc, "hub", FakeRecorder())
+    request = Request("hub", "ClusterPropagationPolicy.policy.federation.io", "", "all")
+    await reconciler.reconcile(request)
     found = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
     assert found["Valid"]["status"] == "True"
     assert (found["Scheduled"]["status"], found["Scheduled"]["reason"]) == \

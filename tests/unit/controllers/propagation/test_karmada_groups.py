@@ -9,7 +9,7 @@ from typing import Any
 from federation.contexts import client as kube
 from federation.controllers import policies, propagation
 from federation.controllers.propagation.load_policy import load_policy
-from federation.controllers.propagation.render import load_overrides
+from federation.controllers.propagation.lookups import load_overrides
 from federation.controllers.propagation.schedule import peers, schedule
 from federation.hub import api, bindings
 from federation.placement import clusters as clusters_
@@ -136,11 +136,11 @@ async def test_no_label_no_group_and_the_own_binding_is_not_a_peer() -> None:
     own = peer_binding("a", ["member1"], affinity="group=x")
     ctx = FakeContext({"ResourceBinding": [own]})
     found = scheduled(ctx, template("a", {"group": "x"}), affinity_policy())
-    resource: Any = propagation.load_policy.template_resource(found)
+    resource: Any = propagation.template_resource(found)
     assert await peers(ctx, found, resource) is not None
     assert (await peers(ctx, found, resource)).affinity == ()  # type: ignore[union-attr]
     unlabelled = scheduled(ctx, template("a"), affinity_policy())
-    resource = propagation.load_policy.template_resource(unlabelled)
+    resource = propagation.template_resource(unlabelled)
     assert await peers(ctx, unlabelled, resource) is None
 
 

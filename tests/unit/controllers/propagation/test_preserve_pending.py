@@ -12,9 +12,8 @@ import pytest
 
 from federation.contexts.client import ClusterUnavailable
 from federation.controllers import cleanup
-from federation.controllers.propagation import preserve
 from federation.controllers.propagation.reconciler import Reconciler
-from federation.hub import bindings, manifests
+from federation.hub import bindings, manifests, preservation
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeRecorder,
@@ -43,8 +42,7 @@ async def placed_on_both(mc: FakeMC) -> tuple[Reconciler, cleanup.Reconciler]:
     for member in MEMBERS:
         assert manifests.is_ours(mc.find(member, "Deployment", "web", "shop") or {})
         assert manifests.is_ours(mc.find(member, "ConfigMap", "app-config", "shop") or {})
-    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder(),  # type: ignore[arg-type]
-                                   dependencies=r.finish_dependencies)
+    leftovers = cleanup.Reconciler(mc, "hub", FakeRecorder())
     return r, leftovers
 
 
@@ -95,7 +93,7 @@ async def test_a_cluster_left_while_away_and_still_away_is_deleted_when_back() -
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None and binding["spec"]["templateDeleted"] is True
     assert binding["spec"]["pendingCleanup"] == ["member2"]
-    assert binding["spec"][preserve.LEFT] == ["member2"]
+    assert binding["spec"][preservation.LEFT] == ["member2"]
     mc.set_down("member2", False)
     assert await leftovers.reconcile(request_for(binding)) is None
     assert mc.find("member2", "Deployment", "web", "shop") is None
@@ -114,7 +112,7 @@ async def test_a_member_of_the_decision_away_at_the_deletion_is_released_when_ba
     await r.reconcile(request_for(template))
     binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
     assert binding is not None and binding["spec"]["pendingCleanup"] == ["member2"]
-    assert binding["spec"][preserve.LEFT] == []
+    assert binding["spec"][preservation.LEFT] == []
     assert kept_and_released(mc, "member1", "Deployment", "web")
     mc.set_down("member2", False)
     assert await leftovers.reconcile(request_for(binding)) is None
@@ -155,7 +153,7 @@ def test_a_record_from_before_the_field_releases_every_pending_copy() -> None:
     old = {"spec": {"preserveResourcesOnDeletion": True, "templateDeleted": True,
                     "pendingCleanup": ["member2"], "clusters": []}}
     record = bindings.BindingRecord.of
-    assert preserve.releases(record(old), "member2")
-    assert not preserve.releases(record({"spec": {**old["spec"], preserve.LEFT: ["member2"]}}),
-                                 "member2")
-    assert not preserve.releases(record({"spec": {"templateDeleted": True}}), "member2")
+    assert preservation.releases(record(old), "member2")
+    assert not preservation.releases(
+        record({"spec": {**old["spec"], preservation.LEFT: ["member2"]}}), "member2")
+    assert not preservation.releases(record({"spec": {"templateDeleted": True}}), "member2")

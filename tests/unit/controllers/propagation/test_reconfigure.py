@@ -327,7 +327,7 @@ async def test_cluster_scoped_and_other_kinds_are_never_governed() -> None:
 def wiring() -> setup.Wiring:
     found = setup.Wiring.__new__(setup.Wiring)
     found.kinds = FakeKinds()  # type: ignore[assignment]
-    found.mgr = types.SimpleNamespace(  # type: ignore[assignment]
+    found.mgr = types.SimpleNamespace(
         clusters=types.SimpleNamespace(hub=types.SimpleNamespace(name="hub")))
     found.dependents = propagate_deps.Dependents()
     return found

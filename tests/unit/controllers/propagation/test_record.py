@@ -168,9 +168,9 @@ async def test_problem_is_one_warning_event_and_recovery_one_applied_event() -> 
     event; Applied turning True again is one Normal Applied event."""
     recorder = FakeRecorder()
     bad = [status.condition("Applied", False, "ApplyFailed", "member1: 403")]
-    await record.emit_transitions(recorder, build_with([]), bad)  # type: ignore[arg-type]
-    await record.emit_transitions(recorder, build_with(bad), bad)  # type: ignore[arg-type]
+    await record.emit_transitions(recorder, build_with([]), bad)
+    await record.emit_transitions(recorder, build_with(bad), bad)
     good = [status.condition("Applied", True, "Applied", "applied to member1", bad)]
-    await record.emit_transitions(recorder, build_with(bad), good)  # type: ignore[arg-type]
+    await record.emit_transitions(recorder, build_with(bad), good)
     assert recorder.events == [("Warning", "ApplyFailed", "member1: 403"),
                                ("Normal", "Applied", "applied to member1")]

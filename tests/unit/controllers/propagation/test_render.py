@@ -9,7 +9,8 @@ import pytest
 
 from federation.contexts import client as kube
 from federation.controllers import propagation
-from federation.controllers.propagation.render import load_overrides, render
+from federation.controllers.propagation.lookups import load_overrides
+from federation.controllers.propagation.render import render
 from federation.hub import manifests
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_

@@ -13,11 +13,12 @@ from __future__ import annotations
 import copy
 import ssl
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
 from federation.contexts import egress
-from federation.controllers.reconfigure import rollout
+from federation.controllers.reconfigure import OnlineUpgrade, Reconciler, rollout
 from federation.controllers.reconfigure.view import CallerNotReady
 from tests.unit.controllers.reconfigure.fakes import (
     INI_V1,
@@ -34,10 +35,10 @@ from tests.unit.controllers.reconfigure.fakes import (
 DYNAMIC = INI_V1.replace("100", "500")
 
 
-async def released(fleet: Fleet, caller: Caller, **settings: object) -> object:
+async def released(fleet: Fleet, caller: OnlineUpgrade, **settings: Any) -> Reconciler:
     """A one-member fleet whose dynamic change is released and copied: the next reconcile
     calls the reloaders."""
-    rec = reconciler(fleet, caller, **settings)  # type: ignore[arg-type]
+    rec = reconciler(fleet, caller, **settings)
     await reconcile(rec)
     change(fleet, DYNAMIC)
     await reconcile(rec)
@@ -57,7 +58,7 @@ async def test_a_reloader_address_the_policy_refuses_is_never_dialled(address: s
     fleet.endpoints("member1", address)
     caller = Caller()
     rec = await released(fleet, caller, egress=egress.EgressPolicy())  # no --reloader-allow
-    await reconcile(rec)  # type: ignore[arg-type]
+    await reconcile(rec)
     assert caller.calls == []
     assert fleet.states() == {"member1": "Failed"}
     assert fleet.status()["clusters"][0]["message"] == (
@@ -72,7 +73,7 @@ async def test_a_permitted_name_is_dialled_at_the_address_it_resolved_to() -> No
     caller = Caller()
     allowed = egress.EgressPolicy(egress.parse_networks(["127.0.0.0/8", "::1/128"]))
     rec = await released(fleet, caller, egress=allowed)
-    await reconcile(rec)  # type: ignore[arg-type]
+    await reconcile(rec)
     assert [c["address"] for c in caller.calls] in (["127.0.0.1:9901"], ["[::1]:9901"])
     assert fleet.states() == {"member1": "Done"}
 
@@ -103,7 +104,7 @@ async def test_transport_failures_all_read_the_same() -> None:
         fleet.endpoints("member1", "10.0.0.9")
         caller = Raising(error)
         rec = await released(fleet, caller)
-        await reconcile(rec)  # type: ignore[arg-type]
+        await reconcile(rec)
         assert len(caller.calls) == 1
         messages.add(fleet.status()["clusters"][0]["message"])
     assert messages == {f"ReloaderFailed: Deployment db reloader 10.0.0.9:9901 (my.ini): "
@@ -116,7 +117,7 @@ async def test_a_caller_without_a_certificate_says_so() -> None:
     standard(fleet)
     fleet.endpoints("member1", "10.0.0.9")
     rec = await released(fleet, Raising(CallerNotReady("no usable reloader CA")))
-    await reconcile(rec)  # type: ignore[arg-type]
+    await reconcile(rec)
     assert fleet.status()["clusters"][0]["message"].endswith("(my.ini): no usable reloader CA")
 
 
@@ -176,17 +177,17 @@ async def test_a_cache_behind_our_own_write_does_not_call_again() -> None:
     caller = Caller()
     rec = await released(fleet, caller)
     updating = copy.deepcopy(fleet.hub[("ReconfigurePolicy", NS, "db")])
-    await reconcile(rec)  # type: ignore[arg-type]
+    await reconcile(rec)
     assert len(caller.calls) == 2 and fleet.states() == {"member1": "Done"}
     writes = len(fleet.writes)
     fleet.lagging[(NS, "db")] = updating  # the cache still shows the cluster Updating
     for _ in range(3):
-        result = await reconcile(rec)  # type: ignore[arg-type]
+        result = await reconcile(rec)
         assert result is not None  # the stale write got 409: read again shortly
     assert len(caller.calls) == 2, caller.calls  # each reloader once for this version
     assert len(fleet.writes) == writes and fleet.states() == {"member1": "Done"}
     fleet.lagging.clear()
-    assert await reconcile(rec) is None  # type: ignore[arg-type]
+    assert await reconcile(rec) is None
 
 
 async def test_a_failed_call_is_made_again_for_a_new_version() -> None:
@@ -197,11 +198,11 @@ async def test_a_failed_call_is_made_again_for_a_new_version() -> None:
     caller = Caller()
     caller.fail["10.0.0.1:9901"] = "reload failed"
     rec = await released(fleet, caller)
-    await reconcile(rec)  # type: ignore[arg-type]
+    await reconcile(rec)
     assert fleet.states() == {"member1": "Failed"} and len(caller.calls) == 1
     caller.fail.clear()
     change(fleet, INI_V1.replace("100", "600"))
     for _ in range(3):
-        await reconcile(rec)  # type: ignore[arg-type]
+        await reconcile(rec)
         fleet.propagate()
     assert fleet.states() == {"member1": "Done"} and len(caller.calls) == 2

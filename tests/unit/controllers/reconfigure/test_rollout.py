@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from federation.controllers.reconfigure import Reconciler
 from federation.hub import reconfigure as hub_api
 from tests.unit.controllers.reconfigure.fakes import (
     INI_V1,
@@ -30,8 +31,8 @@ DYNAMIC = INI_V1.replace("100", "500")
 IMMUTABLE = INI_V1.replace("server_id = 1", "server_id = 2")
 
 
-async def settle(fleet: Fleet, rec: object) -> None:
-    await reconcile(rec)  # type: ignore[arg-type]
+async def settle(fleet: Fleet, rec: Reconciler) -> None:
+    await reconcile(rec)
 
 
 async def test_a_new_policy_over_copies_that_already_match_completes_at_once() -> None:

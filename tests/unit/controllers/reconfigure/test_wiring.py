@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event, Informer
@@ -11,12 +11,13 @@ from federation.controllers.reconfigure import POLICY_KIND, Wiring, view
 from federation.hub import api
 from federation.hub import reconfigure as hub_api
 from federation.runtime.reconcile import Request
-from tests.unit.controllers.test_outages import RecordingManager
+from tests.unit.clients import Unserved
+from tests.unit.controllers.test_outages import RecordingManager, registered
 
 
 def manager() -> RecordingManager:
     mgr = RecordingManager()
-    mgr.clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
+    mgr.clusters.hub.cache = ClusterCache(Unserved(), cluster="hub")
     return mgr
 
 
@@ -31,7 +32,7 @@ def policy(name: str, namespace: str, config: str = "cfg", kind: str = "ConfigMa
 
 def wired(*policies: dict[str, Any]) -> tuple[RecordingManager, Wiring]:
     mgr = manager()
-    wiring = Wiring(mgr, setup.Settings().reconfigure)  # type: ignore[arg-type]
+    wiring = Wiring(mgr, setup.Settings().reconfigure)
     assert mgr.clusters.hub.cache is not None
     store = mgr.clusters.hub.cache.informer(hub_api.RECONFIGURE_POLICIES).store
     for doc in policies:
@@ -48,14 +49,13 @@ def event(resource: kube.Resource, obj: dict[str, Any]) -> Event:
 
 
 def test_setup_registers_the_rollout_and_constraint_controllers() -> None:
-    mgr = RecordingManager()
-    setup.setup(mgr, setup.Settings())  # type: ignore[arg-type]
-    rollout = mgr.controllers["reconfigure"]
+    controllers = registered(setup.Settings())
+    rollout = controllers["reconfigure"]
     watched = {w.resource for w in rollout.watches}
     assert watched == {hub_api.RECONFIGURE_POLICIES, hub_api.CONFIG_CONSTRAINTS,
                        api.RESOURCE_BINDINGS}
     assert all(w.clusters == "hub" for w in rollout.watches)
-    assert [w.resource for w in mgr.controllers["config-constraints"].watches] == [
+    assert [w.resource for w in controllers["config-constraints"].watches] == [
         hub_api.CONFIG_CONSTRAINTS]
 
 

@@ -1,0 +1,295 @@
+"""How many of KubeVela's own Applications ``fedctl app dry-run`` accepts, and why not the rest.
+
+Run: ``python bench/vela_corpus.py MIRROR [MIRROR...] [--show N] [--workdir DIR]``, where
+each MIRROR is a bare git directory of one of KubeVela's repositories (the ``fetch`` tool's
+``/work/.mirror/kubevela+kubevela/repo``, ``kubevela+kubevela.io/repo``,
+``kubevela+catalog/repo``; ``git clone --mirror`` makes the same). Nothing upstream is
+kept in this repository: CI has no network, and the corpus is KubeVela's to publish.
+
+What it reads (``git ls-tree``/``git show`` of HEAD, no work tree): every ``.yaml``/``.yml``
+file, and every fenced ``yaml`` block of the ``.md``/``.mdx`` pages (the documentation
+site's examples live there; of kubevela.io only ``docs/``, the current version in English,
+so a page and its translations and older versions count once). Each YAML document of kind
+``Application`` (``core.oam.dev/v1beta1``) is one candidate, deduplicated by its spec;
+``Policy`` documents of the same file go with it as its external policies, as dry-run
+reads them.
+
+Which KubeVela would accept (:func:`upstream_problem`): a document KubeVela's API server
+would refuse (the CRD's required fields, a list that is not a list), one whose YAML does
+not parse, or one with placeholders (``<your-image>``) is skipped and counted apart.
+
+How each is run: the real command (``fedctl app dry-run -f FILE --clusters CLUSTERS
+--local-cluster local --target-namespaces '*'``, in process), with a clusters file holding
+every cluster any Application of the corpus names (``topology.clusters``) and one cluster
+per label selector it uses (labelled so), plus ``local``; every namespace is granted. So
+only the Application model decides. The refusals are grouped by reason: the error line
+without its file, field indices and quoted values (``spec.components[3].type: 'helm' is
+not a built-in type`` is counted under ``spec.components[].type: 'helm' is not a built-in
+type``, the type kept: it is the reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from click.testing import CliRunner
+
+from federation.cli import cli
+from federation.untrusted import documents
+
+JSON = dict[str, Any]
+_FENCE = re.compile(r"^```ya?ml[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>|\$\{|\{\{")
+
+
+def files(mirror: Path) -> Iterator[tuple[str, str]]:
+    """(path, text) of the mirror's YAML files and Markdown pages at HEAD."""
+    names = subprocess.run(["git", "--git-dir", str(mirror), "ls-tree", "-r", "--name-only",
+                            "HEAD"], check=True, capture_output=True, text=True).stdout
+    docs_site = "kubevela.io" in str(mirror)
+    for name in names.splitlines():
+        if docs_site and not name.startswith("docs/"):
+            continue
+        if not name.endswith((".yaml", ".yml", ".md", ".mdx")):
+            continue
+        blob = subprocess.run(["git", "--git-dir", str(mirror), "show", f"HEAD:{name}"],
+                              check=True, capture_output=True).stdout
+        try:
+            yield name, documents.decode(blob)
+        except documents.TextError:
+            continue
+
+
+def yaml_texts(name: str, text: str) -> Iterator[str]:
+    """The YAML of a file: itself, or each fenced yaml block of a Markdown page."""
+    if name.endswith((".md", ".mdx")):
+        yield from (m.group(1) for m in _FENCE.finditer(text))
+    else:
+        yield text
+
+
+def candidates(mirrors: Sequence[Path]) -> Iterator[tuple[str, str, list[Any]]]:
+    """(where, yaml text, documents) of every YAML text holding an Application."""
+    for mirror in mirrors:
+        for name, text in files(mirror):
+            for number, chunk in enumerate(yaml_texts(name, text)):
+                if "kind: Application" not in chunk:
+                    continue
+                where = f"{mirror.parent.name}:{name}" + (f"#{number}" if number else "")
+                try:
+                    docs = documents.yaml_documents(chunk)
+                except documents.TextError:
+                    yield where, chunk, []  # unparsable upstream: counted as such
+                    continue
+                yield where, chunk, docs
+
+
+def upstream_problem(app: Any, text: str) -> str | None:
+    """Why KubeVela's API server would refuse ``app`` (or it is a placeholder), or None."""
+    if _PLACEHOLDER.search(text):
+        return "placeholders (<...>, ${...}, {{...}})"
+    meta = app.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return "no metadata.name"
+    spec = app.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("components", []), list | None):
+        return "spec.components not a list"
+    for key, required in (("components", ("name", "type")), ("policies", ("type",))):
+        for item in spec.get(key) or []:
+            if not isinstance(item, dict) or not all(isinstance(item.get(f), str)
+                                                     for f in required):
+                return f"spec.{key}[] without {' or '.join(required)}"
+    workflow = spec.get("workflow")
+    if workflow is not None and not isinstance(workflow, dict):
+        return "spec.workflow not a map"
+    return None
+
+
+def core_types(mirrors: Sequence[Path]) -> set[str]:
+    """vela-core's built-in definitions by name (``vela-templates/definitions/internal``
+    and ``deprecated`` of the kubevela mirror), or none without that mirror."""
+    found: set[str] = set()
+    for mirror in mirrors:
+        names = subprocess.run(["git", "--git-dir", str(mirror), "ls-tree", "-r",
+                                "--name-only", "HEAD", "vela-templates/definitions"],
+                               capture_output=True, text=True).stdout
+        for name in names.splitlines():
+            if name.endswith(".cue") and ("/internal/" in name or "/deprecated/" in name):
+                found.add(name.rsplit("/", 1)[1].removesuffix(".cue"))
+    return found
+
+
+def types_of(app: JSON) -> set[str]:
+    """Every definition an Application names (components, traits, policies, steps)."""
+    spec = app.get("spec") or {}
+    named: set[str] = set()
+    for component in spec.get("components") or []:
+        named.add(str(component.get("type")))
+        named.update(str(t.get("type")) for t in component.get("traits") or []
+                     if isinstance(t, dict))
+    named.update(str(p.get("type")) for p in spec.get("policies") or [] if isinstance(p, dict))
+    workflow = spec.get("workflow") or {}
+    named.update(str(s.get("type")) for s in workflow.get("steps") or [] if isinstance(s, dict))
+    return named
+
+
+def _topologies(spec: JSON, external: Sequence[JSON]) -> Iterator[JSON]:
+    inline = [p for p in spec.get("policies") or [] if isinstance(p, dict)]
+    for policy in [*inline, *external]:
+        if policy.get("type") == "topology" and isinstance(policy.get("properties"), dict):
+            yield policy["properties"]
+
+
+def fleet(apps: Sequence[tuple[JSON, list[JSON]]]) -> list[JSON]:
+    """Every cluster the corpus names, one per label selector, and ``local``."""
+    names: set[str] = {"local"}
+    selectors: list[dict[str, str]] = []
+    for app, external in apps:
+        for props in _topologies(app["spec"], external):
+            for name in props.get("clusters") or []:
+                if isinstance(name, str):
+                    names.add(name)
+            selector = props.get("clusterLabelSelector") or props.get("clusterSelector")
+            if isinstance(selector, dict):
+                labels = {str(k): str(v) for k, v in selector.items()}
+                if labels not in selectors:
+                    selectors.append(labels)
+    clusters: list[JSON] = [{"name": n} for n in sorted(names)]
+    clusters += [{"name": f"selected-{i}", "labels": s} for i, s in enumerate(selectors)]
+    return clusters
+
+
+def reason(line: str) -> str:
+    """The error line as a group: no file, no indices, no quoted names but a type's."""
+    message = line.removeprefix("error: ")
+    message = re.sub(r"^\S+\.ya?ml: ", "", message)
+    message = re.sub(r"\[\d+\]", "[]", message)
+    message = re.sub(r"Policy \S+/\S+", "Policy NS/NAME", message)
+    message = re.sub(r"policy \S+ (properties|deploys|places|cannot)", r"policy P \1", message)
+    if "is not a built-in" not in message:
+        message = re.sub(r"'[^']*'", "'…'", message)
+    return re.sub(r"\s*\([^()]*\)$", "", message)  # the list of what would be accepted
+
+
+_UNKNOWN = re.compile(r"^(\S+): '([^']*)' is not a built-in (type|trait|policy|step)$")
+
+
+def markdown(refusals: collections.Counter[str]) -> str:
+    """A table: one row per kind of missing built-in (its names with counts), then every
+    other reason as it is."""
+    missing: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    rows: list[tuple[int, str]] = []
+    for group, count in refusals.items():
+        match = _UNKNOWN.match(group)
+        if match:
+            missing[match[3]][match[2]] += count
+        else:
+            rows.append((count, f"`{group}`"))
+    for kind, names in missing.items():
+        listed = ", ".join(f"`{n}` {c}" for n, c in names.most_common())
+        rows.append((sum(names.values()), f"{kind} not built in: {listed}"))
+    lines = ["| Applications | first refusal |", "|---:|---|"]
+    lines += [f"| {count} | {text} |" for count, text in sorted(rows, key=lambda r: -r[0])]
+    return "\n".join(lines)
+
+
+def run(where: str, docs: list[Any], clusters: Path, workdir: Path) -> str | None:
+    """None when dry-run accepts, else its error line."""
+    path = workdir / "app.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(path), "--clusters",
+                                      str(clusters), "--local-cluster", "local",
+                                      "--target-namespaces", "*"])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return f"error: TRACEBACK {type(result.exception).__name__}: {result.exception}"
+    if result.exit_code == 0:
+        return None
+    lines = result.stderr.splitlines()
+    return lines[-1] if lines else f"error: exit {result.exit_code}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mirrors", nargs="+", type=Path)
+    parser.add_argument("--show", type=int, default=0, help="print N refused, with where")
+    parser.add_argument("--json", action="store_true", help="the counts as JSON")
+    parser.add_argument("--markdown", action="store_true",
+                        help="the refusals as docs/applications.md lists them")
+    args = parser.parse_args(argv)
+    seen: set[str] = set()
+    skipped: collections.Counter[str] = collections.Counter()
+    apps: list[tuple[str, JSON, list[JSON]]] = []
+    for where, text, docs in candidates(args.mirrors):
+        found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Application"
+                 and d.get("apiVersion") == "core.oam.dev/v1beta1"]
+        if not docs:
+            skipped["malformed YAML"] += 1
+        for app in found:
+            key = json.dumps(app.get("spec"), sort_keys=True, default=str)
+            if key in seen:
+                continue
+            seen.add(key)
+            problem = upstream_problem(app, text)
+            if problem:
+                skipped[problem] += 1
+                continue
+            external = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
+            apps.append((where, app, external))
+    return report(apps, skipped, core_types(args.mirrors), args)
+
+
+def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counter[str],
+           core: set[str], args: argparse.Namespace) -> int:
+    refusals: collections.Counter[str] = collections.Counter()
+    examples: dict[str, str] = {}
+    accepted = 0
+    core_total = core_accepted = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        clusters = workdir / "clusters.yaml"
+        clusters.write_text(yaml.safe_dump({"clusters": fleet([(a, e) for _, a, e in apps])}))
+        for where, app, external in apps:
+            line = run(where, [app, *external], clusters, workdir)
+            only_core = bool(core) and types_of(app) <= core
+            core_total += only_core
+            if line is None:
+                accepted += 1
+                core_accepted += only_core
+                continue
+            group = reason(line)
+            refusals[group] += 1
+            examples.setdefault(group, where)
+    total = len(apps)
+    if args.json:
+        print(json.dumps({"valid_upstream": total, "accepted": accepted,
+                          "core_only": core_total, "core_only_accepted": core_accepted,
+                          "skipped": dict(skipped), "refusals": dict(refusals)}, indent=1))
+        return 0
+    if args.markdown:
+        print(markdown(refusals))
+        return 0
+    print(f"Applications KubeVela accepts: {total} (skipped: {sum(skipped.values())}: "
+          f"{dict(skipped.most_common())})")
+    print(f"accepted by fedctl app dry-run: {accepted} ({100 * accepted / max(total, 1):.0f}%)")
+    if core:
+        print(f"of the {core_total} using only vela-core's built-in definitions: "
+              f"{core_accepted} ({100 * core_accepted / max(core_total, 1):.0f}%)")
+    print("refused, by reason:")
+    for group, count in refusals.most_common():
+        shown = f"   e.g. {examples[group]}" if args.show else ""
+        print(f"{count:5d}  {group}{shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

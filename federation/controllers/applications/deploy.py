@@ -1,0 +1,65 @@
+"""Step 7, plan deploy: what every reached (cluster, step) must hold, as member writes.
+
+The ResourceTracker diff (:mod:`federation.apps.tracker`) of the tracked entries against
+what must be held says what to write; each object becomes a create, update or nothing
+(:func:`~federation.controllers.kit.copies.copy_vertex`, our marks and the Application's
+annotation on it), after its Namespace when the member lacks it. An object of the same
+identity someone else placed (not ours, another Application's, a propagated copy) is
+never overwritten: a problem naming who placed it (``Applied=False``). A member that
+cannot be read is a problem too, and that object is not planned.
+"""
+
+from __future__ import annotations
+
+from federation.apps import tracker
+from federation.contexts import client as kube
+from federation.contexts.client import ClientError
+from federation.controllers.applications.build import JSON, Build, marked
+from federation.controllers.applications.view import ApplicationView
+from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Verdict
+from federation.controllers.kit.copies import copy_vertex
+from federation.hub import manifests
+
+
+async def plan_deploy(view: ApplicationView, build: Build) -> Verdict | None:
+    assert build.compiled is not None
+    build.diff = tracker.diff(build.entries(), build.desired, build.compiled.gc.keep_legacy,
+                              build.final)
+    for entry, manifest in build.diff.write:
+        await plan_write(view, build, entry, manifest)
+    return None
+
+
+async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
+                     manifest: JSON) -> None:
+    desired = marked(manifest, build.uid, build.owner)
+    try:
+        resource = await view.resource(entry.cluster, desired)
+        live = await view.get(resource, entry.name, entry.namespace or None, entry.cluster)
+        namespace = await namespace_vertex(view, entry)
+    except ClientError as exc:
+        build.problems.append(f"{entry}: {exc}")
+        return
+    vertex = copy_vertex(entry.cluster, desired, live, overwrite=False,
+                         expect=plan.Identity.of(manifest))
+    if vertex is None:
+        assert live is not None
+        build.problems.append(f"{entry}: exists and {manifests.placer(live)}")
+        return
+    vertex = build.add_member(vertex, entry)
+    if namespace is not None:
+        build.plan.depend(vertex, build.add_member(namespace))
+
+
+async def namespace_vertex(view: ApplicationView, entry: tracker.Entry) -> plan.Vertex | None:
+    """The member Namespace's create when the member has none (shared by every object of
+    it: the executor counts a create another reconcile made first as done)."""
+    if not entry.namespace:
+        return None
+    if await view.get(kube.NAMESPACES, entry.namespace, None, entry.cluster) is not None:
+        return None
+    return plan.Vertex(entry.cluster, plan.Action.CREATE,
+                       {"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": entry.namespace}},
+                       reason="namespace missing")

@@ -1,0 +1,72 @@
+"""Step 8, plan prune: tracked objects no longer rendered where they are, as deletes.
+
+Only an object this Application placed is deleted (our marks, and its ``namespace/name``
+in our annotation): the tracker lives in the author's namespace, and a forged entry must
+not delete another team's objects. An entry whose object is gone already, or is someone
+else's now, counts as deleted; one on a member that cannot be read stays tracked (pending)
+and is tried again. :func:`plan_removals` serves the deleted Application's clean-up too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from federation.apps import tracker
+from federation.contexts.client import ClientError, ClusterUnavailable
+from federation.controllers.applications.build import JSON, Build
+from federation.controllers.applications.settings import APP_ANNOTATION
+from federation.controllers.applications.view import ApplicationView
+from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Verdict
+from federation.hub import manifests
+
+log = logging.getLogger("federation.applications")
+
+
+async def plan_prune(view: ApplicationView, build: Build) -> Verdict | None:
+    assert build.diff is not None
+    removals = await plan_removals(view, build.diff.delete, build.owner)
+    for vertex, entry in removals.deletes:
+        build.add_member(vertex, entry)
+    build.gone += removals.gone
+    return None
+
+
+class Removals:
+    """The deletes to run, each with its entry, and the entries that are gone already."""
+
+    def __init__(self) -> None:
+        self.deletes: list[tuple[plan.Vertex, tracker.Entry]] = []
+        self.gone: list[tracker.Entry] = []
+
+
+async def plan_removals(view: ApplicationView, entries: Iterable[tracker.Entry], owner: str
+                        ) -> Removals:
+    found = Removals()
+    for entry in entries:
+        body = reference(entry)
+        try:
+            resource = await view.resource(entry.cluster, body)
+            live = await view.get(resource, entry.name, entry.namespace or None, entry.cluster)
+        except ClusterUnavailable:
+            continue  # pending: tried again when the member is back
+        except ClientError as exc:
+            log.debug("%s: %s", entry, exc)
+            continue
+        placed_by = (live["metadata"].get("annotations") or {}).get(APP_ANNOTATION) \
+            if live is not None else None
+        if live is None or not manifests.is_ours(live) or placed_by != owner:
+            found.gone.append(entry)  # never there, deleted already, or someone else's now
+            continue
+        body["metadata"]["uid"] = live["metadata"].get("uid")
+        found.deletes.append((plan.Vertex(entry.cluster, plan.Action.DELETE, body,
+                                          reason="no longer rendered"), entry))
+    return found
+
+
+def reference(entry: tracker.Entry) -> JSON:
+    """What a delete of the entry's object needs (the UID precondition is added once the
+    live object is seen)."""
+    meta = {"name": entry.name, **({"namespace": entry.namespace} if entry.namespace else {})}
+    return {"apiVersion": entry.api_version, "kind": entry.kind, "metadata": meta}

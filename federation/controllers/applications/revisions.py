@@ -1,0 +1,75 @@
+"""Step 1, load revision: the content hash, the revisions kept, and the one to create.
+
+The revision covers the spec and the external Policies its deploy steps name
+(:mod:`federation.apps.revision`); a new content is a new ``<app>-vN``, planned here as a
+hub create that every member write of the reconcile waits for (a revision is on record
+before anything of it is deployed). Read-only: the create is a plan vertex.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from federation.apps import revision
+from federation.apps.render import APP_LABEL
+from federation.controllers.applications.build import JSON, Build, revision_number
+from federation.controllers.applications.view import ApplicationView
+from federation.controllers.kit import plan
+from federation.controllers.kit.chain import Verdict
+from federation.hub import api
+
+
+async def load_revision(view: ApplicationView, build: Build) -> Verdict | None:
+    build.external = await external_policies(view, build.namespace, build.spec)
+    snapshot = revision.content(build.spec, build.external)
+    build.digest = revision.content_hash(snapshot)
+    build.revisions = await revisions_of(view, build.namespace, build.name)
+    numbers = [(revision_number(r), str((r.get("spec") or {}).get("revisionHash")))
+               for r in build.revisions]
+    build.number, new = revision.next_revision(numbers, build.digest)
+    if new:
+        body = revision_body(build, snapshot)
+        build.revision_vertex = build.plan.add(plan.Vertex(view.hub, plan.Action.CREATE, body,
+                                                           reason="new content"))
+        build.revisions.append(body)
+    return None
+
+
+async def external_policies(view: ApplicationView, namespace: str,
+                            spec: Mapping[str, Any]) -> dict[str, JSON]:
+    """The Policies of ``namespace`` the deploy steps name and the spec does not inline,
+    as much of each as the revision covers."""
+    inline = {p.get("name") for p in spec.get("policies") or [] if isinstance(p, dict)}
+    wanted = {str(n) for s in (spec.get("workflow") or {}).get("steps") or []
+              if isinstance(s, dict)
+              for n in ((s.get("properties") or {}).get("policies") or [])
+              if isinstance(n, str)} - inline
+    found: dict[str, JSON] = {}
+    for name in sorted(wanted):
+        doc = await view.get(api.OAM_POLICIES, name, namespace, view.hub)
+        if doc is not None:
+            found[name] = {k: doc[k] for k in ("apiVersion", "kind", "type", "properties")
+                           if k in doc} | {"metadata": {"name": name, "namespace": namespace}}
+    return found
+
+
+async def revisions_of(view: ApplicationView, namespace: str, app: str) -> list[Any]:
+    """The Application's revisions on the hub (by our label), oldest first."""
+    found = [r for r in await view.list(api.APPLICATION_REVISIONS, namespace)
+             if ((r.get("metadata") or {}).get("labels") or {}).get(APP_LABEL) == app]
+    return sorted(found, key=revision_number)
+
+
+def revision_body(build: Build, snapshot: Mapping[str, Any]) -> JSON:
+    return {"apiVersion": api.APPLICATION_REVISIONS.api_version,
+            "kind": "ApplicationRevision",
+            "metadata": {"name": revision.revision_name(build.name, build.number),
+                         "namespace": build.namespace, "labels": {APP_LABEL: build.name}},
+            "spec": {"application": {"metadata": {"name": build.name,
+                                                  "namespace": build.namespace},
+                                     "spec": copy.deepcopy(snapshot["spec"])},
+                     "externalPolicies": copy.deepcopy(snapshot["externalPolicies"]),
+                     "revision": build.number, "revisionHash": build.digest},
+            "status": {}}

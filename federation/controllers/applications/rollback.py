@@ -1,0 +1,43 @@
+"""Step 4, rollback: while the status records a rollback, its revision is what deploys.
+
+The revision is compiled again from its snapshot (its external Policies as they were)
+under today's namespace grant (a revision made under a grant since withdrawn is refused),
+fully deployed to every cluster it targets, and every cluster is final: nothing of
+another revision stays. The workflow is not evaluated meanwhile (see :mod:`.evaluation`).
+"""
+
+from __future__ import annotations
+
+from federation.apps import compile as compile_
+from federation.apps import model
+from federation.controllers.applications.build import Build, revision_number
+from federation.controllers.applications.compilation import invalid
+from federation.controllers.applications.view import ApplicationView
+from federation.controllers.kit.chain import Verdict
+
+
+async def roll_back(view: ApplicationView, build: Build) -> Verdict | None:
+    rollback = build.status.get("rollback")
+    if not rollback:
+        return None
+    number = int(rollback["revision"])
+    try:
+        old = compile_old(view, build, number)
+    except model.AppError as exc:
+        raise invalid(exc) from None
+    for step, target in old.targets.items():
+        for cluster, objects in target.clusters.items():
+            build.desired[(cluster, step)] = [(o, number) for o in objects]
+            build.targets[(step, cluster)] = list(objects)
+    build.final = {e.cluster for e in build.entries()} | {c for c, _ in build.desired}
+    return None
+
+
+def compile_old(view: ApplicationView, build: Build, number: int) -> compile_.Compiled:
+    doc = next((r for r in build.revisions if revision_number(r) == number), None)
+    if doc is None:
+        raise model.AppError(f"rollback: revision {number} is not kept any more")
+    return compile_.compile_app(doc["spec"]["application"]["spec"], build.name,
+                                build.namespace,
+                                doc["spec"].get("externalPolicies") or build.external,
+                                build.fleet, view.settings.local_cluster, build.grant)

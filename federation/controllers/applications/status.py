@@ -1,0 +1,86 @@
+"""The Application's status, built from one reconcile's outcome: pure.
+
+KubeVela's fields (``status``, ``healthy``, ``latestRevision``, ``workflow``, ``services``,
+``appliedResources``, ``conditions``) and ours (``clusters``, ``handledRequests``,
+``rollback``). Written by the reconciler only when it differs from what the Application
+shows, so a reconcile that changes nothing writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from federation.apps import revision, tracker, workflow
+from federation.controllers.applications.build import JSON, Build, Health
+from federation.controllers.applications.compilation import INVALID, RENDERED
+from federation.controllers.applications.settings import stamp
+
+PHASES = {"running": "runningWorkflow", "suspended": "workflowSuspending",
+          "failed": "workflowFailed", "succeeded": "running"}
+
+
+def refused(status: Mapping[str, object], message: str) -> JSON:
+    """An Application that cannot be honoured: ``renderFailed`` and the condition."""
+    return {**status, "status": "renderFailed",
+            "conditions": [{"type": RENDERED, "status": "False", "reason": INVALID,
+                            "message": message}]}
+
+
+def status_of(build: Build, entries: Sequence[tracker.Entry],
+              unknown: Sequence[tracker.Entry]) -> JSON:
+    state = build.state
+    assert state is not None
+    phase = "rolledBack" if build.status.get("rollback") else PHASES[state.phase]
+    return {**build.status, "status": phase, "healthy": healthy(build.health),
+            "latestRevision": {"name": revision.revision_name(build.name, build.number),
+                               "revision": build.number, "revisionHash": build.digest},
+            "workflow": workflow.to_status(state, stamp),
+            "services": services(build.health),
+            "clusters": ",".join(sorted({e.cluster for e in entries})),
+            "appliedResources": [e.as_json() for e in entries],
+            "handledRequests": build.handled,
+            "conditions": conditions(state, build.problems, unknown)}
+
+
+def healthy(health: Health) -> bool:
+    return bool(health) and all(h[0] == "healthy" for h in health.values())
+
+
+def services(health: Health) -> list[JSON]:
+    return [{"step": step, "cluster": cluster, "healthy": h[0] == "healthy",
+             "message": h[1]} for (step, cluster), h in sorted(health.items())]
+
+
+def conditions(state: workflow.State, problems: Sequence[str],
+               unknown: Sequence[tracker.Entry]) -> list[JSON]:
+    found = [{"type": RENDERED, "status": "True", "reason": RENDERED},
+             {"type": "Applied", "status": "False" if problems else "True",
+              "reason": "ApplyFailed" if problems else "Applied",
+              "message": "; ".join(problems[:5])},
+             workflow_condition(state)]
+    if unknown:
+        found.append({"type": "UnknownClusters", "status": "True",
+                      "reason": "UnknownCluster", "message": unknown_message(unknown)})
+    return found
+
+
+def workflow_condition(state: workflow.State) -> JSON:
+    failed = failed_step(state)
+    if failed is not None:
+        return {"type": "WorkflowFailed", "status": "True", "reason": failed.reason,
+                "message": f"step {failed.name}: {failed.message}"}
+    return {"type": "Workflow", "status": "True" if state.phase == "succeeded" else "False",
+            "reason": state.phase, "message": ""}
+
+
+def failed_step(state: workflow.State) -> workflow.StepState | None:
+    return next((s for s in state.steps if s.phase == "failed"), None)
+
+
+def unknown_message(unknown: Sequence[tracker.Entry]) -> str:
+    """The Warning and condition about tracked objects in clusters that are no member:
+    a few names (tenant text, shortened), how many, and what will happen."""
+    names = sorted({e.cluster for e in unknown})
+    shown = ", ".join(repr(n[:63]) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+    return (f"{len(unknown)} tracked object(s) in {len(names)} cluster(s) that are not "
+            f"members ({shown}): kept, and deleted if a member of that name joins")

@@ -1,0 +1,95 @@
+"""Observe health: what each reached (step, cluster) shows, from the caches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.controllers.applications import compilation, health
+from tests.unit.controllers.applications.fakes import (
+    FakeView,
+    app,
+    build_of,
+    canary_started,
+    kept,
+    live_copy,
+    run_through,
+)
+
+
+async def observed(view: FakeView, doc: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    await kept(view, doc)
+    build = build_of(doc)
+    await run_through(view, build, health.observe_health)
+    return build.health
+
+
+async def rendered(kind: str = "Deployment") -> dict[str, Any]:
+    """The test app's manifest of ``kind`` (what the canary puts on member1)."""
+    build = build_of(app())
+    await run_through(FakeView(), build, compilation.compile_app)
+    assert build.compiled is not None
+    return next(o for o in build.compiled.targets["canary"].clusters["member1"]
+                if o["kind"] == kind)
+
+
+async def test_only_reached_clusters_are_observed_and_missing_objects_progress() -> None:
+    found = await observed(FakeView(), app(status={"workflow": canary_started()}))
+    assert list(found) == [("canary", "member1")]
+    assert found[("canary", "member1")][0] == "progressing"
+    assert found[("canary", "member1")][1].endswith("not created yet")
+
+
+async def test_our_content_ready_is_healthy_and_other_content_progresses() -> None:
+    deployment = await rendered()
+    view = FakeView([("member1", live_copy(deployment))])
+    doc = app(status={"workflow": canary_started()})
+    assert (await observed(view, doc))[("canary", "member1")] == ("healthy", "")
+    view.put("member1", live_copy(deployment, ready=False))
+    state, message = (await observed(view, doc))[("canary", "member1")]
+    assert (state, message) == ("progressing", "Deployment shop/web: 0/1 ready")
+    stale = live_copy(deployment)
+    stale["metadata"]["annotations"]["federation.io/applied-hash"] = "old"
+    view.put("member1", stale)
+    state, message = (await observed(view, doc))[("canary", "member1")]
+    assert message == "Deployment shop/web not updated yet"
+
+
+async def test_a_workload_that_stopped_progressing_fails() -> None:
+    live = {"kind": "Deployment", "metadata": {"generation": 1}, "spec": {"replicas": 2},
+            "status": {"conditions": [{"type": "Progressing", "status": "False",
+                                       "reason": "ProgressDeadlineExceeded",
+                                       "message": "too slow"}]}}
+    assert health.workload_health("Deployment shop/web", live) == (
+        "failed", "Deployment shop/web: ProgressDeadlineExceeded: too slow")
+    live["status"] = {"observedGeneration": 0}
+    assert health.workload_health("d", live) == ("progressing", "d: generation not observed yet")
+
+
+async def test_a_member_that_cannot_be_read_is_progressing_never_healthy() -> None:
+    view = FakeView()
+    view.down.add("member1")
+    found = await observed(view, app(status={"workflow": canary_started()}))
+    state, message = found[("canary", "member1")]
+    assert state == "progressing" and message.startswith("member1: ")
+
+
+async def test_the_worst_object_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed at the first failure; else the first progressing message; else healthy."""
+    view = FakeView()
+    build = build_of(app())
+
+    async def verdict(states: list[tuple[str, str]]) -> tuple[str, str]:
+        answers = iter(states)
+
+        async def fake(*_: Any) -> Any:
+            return next(answers)
+        monkeypatch.setattr(health, "object_health", fake)
+        return await health.cluster_health(view, build, "member1", [{}] * len(states))
+
+    assert await verdict([("healthy", ""), ("progressing", "a"), ("progressing", "b")]) == \
+        ("progressing", "a")
+    assert await verdict([("progressing", "a"), ("failed", "x"), ("healthy", "")]) == \
+        ("failed", "x")
+    assert await verdict([]) == ("healthy", "")

@@ -1,0 +1,84 @@
+"""Events: each (object, reason, message) once; one that cannot be written is logged and
+dropped, never a reconcile's failure; a Warning about something pending is due once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from federation.controllers.kit import events
+from tests.unit.controllers.fakes import FakeMC, cluster_set, config_map
+
+JSON = dict[str, Any]
+
+
+def template() -> JSON:
+    found = config_map("a")
+    found["metadata"].update(uid="u-1", resourceVersion="3")
+    return found
+
+
+def recorder(mc: FakeMC, memory: int = 10) -> events.Recorder:
+    return events.Recorder(mc, "hub", memory)
+
+
+def posted(mc: FakeMC) -> list[JSON]:
+    return [o for k, o in sorted(mc.objects.items()) if k[1] == "events"]
+
+
+def test_an_event_names_its_object_and_says_who_posted_it() -> None:
+    body = events.event_body(template(), "Warning", "ApplyFailed", "x" * 2000)
+    assert body["involvedObject"] == {"apiVersion": "v1", "kind": "ConfigMap", "name": "a",
+                                      "namespace": "shop", "uid": "u-1",
+                                      "resourceVersion": "3"}
+    assert body["metadata"]["namespace"] == "shop" and body["metadata"]["name"].startswith("a.")
+    assert (body["type"], body["reason"], len(body["message"])) == ("Warning", "ApplyFailed",
+                                                                    1024)
+    assert body["source"] == {"component": events.COMPONENT}
+    cluster_scoped = events.event_body({"kind": "Namespace", "metadata": {"name": "n"}},
+                                       "Normal", "Scheduled", "placed")
+    assert cluster_scoped["metadata"]["namespace"] == "default"
+
+
+async def test_each_message_is_posted_once_until_it_changes_or_is_forgotten() -> None:
+    mc = FakeMC(cluster_set("member1"))
+    r = recorder(mc)
+    await r.emit(template(), "Normal", "Scheduled", "placed on member1")
+    await r.emit(template(), "Normal", "Scheduled", "placed on member1")
+    assert len(posted(mc)) == 1
+    await r.emit(template(), "Normal", "Scheduled", "placed on member2")
+    assert len(posted(mc)) == 2
+    r.forget(template())
+    await r.emit(template(), "Normal", "Scheduled", "placed on member2")
+    assert len(posted(mc)) == 3
+
+
+async def test_a_full_memory_starts_again_instead_of_growing() -> None:
+    mc = FakeMC(cluster_set("member1"))
+    r = recorder(mc, memory=2)
+    for n in range(3):
+        obj = template()
+        obj["metadata"]["uid"] = f"u-{n}"
+        await r.emit(obj, "Normal", "Scheduled", "placed")
+    assert len(r._last) == 1 and len(posted(mc)) == 3
+
+
+async def test_an_event_that_cannot_be_written_is_logged_and_retried_next_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    mc = FakeMC(cluster_set("member1"))
+    r = recorder(mc)
+    mc.set_down("hub", True)
+    await r.emit(template(), "Warning", "ApplyFailed", "member1: 403")
+    assert "not recorded" in caplog.text and posted(mc) == []
+    mc.set_down("hub", False)
+    await r.emit(template(), "Warning", "ApplyFailed", "member1: 403")
+    assert len(posted(mc)) == 1
+
+
+def test_a_pending_warning_is_due_once_after_the_wait() -> None:
+    assert not events.overdue_once(None, 100.0, 30.0, 5.0)
+    assert not events.overdue_once(0.0, 29.0, 30.0, 5.0)
+    assert events.overdue_once(0.0, 30.0, 30.0, 5.0)
+    assert events.overdue_once(0.0, 44.0, 30.0, 5.0)
+    assert not events.overdue_once(0.0, 45.0, 30.0, 5.0)  # long after: a restart says nothing
