@@ -17,6 +17,7 @@ from rich.table import Table
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
 from federation.hub import api, capacity
+from federation.hub import bindings as bindings_
 
 JSON = dict[str, Any]
 KINDS = frozenset({"cluster", "clusters", "membercluster", "memberclusters", "mc"})
@@ -34,12 +35,10 @@ async def read(context: kubeconfig.Context) -> tuple[list[JSON], list[JSON]]:
 def workloads(bindings: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
     """Cluster -> (objects placed there, replicas placed there)."""
     found: dict[str, tuple[int, int]] = {}
-    for binding in bindings:
-        if (binding.get("spec") or {}).get("templateDeleted"):
-            continue
-        for entry in (binding.get("spec") or {}).get("clusters") or []:
-            count, replicas = found.get(entry.get("name"), (0, 0))
-            found[str(entry.get("name"))] = (count + 1, replicas + int(entry.get("replicas") or 0))
+    for _, record in bindings_.readable(bindings):
+        for name, placed in (record.placements() if record is not None else {}).items():
+            count, replicas = found.get(name, (0, 0))
+            found[name] = (count + 1, replicas + placed)
     return found
 
 

@@ -44,6 +44,7 @@ import asyncio
 import os
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ from federation.commands import rbac as rbac_command
 from federation.contexts import client as kube
 from federation.contexts import credentials, discovery, kubeconfig, minify
 from federation.controllers import install as installer
-from federation.hub import api, manifests
+from federation.hub import api, bindings, manifests
 from federation.rbac import roles
 
 NAMESPACE = "federation-system"
@@ -287,21 +288,26 @@ async def _join(hub: kubeconfig.Context, secret: JSON, member: JSON,
 # -- unjoin -----------------------------------------------------------------------------------
 
 
-def placed_on(bindings: list[JSON], name: str) -> list[JSON]:
-    """Bindings whose decision or pending clean-up names cluster ``name``."""
-    found = []
-    for binding in bindings:
-        spec, state = binding.get("spec") or {}, binding.get("status") or {}
-        names = {c.get("name") for c in spec.get("clusters") or []}
-        if name in names or name in (state.get("pendingCleanup") or []):
-            found.append(binding)
-    return found
+Held = tuple[Mapping[str, Any], bindings.BindingRecord | None]
+"""A binding and its record (None: it cannot be read)."""
 
 
-def describe(binding: JSON) -> str:
-    resource = (binding.get("spec") or {}).get("resource") or {}
-    where = f"{resource['namespace']}/" if resource.get("namespace") else ""
-    return f"{resource.get('kind')} {where}{resource.get('name')}"
+def placed_on(items: list[JSON], name: str) -> list[Held]:
+    """Bindings whose decision or pending clean-up names cluster ``name``, and those that
+    cannot be read (they may: the member is not let go on the word of a record nobody can
+    read)."""
+    return [(binding, record) for binding, record in bindings.readable(items)
+            if record is None or name in record.holders()]
+
+
+def describe(held: Held) -> str:
+    binding, record = held
+    if record is not None and record.resource.name:
+        return record.resource.describe()
+    meta = binding.get("metadata") or {}
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    what = "unreadable" if record is None else "template-less"
+    return f"{what} {binding.get('kind') or 'binding'} {where}{meta.get('name') or '?'}"
 
 
 async def _bindings(client: kube.ClusterClient) -> list[JSON]:
@@ -367,22 +373,26 @@ async def _taint(client: kube.ClusterClient, member: JSON) -> None:
 
 
 async def _orphan(hub: kube.ClusterClient, config: kubeconfig.KubeConfig, member: JSON,
-                  bindings: list[JSON]) -> None:
+                  placed: list[Held]) -> None:
     """Remove our ownership label from each copy in the member, so nothing deletes it."""
-    if not bindings:
+    if not placed:
         return
     context = await _member_context(hub, config, member)
     async with kube.connect(context) as client:
         finder = discovery.Discovery(client)
-        for binding in bindings:
-            target = (binding.get("spec") or {}).get("resource") or {}
-            resource = await finder.resolve(target["apiVersion"], target["kind"])
+        for held in placed:
+            target = held[1].resource if held[1] is not None else None
+            if target is None or not (target.api_version and target.kind and target.name):
+                click.echo(f"warning: {describe(held)} names no object: its copy in "
+                           f"{member['metadata']['name']}, if any, is not orphaned", err=True)
+                continue
+            resource = await finder.resolve(target.api_version, target.kind)
             patch = {"metadata": {"labels": {manifests.MANAGED_BY_LABEL: None},
                                   "annotations": {manifests.TEMPLATE_UID_ANNOTATION: None,
                                                   manifests.APPLIED_HASH_ANNOTATION: None}}}
             try:
-                await client.patch(resource, target["name"], patch,
-                                   namespace=target.get("namespace"))
+                await client.patch(resource, target.name, patch,
+                                   namespace=target.namespace or None)
             except kube.ApiError as exc:
                 if exc.status != 404:
                     raise

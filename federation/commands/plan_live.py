@@ -22,7 +22,8 @@ import pydantic
 
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
-from federation.hub import api, failover, records
+from federation.hub import api, failover
+from federation.hub import bindings as bindings_
 from federation.hub import clusters as hub_clusters
 from federation.hub import policies as hub_policies
 from federation.placement import clusters as clusters_
@@ -81,15 +82,15 @@ async def _items(hub: kube.ClusterClient, resource: kube.Resource) -> list[JSON]
 def previous_decisions(state: HubState) -> dict[tuple[str, str], dict[str, int]]:
     """(namespace, binding name) -> the decision recorded there, for live templates."""
     return {(str(b["metadata"].get("namespace") or ""), str(b["metadata"]["name"])):
-            records.decision(b) for b in state.bindings
-            if not (b.get("spec") or {}).get("templateDeleted")}
+            record.decision() for b, record in bindings_.readable(state.bindings)
+            if record is not None and not record.template_deleted}
 
 
 def previous_of(template: Mapping[str, Any],
                 recorded: Mapping[tuple[str, str], dict[str, int]]) -> dict[str, int]:
     meta = template.get("metadata") or {}
     key = (str(meta.get("namespace") or ""),
-           records.binding_name(str(meta.get("name")), str(template.get("kind"))))
+           bindings_.binding_name(str(meta.get("name")), str(template.get("kind"))))
     return dict(recorded.get(key, {}))
 
 

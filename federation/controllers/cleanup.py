@@ -49,7 +49,7 @@ from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import events, executor, plan
 from federation.controllers.kit.copies import release_vertex
-from federation.hub import api, bindings, deny, failover, manifests, preservation, records, status
+from federation.hub import api, bindings, deny, failover, manifests, preservation, status
 from federation.hub import dependencies as dependencies_
 from federation.runtime.reconcile import Request, Result
 
@@ -130,9 +130,9 @@ class Reconciler:
         if not left:
             return await self._forget(binding, pending)
         if left != pending:
-            written = await executor.execute(self._pending_plan(binding, left), self.writer)
+            written = await executor.execute(self._pending_plan(binding, record, left), self.writer)
             written.raise_for_failure()  # a 409 (rewritten since read): read it again
-        await self._warn_if_lasting(binding, record.resource, left)
+        await self._warn_if_lasting(binding, record, left)
         return Result(requeue_after=self.retry)
 
     async def _forget(self, binding: ReadOnly, pending: list[str]) -> Result | None:
@@ -150,27 +150,28 @@ class Reconciler:
                  ", ".join(pending))
         return None
 
-    def _pending_plan(self, binding: ReadOnly, left: list[str]) -> plan.Plan:
+    def _pending_plan(self, binding: ReadOnly, record: bindings.BindingRecord,
+                      left: list[str]) -> plan.Plan:
         """The binding with ``left`` still pending: spec and status in one write (bindings
         have no status subresource), conditional on the version we read."""
-        conditions = [status.condition(
+        condition = status.condition(
             "CleanupPending", True, "MemberUnreachable",
-            f"copies still to delete in {', '.join(left)}",
-            (binding.get("status") or {}).get("conditions") or [])]
-        updated = {**binding, "spec": {**(binding.get("spec") or {}), "pendingCleanup": left},
-                   "status": {**(binding.get("status") or {}), "conditions": conditions}}
+            f"copies still to delete in {', '.join(left)}", record.conditions)
+        updated = dataclasses.replace(record, pending_cleanup=tuple(left),
+                                      conditions=(condition,))
         dag = plan.Plan()
-        dag.add(plan.Vertex(self.hub, plan.Action.UPDATE, updated,
+        dag.add(plan.Vertex(self.hub, plan.Action.UPDATE, bindings.replaced(binding, updated),
                             reason="pending clean-up recorded"))
         return dag
 
-    async def _warn_if_lasting(self, binding: ReadOnly, target: bindings.TemplateRef,
+    async def _warn_if_lasting(self, binding: ReadOnly, record: bindings.BindingRecord,
                                left: list[str]) -> None:
         """A Warning event once copies have been pending longer than ``wait`` seconds: in the
         few retries after the deadline passes, so a restart of ours long after it does not
         repeat it (the binding's CleanupPending condition keeps saying so meanwhile)."""
-        pending = next((c for c in (binding.get("status") or {}).get("conditions") or []
-                        if c.get("type") == "CleanupPending"), None)
+        pending = next((c for c in record.conditions if c.get("type") == "CleanupPending"),
+                       None)
+        target = record.resource
         since = failover.parse_time((pending or {}).get("lastTransitionTime"))
         if not events.overdue_once(since, self.clock(), self.wait, self.retry):
             return
@@ -228,7 +229,7 @@ class Reconciler:
         claimed = _Claim(self, record.resource)
         for cluster in record.pending_cleanup:
             try:
-                copy = await self._copy_vertex(binding, record.resource, cluster, claimed)
+                copy = await self._copy_vertex(binding, record, cluster, claimed)
                 if copy is not None:
                     removal.dag.add(copy)
                 for vertex in await self._dependency_vertices(binding, record, cluster,
@@ -245,10 +246,11 @@ class Reconciler:
                     del removal.dag.vertices[vertex.key]
         return removal
 
-    async def _copy_vertex(self, binding: ReadOnly, target: bindings.TemplateRef,
+    async def _copy_vertex(self, binding: ReadOnly, record: bindings.BindingRecord,
                            cluster: str, claimed: _Claim) -> plan.Vertex | None:
         """The delete (or release) of the deleted template's copy in ``cluster``; None when
         there is none of ours (gone, someone else's, or the re-created template's)."""
+        target = record.resource
         writer = self.mc.cluster(cluster)
         live = await _live(writer, await writer.resource(target.to_obj()), target.name,
                            target.namespace or None)
@@ -260,7 +262,7 @@ class Reconciler:
             return None  # the re-created template has taken this copy over
         # preserveResourcesOnDeletion: release it, unless the template had left the
         # cluster before its deletion (then it goes, as any cluster left loses its copy).
-        if preservation.releases(binding, cluster):
+        if preservation.releases(record, cluster):
             return release_vertex(cluster, live)
         return plan.Vertex(cluster, plan.Action.DELETE, plan.reference(live, exact=True),
                            reason="template deleted", expect=_identity(binding, target))
@@ -270,21 +272,17 @@ class Reconciler:
         """The deletes (or releases) of what the template carried to ``cluster`` with
         ``propagateDeps``, unless still carried there by another binding or placed there
         by its own policy."""
-        refs = dependencies_.dependencies(binding)
+        refs = dependencies_.dependencies(record)
         namespace = binding["metadata"].get("namespace") or None
         if not refs or namespace is None or await claimed.uid() is not None:
             # A re-created template of the name owns the record's dependencies now: its
             # own reconcile removes what it no longer carries.
             return []
         carriers = await self._hub_list(api.RESOURCE_BINDINGS, namespace)
-        release = preservation.releases(binding, cluster)  # released with the copy
+        release = preservation.releases(record, cluster)  # released with the copy
         found = []
         for ref in refs:
-            own = await self.mc.get(api.RESOURCE_BINDINGS,
-                                    records.binding_name(ref.name, ref.kind), namespace,
-                                    cluster=self.hub, copy=False)
-            if dependencies_.is_own_binding(ref, own) and \
-                    cluster in dependencies_.owned_clusters(own):
+            if await self._placed_by_own_policy(ref, namespace, cluster):
                 continue
             if dependencies_.carried_by_another(ref, cluster, carriers,
                                                 str(binding["metadata"]["name"])):
@@ -293,6 +291,18 @@ class Reconciler:
             if vertex is not None:
                 found.append(vertex)
         return found
+
+    async def _placed_by_own_policy(self, ref: dependencies_.Ref, namespace: str,
+                                    cluster: str) -> bool:
+        """Whether the dependency's own binding places it in ``cluster`` (its own reconcile
+        keeps it there). One that cannot be read counts as placing it: nothing is deleted on
+        the word of a record nobody can read."""
+        own = await self.mc.get(api.RESOURCE_BINDINGS, bindings.binding_name(ref.name, ref.kind),
+                                namespace, cluster=self.hub, copy=False)
+        try:
+            return cluster in dependencies_.owned_clusters(dependencies_.own_record(ref, own))
+        except bindings.BindingError:
+            return True
 
     async def _dependency_vertex(self, ref: dependencies_.Ref, namespace: str, cluster: str,
                                  release: bool) -> plan.Vertex | None:

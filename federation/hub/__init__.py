@@ -3,6 +3,6 @@
 What the controllers and the commands both read from hub objects lives here once:
 policies as placement input (:mod:`.policies`), MemberClusters as placement clusters
 (:mod:`.clusters`), and the ResourceBinding as the one record of a template's decision
-and pending clean-up (:mod:`.records`). Below ``controllers`` and ``commands``, above
+and pending clean-up (:mod:`.bindings`). Below ``controllers`` and ``commands``, above
 ``placement``.
 """

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.contexts.client import CONFIGMAPS, Resource
+from federation.hub.bindings import BindingRecord, readable
 
 AWAITED = "awaitedDependencies"
 """The binding's spec field naming the dependencies the pod template names that do not
@@ -54,48 +55,45 @@ def valid_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
 
-def dependencies(binding: Mapping[str, Any] | None) -> list[Ref]:
+def dependencies(record: BindingRecord | None) -> list[Ref]:
     """The dependencies a binding records as carried (unparseable entries ignored: the
     record is ours, and a name we could not have written is never acted on)."""
-    return _refs(binding, "dependencies")
+    return _refs(record.behaviour.dependencies if record is not None else ())
 
 
-def awaited(binding: Mapping[str, Any] | None) -> list[Ref]:
+def awaited(record: BindingRecord | None) -> list[Ref]:
     """The dependencies a binding records as named but missing on the hub (:data:`AWAITED`)."""
-    return _refs(binding, AWAITED)
+    return _refs(record.behaviour.awaited_dependencies if record is not None else ())
 
 
-def _refs(binding: Mapping[str, Any] | None, field: str) -> list[Ref]:
-    found = ((binding or {}).get("spec") or {}).get(field) or []
-    refs = [Ref.parse(str(text)) for text in found] if isinstance(found, list) else []
-    return sorted(r for r in refs if r is not None)
+def _refs(found: Iterable[str]) -> list[Ref]:
+    return sorted(r for r in (Ref.parse(text) for text in found) if r is not None)
 
 
-def owned_clusters(binding: Mapping[str, Any] | None) -> set[str]:
+def owned_clusters(record: BindingRecord | None) -> set[str]:
     """Clusters where the dependency's own binding (its own policy) places it."""
-    spec = (binding or {}).get("spec") or {}
-    if spec.get("templateDeleted"):
-        return set()
-    return {str(c.get("name")) for c in spec.get("clusters") or []}
+    return set(record.placements()) if record is not None else set()
 
 
+def own_record(ref: Ref, binding: Mapping[str, Any] | None) -> BindingRecord | None:
+    """The record of ``binding`` (found by the dependency's binding name) when it is the
+    dependency's own (its ``spec.resource`` names it), None when there is none or it is
+    another object's that happens to have the name; raises
+    :class:`~federation.hub.bindings.BindingError` when it cannot be read."""
+    if binding is None:
+        return None
+    record = BindingRecord.of(binding)
+    return record if record.records(ref.kind, ref.name) else None
 
-def is_own_binding(ref: Ref, binding: Mapping[str, Any] | None) -> bool:
-    """Whether ``binding`` (found by the dependency's binding name) is the dependency's own
-    (its ``spec.resource`` names it), not another object's that happens to have the name."""
-    target = ((binding or {}).get("spec") or {}).get("resource") or {}
-    return target.get("kind") == ref.kind and target.get("name") == ref.name
 
-
-def carried_by_another(ref: Ref, cluster: str, bindings: Iterable[Mapping[str, Any]],
+def carried_by_another(ref: Ref, cluster: str, items: Iterable[Mapping[str, Any]],
                        carrier: str) -> bool:
     """Whether a binding of the namespace other than ``carrier`` (and not a deleted
-    template's) still carries ``ref`` to ``cluster``."""
-    for binding in bindings:
+    template's) still carries ``ref`` to ``cluster``. One that cannot be read counts as
+    carrying it: nothing is deleted on the word of a record nobody can read."""
+    for binding, record in readable(items):
         if (binding.get("metadata") or {}).get("name") == carrier:
             continue
-        spec = binding.get("spec") or {}
-        if ref in dependencies(binding) and not spec.get("templateDeleted") and \
-                cluster in {str(c.get("name")) for c in spec.get("clusters") or []}:
+        if record is None or (ref in dependencies(record) and cluster in record.placements()):
             return True
     return False

@@ -27,19 +27,20 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.hub import manifests, records
+from federation.hub import manifests
+from federation.hub.bindings import LEFT_BEFORE_DELETION, BindingRecord
 
 JSON = dict[str, Any]
 
 FIELD = "preserveResourcesOnDeletion"
-LEFT = "leftBeforeDeletion"
+LEFT = LEFT_BEFORE_DELETION
 """A deleted, preserving binding's spec field: the pending clusters the template had left
 before its deletion (their copies are deleted when they return, not released). Kept apart
 from ``spec.clusters``, which a deleted binding empties (readers of placements ignore it)."""
 
 
-def preserves(binding: Mapping[str, Any] | None) -> bool:
-    return bool(((binding or {}).get("spec") or {}).get(FIELD))
+def preserves(record: BindingRecord) -> bool:
+    return record.behaviour.preserve_resources_on_deletion
 
 
 def released(live: Mapping[str, Any]) -> JSON:
@@ -60,17 +61,16 @@ def released(live: Mapping[str, Any]) -> JSON:
     return obj
 
 
-def released_on(binding: Mapping[str, Any] | None) -> set[str]:
+def released_on(record: BindingRecord) -> set[str]:
     """Where the template's deletion releases copies instead of deleting them: the clusters
     of its decision when it preserves (a cluster only pending was left earlier, while it
     was away: its copy goes, as any cluster left loses its copy)."""
-    return set(records.decision(binding)) if preserves(binding) else set()
+    return set(record.decision()) if preserves(record) else set()
 
 
-def releases(binding: Mapping[str, Any] | None, cluster: str) -> bool:
+def releases(record: BindingRecord, cluster: str) -> bool:
     """Whether a deleted template's pending copy (and dependencies) in ``cluster`` is to be
     released rather than deleted: it preserves, and the cluster is not :data:`LEFT` (a
     record without that field, from before it existed, releases every pending copy:
     keeping an object is the mistake that loses nothing)."""
-    left = ((binding or {}).get("spec") or {}).get(LEFT) or []
-    return preserves(binding) and cluster not in {str(c) for c in left}
+    return preserves(record) and cluster not in (record.left_before_deletion or ())

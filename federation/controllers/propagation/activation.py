@@ -32,8 +32,9 @@ async def lazy_activation(ctx: TransformContext, build: Build) -> Verdict | None
         return None
     digest = manifests.digest(manifests.render(build.template, None, False))
     current: JSON = copy.deepcopy(dict(build.policy_doc.get("spec") or {}))
-    recorded = ((build.own_binding or {}).get("spec") or {}).get("activation")
-    if isinstance(recorded, dict) and recorded.get("policy") == policy_ref(policy) and \
+    own = build.own_record
+    recorded = own.behaviour.activation if own is not None else None
+    if recorded is not None and recorded.get("policy") == policy_ref(policy) and \
             recorded.get("template") == digest and recorded.get("spec") != current:
         earlier = _parse(policy, recorded.get("spec"))
         if earlier is not None and earlier.spec.activation_preference == "Lazy":

@@ -14,6 +14,8 @@ condition and an event, retried only when inputs change.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
@@ -23,7 +25,7 @@ from federation.contexts.client import Resource
 from federation.controllers import disruption
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Problem
-from federation.hub import deny, records
+from federation.hub import bindings, deny
 from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
@@ -93,6 +95,20 @@ class Build:
     def uid(self) -> str:
         return str(self.meta.get("uid") or "")
 
+    @functools.cached_property
+    def recorded(self) -> bindings.BindingRecord:
+        """The binding's record, read once (the empty record when there is none); raises
+        :class:`~federation.hub.bindings.BindingError` for one nobody can read (the
+        reconciler asks first, before any transformer)."""
+        return bindings.BindingRecord.of(self.binding)
+
+    @property
+    def own_record(self) -> bindings.BindingRecord | None:
+        """The record when it is this template's (not a deleted predecessor's)."""
+        if self.binding is None or not self.recorded.owned_by(self.uid):
+            return None
+        return self.recorded
+
     @property
     def budget_key(self) -> str:
         """The template's key in the disruption budget."""
@@ -100,36 +116,37 @@ class Build:
 
     @property
     def own_binding(self) -> ReadOnly | None:
-        """The binding when it is this template's record (not a deleted predecessor's)."""
-        return self.binding if records.owned_by(self.binding, self.uid) else None
+        """The binding object when it is this template's record."""
+        return self.binding if self.own_record is not None else None
 
     @property
     def previous(self) -> dict[str, int]:
         """The last decision, from the binding (the next round's *previous*)."""
-        return records.decision(self.own_binding)
+        return self.own_record.decision() if self.own_record is not None else {}
 
     @property
     def inherited(self) -> list[str]:
         """Clusters still holding copies of a deleted earlier template of the same name:
         its leftover binding's pending clean-up, which this template's record takes over."""
-        if self.binding is None or self.own_binding is not None:
+        if self.binding is None or self.own_record is not None:
             return []
-        if (self.binding.get("spec") or {}).get("templateDeleted"):
-            return records.pending(self.binding)
-        return records.holders(self.binding)  # deleted while nobody watched: all it had
+        if self.recorded.template_deleted:
+            return self.recorded.pending()
+        return self.recorded.holders()  # deleted while nobody watched: all it had
 
     @property
     def pending_before(self) -> list[str]:
         """Clusters whose copies were to be deleted: this template's, and inherited ones."""
-        return sorted(set(records.pending(self.own_binding)) | set(self.inherited))
+        own = self.own_record.pending() if self.own_record is not None else []
+        return sorted(set(own) | set(self.inherited))
 
     @property
     def targets(self) -> list[str]:
         return sorted(self.decision.clusters) if self.decision else []
 
     @property
-    def previous_conditions(self) -> list[JSON]:
-        return list(((self.own_binding or {}).get("status") or {}).get("conditions") or [])
+    def previous_conditions(self) -> list[Mapping[str, Any]]:
+        return list(self.own_record.conditions) if self.own_record is not None else []
 
     def note_unreachable(self, cluster: str, exc: BaseException) -> None:
         self.unreachable[cluster] = str(exc)

@@ -19,6 +19,7 @@ unless still carried by another.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 
 from federation.contexts.cache import ReadOnly
@@ -28,8 +29,8 @@ from federation.controllers.kit.copies import release_vertex
 from federation.controllers.propagation import propagate_deps
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.record import pending_condition
+from federation.hub import bindings, manifests, preservation
 from federation.hub import dependencies as dependencies_
-from federation.hub import manifests, preservation, records
 
 
 async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
@@ -40,7 +41,7 @@ async def removal_plan(ctx: TransformContext, hub_resource: Resource, name: str,
     the clusters of ``release``), and of the ``dependencies`` they carried (released
     there too); clusters that cannot be read are added to ``unreachable``."""
     dag = plan.Plan()
-    carrier = records.binding_name(name, hub_resource.kind)
+    carrier = bindings.binding_name(name, hub_resource.kind)
     for ref in dependencies:
         for cluster in clusters:
             vertex = await propagate_deps.removal_vertex(ctx, ref, namespace, cluster,
@@ -74,8 +75,9 @@ def left_after(report: plan.Report, unreachable: dict[str, str]) -> dict[str, st
                               for o in report.failed()}}
 
 
-def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool,
-                released: Collection[str] = ()) -> plan.Plan:
+def record_plan(hub: str, binding: ReadOnly, record: bindings.BindingRecord,
+                left: dict[str, str], deleted: bool, released: Collection[str] = ()
+                ) -> plan.Plan:
     """Delete the binding when nothing is left; else record what is, once. A deleted
     template's record whose copies are released in ``released`` (it preserves) lists the
     other pending clusters (:data:`~federation.hub.preservation.LEFT`): the clean-up
@@ -85,23 +87,19 @@ def record_plan(hub: str, binding: ReadOnly, left: dict[str, str], deleted: bool
         dag.add(plan.Vertex(hub, plan.Action.DELETE, plan.reference(binding),
                             reason="nothing left"))
         return dag
-    pending = sorted(left)
-    spec = dict(binding.get("spec") or {})
-    gone = sorted(c for c in pending if c not in released) \
-        if deleted and preservation.preserves(binding) else None
-    if spec.get("pendingCleanup") == pending and \
-            bool(spec.get("templateDeleted")) == deleted and spec.get(preservation.LEFT) == gone:
+    pending = tuple(sorted(left))
+    # Also when empty: only then does the record say it (see preservation.releases).
+    gone = tuple(c for c in pending if c not in released) \
+        if deleted and preservation.preserves(record) else None
+    if record.pending_cleanup == pending and record.template_deleted == deleted and \
+            record.left_before_deletion == gone:
         return dag
-    previous = (binding.get("status") or {}).get("conditions") or []
-    spec.update(pendingCleanup=pending, templateDeleted=deleted,
-                clusters=[] if deleted else spec.get("clusters") or [])
-    spec.pop(preservation.LEFT, None)
-    if gone is not None:  # also when empty: only then does the record say it (see releases)
-        spec[preservation.LEFT] = gone
-    updated = {**binding, "spec": spec,
-               "status": {**(binding.get("status") or {}),
-                          "conditions": [pending_condition(pending, previous)]}}
-    dag.add(plan.Vertex(hub, plan.Action.UPDATE, updated, reason="pending clean-up"))
+    updated = dataclasses.replace(
+        record, pending_cleanup=pending, template_deleted=deleted,
+        clusters=() if deleted else record.clusters, left_before_deletion=gone,
+        conditions=(pending_condition(pending, record.conditions),))
+    dag.add(plan.Vertex(hub, plan.Action.UPDATE, bindings.replaced(binding, updated),
+                        reason="pending clean-up"))
     return dag
 
 
@@ -109,7 +107,5 @@ preserves = preservation.preserves
 dependencies = dependencies_.dependencies
 
 
-def holders(binding: ReadOnly) -> list[str]:
-    if (binding.get("spec") or {}).get("orphan"):
-        return records.pending(binding)
-    return records.holders(binding)
+def holders(record: bindings.BindingRecord) -> list[str]:
+    return record.pending() if record.orphan else record.holders()

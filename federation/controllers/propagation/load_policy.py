@@ -60,8 +60,8 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
 
 def claimed_by(build: Build) -> str | None:
     """``KIND REF`` of the policy this template's binding names (the claim), or None."""
-    policy = ((build.own_binding or {}).get("spec") or {}).get("policy")
-    return str(policy) if policy else None
+    own = build.own_record
+    return own.policy if own is not None and own.policy else None
 
 
 def doc_ref(doc: ReadOnly) -> str:

@@ -44,19 +44,15 @@ from federation.controllers.propagation.lookups import (
     load_overrides,
     stop_if_invalid_selects,
 )
-from federation.hub import api, manifests, overrides, records
-
-# AWAITED is the record's (record.py reads it here); the rest is used below.
+from federation.hub import api, bindings, manifests, overrides
 from federation.hub.dependencies import (
-    AWAITED as AWAITED,
-)
-from federation.hub.dependencies import (
+    AWAITED,
     KINDS,
     Ref,
     awaited,
     carried_by_another,
     dependencies,
-    is_own_binding,
+    own_record,
     owned_clusters,
     valid_name,
 )
@@ -221,7 +217,10 @@ async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: Re
                        policies: list[overrides.OverridePolicy]) -> None:
     assert build.policy is not None
     overwrite = build.policy.spec.conflict_resolution == "Overwrite"
-    own = owned_clusters(await _own_binding(ctx, ref, build.namespace))
+    try:
+        own = owned_clusters(await _own_record(ctx, ref, build.namespace))
+    except bindings.BindingError:
+        own = set()  # its own reconcile is stopped by it: the carrier writes the copy
     chosen = overrides.applicable(policies, resources_.from_manifest(source))
     by_name = {c.name: c for c in build.clusters}
     uid = str(source["metadata"].get("uid") or "")
@@ -258,7 +257,7 @@ async def _plan_copies(ctx: TransformContext, build: Build, ref: Ref, source: Re
 async def _plan_removals(ctx: TransformContext, build: Build, now: set[Ref]) -> None:
     """Delete what the last round carried and this one does not (a dependency no longer
     named, or a cluster the workload left), unless still carried there by another."""
-    before = dependencies(build.own_binding)
+    before = dependencies(build.own_record)
     holders = set(build.previous) | set(build.pending_before)
     for ref in before:
         for cluster in sorted(holders):
@@ -271,7 +270,7 @@ async def _plan_removals(ctx: TransformContext, build: Build, now: set[Ref]) -> 
 
 
 def records_name(build: Build) -> str:
-    return records.binding_name(build.name, build.resource.kind)
+    return bindings.binding_name(build.name, build.resource.kind)
 
 
 async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None, cluster: str,
@@ -284,10 +283,7 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
     records the cluster as pending), unless ``strict``: then its error is raised."""
     if namespace is None or cluster not in {m.name for m in ctx.members()}:
         return None
-    if cluster in owned_clusters(await _own_binding(ctx, ref, namespace)):
-        return None
-    if carried_by_another(ref, cluster, await ctx.list(api.RESOURCE_BINDINGS, namespace),
-                          carrier):
+    if await _kept_there(ctx, ref, namespace, cluster, carrier):
         return None
     try:
         live = await ctx.copy(KINDS[ref.kind], cluster, ref.name, namespace)
@@ -303,12 +299,27 @@ async def removal_vertex(ctx: TransformContext, ref: Ref, namespace: str | None,
                        reason=f"dependency {ref} not needed")
 
 
-async def _own_binding(ctx: TransformContext, ref: Ref, namespace: str | None
-                       ) -> ReadOnly | None:
-    found = await ctx.get(api.RESOURCE_BINDINGS, records.binding_name(ref.name, ref.kind),
+async def _kept_there(ctx: TransformContext, ref: Ref, namespace: str, cluster: str,
+                      carrier: str) -> bool:
+    """Whether ``ref``'s copy in ``cluster`` stays for someone else: its own policy places
+    it there, or another binding of the namespace carries it there. A binding that cannot
+    be read keeps it too (nothing is deleted on the word of a record nobody can read)."""
+    try:
+        if cluster in owned_clusters(await _own_record(ctx, ref, namespace)):
+            return True
+    except bindings.BindingError:
+        return True
+    return carried_by_another(ref, cluster, await ctx.list(api.RESOURCE_BINDINGS, namespace),
+                              carrier)
+
+
+async def _own_record(ctx: TransformContext, ref: Ref, namespace: str | None
+                      ) -> bindings.BindingRecord | None:
+    """The record of the dependency's own binding (its own policy placing it), if any;
+    raises :class:`~federation.hub.bindings.BindingError` when it cannot be read."""
+    found = await ctx.get(api.RESOURCE_BINDINGS, bindings.binding_name(ref.name, ref.kind),
                           namespace, ctx.hub)
-    # Another object's binding may happen to have the name: not the dependency's own.
-    return found if is_own_binding(ref, found) else None
+    return own_record(ref, found)
 
 
 # -- who carries what (for the wiring) ---------------------------------------------------------
@@ -331,10 +342,11 @@ class Dependents:
         _, carried, waiting = self._by_binding.pop(key, ({}, set(), set()))
         for ref in carried | waiting:
             self._index.get((key[0], ref), set()).discard(key)
-        carried = set() if deleted else set(dependencies(binding))
-        waiting = set() if deleted else set(awaited(binding))
-        if carried or waiting:
-            target = dict((binding.get("spec") or {}).get("resource") or {})
+        record = None if deleted else bindings.read(binding)
+        carried = set(dependencies(record))  # an unreadable one: nothing (it carries nothing)
+        waiting = set(awaited(record))
+        if record is not None and (carried or waiting):
+            target = record.resource.to_obj()
             self._by_binding[key] = (target, carried, waiting)
             for ref in carried | waiting:
                 self._index.setdefault((key[0], ref), set()).add(key)

@@ -14,6 +14,8 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import (
@@ -52,10 +54,10 @@ from federation.controllers.propagation import (
     suspension,
     unclaimed,
 )
-from federation.controllers.propagation.build import JSON, Build, template_resource
+from federation.controllers.propagation.build import Build, template_resource
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
-from federation.hub import api, bindings, deny, preservation, records, status
+from federation.hub import api, bindings, deny, preservation, status
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
@@ -143,7 +145,7 @@ class Reconciler:
                      request.name, exc)
             return None
         binding_resource = api.RESOURCE_BINDINGS if namespace else api.CLUSTER_RESOURCE_BINDINGS
-        binding_name = records.binding_name(request.name, resource.kind)
+        binding_name = bindings.binding_name(request.name, resource.kind)
         binding = await ctx.get(binding_resource, binding_name, namespace, self.hub)
         # The cache still shows what one of our own writes replaced (either record).
         if self.expectations.behind(expectations.key_of(resource, request.name, namespace),
@@ -158,13 +160,17 @@ class Reconciler:
             return None  # its delete, seen by the watch, brings it back here
         build = Build(template=template, resource=resource, hub=self.hub, binding=binding)
         try:
+            build.recorded  # noqa: B018  (read once, here: an unreadable record stops all)
+        except bindings.BindingError as exc:
+            return await self._report_unreadable(build, exc)
+        try:
             outcome = await CHAIN.run(ctx, build)
         except Problem as problem:
             return await self._report_problem(build, problem)
         if build.policy is None:
             if build.denied is not None:
                 await self._report_denied(build, *build.denied)
-            elif unclaimed.keeps(build.own_binding):
+            elif unclaimed.keeps(build.own_record):
                 return await self._unclaim(build)
             return await self._unpropagate(build)
         reservation = self.failover.budget.reserve(build.budget_key, build.budget)
@@ -197,12 +203,16 @@ class Reconciler:
         assert build.decision is not None
         groups = engine.affinity_groups(build.policy, template_resource(build)) \
             if build.policy is not None else (None, None)
-        wanted = bindings.binding(build.template, build.policy_ref,
-                                  build.decision.clusters, build.decision, conds, copies_now,
-                                  failed, build.unreachable, pending, groups=groups,
-                                  extra=record.extras(build))
+        wanted = bindings.BindingRecord(
+            resource=bindings.TemplateRef.of(build.template), pending_cleanup=tuple(pending),
+            clusters=record.placed(build.decision.clusters),
+            orphan=bindings.orphaned(build.template), policy=build.policy_ref,
+            groups=groups, behaviour=record.behaviour(build),
+            decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
+            aggregated=bindings.aggregated(copies_now, failed, build.unreachable))
         writes = self._legacy_marks(build.template)
-        record.add_binding(writes, self.hub, wanted, build.binding)
+        record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
+                           build.binding)
         template_status = record.template_status_write(build.template, copies_now, conds)
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
@@ -252,7 +262,7 @@ class Reconciler:
         cleaning = sorted(set(build.pending_before) - set(previous))
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
                                           build.namespace, cleaning, None, unreachable,
-                                          dependencies=finalise.dependencies(build.binding))
+                                          dependencies=finalise.dependencies(build.recorded))
         report = await self.execute(dag)
         pending = sorted(finalise.left_after(report, unreachable))
         before = build.previous_conditions
@@ -261,14 +271,17 @@ class Reconciler:
         if pending:
             conds.append(record.pending_condition(pending, before))
         # Without a policy (it is the problem) the record keeps the claim it had.
-        wanted = bindings.binding(build.template, build.policy_ref
-                                  if build.policy else load_policy.claimed_by(build),
-                                  previous, build.decision
-                                  if build.decision and build.decision.ok else None,
-                                  conds, {}, {}, unreachable, pending,
-                                  extra=record.extras(build))
+        decided = build.decision if build.decision and build.decision.ok else None
+        wanted = bindings.BindingRecord(
+            resource=bindings.TemplateRef.of(build.template), pending_cleanup=tuple(pending),
+            clusters=record.placed(previous), orphan=bindings.orphaned(build.template),
+            policy=build.policy_ref if build.policy
+            else load_policy.claimed_by(build), behaviour=record.behaviour(build),
+            decided=bindings.Decided.of(decided) if decided is not None else None,
+            conditions=tuple(conds), aggregated=bindings.aggregated({}, {}, unreachable))
         writes = self._legacy_marks(build.template)
-        record.add_binding(writes, self.hub, wanted, build.binding)
+        record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
+                           build.binding)
         template_status = status.template_status(build.template, {}, conds)
         if template_status is not None:
             template_status = {**(build.template.get("status") or {}),
@@ -305,22 +318,22 @@ class Reconciler:
     async def _unpropagate(self, build: Build) -> Result | None:
         """No policy selects the template (any more): remove its copies (not those of a
         template marked orphan), then its binding."""
-        binding = build.own_binding
+        binding, own = build.own_binding, build.own_record
         writes = self._legacy_marks(build.template)
-        if binding is None:
+        if binding is None or own is None:
             raise_for_hub_failure(await self.execute(writes))
             return None
         # The live template says whether it is orphaned (the binding may not know yet).
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
-                                          build.namespace, records.pending(binding)
+                                          build.namespace, own.pending()
                                           if bindings.orphaned(build.template)
-                                          else records.holders(binding),
+                                          else own.holders(),
                                           build.uid, unreachable,
-                                          dependencies=finalise.dependencies(binding))
+                                          dependencies=finalise.dependencies(own))
         left = finalise.left_after(await self.execute(dag), unreachable)
         self.failover.budget.release(build.budget_key)  # nothing of it moves any more
-        for vertex in finalise.record_plan(self.hub, binding, left, deleted=False):
+        for vertex in finalise.record_plan(self.hub, binding, own, left, deleted=False):
             writes.add(vertex)
         raise_for_hub_failure(await self.execute(writes))
         return Result(requeue_after=self.settings.retry_pending) if left else None
@@ -329,24 +342,24 @@ class Reconciler:
         """No policy selects a template a ``policy.karmada.io`` policy claimed: its copies
         stay, the binding loses its claim (see :mod:`.unclaimed`); only pending clean-up
         goes on."""
-        binding = build.own_binding
-        assert binding is not None
-        placed = records.decision(binding)
+        binding, own = build.own_binding, build.own_record
+        assert binding is not None and own is not None
+        placed = own.decision()
         unreachable: dict[str, str] = {}
         dag = await finalise.removal_plan(self.context, build.resource, build.name,
                                           build.namespace,
-                                          [c for c in records.pending(binding)
-                                           if c not in placed], build.uid, unreachable,
-                                          dependencies=finalise.dependencies(binding))
+                                          [c for c in own.pending() if c not in placed],
+                                          build.uid, unreachable,
+                                          dependencies=finalise.dependencies(own))
         pending = sorted(finalise.left_after(await self.execute(dag), unreachable))
         previous = build.previous_conditions
         conds = [status.condition("Scheduled", False, unclaimed.REASON,
-                                  unclaimed.message(binding), previous)]
+                                  unclaimed.message(own), previous)]
         if pending:
             conds.append(record.pending_condition(pending, previous))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, unclaimed.unclaimed_binding(
-            binding, build.template, pending, conds), binding)
+            binding, own, build.template, pending, conds), binding)
         current = build.template.get("status") or {}
         if status.template_status(build.template, {}, conds) is not None:
             wanted = {**current, "conditions": status.merge_conditions(
@@ -354,25 +367,24 @@ class Reconciler:
             if not status.same_status(current, wanted):
                 record.add_template_status(writes, self.hub, build.template, wanted)
         raise_for_hub_failure(await self.execute(writes))
-        if (binding.get("spec") or {}).get("policy"):  # the claim went just now: say so once
+        if own.policy:  # the claim went just now: say so once
             await self.recorder.emit(build.template, "Normal", unclaimed.REASON,
-                                     unclaimed.message(binding))
+                                     unclaimed.message(own))
         return Result(requeue_after=self.settings.retry_pending) if pending else None
 
     async def template_gone(self, resource: Resource, name: str, namespace: str | None,
                             binding: ReadOnly | None) -> Result | None:
         """The template is gone: its copies, then its binding (see :mod:`.finalise`)."""
-        spec = (binding or {}).get("spec") or {}
-        target = spec.get("resource") or {}
-        if binding is None or spec.get("templateDeleted") or \
-                target.get("kind") != resource.kind or target.get("name") != name:
+        own = readable_record(binding)
+        if binding is None or own is None or own.template_deleted or \
+                not own.records(resource.kind, name):
             return None
         unreachable: dict[str, str] = {}
-        released = preservation.released_on(binding)  # the decision's: a cluster left still loses
+        released = preservation.released_on(own)  # the decision's: a cluster left still loses
         dag = await finalise.removal_plan(self.context, resource, name, namespace,
-                                          finalise.holders(binding), target.get("uid"),
+                                          finalise.holders(own), own.resource.uid or None,
                                           unreachable, release=released,
-                                          dependencies=finalise.dependencies(binding))
+                                          dependencies=finalise.dependencies(own))
         left = finalise.left_after(await self.execute(dag), unreachable)
         self.failover.budget.release(disruption.move_key(resource, namespace, name))
         for cluster, why in sorted(left.items()):
@@ -380,7 +392,38 @@ class Reconciler:
             log.debug("%s %s: copy in %s not removed yet (%s)", resource.kind, name, cluster,
                       why)
         raise_for_hub_failure(await self.execute(
-            finalise.record_plan(self.hub, binding, left, deleted=True, released=released)))
+            finalise.record_plan(self.hub, binding, own, left, deleted=True,
+                                 released=released)))
+        return None
+
+    async def _report_unreadable(self, build: Build, error: bindings.BindingError
+                                 ) -> Result | None:
+        """A binding nobody can read (its spec or status written by someone else, in a
+        shape we never write): a Warning event on the template, once, and nothing else. No
+        copy is written or deleted on its word, and it is not overwritten: it may list
+        copies still to delete. Looked at again every ``retry_pending`` seconds, so fixing
+        or deleting it is taken up soon (the event is not repeated: the recorder drops it)."""
+        message = (f"ResourceBinding {build_binding_name(build)} cannot be read: {error}; "
+                   "nothing is propagated or deleted until it is fixed or deleted")
+        log.debug("%s %s/%s: %s", build.resource.kind, build.namespace or "", build.name,
+                  message)
+        await self.recorder.emit(build.template, "Warning", "BindingUnreadable", message)
+        return Result(requeue_after=self.settings.retry_pending)
+
+
+def build_binding_name(build: Build) -> str:
+    return bindings.binding_name(build.name, build.resource.kind)
+
+
+def readable_record(binding: ReadOnly | None) -> bindings.BindingRecord | None:
+    """The record of ``binding``, None (logged) when it cannot be read: then nothing is
+    deleted on its word."""
+    if binding is None:
+        return None
+    try:
+        return bindings.BindingRecord.of(binding)
+    except bindings.BindingError as exc:
+        log.warning("%s: not finalised: %s", binding["metadata"].get("name"), exc)
         return None
 
 
@@ -413,7 +456,7 @@ def policy_says_denied(policy_doc: ReadOnly, rule: deny.Rule) -> bool:
                for c in (policy_doc.get("status") or {}).get("conditions") or [])
 
 
-def already_reported(previous: list[JSON], problem: Problem) -> bool:
+def already_reported(previous: Sequence[Mapping[str, Any]], problem: Problem) -> bool:
     """The recorded conditions already state this problem (same type, reason, message)."""
     return any(c.get("type") == problem.condition and c.get("status") == "False"
                and c.get("reason") == problem.reason and c.get("message") == str(problem)

@@ -18,28 +18,32 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit import events, plan
-from federation.controllers.propagation import propagate_deps, reconfigure, unclaimed
+from federation.controllers.propagation import reconfigure
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import bindings, status
 from federation.placement import decision as decision_
 
-RECORD_KEYS = ("dependencies", propagate_deps.AWAITED, "preserveResourcesOnDeletion",
-               "activation", "suspension", reconfigure.FIELD, unclaimed.FIELD)
+RECORD_KEYS = bindings.BEHAVIOUR_KEYS
 """Binding spec fields the behaviour transformers own (:attr:`~.build.Build.record`)."""
 
 
-def extras(build: Build) -> JSON:
-    """The behaviour fields for the binding's spec: what this round's transformers
+def behaviour(build: Build) -> bindings.Behaviour:
+    """The behaviour fields for the binding's record: what this round's transformers
     decided, else (a round stopped early by bad input) what the binding had, so a problem
     never makes the record forget copies it must still clean up."""
-    previous = (build.own_binding or {}).get("spec") or {}
+    own = build.own_record
+    previous = own.behaviour.to_obj() if own is not None else {}
     found: JSON = {}
     for key in RECORD_KEYS:
         value = build.record[key] if key in build.record else previous.get(key)
         if value not in (None, False, [], {}):
             found[key] = value
-    return found
+    return bindings.Behaviour.from_obj(found)
+
+
+def placed(clusters: Mapping[str, int]) -> tuple[bindings.Placed, ...]:
+    return tuple(bindings.Placed(name, replicas) for name, replicas in clusters.items())
 
 
 def copies_after(build: Build, report: plan.Report | None) -> dict[str, ReadOnly | None]:
@@ -102,7 +106,7 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
     return result
 
 
-def pending_condition(pending: Sequence[str], previous: Sequence[JSON],
+def pending_condition(pending: Sequence[str], previous: Sequence[Mapping[str, Any]],
                       message: str | None = None) -> JSON:
     return status.condition("CleanupPending", True, "MemberUnreachable",
                             message or "copies still to delete in " + ", ".join(pending),

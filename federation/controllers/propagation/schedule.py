@@ -14,7 +14,7 @@ from federation.controllers import scheduling
 from federation.controllers.kit.chain import Problem, Verdict
 from federation.controllers.propagation.build import Build, policy_ref, template_resource
 from federation.controllers.propagation.context import TransformContext
-from federation.hub import api, records
+from federation.hub import api, bindings
 from federation.placement import engine
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
@@ -89,15 +89,17 @@ async def peers(ctx: TransformContext, build: Build, resource: resources_.Resour
     group, anti = engine.affinity_groups(build.policy, resource)
     if (group is None and anti is None) or build.namespace is None:
         return None
-    own = records.binding_name(resource.name, resource.kind)
+    own = bindings.binding_name(resource.name, resource.kind)
     affinity: list[frozenset[str]] = []
     used: set[str] = set()
-    for binding in await ctx.list(api.RESOURCE_BINDINGS, build.namespace):
-        spec = binding.get("spec") or {}
-        if binding["metadata"].get("name") == own or spec.get("templateDeleted"):
+    for binding, record in bindings.readable(
+            await ctx.list(api.RESOURCE_BINDINGS, build.namespace)):
+        # An unreadable peer's record says nothing it could be held to.
+        if binding["metadata"].get("name") == own or record is None or \
+                record.template_deleted:
             continue
-        their_group, their_anti = records.affinity_groups(binding)
-        targets = frozenset(records.decision(binding))
+        their_group, their_anti = record.groups
+        targets = frozenset(record.decision())
         if group is not None and their_group == group and targets:
             affinity.append(targets)
         if anti is not None and their_anti == anti:

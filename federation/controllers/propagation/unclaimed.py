@@ -22,14 +22,13 @@ finished: that removal was decided before the claim went.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit.chain import Verdict
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.context import TransformContext
-from federation.hub import bindings, records, status
+from federation.hub import bindings, status
 from federation.placement import policy as policy_
 
 FIELD = "whenUnclaimed"
@@ -45,13 +44,13 @@ async def record_rule(ctx: TransformContext, build: Build) -> Verdict | None:
     return None
 
 
-def keeps(binding: Mapping[str, Any] | None) -> bool:
+def keeps(record: bindings.BindingRecord | None) -> bool:
     """Whether the binding's copies stay when no policy selects its template."""
-    return ((binding or {}).get("spec") or {}).get(FIELD) == KEEP
+    return record is not None and record.behaviour.when_unclaimed == KEEP
 
 
-def message(binding: ReadOnly) -> str:
-    placed = ", ".join(records.decision(binding)) or "no cluster"
+def message(record: bindings.BindingRecord) -> str:
+    placed = ", ".join(record.decision()) or "no cluster"
     return (f"no policy selects the template any more; its copies stay as they are "
             f"({placed}: policy.karmada.io keeps them, as Karmada does) until a policy "
             f"claims it again or it is deleted")
@@ -62,17 +61,14 @@ FORGOTTEN = ("policy", "activation")
 with (a policy that claims the template next is a new claim, applied at once)."""
 
 
-def unclaimed_binding(binding: ReadOnly, template: ReadOnly, pending: list[str],
-                      conditions: list[JSON]) -> JSON:
+def unclaimed_binding(binding: ReadOnly, record: bindings.BindingRecord, template: ReadOnly,
+                      pending: list[str], conditions: list[JSON]) -> JSON:
     """``binding`` without its claim (:data:`FORGOTTEN`), ``pending`` as the clean-up still
     due, ``conditions`` replacing the Scheduled and CleanupPending ones, and the template's
     orphan annotation as it is now (deleting the template honours it)."""
-    spec = {k: v for k, v in (binding.get("spec") or {}).items() if k not in FORGOTTEN}
-    spec["pendingCleanup"] = pending
-    spec.pop("orphan", None)
-    if bindings.orphaned(template):
-        spec["orphan"] = True
-    state = dict(binding.get("status") or {})
-    state["conditions"] = status.merge_conditions(state.get("conditions") or [], conditions,
-                                                  drop=("CleanupPending",))
-    return {**binding, "spec": spec, "status": state}
+    unclaimed = dataclasses.replace(
+        record, policy=None, behaviour=dataclasses.replace(record.behaviour, activation=None),
+        pending_cleanup=tuple(pending), orphan=bindings.orphaned(template),
+        conditions=tuple(status.merge_conditions(record.conditions, conditions,
+                                                 drop=("CleanupPending",))))
+    return bindings.replaced(binding, unclaimed)

@@ -47,7 +47,7 @@ from federation.controllers.reconfigure.view import (
     StatusWriter,
     UpgradeAnswer,
 )
-from federation.hub import api
+from federation.hub import api, bindings
 from federation.hub import reconfigure as hub_api
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, group_kind
@@ -127,9 +127,11 @@ class Wiring:
 
     def on_binding(self, event: Event) -> Iterable[Request]:
         """A placement changed: of a governed config (its clusters) or workload."""
-        resource = (event.obj.get("spec") or {}).get("resource") or {}
-        return self.governing(str(resource.get("namespace") or ""),
-                              str(resource.get("kind") or ""), str(resource.get("name") or ""))
+        record = bindings.read(event.obj)
+        if record is None:
+            return []  # unreadable: propagation changes nothing of its template either
+        target = record.resource
+        return self.governing(target.namespace, target.kind, target.name)
 
     def follow(self, kind: str) -> None:
         """Once per kind, when a policy first names a ConfigMap (a Secret): hub objects of

@@ -26,7 +26,7 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterReader, MultiClusterWriter
-from federation.hub import api, records
+from federation.hub import api, bindings
 from federation.hub import reconfigure as hub_api
 
 JSON = dict[str, Any]
@@ -181,9 +181,14 @@ class CacheView:
                                   cluster=cluster or self._hub, copy=False)
 
     async def placement(self, kind: str, namespace: str, name: str) -> Sequence[str]:
-        binding = await self._mc.get(api.RESOURCE_BINDINGS, records.binding_name(name, kind),
+        binding = await self._mc.get(api.RESOURCE_BINDINGS, bindings.binding_name(name, kind),
                                      namespace, cluster=self._hub, copy=False)
-        return sorted(records.decision(binding))
+        # Unreadable: propagation changes nothing of the workload (BindingUnreadable), and
+        # no rollout step acts on it either.
+        record = bindings.read(binding) if binding is not None else None
+        if record is None or not record.records(kind, name):
+            return []
+        return sorted(record.placements())
 
     async def workload(self, kind: str, namespace: str, name: str,
                        cluster: str) -> ReadOnly | None:

@@ -38,15 +38,34 @@ def test_labels_are_parsed_strictly() -> None:
 
 
 def test_placed_on_reads_decisions_and_pending_cleanup() -> None:
-    """A binding holds a member while its decision or its pending clean-up names it."""
+    """A binding holds a member while its decision or its pending clean-up names it (in the
+    spec, where the one-record binding keeps it, or in the status, where earlier versions
+    did), and so does one nobody can read."""
     bindings: list[dict[str, Any]] = [
                 {"spec": {"clusters": [{"name": "edge", "replicas": 2}],
                           "resource": {"kind": "Deployment", "namespace": "a", "name": "w"}}},
                 {"spec": {"clusters": [{"name": "member1"}]},
                  "status": {"pendingCleanup": ["edge"]}},
-                {"spec": {"clusters": [{"name": "member1"}]}}]
-    assert join.placed_on(bindings, "edge") == bindings[:2]
-    assert join.describe(bindings[0]) == "Deployment a/w"
+                {"spec": {"clusters": [{"name": "member1"}]}},
+                {"spec": {"templateDeleted": True, "pendingCleanup": ["edge"],
+                          "resource": {"kind": "ConfigMap", "namespace": "a", "name": "c"}}},
+                {"kind": "ResourceBinding", "metadata": {"name": "x", "namespace": "a"},
+                 "spec": {"pendingCleanup": "edge"}}]
+    found = join.placed_on(bindings, "edge")
+    assert [binding for binding, _ in found] == [bindings[0], bindings[1], bindings[3],
+                                                 bindings[4]]
+    assert [join.describe(held) for held in found] == [
+        "Deployment a/w", "template-less binding ?", "ConfigMap a/c",
+        "unreadable ResourceBinding a/x"]
+
+
+def test_unjoin_waits_for_a_copy_pending_clean_up_in_the_spec() -> None:
+    """The attack on the old reader: a deleted template's copy on the member still pending
+    clean-up (spec.pendingCleanup, the one-record binding) did not hold the member, so
+    unjoin let it go and the copy stayed behind, ours and unmanaged, for ever."""
+    leftover = {"spec": {"templateDeleted": True, "pendingCleanup": ["edge"],
+                         "resource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "c"}}}
+    assert len(join.placed_on([leftover], "edge")) == 1
 
 
 def one_line_error(args: list[str], command: click.Command = join.join) -> str:

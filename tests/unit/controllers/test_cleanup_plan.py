@@ -142,3 +142,18 @@ async def test_a_binding_naming_another_namespaces_template_is_not_acted_on() ->
     removal = await plan_of(r, stored)
     for vertex in removal.dag:
         assert vertex.expect is not None and vertex.expect.namespace == "shop"
+
+
+async def test_a_leftover_binding_nobody_can_read_is_not_acted_on() -> None:
+    """The attack: a leftover binding rewritten with a field we never write (or one of the
+    wrong shape) names member2's copy. Clean-up plans nothing on its word: no member delete,
+    the binding neither updated nor deleted."""
+    for tampered in ({"pendingCleanupAt": "now"}, {"pendingCleanup": "member2"}):
+        mc, binding, r = leftover()
+        binding["spec"].update(tampered)
+        stored = mc.put("hub", binding)
+        assert bindings.read(stored) is None
+        assert await r.reconcile(request_for(stored)) is None
+        assert mc.writes == []
+        assert mc.find("member2", "ConfigMap", "c", "shop") is not None
+        assert mc.find("hub", "ResourceBinding", "c-configmap", "shop") is not None

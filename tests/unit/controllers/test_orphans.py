@@ -31,7 +31,9 @@ def leftover_binding(name: str, pending: list[str]) -> dict[str, Any]:
     """What the propagation controller leaves when it released a deleted template."""
     deleted = config_map(name)
     deleted["metadata"]["uid"] = "old-uid"
-    return bindings.binding(deleted, None, {}, None, [], {}, {}, {}, pending, deleted=True)
+    return bindings.binding_for(deleted, bindings.BindingRecord(
+        bindings.TemplateRef.of(deleted), template_deleted=True,
+        pending_cleanup=tuple(pending)))
 
 
 def fleet_with_leftover(name: str, policy_clusters: tuple[str, ...]) -> FakeMC:

@@ -89,7 +89,8 @@ def test_binding_names_and_summary() -> None:
     """Bindings are <name>-<kind>; the summary shows replicas, or names when none."""
     template = {"apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": "web", "namespace": "shop", "uid": "u"}}
-    assert bindings.binding_name(template) == "web-deployment"
+    assert bindings.name_of(template) == "web-deployment"
+    assert bindings.binding_name("web", "Deployment") == "web-deployment"
     assert bindings.binding_resource(template).kind == "ResourceBinding"
     divided = decision.Decision(12, clusters={"m1": 6, "m2": 4, "m3": 2})
     assert bindings.summary(divided) == "m1=6,m2=4,m3=2"
@@ -102,10 +103,10 @@ def test_aggregated_status_says_per_cluster_what_happened() -> None:
     copy = {"kind": "Deployment", "metadata": {"generation": 2}, "spec": {"replicas": 2},
             "status": {"observedGeneration": 2, "readyReplicas": 2, "replicas": 2}}
     entries = bindings.aggregated({"m1": copy, "m2": None}, {"m2": "409 Conflict"}, {})
-    assert entries[0] == {"cluster": "m1", "applied": True, "health": "Healthy",
+    assert entries[0].to_obj() == {"cluster": "m1", "applied": True, "health": "Healthy",
                           "status": {"observedGeneration": 2, "readyReplicas": 2,
                                      "replicas": 2}}
-    assert entries[1] == {"cluster": "m2", "applied": False, "health": "Unknown",
+    assert entries[1].to_obj() == {"cluster": "m2", "applied": False, "health": "Unknown",
                           "error": "409 Conflict"}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from federation.controllers import cleanup
 from federation.controllers.kit import plan
-from federation.hub import bindings
+from federation.hub import api, bindings
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeRecorder,
@@ -115,3 +115,47 @@ async def test_a_recreated_templates_dependency_is_not_deleted_by_a_stale_clean_
     assert len(removal.dag) == 0 and removal.unread == {}
     assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
     assert mc.find("member2", "Deployment", "web", "shop") is not None
+
+
+async def test_an_unreadable_binding_of_the_namespace_keeps_the_dependency() -> None:
+    """The attack: someone writes a binding in `shop` whose record nobody can read (its
+    ``spec.dependencies`` a string naming app-config, not a list). Clean-up does not take
+    its word that nothing carries app-config to member2: the workload's copy goes, the
+    dependency stays (read as a list of characters it would have been dropped)."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    leftovers = await deleted_while_member2_away(mc)
+    mc.put("hub", {"apiVersion": api.RESOURCE_BINDINGS.api_version,
+                   "kind": "ResourceBinding",
+                   "metadata": {"name": "other-deployment", "namespace": "shop"},
+                   "spec": {"dependencies": "ConfigMap/app-config",
+                            "clusters": [{"name": "member2", "replicas": 1}]}})
+    mc.set_down("member2", False)
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    assert bindings.read(mc.find("hub", "ResourceBinding", "other-deployment", "shop")
+                         or {}) is None
+    assert await leftovers.reconcile(request_for(binding)) is None
+    assert mc.find("member2", "Deployment", "web", "shop") is None
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None
+
+
+async def test_an_unreadable_own_binding_of_the_dependency_keeps_it() -> None:
+    """app-config's own binding (by its name) cannot be read (``templateDeleted`` the string
+    "no": read as truthy, it would have said the binding places nothing): it may place
+    app-config on member2, so clean-up leaves that copy alone."""
+    mc = FakeMC(cluster_set(*MEMBERS))
+    leftovers = await deleted_while_member2_away(mc)
+    mc.put("hub", {"apiVersion": api.RESOURCE_BINDINGS.api_version,
+                   "kind": "ResourceBinding",
+                   "metadata": {"name": "app-config-configmap", "namespace": "shop"},
+                   "spec": {"resource": {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "namespace": "shop", "name": "app-config"},
+                            "templateDeleted": "no",
+                            "clusters": [{"name": "member2", "replicas": 1}]}})
+    mc.set_down("member2", False)
+    binding = mc.find("hub", "ResourceBinding", "web-deployment", "shop")
+    assert binding is not None
+    removal = await leftovers.removal_plan(binding, bindings.BindingRecord.of(binding))
+    assert [(v.cluster, v.obj["kind"]) for v in removal.dag] == [("member2", "Deployment")]
+    assert await leftovers.reconcile(request_for(binding)) is None
+    assert mc.find("member2", "ConfigMap", "app-config", "shop") is not None

@@ -102,11 +102,10 @@ def affinity_policy(anti: bool = False) -> JSON:
 
 
 def peer_binding(name: str, clusters: list[str], **groups: str) -> JSON:
-    found = bindings.binding(template(name), "shop/p", dict.fromkeys(clusters, 0), None, [],
-                             {}, {}, {}, [], groups=(groups.get("affinity"),
-                                                     groups.get("anti")))
-    found["spec"]["clusters"] = [{"name": c, "replicas": 0} for c in clusters]
-    return found
+    return bindings.binding_for(template(name), bindings.BindingRecord(
+        bindings.TemplateRef.of(template(name)), policy="shop/p",
+        clusters=tuple(bindings.Placed(c) for c in clusters),
+        groups=(groups.get("affinity"), groups.get("anti"))))
 
 
 def scheduled(ctx: FakeContext, doc: JSON, policy: JSON) -> propagation.Build:

@@ -13,7 +13,7 @@ import pytest
 from federation.contexts.client import ClusterUnavailable
 from federation.controllers import cleanup
 from federation.controllers.propagation.reconciler import Reconciler
-from federation.hub import manifests, preservation
+from federation.hub import bindings, manifests, preservation
 from tests.unit.controllers.fakes import (
     FakeMC,
     FakeRecorder,
@@ -152,7 +152,8 @@ def test_a_record_from_before_the_field_releases_every_pending_copy() -> None:
     an object loses nothing, so each pending copy is released as it was then."""
     old = {"spec": {"preserveResourcesOnDeletion": True, "templateDeleted": True,
                     "pendingCleanup": ["member2"], "clusters": []}}
-    assert preservation.releases(old, "member2")
-    assert not preservation.releases({"spec": {**old["spec"], preservation.LEFT: ["member2"]}},
-                                 "member2")
-    assert not preservation.releases({"spec": {"templateDeleted": True}}, "member2")
+    record = bindings.BindingRecord.of
+    assert preservation.releases(record(old), "member2")
+    assert not preservation.releases(
+        record({"spec": {**old["spec"], preservation.LEFT: ["member2"]}}), "member2")
+    assert not preservation.releases(record({"spec": {"templateDeleted": True}}), "member2")

@@ -83,6 +83,10 @@ def test_config_constraint_and_binding_events_map_to_the_policies_they_concern()
         request("c", "ns2")]
     elsewhere = {"spec": {"resource": {"kind": "Deployment", "name": "w2", "namespace": "ns9"}}}
     assert list(wiring.on_binding(event(api.RESOURCE_BINDINGS, elsewhere))) == []
+    # Unreadable: propagation changes nothing of its template, so no rollout looks either.
+    unreadable = {"spec": {"resource": {"kind": "Deployment", "name": "w2",
+                                        "namespace": "ns2"}, "clusters": "member1"}}
+    assert list(wiring.on_binding(event(api.RESOURCE_BINDINGS, unreadable))) == []
 
 
 def test_a_followed_config_change_queues_its_policies() -> None:
