@@ -367,6 +367,9 @@ class Pod:
         self.token_due = 0.0
         self.volumes_due = 0.0
         self.problem = ""
+        self.volume_problem = ""
+        """Why a volume could not be written as asked; the pod's containers wait for it
+        (those already running keep running, as under a kubelet)."""
 
     def _ports(self) -> dict[str, int]:
         """A free loopback port for each declared container port, by name."""
@@ -424,8 +427,11 @@ class Pod:
         for binding, _ in [t for t in self.tokens[:-1] if t[1] <= now]:
             await self.revoke(binding)
         if now >= self.volumes_due:
-            self.volumes_due = now + self.settings.volume_refresh
-            await self.write_volumes()
+            problem = await self.write_volumes()
+            if problem and problem != self.volume_problem:
+                log.warning("%s: %s", self.name, problem)
+            self.volume_problem = problem
+            self.volumes_due = now + (5.0 if problem else self.settings.volume_refresh)
 
     async def rotate_token(self, now: float) -> None:
         binding = f"{self.name}-token-{len(self.tokens) + 1}"
@@ -470,30 +476,36 @@ class Pod:
             return
         self.tokens = [t for t in self.tokens if t[0] != binding]
 
-    async def write_volumes(self) -> None:
-        for volume in self.plan.volumes:
-            if volume.kind == "emptyDir":
-                continue
-            resource = SECRETS if volume.kind == "secret" else CONFIG_MAPS
-            try:
-                obj = await self.client.get(resource, volume.source, self.plan.namespace)
-                content = _decoded(obj, volume.kind)
-            except kube.ApiError as exc:
-                if exc.status != 404 or not volume.optional:
-                    self.problem = f"volume {volume.name}: {volume.kind} {volume.source}: " \
-                                   f"{exc.reason or exc.status}"
-                    continue
-                content = {}
-            except (kube.ClientError, binascii.Error, ValueError) as exc:
-                self.problem = f"volume {volume.name}: {type(exc).__name__}"
-                continue
-            pairs = volume.items if volume.items is not None else [(k, k) for k in content]
-            files = {path: content[key] for key, path in pairs
-                     if key in content and reloaders.safe_path(path)}
-            directory_ = self.volume_dir(volume.name)
-            await asyncio.to_thread(reloaders.sync_config_dir, directory_, files)
-            for path in files:
-                (directory_ / path).resolve().chmod(volume.mode)
+    async def write_volumes(self) -> str:
+        """Write the Secret and ConfigMap volumes; what could not be written, or ""."""
+        problems = [await self.write_volume(v) for v in self.plan.volumes if v.kind != "emptyDir"]
+        return next((p for p in problems if p), "")
+
+    async def write_volume(self, volume: podspec.Volume) -> str:
+        resource = SECRETS if volume.kind == "secret" else CONFIG_MAPS
+        try:
+            obj = await self.client.get(resource, volume.source, self.plan.namespace)
+            content = _decoded(obj, volume.kind)
+        except kube.ApiError as exc:
+            if exc.status != 404 or not volume.optional:
+                return (f"volume {volume.name}: {volume.kind} {volume.source}: "
+                        f"{exc.reason or exc.status}")
+            content = {}
+        except (kube.ClientError, binascii.Error, ValueError) as exc:
+            return f"volume {volume.name}: {volume.kind} {volume.source}: {type(exc).__name__}"
+        pairs = volume.items if volume.items is not None else [(k, k) for k in content]
+        missing = [key for key, _ in pairs if key not in content]
+        if missing and not volume.optional:
+            return f"volume {volume.name}: {volume.kind} {volume.source} has no key {missing[0]!r}"
+        unsafe = [key for key, path in pairs if not podspec.safe_path(path)]
+        if unsafe:  # a key named '..x' and no items: the kubelet refuses it too
+            return f"volume {volume.name}: key {unsafe[0]!r} is not a file name"
+        files = {path: content[key] for key, path in pairs if key in content}
+        directory_ = self.volume_dir(volume.name)
+        await asyncio.to_thread(reloaders.sync_config_dir, directory_, files)
+        for path in files:
+            await asyncio.to_thread((directory_ / path).resolve().chmod, volume.mode)
+        return ""
 
     # -- containers -------------------------------------------------------------------------
 
@@ -566,7 +578,8 @@ class Pod:
 
     def write_status(self) -> None:
         data = {"name": self.name, "uid": self.uid, "template_hash": self.plan.template_hash,
-                "ready": self.ready, "ports": self.ports, "problem": self.problem,
+                "ready": self.ready, "ports": self.ports,
+                "problem": self.volume_problem or self.problem,
                 "token_binding": self.tokens[-1][0] if self.tokens else "",
                 "containers": [dataclasses.asdict(c.status())
                                for c in (*self.inits, *self.containers)]}
@@ -581,6 +594,10 @@ class Pod:
     async def step(self, now: float) -> None:
         """One pass: token and volumes, then init containers or containers."""
         await self.refresh(now)
+        running = any(c.proc is not None for c in (*self.inits, *self.containers))
+        if self.volume_problem and not running and not any(c.restarts for c in self.containers):
+            self.write_status()
+            return  # held, as the kubelet holds a pod whose volumes it cannot mount
         if not self.initialized:
             await self.init_step(now)
         else:
