@@ -84,7 +84,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from federation.contexts import client as kube
 from federation.contexts import incluster, kubeconfig
@@ -131,6 +131,27 @@ class Settings:
     @property
     def rotate_after(self) -> float:
         return self.token_rotate or 0.8 * self.token_expiration
+
+
+class Api(Protocol):
+    """What the runner asks of the cluster (a :class:`~federation.contexts.client.
+    ClusterClient`; unit tests pass a fake)."""
+
+    async def get(self, resource: kube.Resource, name: str,
+                  namespace: str | None = None) -> JSON: ...
+
+    async def create(self, resource: kube.Resource, body: JSON,
+                     namespace: str | None = None) -> JSON: ...
+
+    async def replace(self, resource: kube.Resource, body: JSON,
+                      subresource: str | None = None) -> JSON: ...
+
+    async def delete(self, resource: kube.Resource, name: str, namespace: str | None = None,
+                     **body: Any) -> JSON: ...
+
+    async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                      body: Any = None, content_type: str = "application/json",
+                      timeout: float | None = None) -> JSON: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,7 +373,7 @@ def _decoded(obj: JSON, kind: str) -> dict[str, bytes]:
 class Pod:
     """One replica: its directory, token, volumes and containers."""
 
-    def __init__(self, plan: podspec.PodPlan, cluster: Cluster, client: kube.ClusterClient,
+    def __init__(self, plan: podspec.PodPlan, cluster: Cluster, client: Api,
                  root: Path, settings: Settings) -> None:
         self.plan, self.cluster, self.client, self.settings = plan, cluster, client, settings
         self.name = pod_name(plan.deployment, plan.template_hash)
@@ -766,7 +787,7 @@ class Runner:
     """The kubelet of one Deployment: reads it, plans its pods, runs them."""
 
     def __init__(self, cluster: Cluster, namespace: str, name: str, root: Path,
-                 client: kube.ClusterClient, settings: Settings = Settings()) -> None:
+                 client: Api, settings: Settings = Settings()) -> None:
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.root, self.client, self.settings = root, client, settings
         self.pods: list[Pod] = []
