@@ -385,6 +385,9 @@ class Pod:
         self.stopping = False
         self.initialized = not self.inits
         self.tokens: list[tuple[str, float]] = []  # (binding Secret, expires at: monotonic)
+        self.tokens_issued = 0
+        """Tokens requested so far: each one's Secret is named by its number (a count of
+        the live ones would name a new token after one still alive)."""
         self.token_due = 0.0
         self.volumes_due = 0.0
         self.problem = ""
@@ -455,7 +458,8 @@ class Pod:
             self.volumes_due = now + (5.0 if problem else self.settings.volume_refresh)
 
     async def rotate_token(self, now: float) -> None:
-        binding = f"{self.name}-token-{len(self.tokens) + 1}"
+        self.tokens_issued += 1
+        binding = f"{self.name}-token-{self.tokens_issued}"
         secret = await self.client.create(SECRETS, {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": binding, "namespace": self.plan.namespace,
@@ -482,7 +486,7 @@ class Pod:
         self.tokens.append((binding, now + lifetime))
         self.token_due = now + min(self.settings.rotate_after, 0.8 * lifetime)
         log.info("%s: token %d written (bound to Secret %s/%s, valid %.0fs)", self.name,
-                 len(self.tokens), self.plan.namespace, binding, lifetime)
+                 self.tokens_issued, self.plan.namespace, binding, lifetime)
         self.write_status()
 
     async def revoke(self, binding: str) -> None:

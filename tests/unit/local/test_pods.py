@@ -45,8 +45,11 @@ class FakeApi:
     async def create(self, resource: kube.Resource, body: JSON,
                      namespace: str | None = None) -> JSON:
         meta = body["metadata"]
+        key = self.key(resource, meta["name"], meta.get("namespace"))
+        if key in self.objects:
+            raise kube.ApiError("hub", 409, "AlreadyExists", f"{meta['name']} already exists")
         stored = {**body, "metadata": {**meta, "uid": f"uid-{next(self.uids)}"}}
-        self.objects[self.key(resource, meta["name"], meta.get("namespace"))] = stored
+        self.objects[key] = stored
         return stored
 
     async def replace(self, resource: kube.Resource, body: JSON,
@@ -130,8 +133,13 @@ async def test_tokens_are_requested_bound_rotated_and_revoked(
     await pod.refresh(121.0)
     assert (mount / "token").read_text() == "token-2" and len(api.token_requests) == 2
     assert api.deleted == []  # the first token is still valid: the kubelet keeps it
-    await pod.refresh(100.0 + 700)  # past the first token's expiry
-    assert api.deleted[0] == bound["name"]
+    await pod.refresh(710.0)  # past the first token's expiry (700); the third is due
+    assert api.deleted == [bound["name"]]
+    assert (mount / "token").read_text() == "token-3"
+    await pod.refresh(731.0)  # the second expired too; a fourth, named after no live one
+    assert (mount / "token").read_text() == "token-4"
+    assert [n for (plural, _, n) in api.objects if plural == "secrets"] == \
+        [f"{pod.name}-token-3", f"{pod.name}-token-4"]
     await pod.stop()
     assert not (mount / "token").exists()
     assert not [k for k in api.objects if k[0] == "secrets"], "a token outlived its pod"
