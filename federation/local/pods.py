@@ -75,6 +75,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import ssl
 import string
@@ -591,8 +592,6 @@ class Pod:
         launcher = [self.settings.python, "-m", "federation.local.podexec", *security, "--"]
         cwd = Path(podspec.remap_paths(spec.working_dir, mounts)) if spec.working_dir \
             else Path(mounts.get("/tmp") or self.dir / "home")
-        if spec.working_dir and str(cwd) == spec.working_dir:
-            raise ContainerConfigError(f"workingDir {spec.working_dir} is not under a mount")
         state.proc = await asyncio.to_thread(
             processes.popen, [*launcher, *argv], self.dir / f"{spec.name}.pid",
             self.dir / f"{spec.name}.log", env=env, cwd=cwd)
@@ -777,9 +776,10 @@ class Pod:
             (self.dir / f"{state.spec.name}.pid").unlink(missing_ok=True)
         for binding, _ in list(self.tokens):
             await self.revoke(binding)
-        for name in ("token", "..data"):
-            with contextlib.suppress(OSError):
-                (self.dir / "serviceaccount" / name).unlink()
+        for state in states:
+            state.ready = False
+        # Revoked already; the files go too (the kubelet removes a pod's volumes).
+        await asyncio.to_thread(shutil.rmtree, self.dir / "serviceaccount", True)
         self.write_status()
         log.info("%s: stopped", self.name)
 

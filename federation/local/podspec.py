@@ -580,6 +580,12 @@ def _check_mounts(where: str, containers: Sequence[Container],
             if mount.path == SERVICE_ACCOUNT_MOUNT:
                 raise PodSpecError(f"{where}: container {container.name} mounts a volume at "
                                    "the ServiceAccount token's path")
+        paths = [m.path for m in container.mounts]
+        if container.working_dir is not None and remap_paths(
+                container.working_dir, dict.fromkeys(paths, "")) == container.working_dir:
+            raise PodSpecError(f"{where}: container {container.name}'s workingDir must be "
+                               "under one of its volume mounts (the runner has no image "
+                               "filesystem to start in)")
 
 
 # -- the command line ----------------------------------------------------------------------------

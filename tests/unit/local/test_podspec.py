@@ -128,6 +128,7 @@ REFUSED = [
     (CONTAINER, "livenessProbe", {"exec": {"command": ["true"]}},
      "livenessProbe.exec: not supported"),
     (CONTAINER, "stdin", True, "stdin: not supported"),
+    (CONTAINER, "workingDir", "/etc", "workingDir must be under one of its volume mounts"),
     ("spec.strategy", "rollingUpdate", {"maxSurge": 1, "maxUnavailable": 1},
      "maxSurge: only 0"),
     ("spec", "paused", True, "paused: true is not supported"),
