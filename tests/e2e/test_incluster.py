@@ -200,8 +200,9 @@ def test_killing_the_leader_hands_over_within_the_lease_with_no_lost_or_duplicat
     holds the Lease within lease duration + one retry; the pod runner restarts the killed
     container, which stands by. Templates created before the kill and changed during the
     handover reach every member, and the members' audit logs show each copy created exactly
-    once and changed exactly once, by one replica or the other: nothing lost, nothing
-    written twice (audit logs count every write request the API server received, per
+    once and changed at most once, by one replica or the other, and no write refused (the
+    killed replica's requests in flight are aborted, 500, and not stored): nothing lost,
+    nothing written twice (audit logs count every write request the API server received, per
     object and with the writer's identity; the request counters of /metrics have neither,
     and a write equal to what is stored leaves no resourceVersion behind)."""
     count = 30
@@ -225,21 +226,25 @@ def test_killing_the_leader_hands_over_within_the_lease_with_no_lost_or_duplicat
     wait_for(lambda: copies_say(fleet, ns, count, "two"), timeout=90, what="every copy 'two'")
     time.sleep(3)  # anything late (a duplicate) would land by now
     writes = copy_writes(fleet, ns, started)
-    creates = Counter((m, n) for m, verb, n, code, _ in writes if verb == "create")
-    changes = Counter((m, n) for m, verb, n, code, _ in writes
-                      if verb in ("update", "patch") and 200 <= code < 300)
-    failed = [w for w in writes if not 200 <= w[3] < 300]
-    writers = Counter(agent for *_, agent in writes)
-    print(f"handover {handover:.1f}s after the kill; {len(writes)} copy writes by "
-          f"{dict(writers)}; refused: {failed}")
+    done = [w for w in writes if 200 <= w[3] < 300]
+    creates = Counter((m, n) for m, verb, n, _, _ in done if verb == "create")
+    changes = Counter((m, n) for m, verb, n, _, _ in done if verb in ("update", "patch"))
+    # A request the killed replica had in flight is aborted by the API server when its
+    # client dies (500, nothing stored: the new leader's create of it then succeeds, where
+    # a stored one would make it a 409). Any other refusal is a duplicate or a bug.
+    aborted = [w for w in writes if w[3] == 500 and holder in w[4]]
+    refused = [w for w in writes if not 200 <= w[3] < 300 and w not in aborted]
+    writers = Counter(agent for *_, agent in done)
+    print(f"handover {handover:.1f}s after the kill; {len(done)} copy writes done by "
+          f"{dict(writers)}; aborted by the kill: {aborted}; refused: {refused}")
     assert handover <= LEASE_DURATION + RETRY_PERIOD + HANDOVER_SLACK
     expected = {(m, f"cm-{i}") for m in MEMBERS for i in range(count)}
     assert set(creates) == expected, "a copy was never created"
     assert set(creates.values()) == {1}, f"created twice: {creates.most_common(3)}"
     # 'two' either was the content of the create (the change arrived first) or one update.
     assert all(n <= 1 for n in changes.values()), f"changed twice: {changes.most_common(3)}"
-    assert failed == [], "a write was refused (a duplicate create is a 409)"
-    assert len(writers) == 2, "the standby wrote nothing: the handover was not mid-write"
+    assert refused == [], "a write was refused (a duplicate create is a 409)"
+    assert len(writers) == 2, "one replica made every write: the handover was not mid-write"
     restarted = wait_for(lambda: [p for p in control_plane.pods()
                                   if p.name == leader.name and p.ready], timeout=90,
                          what="the killed replica restarted and ready")
