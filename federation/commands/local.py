@@ -89,10 +89,10 @@ def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
        kubeconfig: Path) -> None:
     """Start the fleet (idempotent: only what is missing is created or started)."""
     count = fleet.parse_members(members)
-    if (in_cluster or token_rotate is not None) and not control_plane:
-        raise click.UsageError("--in-cluster and --token-rotate need --control-plane")
+    if in_cluster and not control_plane:
+        raise fleet.FleetError("--in-cluster needs --control-plane")
     if token_rotate is not None and not in_cluster:
-        raise click.UsageError("--token-rotate needs --in-cluster")
+        raise fleet.FleetError("--token-rotate needs --control-plane --in-cluster")
     if provider == "kind":
         kind.up(count, kubeconfig, progress)
         return
@@ -257,19 +257,19 @@ def pods(deployment: str, cluster: str, token_expiration: int, token_rotate: flo
 
     namespace, sep, name = deployment.partition("/")
     if not sep or not namespace or not name or "/" in name:
-        raise click.BadParameter("must be NAMESPACE/NAME", param_hint="DEPLOYMENT")
+        raise fleet.FleetError(f"DEPLOYMENT {deployment[:80]!r} is not NAMESPACE/NAME")
+    forwarded = {}
+    for item in services:
+        service, _, port = item.partition("=")
+        if not service or not port.isdigit() or not 0 < int(port) < 65536:
+            raise fleet.FleetError(f"--service {item[:80]!r} is not NAME=PORT")
+        forwarded[service] = int(port)
     target = _fleet(state_dir, kubeconfig)
     spec = target.spec(cluster)
     access = pod_runner.Cluster(cluster, spec.apiserver_port, target.pki(cluster).ca_cert,
                                 kubeconfigs.load(target.kubeconfig).context(cluster))
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    forwarded = {}
-    for item in services:
-        service, _, port = item.partition("=")
-        if not service or not port.isdigit() or not 0 < int(port) < 65536:
-            raise click.BadParameter(f"{item!r} is not NAME=PORT", param_hint="--service")
-        forwarded[service] = int(port)
     settings = pod_runner.Settings(token_expiration=token_expiration,
                                    token_rotate=token_rotate, services=forwarded)
     root = pod_runner.directory(target.state_dir, cluster, namespace, name)

@@ -644,11 +644,21 @@ class Fleet:
         """`fedctl install` as admin (CRDs, MemberClusters, RBAC on hub and members), then
         `fedctl run` with the control plane's own, least-privilege kubeconfig; or, with
         ``in_cluster``, the shipped manifests run by the pod runner (:meth:`_in_cluster`)."""
+        from federation.local import pods
+
+        namespace, name = self.CONTROL_PLANE
+        runner = pods.directory(self.state_dir, "hub", namespace, name) / "runner.pid"
+        host = processes.owned_pid(self.control_plane_pid_file) is not None
+        pods_run = processes.owned_pid(runner) is not None
+        if (host and in_cluster) or (pods_run and not in_cluster):
+            running = "a host-process control plane" if host else "an in-cluster one"
+            raise FleetError(f"{running} already runs in this fleet; `fedctl local down` "
+                             "first to switch")
+        if host or pods_run:
+            progress("control plane already running")
+            return
         if in_cluster:
             self._in_cluster(progress, extra_args, token_rotate)
-            return
-        if processes.owned_pid(self.control_plane_pid_file) is not None:
-            progress("control plane already running")
             return
         identity = self.ensure_control_plane_identity()
         fedctl = [sys.executable, "-m", "federation"]
@@ -695,6 +705,7 @@ class Fleet:
         from federation.local import pods
 
         config = self.load()
+        self.ensure_control_plane_identity()
         self._fedctl("install", "--kubeconfig", str(self.kubeconfig), "--hub-context", "hub",
                      "--clusters", str(self.clusters_file), "--control-plane",
                      progress=progress)

@@ -75,6 +75,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import ssl
 import string
@@ -84,7 +85,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from federation.contexts import client as kube
 from federation.contexts import incluster, kubeconfig
@@ -131,6 +132,27 @@ class Settings:
     @property
     def rotate_after(self) -> float:
         return self.token_rotate or 0.8 * self.token_expiration
+
+
+class Api(Protocol):
+    """What the runner asks of the cluster (a :class:`~federation.contexts.client.
+    ClusterClient`; unit tests pass a fake)."""
+
+    async def get(self, resource: kube.Resource, name: str,
+                  namespace: str | None = None) -> JSON: ...
+
+    async def create(self, resource: kube.Resource, body: JSON,
+                     namespace: str | None = None) -> JSON: ...
+
+    async def replace(self, resource: kube.Resource, body: JSON,
+                      subresource: str | None = None) -> JSON: ...
+
+    async def delete(self, resource: kube.Resource, name: str, namespace: str | None = None,
+                     **body: Any) -> JSON: ...
+
+    async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                      body: Any = None, content_type: str = "application/json",
+                      timeout: float | None = None) -> JSON: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,7 +374,7 @@ def _decoded(obj: JSON, kind: str) -> dict[str, bytes]:
 class Pod:
     """One replica: its directory, token, volumes and containers."""
 
-    def __init__(self, plan: podspec.PodPlan, cluster: Cluster, client: kube.ClusterClient,
+    def __init__(self, plan: podspec.PodPlan, cluster: Cluster, client: Api,
                  root: Path, settings: Settings) -> None:
         self.plan, self.cluster, self.client, self.settings = plan, cluster, client, settings
         self.name = pod_name(plan.deployment, plan.template_hash)
@@ -364,9 +386,15 @@ class Pod:
         self.stopping = False
         self.initialized = not self.inits
         self.tokens: list[tuple[str, float]] = []  # (binding Secret, expires at: monotonic)
+        self.tokens_issued = 0
+        """Tokens requested so far: each one's Secret is named by its number (a count of
+        the live ones would name a new token after one still alive)."""
         self.token_due = 0.0
         self.volumes_due = 0.0
         self.problem = ""
+        self.volume_problem = ""
+        """Why a volume could not be written as asked; the pod's containers wait for it
+        (those already running keep running, as under a kubelet)."""
 
     def _ports(self) -> dict[str, int]:
         """A free loopback port for each declared container port, by name."""
@@ -424,11 +452,15 @@ class Pod:
         for binding, _ in [t for t in self.tokens[:-1] if t[1] <= now]:
             await self.revoke(binding)
         if now >= self.volumes_due:
-            self.volumes_due = now + self.settings.volume_refresh
-            await self.write_volumes()
+            problem = await self.write_volumes()
+            if problem and problem != self.volume_problem:
+                log.warning("%s: %s", self.name, problem)
+            self.volume_problem = problem
+            self.volumes_due = now + (5.0 if problem else self.settings.volume_refresh)
 
     async def rotate_token(self, now: float) -> None:
-        binding = f"{self.name}-token-{len(self.tokens) + 1}"
+        self.tokens_issued += 1
+        binding = f"{self.name}-token-{self.tokens_issued}"
         secret = await self.client.create(SECRETS, {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": binding, "namespace": self.plan.namespace,
@@ -455,7 +487,7 @@ class Pod:
         self.tokens.append((binding, now + lifetime))
         self.token_due = now + min(self.settings.rotate_after, 0.8 * lifetime)
         log.info("%s: token %d written (bound to Secret %s/%s, valid %.0fs)", self.name,
-                 len(self.tokens), self.plan.namespace, binding, lifetime)
+                 self.tokens_issued, self.plan.namespace, binding, lifetime)
         self.write_status()
 
     async def revoke(self, binding: str) -> None:
@@ -470,30 +502,36 @@ class Pod:
             return
         self.tokens = [t for t in self.tokens if t[0] != binding]
 
-    async def write_volumes(self) -> None:
-        for volume in self.plan.volumes:
-            if volume.kind == "emptyDir":
-                continue
-            resource = SECRETS if volume.kind == "secret" else CONFIG_MAPS
-            try:
-                obj = await self.client.get(resource, volume.source, self.plan.namespace)
-                content = _decoded(obj, volume.kind)
-            except kube.ApiError as exc:
-                if exc.status != 404 or not volume.optional:
-                    self.problem = f"volume {volume.name}: {volume.kind} {volume.source}: " \
-                                   f"{exc.reason or exc.status}"
-                    continue
-                content = {}
-            except (kube.ClientError, binascii.Error, ValueError) as exc:
-                self.problem = f"volume {volume.name}: {type(exc).__name__}"
-                continue
-            pairs = volume.items if volume.items is not None else [(k, k) for k in content]
-            files = {path: content[key] for key, path in pairs
-                     if key in content and reloaders.safe_path(path)}
-            directory_ = self.volume_dir(volume.name)
-            await asyncio.to_thread(reloaders.sync_config_dir, directory_, files)
-            for path in files:
-                (directory_ / path).resolve().chmod(volume.mode)
+    async def write_volumes(self) -> str:
+        """Write the Secret and ConfigMap volumes; what could not be written, or ""."""
+        problems = [await self.write_volume(v) for v in self.plan.volumes if v.kind != "emptyDir"]
+        return next((p for p in problems if p), "")
+
+    async def write_volume(self, volume: podspec.Volume) -> str:
+        resource = SECRETS if volume.kind == "secret" else CONFIG_MAPS
+        try:
+            obj = await self.client.get(resource, volume.source, self.plan.namespace)
+            content = _decoded(obj, volume.kind)
+        except kube.ApiError as exc:
+            if exc.status != 404 or not volume.optional:
+                return (f"volume {volume.name}: {volume.kind} {volume.source}: "
+                        f"{exc.reason or exc.status}")
+            content = {}
+        except (kube.ClientError, binascii.Error, ValueError) as exc:
+            return f"volume {volume.name}: {volume.kind} {volume.source}: {type(exc).__name__}"
+        pairs = volume.items if volume.items is not None else [(k, k) for k in content]
+        missing = [key for key, _ in pairs if key not in content]
+        if missing and not volume.optional:
+            return f"volume {volume.name}: {volume.kind} {volume.source} has no key {missing[0]!r}"
+        unsafe = [key for key, path in pairs if not podspec.safe_path(path)]
+        if unsafe:  # a key named '..x' and no items: the kubelet refuses it too
+            return f"volume {volume.name}: key {unsafe[0]!r} is not a file name"
+        files = {path: content[key] for key, path in pairs if key in content}
+        directory_ = self.volume_dir(volume.name)
+        await asyncio.to_thread(reloaders.sync_config_dir, directory_, files)
+        for path in files:
+            await asyncio.to_thread((directory_ / path).resolve().chmod, volume.mode)
+        return ""
 
     # -- containers -------------------------------------------------------------------------
 
@@ -554,8 +592,6 @@ class Pod:
         launcher = [self.settings.python, "-m", "federation.local.podexec", *security, "--"]
         cwd = Path(podspec.remap_paths(spec.working_dir, mounts)) if spec.working_dir \
             else Path(mounts.get("/tmp") or self.dir / "home")
-        if spec.working_dir and str(cwd) == spec.working_dir:
-            raise ContainerConfigError(f"workingDir {spec.working_dir} is not under a mount")
         state.proc = await asyncio.to_thread(
             processes.popen, [*launcher, *argv], self.dir / f"{spec.name}.pid",
             self.dir / f"{spec.name}.log", env=env, cwd=cwd)
@@ -566,7 +602,8 @@ class Pod:
 
     def write_status(self) -> None:
         data = {"name": self.name, "uid": self.uid, "template_hash": self.plan.template_hash,
-                "ready": self.ready, "ports": self.ports, "problem": self.problem,
+                "ready": self.ready, "ports": self.ports,
+                "problem": self.volume_problem or self.problem,
                 "token_binding": self.tokens[-1][0] if self.tokens else "",
                 "containers": [dataclasses.asdict(c.status())
                                for c in (*self.inits, *self.containers)]}
@@ -581,6 +618,10 @@ class Pod:
     async def step(self, now: float) -> None:
         """One pass: token and volumes, then init containers or containers."""
         await self.refresh(now)
+        running = any(c.proc is not None for c in (*self.inits, *self.containers))
+        if self.volume_problem and not running and not any(c.restarts for c in self.containers):
+            self.write_status()
+            return  # held, as the kubelet holds a pod whose volumes it cannot mount
         if not self.initialized:
             await self.init_step(now)
         else:
@@ -735,9 +776,10 @@ class Pod:
             (self.dir / f"{state.spec.name}.pid").unlink(missing_ok=True)
         for binding, _ in list(self.tokens):
             await self.revoke(binding)
-        for name in ("token", "..data"):
-            with contextlib.suppress(OSError):
-                (self.dir / "serviceaccount" / name).unlink()
+        for state in states:
+            state.ready = False
+        # Revoked already; the files go too (the kubelet removes a pod's volumes).
+        await asyncio.to_thread(shutil.rmtree, self.dir / "serviceaccount", True)
         self.write_status()
         log.info("%s: stopped", self.name)
 
@@ -749,7 +791,7 @@ class Runner:
     """The kubelet of one Deployment: reads it, plans its pods, runs them."""
 
     def __init__(self, cluster: Cluster, namespace: str, name: str, root: Path,
-                 client: kube.ClusterClient, settings: Settings = Settings()) -> None:
+                 client: Api, settings: Settings = Settings()) -> None:
         self.cluster, self.namespace, self.name = cluster, namespace, name
         self.root, self.client, self.settings = root, client, settings
         self.pods: list[Pod] = []

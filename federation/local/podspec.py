@@ -31,6 +31,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 JSON = dict[str, Any]
@@ -426,12 +427,23 @@ def _source_volume(name: str, kind: Literal["secret", "configMap"], value: Any, 
         items = []
         for i, item in enumerate(r.obj["items"]):
             it = _Reader(item, f"{r.at('items')}[{i}]", waived)
-            items.append((_text(it.take("key"), it.at("key")),
-                          _text(it.take("path"), it.at("path"))))
+            path = _text(it.take("path"), it.at("path"))
+            if not safe_path(path):
+                raise PodSpecError(f"{it.at('path')}: must be relative, without '..' and not "
+                                   "start with '..'")
+            items.append((_text(it.take("key"), it.at("key")), path))
             it.done()
     optional = r.take("optional") is True
     r.done()
     return Volume(name, kind, source, None if items is None else tuple(items), optional, mode)
+
+
+def safe_path(path: str) -> bool:
+    """A path a volume may hold (the kubelet's rule): relative, no ``..`` element, not
+    starting with ``..`` (the atomic writer's own names)."""
+    parts = PurePosixPath(path).parts
+    return (bool(parts) and not PurePosixPath(path).is_absolute() and ".." not in parts
+            and not parts[0].startswith("..") and "\0" not in path)
 
 
 # -- the Deployment ----------------------------------------------------------------------------
@@ -568,6 +580,12 @@ def _check_mounts(where: str, containers: Sequence[Container],
             if mount.path == SERVICE_ACCOUNT_MOUNT:
                 raise PodSpecError(f"{where}: container {container.name} mounts a volume at "
                                    "the ServiceAccount token's path")
+        paths = [m.path for m in container.mounts]
+        if container.working_dir is not None and remap_paths(
+                container.working_dir, dict.fromkeys(paths, "")) == container.working_dir:
+            raise PodSpecError(f"{where}: container {container.name}'s workingDir must be "
+                               "under one of its volume mounts (the runner has no image "
+                               "filesystem to start in)")
 
 
 # -- the command line ----------------------------------------------------------------------------

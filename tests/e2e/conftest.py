@@ -1,5 +1,6 @@
 """e2e fixtures: the e2e marker, and a control plane (`fedctl run`) on the test fleet."""
 
+import json
 import os
 import socket
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from federation.local import pods as pod_runner
 from tests.conftest import TestFleet
 from tests.e2e.helpers import free_port
 
@@ -104,3 +106,88 @@ def control_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFac
         yield plane
     finally:
         plane.stop()
+
+
+class InClusterControlPlane:
+    """The control plane as a platform team runs it: `fedctl install --control-plane` applies
+    the shipped manifests to the hub, `fedctl join --create-service-account` stores each
+    member's token in a hub Secret, and the local pod runner runs the manager Deployment's
+    two replicas as a kubelet would (their ServiceAccount's rotated tokens, no kubeconfig;
+    `fedctl local up --control-plane --in-cluster`). Same interface as :class:`ControlPlane`
+    for the scenarios that run both ways."""
+
+    NAMESPACE, NAME = "federation-system", "federation-controller-manager"
+    process: subprocess.Popen[bytes] | None = None
+    """No host process to watch: :meth:`check` looks at the pods instead."""
+
+    def __init__(self, fleet: TestFleet, *extra: str, token_rotate: float | None = None) -> None:
+        self.fleet, self.extra, self.token_rotate = fleet, extra, token_rotate
+
+    @property
+    def runner_dir(self) -> Path:
+        return pod_runner.directory(self.fleet.state_dir, "hub", self.NAMESPACE, self.NAME)
+
+    def install(self, *extra: str) -> None:
+        """`fedctl install` as admin (the hub API and RBAC), as for the host process."""
+        install(self.fleet, "--clusters", str(self.fleet.clusters_file), *extra)
+
+    def start(self) -> None:
+        self.fleet.start_control_plane(print, self.extra, in_cluster=True,
+                                       token_rotate=self.token_rotate)
+        try:
+            ready = pod_runner.wait_ready(self.fleet.state_dir, "hub", self.NAMESPACE,
+                                          self.NAME, 2, 180)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}\n{self.log_tail()}") from None
+        # The shipped manifests start clean on a fresh hub: no replica exited on its way up
+        # (it did, before `fedctl install --control-plane` made the work CA it needs).
+        restarts = {p.name: p.containers["manager"].restarts for p in ready}
+        assert set(restarts.values()) == {0}, f"{restarts}\n{self.log_tail()}"
+
+    def pods(self) -> list[pod_runner.PodStatus]:
+        return pod_runner.statuses(self.fleet.state_dir, "hub", self.NAMESPACE, self.NAME)
+
+    def lease_holder(self) -> str:
+        lease = json.loads(self.fleet.kubectl("hub", "-n", "kube-system", "get", "lease",
+                                              self.NAME, "-o", "json", check=False).stdout
+                           or "{}")
+        return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+    def leader(self) -> pod_runner.PodStatus | None:
+        """The pod whose container holds the Lease (identity: host_pid_random)."""
+        holder = self.lease_holder().split("_")
+        for pod in self.pods():
+            pid = pod.containers["manager"].pid
+            if len(holder) >= 3 and pid is not None and holder[-2] == str(pid):
+                return pod
+        return None
+
+    def check(self) -> None:
+        """Fail when a replica restarted or the runner refused the Deployment."""
+        refused = pod_runner.refusal(self.fleet.state_dir, "hub", self.NAMESPACE, self.NAME)
+        assert refused is None, refused
+
+    def stop(self) -> None:
+        """Stop the pods and undo the in-cluster setup, so later modules' host-process
+        control planes see the hub as `fedctl install` left it."""
+        pod_runner.stop(self.fleet.state_dir, "hub", self.NAMESPACE, self.NAME)
+        self.fleet.kubectl("hub", "-n", self.NAMESPACE, "delete", "deployment", self.NAME,
+                           "--ignore-not-found", check=False)
+        for member in self.fleet.member_names:
+            self.fleet.kubectl("hub", "patch", "memberclusters.cluster.federation.io", member,
+                               "--type=json", "-p",
+                               '[{"op":"remove","path":"/spec/kubeconfigSecretRef"}]',
+                               check=False)
+            self.fleet.kubectl("hub", "-n", self.NAMESPACE, "delete", "secret",
+                               f"{member}-kubeconfig", "--ignore-not-found", check=False)
+
+    def log_tail(self, lines: int = 40) -> str:
+        texts = []
+        for path in [self.runner_dir / "runner.log",
+                     *sorted(self.runner_dir.glob("pods/*/manager.log"))]:
+            try:
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+            except OSError:
+                continue
+            texts.append(f"== {path}\n" + "\n".join(tail))
+        return "\n".join(texts) or "(no log)"

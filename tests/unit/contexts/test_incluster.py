@@ -126,3 +126,24 @@ def test_an_unreadable_home_or_mount_is_one_line(mount: Path, tmp_path: Path,
     with pytest.raises(kubeconfig.KubeconfigError, match="missing or unreadable"):
         incluster.load(None, {**ENV, "HOME": str(tmp_path / "home")}, mount)
     assert incluster.namespace(mount) is None
+
+
+def test_the_mount_may_be_moved_by_its_variable_and_nothing_else(mount: Path,
+                                                                  tmp_path: Path) -> None:
+    """FEDERATION_SERVICE_ACCOUNT_MOUNT (the local pod runner's) moves where the three files
+    are read; the files are read and checked as at the standard path, a relative path is an
+    error, and without the service variables it does not make a pod."""
+    env = {**ENV, incluster.MOUNT_VARIABLE: str(mount)}
+    assert incluster.mount_of(env) == mount
+    assert incluster.mount_of(ENV) == incluster.MOUNT
+    context = incluster.config(env).context()
+    assert context.token_file == mount / "token"
+    assert incluster.load(None, {**env, "HOME": str(tmp_path / "home")}).current_context == \
+        incluster.CONTEXT
+    with pytest.raises(kubeconfig.KubeconfigError, match="must be an absolute directory"):
+        incluster.config({**ENV, incluster.MOUNT_VARIABLE: "relative/sa"})
+    (mount / "token").unlink()
+    with pytest.raises(kubeconfig.KubeconfigError, match=f"{mount}/token is missing"):
+        incluster.config(env)
+    with pytest.raises(kubeconfig.KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
+        incluster.config({incluster.MOUNT_VARIABLE: str(mount)})

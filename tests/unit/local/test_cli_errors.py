@@ -37,3 +37,37 @@ def test_unknown_cluster_name_lists_the_known_ones(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.output.strip() == ("error: no cluster named 'member9' in the local fleet "
                                      "(have: hub, member1, member2)")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["up", "--in-cluster"], "error: --in-cluster needs --control-plane"),
+    (["up", "--control-plane", "--token-rotate", "5"],
+     "error: --token-rotate needs --control-plane --in-cluster"),
+    (["pods", "just-a-name"], "error: DEPLOYMENT 'just-a-name' is not NAMESPACE/NAME"),
+    (["pods", "ns/x", "--service", "work"], "error: --service 'work' is not NAME=PORT"),
+])
+def test_in_cluster_options_are_checked_first(args: list[str], message: str,
+                                              tmp_path: Path) -> None:
+    """The in-cluster flags and the pod runner's arguments: one line, nothing created."""
+    result = CliRunner().invoke(cli, ["local", *args, "--state-dir", str(tmp_path / "s")])
+    assert result.exit_code == 1
+    assert result.output.strip() == message
+    assert not (tmp_path / "s").exists()
+
+
+def test_one_control_plane_mode_at_a_time(tmp_path: Path) -> None:
+    """A fleet whose control plane runs in-cluster refuses to start a host-process one
+    beside it (two would both reconcile without a shared lease), naming the way out."""
+    from federation.local import fleet, pods, processes
+
+    target = fleet.Fleet(tmp_path, tmp_path / "kc.yaml")
+    target._save(target._plan(1, None, None))
+    runner = pods.directory(target.state_dir, "hub", *target.CONTROL_PLANE) / "runner.pid"
+    runner.parent.mkdir(parents=True)
+    processes.spawn(["sleep", "30"], runner, runner.with_suffix(".log"))
+    try:
+        with pytest.raises(fleet.FleetError, match="an in-cluster one already runs in this "
+                                                   "fleet; `fedctl local down` first"):
+            target.start_control_plane(lambda _: None)
+    finally:
+        processes.terminate(runner)
