@@ -33,6 +33,8 @@ from typing import Annotated, Any, TypeVar
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from federation.untrusted.text import one_line
+
 JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
@@ -73,7 +75,13 @@ _ModelT = TypeVar("_ModelT", bound="_Model")
 
 
 class AppError(ValueError):
-    """An Application (or Policy) that cannot be honoured; the message names the field."""
+    """An Application (or Policy) that cannot be honoured; the message names the field.
+
+    Always one line: a field name is the tenant's text (a trait key may hold a newline),
+    and the message goes to a terminal, a log line and a status condition."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
 
 
 class _Model(BaseModel):

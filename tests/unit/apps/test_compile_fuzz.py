@@ -169,3 +169,13 @@ def test_mutated_applications_compile_or_raise_app_error(seed: int, count: int,
                              data.draw(st.sampled_from([None, "member1", "nope"])), GRANT)
     except model.AppError as exc:
         assert "\n" not in str(exc)
+
+
+def test_a_field_name_with_a_newline_is_refused_on_one_line() -> None:
+    """Hypothesis' find: a trait whose key holds a newline; the refusal names the key
+    escaped, on one line (it goes to a terminal, a log line and a status condition)."""
+    spec = copy.deepcopy(VALID[0])
+    spec["components"][0]["traits"] = [{"type": "scaler", "properties": {"a\nb": 1}}]
+    with pytest.raises(model.AppError) as refused:
+        compile_.compile_app(spec, "shop", "shop", {}, FLEET, "member1", GRANT)
+    assert "\n" not in str(refused.value) and "a\\nb" in str(refused.value)
