@@ -62,7 +62,7 @@ test: deps lint
 ## from the controllers' and the Application model's unit tests.
 coverage: $(VENV)/.installed
 	$(BIN)/pytest -q -m "not e2e" -p no:randomly --cov=federation.controllers --cov-report= \
-		tests/unit/controllers tests/unit/apps
+		tests/unit/controllers tests/unit/applications
 	$(BIN)/coverage report --include='federation/controllers/kit/*' --fail-under=95
 	$(BIN)/coverage report --include='federation/controllers/applications/*' --fail-under=90
 

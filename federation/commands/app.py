@@ -23,8 +23,8 @@ from typing import Any, NoReturn
 import click
 import yaml
 
-from federation.apps import compile as compile_
-from federation.apps import model, scope
+from federation.applications import compile as compile_
+from federation.applications import model, scope
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig

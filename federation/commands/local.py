@@ -214,7 +214,7 @@ def simulate(state_dir: Path, kubeconfig: Path) -> None:
     """Play the members' node agents in the foreground (``up`` starts this in the background).
 
     It also runs a real ``fedctl reloader`` for every member workload whose pod template
-    says ``reloader.federation.io/simulate: "true"`` (docs/reconfigure.md); their
+    says ``reloader.federation.io/simulate: "true"`` (docs/rollouts.md); their
     certificate comes from the hub's reloader CA, made here when missing."""
     from federation.local import reloaders, simulator
 

@@ -25,7 +25,7 @@ from federation.contexts import discovery, kubeconfig
 from federation.hub import api, failover
 from federation.hub import bindings as bindings_
 from federation.hub import clusters as hub_clusters
-from federation.hub import policies as hub_policies
+from federation.hub import propagation_policies as hub_policies
 from federation.placement import clusters as clusters_
 from federation.placement import engine, loader, matching
 from federation.placement import policy as policy_

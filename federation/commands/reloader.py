@@ -30,7 +30,7 @@ def _check_file(flag: str, path: Path) -> None:
               required=True, help="The workload's config directory (its mounted ConfigMap).")
 @click.option("--action", "action_file", type=click.Path(path_type=Path), required=True,
               help="YAML file with the action OnlineUpgradeParams runs (kind: signal, exec, "
-                   "http or template; see docs/reconfigure.md).")
+                   "http or template; see docs/rollouts.md).")
 @click.option("--pid-file", type=click.Path(path_type=Path), default=None,
               help="The process StopContainer sends SIGTERM to.")
 @click.option("--bind-address", default="127.0.0.1:9901", show_default=True,

@@ -1,7 +1,7 @@
 """The reloaders' CA put together: the hub Secret, a server certificate, the client's.
 
 The pieces live in two packages that may not know each other (the CA Secret helpers in
-:mod:`federation.work.identity`, the names in :mod:`federation.hub.reconfigure`), so the
+:mod:`federation.work.identity`, the names in :mod:`federation.hub.rollouts`), so the
 commands layer joins them:
 
 - :func:`server_files`: ensure the CA (hub Secret ``federation-reloader-ca``) and write a
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from federation.commands.join import write_agent_files
 from federation.contexts.client import ObjectClient
-from federation.hub.reconfigure import (
+from federation.hub.rollouts import (
     RELOADER_CA_SECRET,
     RELOADER_CLIENT_NAME,
     RELOADER_SERVER_NAME,

@@ -2,7 +2,7 @@
 
 The rollout controller calls reloaders with a client certificate from the hub Secret
 ``federation-system/federation-reloader-ca`` and accepts only servers that CA signed for
-the name ``reloader.federation.io`` (docs/reconfigure.md). The local fleet's simulator makes
+the name ``reloader.federation.io`` (docs/rollouts.md). The local fleet's simulator makes
 its reloaders' files itself; for real sidecars an admin runs this once with hub credentials
 that may create Secrets in ``federation-system`` (``fedctl run`` under its least-privilege
 RBAC may only read the CA): it makes the CA when it is missing and writes ``tls.crt``,
@@ -20,7 +20,7 @@ import click
 from federation.commands import reloader_ca
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
-from federation.hub.reconfigure import RELOADER_CLIENT_NAME
+from federation.hub.rollouts import RELOADER_CLIENT_NAME
 
 
 @click.command("reloader-cert")

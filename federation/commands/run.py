@@ -97,7 +97,7 @@ def quiet_closed_tls(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -
 
 
 class ReloaderCaller:
-    """The rollout controller's :class:`~federation.controllers.reconfigure.OnlineUpgrade`:
+    """The rollout controller's :class:`~federation.controllers.rollouts.OnlineUpgrade`:
     :func:`federation.reloader.client.online_upgrade` with the control plane's client
     certificate (CN ``federation-reconfigure``), issued in memory from the reloaders' CA
     when ``run`` starts (:meth:`prepare`) and never written anywhere.
@@ -114,7 +114,7 @@ class ReloaderCaller:
 
     async def prepare(self, hub: kube.ObjectClient) -> None:
         from federation.commands import reloader_ca
-        from federation.hub.reconfigure import RELOADER_CA_SECRET
+        from federation.hub.rollouts import RELOADER_CA_SECRET
         from federation.work import identity
 
         try:
@@ -130,7 +130,7 @@ class ReloaderCaller:
                        config_file: str, params: Mapping[str, str], timeout: float
                        ) -> UpgradeResult:
         if self.tls is None:
-            from federation.controllers.reconfigure.view import CallerNotReady
+            from federation.controllers.rollouts.view import CallerNotReady
             raise CallerNotReady(self.problem)
         from federation.reloader import client
 
@@ -324,7 +324,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         _fail(str(exc))
     mgr = manager.Manager(cluster_set, settings)
     work = _work_server(work_bind_address, work_hosts, lambda: mgr.is_leader)
-    from federation.controllers import applications, propagation, reconfigure
+    from federation.controllers import applications, propagation, rollouts
     from federation.controllers import setup as controllers_setup
 
     reloaders = ReloaderCaller()
@@ -335,7 +335,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         notification_egress=notification_egress, reloader_egress=reloader_egress,
         applications=applications.ApplicationSettings(local_cluster=app_local_cluster,
                                                       cleanup_wait=cleanup_wait),
-        reconfigure=reconfigure.ReconfigureSettings(caller=reloaders)))
+        reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
 
 

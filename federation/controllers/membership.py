@@ -62,7 +62,7 @@ from federation.contexts.clusters import Cluster
 from federation.controllers.kinds import KindTracker
 from federation.controllers.kit import events
 from federation.hub import api
-from federation.hub.reconfigure import RELOADER_CA_SECRET
+from federation.hub.rollouts import RELOADER_CA_SECRET
 from federation.rbac import roles
 from federation.runtime import controller, manager
 from federation.runtime.reconcile import Request, Result

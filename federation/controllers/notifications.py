@@ -63,8 +63,8 @@ class SenderSettings:
     """Messages of one namespace waiting to be sent: 16 notification steps of two URLs each
     in one go (adjacent notification steps are submitted by one reconcile)."""
     backlog: int = 1024
-    """Messages waiting in all: with :data:`~federation.apps.model.MAX_MESSAGE` and
-    :data:`~federation.apps.model.MAX_URL_LENGTH` characters each, a few MiB at most."""
+    """Messages waiting in all: with :data:`~federation.applications.model.MAX_MESSAGE` and
+    :data:`~federation.applications.model.MAX_URL_LENGTH` characters each, a few MiB at most."""
     timeout: float = 5.0
     """Seconds one POST may take from connect to the answer's status line."""
 

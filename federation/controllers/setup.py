@@ -34,7 +34,7 @@ whichever controller, reads through that one cache.
 - ``membership``: clusters joined at runtime (MemberClusters with a kubeconfig
   Secret, see :mod:`federation.controllers.membership`) are engaged and released.
 - ``reconfigure`` and ``config-constraints``: configuration rollouts (see
-  :mod:`federation.controllers.reconfigure`): ReconfigurePolicies roll each new version
+  :mod:`federation.controllers.rollouts`): ReconfigurePolicies roll each new version
   of their ConfigMap/Secret across its clusters by writing their status, which
   propagation follows; ConfigConstraints get a ``Valid`` condition. Policy, constraint,
   hub ConfigMap/Secret and ResourceBinding events requeue the policies they concern.
@@ -59,16 +59,17 @@ from federation.controllers import (
     cleanup,
     health,
     membership,
-    policies,
+    policy_validation,
     propagation,
+    rollouts,
     secrets,
 )
-from federation.controllers import reconfigure as rollouts
 from federation.controllers.kinds import KindTracker
 from federation.controllers.kit import events
 from federation.controllers.propagation import propagate_deps
-from federation.hub import api, deny, dependencies, manifests, reconfigure
-from federation.hub import policies as policies_
+from federation.hub import api, deny, dependencies, manifests
+from federation.hub import propagation_policies as policies_
+from federation.hub import rollouts as hub_rollouts
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request, group_kind
 
@@ -115,7 +116,7 @@ class Settings:
         default_factory=rollouts.ReconfigureSettings)
     """The rollout controller's settings; ``fedctl run`` gives it the reloader client (no
     client: online steps fail saying so, see
-    :class:`~federation.controllers.reconfigure.ReconfigureSettings`)."""
+    :class:`~federation.controllers.rollouts.ReconfigureSettings`)."""
 
 
 class Wiring:
@@ -217,7 +218,7 @@ class Wiring:
         found: set[Request] = set()
         for doc in (event.obj, event.old):
             for kind, name in _named(doc):
-                group = "apps" if kind in reconfigure.WORKLOAD_KINDS else ""
+                group = "apps" if kind in hub_rollouts.WORKLOAD_KINDS else ""
                 group_kind = f"{kind}.{group}" if group else kind
                 if self.kinds.resource(group_kind) is not None:
                     found.add(Request(hub, group_kind, namespace, name))
@@ -251,7 +252,7 @@ class Wiring:
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)
         # Also the hub cache the reconfigure transformers list the policies from.
-        ctl.watch(reconfigure.RECONFIGURE_POLICIES, clusters="hub", map=self.on_reconfigure)
+        ctl.watch(hub_rollouts.RECONFIGURE_POLICIES, clusters="hub", map=self.on_reconfigure)
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
             self.mgr.cache(resource, "hub")
         self.mgr.cache(api.CRDS, "members")
@@ -261,11 +262,11 @@ class Wiring:
 
 def _named(doc: Any) -> list[tuple[str, str]]:
     """(kind, name) of what a ReconfigurePolicy names; nothing when its spec does not parse
-    (it governs nothing: see :func:`federation.hub.reconfigure.governs`)."""
+    (it governs nothing: see :func:`federation.hub.rollouts.governs`)."""
     if not doc:
         return []
     try:
-        spec = reconfigure.parsed_spec(doc)
+        spec = hub_rollouts.parsed_spec(doc)
     except ValueError:
         return []
     return [(str(spec.config_ref.kind), spec.config_ref.name),
@@ -293,10 +294,10 @@ def _validation(mgr: manager.Fleet, recorder: events.EventSink,
                 access: secrets.SecretAccess | None = None) -> controller.Controller:
     validation = controller.Controller(
         "policy-validation",
-        policies.Reconciler(mgr.client, mgr.clusters.hub.name, recorder, settings.deny_list,
-                            access),
+        policy_validation.Reconciler(mgr.client, mgr.clusters.hub.name, recorder,
+                                     settings.deny_list, access),
         workers=1)
-    for resource in policies.BY_KIND.values():
+    for resource in policy_validation.BY_KIND.values():
         validation.watch(resource, clusters="hub")
     if access is not None:
         access.on_change(lambda _: _requeue_secret_policies(mgr, validation))

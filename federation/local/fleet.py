@@ -672,7 +672,7 @@ class Fleet:
         argv = [*fedctl, "run", "--kubeconfig", str(identity), *hub,
                 "--metrics-bind-address", "127.0.0.1:0",
                 "--health-probe-bind-address", "127.0.0.1:0", *work,
-                # the simulated reloaders listen on loopback (docs/reconfigure.md)
+                # the simulated reloaders listen on loopback (docs/rollouts.md)
                 "--reloader-allow", "127.0.0.0/8", *extra_args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         processes.spawn(argv, self.control_plane_pid_file, self.control_plane_log_file, env=env)

@@ -59,7 +59,7 @@ JSON = dict[str, Any]
 SIMULATE_ANNOTATION = "reloader.federation.io/simulate"
 FAIL_ANNOTATION = "reloader.federation.io/simulate-fail"
 CLIENT_NAME = "federation-reconfigure"
-"""The rollout controller's certificate name (``federation.hub.reconfigure.
+"""The rollout controller's certificate name (``federation.hub.rollouts.
 RELOADER_CLIENT_NAME``, held equal by a unit test: this layer may not import the hub's)."""
 PORT_NAME = "reloader"
 """The EndpointSlice port name (``RELOADER_PORT_NAME``, held equal by the same test)."""

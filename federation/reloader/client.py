@@ -36,7 +36,7 @@ from federation.reloader.proto import reconfigure_pb2 as pb
 ONLINE_UPGRADE = "/federation.reloader.v1.Reconfigure/OnlineUpgradeParams"
 SERVER_NAME = "reloader.federation.io"
 """The name verified in every reloader's certificate; equal to
-``federation.hub.reconfigure.RELOADER_SERVER_NAME`` (a unit test holds them together:
+``federation.hub.rollouts.RELOADER_SERVER_NAME`` (a unit test holds them together:
 the reloader may not import the hub package)."""
 MAX_DETAIL = 300
 """Characters of a gRPC error's details kept in a message: enough for the reason, not

@@ -35,7 +35,7 @@ from tests.conftest import TestFleet
 from tests.e2e import hostile_rollouts
 from tests.e2e.conftest import ControlPlane
 from tests.e2e.helpers import TcpListener, apply, apply_notification_app, get_or_none, wait_for
-from tests.e2e.test_reconfigure import DYNAMIC, INI, MEMBERS, TIMEOUT, start
+from tests.e2e.test_rollouts import DYNAMIC, INI, MEMBERS, TIMEOUT, start
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from federation.commands import reloader_ca
-from federation.hub.reconfigure import RELOADER_CA_SECRET, RELOADER_PORT_NAME
+from federation.hub.rollouts import RELOADER_CA_SECRET, RELOADER_PORT_NAME
 from federation.local import processes
 from federation.reloader.client import (
     ClientTLS,

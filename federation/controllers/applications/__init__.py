@@ -5,9 +5,9 @@ of read-only steps (:data:`~.reconciler.STEPS`, one module each) over an
 :class:`~.view.ApplicationView`, then one write phase through the kit's executor:
 
 1. **Load revision** (:mod:`.revisions`): the content hash of its spec and the external
-   Policies it names (:mod:`federation.apps.revision`); a new ``ApplicationRevision``
+   Policies it names (:mod:`federation.applications.revision`); a new ``ApplicationRevision``
    ``<app>-vN`` only when the content changed, planned before any member write.
-2. **Compile** (:mod:`.compilation`, :mod:`federation.apps.compile`): render components
+2. **Compile** (:mod:`.compilation`, :mod:`federation.applications.compile`): render components
    and traits, place each deploy step's topology through the placement engine, apply
    overrides. An Application that cannot be honoured gets ``status.status:
    renderFailed`` and a condition naming the field; nothing is written anywhere else.
@@ -15,10 +15,10 @@ of read-only steps (:data:`~.reconciler.STEPS`, one module each) over an
    annotations, each with a nonce the status records once handled (acted on once).
 4. **Rollback** (:mod:`.rollback`): a recorded rollback deploys its revision everywhere.
 5. **Observe health** (:mod:`.health`): each reached cluster's objects, from the caches.
-6. **Evaluate workflow** (:mod:`.evaluation`, the pure :mod:`federation.apps.workflow`):
+6. **Evaluate workflow** (:mod:`.evaluation`, the pure :mod:`federation.applications.workflow`):
    the state stored in ``status.workflow`` advanced with that health and the clock.
 7. **Plan deploy** (:mod:`.deploy`): what every (deploy step, cluster) the workflow has
-   reached must hold, diffed against the ResourceTracker (:mod:`federation.apps.tracker`):
+   reached must hold, diffed against the ResourceTracker (:mod:`federation.applications.tracker`):
    namespaces first, then each object create/update/nothing.
 8. **Plan prune** (:mod:`.prune`): deletes of what is no longer rendered where it is.
 

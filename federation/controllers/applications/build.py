@@ -14,9 +14,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from federation.apps import compile as compile_
-from federation.apps import scope, workflow
-from federation.apps.tracker import Diff, Entry
+from federation.applications import compile as compile_
+from federation.applications import scope, workflow
+from federation.applications.tracker import Diff, Entry
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit.events import EventType
 from federation.controllers.kit.plan import Plan, Vertex

@@ -2,15 +2,15 @@
 
 The fleet is the ClusterSet's members, each described by its MemberCluster; the member
 namespaces the Application may write are its own plus what an administrator granted on
-the hub Namespace (:mod:`federation.apps.scope`). An Application that cannot be honoured
+the hub Namespace (:mod:`federation.applications.scope`). An Application that cannot be honoured
 raises a :class:`~federation.controllers.kit.chain.Problem` naming the field, so nothing
 is written to any member.
 """
 
 from __future__ import annotations
 
-from federation.apps import compile as compile_
-from federation.apps import model, scope
+from federation.applications import compile as compile_
+from federation.applications import model, scope
 from federation.contexts import client as kube
 from federation.controllers.applications.build import Build
 from federation.controllers.applications.view import ApplicationView

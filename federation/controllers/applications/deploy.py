@@ -1,6 +1,6 @@
 """Step 7, plan deploy: what every reached (cluster, step) must hold, as member writes.
 
-The ResourceTracker diff (:mod:`federation.apps.tracker`) of the tracked entries against
+The ResourceTracker diff (:mod:`federation.applications.tracker`) of the tracked entries against
 what must be held says what to write; each object becomes a create, update or nothing
 (:func:`~federation.controllers.kit.copies.copy_vertex`, our marks and the Application's
 annotation on it), after its Namespace when the member lacks it. An object of the same
@@ -11,7 +11,7 @@ cannot be read is a problem too, and that object is not planned.
 
 from __future__ import annotations
 
-from federation.apps import tracker
+from federation.applications import tracker
 from federation.contexts import client as kube
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, marked

@@ -1,4 +1,4 @@
-"""Step 6, evaluate workflow: the pure state machine (:mod:`federation.apps.workflow`)
+"""Step 6, evaluate workflow: the pure state machine (:mod:`federation.applications.workflow`)
 advanced with the health observed and the clock, and what each reached cluster holds.
 
 For every deploy step, the clusters it has started hold this revision's objects for that
@@ -11,7 +11,7 @@ is not evaluated: :mod:`.rollback` says what deploys.
 
 from __future__ import annotations
 
-from federation.apps import workflow
+from federation.applications import workflow
 from federation.controllers.applications.build import Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from federation.apps import tracker
+from federation.applications import tracker
 from federation.contexts.cache import ReadOnly
 from federation.controllers.applications import prune, record, revisions
 from federation.controllers.applications.build import entries_of

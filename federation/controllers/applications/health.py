@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federation.apps import workflow
-from federation.apps.render import WORKLOAD_KINDS
+from federation.applications import workflow
+from federation.applications.render import WORKLOAD_KINDS
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, Health, marked

@@ -14,8 +14,8 @@ import collections
 from collections.abc import Mapping
 from typing import Any
 
-from federation.apps import compile as compile_
-from federation.apps import workflow
+from federation.applications import compile as compile_
+from federation.applications import workflow
 from federation.controllers import notifications
 from federation.controllers.applications.build import JSON
 from federation.controllers.applications.view import Recorder

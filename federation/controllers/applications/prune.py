@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from federation.apps import tracker
+from federation.applications import tracker
 from federation.contexts.client import ClientError, ClusterUnavailable
 from federation.controllers.applications.build import JSON, Build
 from federation.controllers.applications.settings import APP_ANNOTATION

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from federation.apps import tracker, workflow
+from federation.applications import tracker, workflow
 from federation.contexts.cache import ReadOnly
 from federation.controllers import notifications
 from federation.controllers.applications import (

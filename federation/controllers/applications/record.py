@@ -18,8 +18,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.apps import revision, tracker
-from federation.apps.render import APP_LABEL
+from federation.applications import revision, tracker
+from federation.applications.render import APP_LABEL
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.controllers.applications.build import JSON, Build, revision_number

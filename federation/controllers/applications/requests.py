@@ -9,7 +9,7 @@ none to go back to, a ``RollbackFailed`` Warning follows the status write.
 
 from __future__ import annotations
 
-from federation.apps import workflow
+from federation.applications import workflow
 from federation.controllers.applications.build import Build, last_good
 from federation.controllers.applications.settings import RESTART, RESUME, ROLLBACK, stamp
 from federation.controllers.applications.view import ApplicationView

@@ -1,7 +1,7 @@
 """Step 1, load revision: the content hash, the revisions kept, and the one to create.
 
 The revision covers the spec and the external Policies its deploy steps name
-(:mod:`federation.apps.revision`); a new content is a new ``<app>-vN``, planned here as a
+(:mod:`federation.applications.revision`); a new content is a new ``<app>-vN``, planned here as a
 hub create that every member write of the reconcile waits for (a revision is on record
 before anything of it is deployed). Read-only: the create is a plan vertex.
 """
@@ -12,8 +12,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.apps import revision
-from federation.apps.render import APP_LABEL
+from federation.applications import revision
+from federation.applications.render import APP_LABEL
 from federation.controllers.applications.build import JSON, Build, revision_number
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit import plan

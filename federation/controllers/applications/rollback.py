@@ -8,8 +8,8 @@ another revision stays. The workflow is not evaluated meanwhile (see :mod:`.eval
 
 from __future__ import annotations
 
-from federation.apps import compile as compile_
-from federation.apps import model
+from federation.applications import compile as compile_
+from federation.applications import model
 from federation.controllers.applications.build import Build, revision_number
 from federation.controllers.applications.compilation import invalid
 from federation.controllers.applications.view import ApplicationView

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from federation.apps import revision, tracker, workflow
+from federation.applications import revision, tracker, workflow
 from federation.controllers.applications.build import JSON, Build, Health
 from federation.controllers.applications.compilation import INVALID, RENDERED
 from federation.controllers.applications.settings import stamp

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from federation.apps import scope
+from federation.applications import scope
 from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event

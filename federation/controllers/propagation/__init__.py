@@ -36,7 +36,7 @@ from federation.controllers.propagation.reconciler import (
 from federation.controllers.propagation.schedule import unknown_cluster_names
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub.clusters import member_cluster
-from federation.hub.policies import parse_policy
+from federation.hub.propagation_policies import parse_policy
 
 __all__ = [
     "STOP",

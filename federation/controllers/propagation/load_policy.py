@@ -21,7 +21,7 @@ from federation.controllers.kit.chain import STOP, Problem, Verdict
 from federation.controllers.propagation.build import Build, policy_ref, template_resource
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.lookups import denied_by
-from federation.hub import api, policies
+from federation.hub import api, propagation_policies
 from federation.placement import matching
 from federation.placement import policy as policy_
 
@@ -34,7 +34,7 @@ async def load_policy(ctx: TransformContext, build: Build) -> Verdict | None:
         if kind.namespaced and build.namespace is None:
             continue
         for doc in await ctx.list(kind, build.namespace if kind.namespaced else None):
-            policy = policies.parse_policy(doc)
+            policy = propagation_policies.parse_policy(doc)
             if policy is None and claim is not None and doc_ref(doc) == claim:
                 raise Problem("Scheduled", "PolicyInvalid",
                               f"{claim}, which placed this template, is invalid (see its "

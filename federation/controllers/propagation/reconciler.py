@@ -45,10 +45,10 @@ from federation.controllers.propagation import (
     load_policy,
     preserve,
     propagate_deps,
-    reconfigure,
     record,
     removals,
     render,
+    rollouts,
     schedule,
     scheduler_name,
     suspension,
@@ -77,11 +77,11 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     failover.apply_failover,          # ready / held / evicted, per policy
     schedule.schedule,                # the placement engine, off the loop, on a budget
     render.render,                    # per-cluster manifests, overrides, identity
-    reconfigure.stamp_restarts,       # governed workloads: restartVersion per cluster
+    rollouts.stamp_restarts,          # governed workloads: restartVersion per cluster
     dependencies.plan_dependencies,   # Namespace and CRD first
     copies.plan_copies,               # create / update / nothing; conflicts
     propagate_deps.propagate_deps,    # propagateDeps: ConfigMaps, Secrets... follow
-    reconfigure.hold_config,          # governed config: no update until released there
+    rollouts.hold_config,             # governed config: no update until released there
     removals.plan_removals,           # copies on clusters no longer chosen
     eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
     suspension.apply_suspension,      # suspended clusters: no create or update

@@ -18,7 +18,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit import events, plan
-from federation.controllers.propagation import reconfigure
+from federation.controllers.propagation import rollouts
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import bindings, status
@@ -72,7 +72,7 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
     problems = {**build.unreachable, **failed,
                 **{c: f"conflict: {m}" for c, m in build.conflicts.items()}}
     applied_ok = not problems
-    held = reconfigure.held_clusters(build)
+    held = rollouts.held_clusters(build)
     dispatched = [c for c in build.targets if c not in build.suspended and c not in held]
     applied_message = "applied to " + (", ".join(dispatched) or "no cluster") if applied_ok \
         else "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))

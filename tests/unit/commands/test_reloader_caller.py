@@ -9,7 +9,7 @@ from cryptography.x509.oid import NameOID
 
 from federation.commands.run import ReloaderCaller
 from federation.contexts.client import JSON, ApiError, Resource
-from federation.hub.reconfigure import RELOADER_CA_SECRET, RELOADER_CLIENT_NAME
+from federation.hub.rollouts import RELOADER_CA_SECRET, RELOADER_CLIENT_NAME
 from federation.work import identity
 from tests.unit.work.test_ca_secret import FakeHub
 

@@ -19,7 +19,7 @@ from federation.contexts import cache
 from federation.contexts import client as kube
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult, ListView, MultiClusterClient
-from federation.controllers import cleanup, health, policies
+from federation.controllers import cleanup, health, policy_validation
 from federation.controllers.kit import events
 from federation.hub import api, failover
 from tests.unit.clients import Unserved
@@ -192,7 +192,7 @@ async def test_policy_reconcile_leaves_the_cache_as_it_was(fleet: Any) -> None:
     stores = [seed(hub, api.PROPAGATION_POLICIES, policy),
               seed(hub, api.MEMBER_CLUSTERS, member_cluster("member1", "True"))]
     snapshot = copy.deepcopy([s.objects for s in stores])
-    reconciler = policies.Reconciler(mc, "hub", events.Recorder(mc, "hub"))
+    reconciler = policy_validation.Reconciler(mc, "hub", events.Recorder(mc, "hub"))
     try:
         from federation.runtime.reconcile import Request, group_kind
         await reconciler.reconcile(Request("hub", group_kind(api.PROPAGATION_POLICIES),

@@ -22,7 +22,7 @@ from federation.contexts.multicluster import ListResult, ListView
 from federation.controllers import kinds as kinds_
 from federation.controllers import propagation
 from federation.controllers.kit import view
-from federation.hub import api, dependencies, reconfigure
+from federation.hub import api, dependencies, rollouts
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
@@ -31,7 +31,7 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
-                             api.MEMBER_CLUSTERS, api.CRDS, reconfigure.RECONFIGURE_POLICIES,
+                             api.MEMBER_CLUSTERS, api.CRDS, rollouts.RECONFIGURE_POLICIES,
                              *dependencies.KINDS.values())}
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from federation.commands import join, run
 from federation.contexts import client as kube
-from federation.controllers import kinds, policies, propagation, setup
+from federation.controllers import kinds, policy_validation, propagation, setup
 from federation.controllers.kit import copies, plan
 from federation.controllers.propagation import load_policy, render
 from federation.hub import api, deny
@@ -405,7 +405,7 @@ async def test_a_policy_selecting_denied_kinds_gets_a_denied_condition_and_event
     doc = cluster_policy({"apiVersion": "v1", "kind": "Secret"},
                          {"apiVersion": "v1", "kind": "Event"})
     mc, recorder = PolicyMC(doc), FakeRecorder()
-    reconciler = policies.Reconciler(mc, "hub", recorder)
+    reconciler = policy_validation.Reconciler(mc, "hub", recorder)
     request = Request("hub", "ClusterPropagationPolicy.policy.federation.io", "", "all")
     await reconciler.reconcile(request)
     conditions = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
@@ -430,7 +430,7 @@ async def test_a_namespaced_policy_selecting_applications_is_denied() -> None:
            "spec": {"resourceSelectors": [{"apiVersion": "core.oam.dev/v1beta1",
                                            "kind": "Application"}], "placement": {}}}
     mc, recorder = PolicyMC(doc), FakeRecorder()
-    reconciler = policies.Reconciler(mc, "hub", recorder)
+    reconciler = policy_validation.Reconciler(mc, "hub", recorder)
     request = Request("hub", "PropagationPolicy.policy.federation.io", "team-a", "apps")
     await reconciler.reconcile(request)
     conditions = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}

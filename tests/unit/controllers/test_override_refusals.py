@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from federation.controllers import policies
+from federation.controllers import policy_validation
 from federation.hub import api, manifests, overrides
 from federation.placement import clusters
 
@@ -216,8 +216,8 @@ def test_apply_still_applies_ordinary_rules() -> None:
 
 def test_the_policy_controller_reports_the_refusal() -> None:
     """policies.problem (the Valid=False message) names every refused rule and path."""
-    found = policies.problem(document({"plaintext": ESCALATION}))
+    found = policy_validation.problem(document({"plaintext": ESCALATION}))
     assert found is not None
     assert "overrideRules[0].overriders.plaintext[1]: path /kind may not be overridden" in found
     assert "plaintext[3]: path /metadata/namespace" in found
-    assert policies.problem(document({"plaintext": [ESCALATION[4]]})) is None
+    assert policy_validation.problem(document({"plaintext": [ESCALATION[4]]})) is None

@@ -12,7 +12,7 @@ import pytest
 
 from federation.contexts.client import Resource
 from federation.contexts.scoped import NotGranted
-from federation.controllers import policies, secrets
+from federation.controllers import policy_validation, secrets
 from federation.controllers.propagation import propagate_deps
 from federation.runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeMC, cluster_set, reconciler, request_for
@@ -51,7 +51,7 @@ SECRET = {"apiVersion": "v1", "kind": "Secret"}
 
 async def validate(doc: JSON, access: Access) -> tuple[dict[str, JSON], list[Any], Any]:
     mc, recorder = PolicyMC(doc), FakeRecorder()
-    reconciler_ = policies.Reconciler(mc, "hub", recorder, access=access)
+    reconciler_ = policy_validation.Reconciler(mc, "hub", recorder, access=access)
     kind = f"{doc['kind']}.policy.federation.io"
     meta = doc["metadata"]
     request = Request("hub", kind, meta.get("namespace") or "", meta["name"])
@@ -100,7 +100,7 @@ async def test_no_condition_for_other_kinds_and_none_written_while_grants_are_li
                                  Access(frozenset()))
     assert secrets.CONDITION not in found
     found, _, result = await validate(policy("PropagationPolicy", SECRET), Access(None))
-    assert found == {} and result.requeue_after == policies.GRANTS_RECHECK
+    assert found == {} and result.requeue_after == policy_validation.GRANTS_RECHECK
     found, _, _ = await validate(policy("PropagationPolicy", SECRET),
                                  Access("cannot list RoleBindings: 403"))
     assert found[secrets.CONDITION]["reason"] == "GrantsUnknown"

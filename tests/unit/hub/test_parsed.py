@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from federation.hub import parsed, policies
+from federation.hub import parsed, propagation_policies
 
 
 def doc(version: str | None, uid: str | None = "u1", replicas: int = 1) -> dict[str, Any]:
@@ -84,5 +84,5 @@ def test_hub_policies_are_parsed_once_per_version() -> None:
                          "resourceVersion": "7"},
             "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}],
                      "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}}
-    first = policies.parse_policy(body)
-    assert first is not None and policies.parse_policy(dict(body)) is first
+    first = propagation_policies.parse_policy(body)
+    assert first is not None and propagation_policies.parse_policy(dict(body)) is first

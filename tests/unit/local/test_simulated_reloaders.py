@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from federation.contexts import client as kube
-from federation.hub import reconfigure
+from federation.hub import rollouts
 from federation.local import record_params, reloaders
 from federation.reloader.server import config_version
 from tests.unit.clients import Unserved
@@ -45,9 +45,9 @@ def config_map(name: str, **data: str) -> JSON:
 
 
 def test_the_names_match_the_hub_contract() -> None:
-    assert reloaders.CLIENT_NAME == reconfigure.RELOADER_CLIENT_NAME
-    assert reloaders.PORT_NAME == reconfigure.RELOADER_PORT_NAME
-    ref = reconfigure.WorkloadRef(kind=reconfigure.WorkloadKind.DEPLOYMENT, name="app")
+    assert reloaders.CLIENT_NAME == rollouts.RELOADER_CLIENT_NAME
+    assert reloaders.PORT_NAME == rollouts.RELOADER_PORT_NAME
+    ref = rollouts.WorkloadRef(kind=rollouts.WorkloadKind.DEPLOYMENT, name="app")
     slice_ = reloaders.endpoint_slice("shop", "app", 1)
     assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == ref.service
 

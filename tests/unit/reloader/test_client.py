@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from federation.commands import reloader_ca
-from federation.hub.reconfigure import RELOADER_CLIENT_NAME, RELOADER_SERVER_NAME
+from federation.hub.rollouts import RELOADER_CLIENT_NAME, RELOADER_SERVER_NAME
 from federation.reloader import actions
 from federation.reloader.client import (
     SERVER_NAME,

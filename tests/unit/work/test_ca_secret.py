@@ -11,7 +11,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from federation.commands import reloader_ca
 from federation.contexts.client import JSON, ApiError, ObjectClient, Resource
-from federation.hub.reconfigure import (
+from federation.hub.rollouts import (
     RELOADER_CA_SECRET,
     RELOADER_CLIENT_NAME,
     RELOADER_SERVER_NAME,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
-from federation.apps import workflow
-from federation.apps.render import APP_LABEL
+from federation.applications import workflow
+from federation.applications.render import APP_LABEL
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClusterUnavailable, Resource

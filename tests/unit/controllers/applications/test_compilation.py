@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from federation.apps import scope
+from federation.applications import scope
 from federation.controllers.applications import compilation, revisions
 from federation.controllers.kit.chain import Problem
 from tests.unit.controllers.applications.fakes import FakeView, app, build_of, run_through

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.apps import workflow
+from federation.applications import workflow
 from federation.controllers.applications import evaluation, health
 from federation.controllers.applications.build import Build
 from tests.unit.controllers.applications.fakes import (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from federation.apps import compile as compile_
-from federation.apps import model, policies, workflow
+from federation.applications import compile as compile_
+from federation.applications import model, policies, workflow
 from federation.controllers import notifications
 from federation.controllers.applications.notify import Notifier, reference
 from tests.unit.controllers.applications.fakes import Recorder, app

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from federation.apps import tracker
+from federation.applications import tracker
 from federation.controllers.applications import prune
 from federation.controllers.kit import plan
 from tests.unit.controllers.applications.fakes import FakeView, live_copy

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from federation.apps import tracker, workflow
+from federation.applications import tracker, workflow
 from federation.contexts import client as kube
 from federation.controllers.applications import compilation, record, status
 from federation.controllers.applications.build import Build

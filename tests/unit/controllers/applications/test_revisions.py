@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from federation.apps import revision
+from federation.applications import revision
 from federation.controllers.applications import revisions
 from federation.controllers.kit import plan
 from tests.unit.controllers.applications.fakes import FakeView, app, build_of, revision_doc

@@ -586,7 +586,7 @@ async def test_a_suspended_member_that_is_away_is_no_failure() -> None:
 async def test_the_policy_itself_says_another_scheduler_places_it() -> None:
     """policy-validation: Valid (nothing wrong with it) and Scheduled=False,
     SchedulerNotOurs, on the policy."""
-    from federation.controllers import policies
+    from federation.controllers import policy_validation
     from federation.runtime.reconcile import Request
     from tests.unit.controllers.fakes import FakeRecorder
     from tests.unit.controllers.test_deny import PolicyMC, cluster_policy
@@ -594,15 +594,15 @@ async def test_the_policy_itself_says_another_scheduler_places_it() -> None:
     doc = cluster_policy({"apiVersion": "v1", "kind": "ConfigMap"})
     doc["spec"]["schedulerName"] = "gpu-scheduler"
     mc = PolicyMC(doc)
-    reconciler = policies.Reconciler(mc, "hub", FakeRecorder())
+    reconciler = policy_validation.Reconciler(mc, "hub", FakeRecorder())
     request = Request("hub", "ClusterPropagationPolicy.policy.federation.io", "", "all")
     await reconciler.reconcile(request)
     found = {c["type"]: c for c in mc.status.patches[0]["status"]["conditions"]}
     assert found["Valid"]["status"] == "True"
     assert (found["Scheduled"]["status"], found["Scheduled"]["reason"]) == \
         ("False", "SchedulerNotOurs")
-    assert policies.foreign_scheduler({**doc, "spec": {"schedulerName": "default-scheduler"}}) \
-        is None
+    assert policy_validation.foreign_scheduler(
+        {**doc, "spec": {"schedulerName": "default-scheduler"}}) is None
 
 
 async def test_suspension_transformer_drops_writes_and_keeps_deletes() -> None:

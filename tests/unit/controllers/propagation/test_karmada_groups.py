@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import policies, propagation
+from federation.controllers import policy_validation, propagation
 from federation.controllers.propagation.load_policy import load_policy
 from federation.controllers.propagation.lookups import load_overrides
 from federation.controllers.propagation.schedule import peers, schedule
@@ -74,7 +74,7 @@ async def test_karmada_override_policies_are_loaded_too() -> None:
 
 
 def test_validation_and_watches_cover_both_groups() -> None:
-    kinds = set(policies.BY_KIND)
+    kinds = set(policy_validation.BY_KIND)
     for resource in api.POLICY_RESOURCES:
         assert group_kind(resource) in kinds
     assert "PropagationPolicy.policy.karmada.io" in kinds
