@@ -66,15 +66,12 @@ def test_the_shipped_manager_deployment_plans_as_served() -> None:
 
 
 def test_the_shipped_agent_deployment_plans() -> None:
-    """The agent: Recreate, an init container running python3, a Secret volume, env from
-    its ConfigMap."""
+    """The agent: Recreate, no init container and no Secret on any volume (it reads its
+    certificate Secret through the API), env from its ConfigMap and the downward API."""
     plan = podspec.plan(server_defaults(agent()), IMAGE)
     assert plan.recreate and plan.replicas == 1
-    (init,) = plan.init_containers
-    assert init.command[0] == "python3"
-    assert podspec.program(init.command, "/py") == ["/py"]
-    secret = next(v for v in plan.volumes if v.kind == "secret")
-    assert secret.source == manifests.AGENT_TLS_SECRET and secret.mode == 0o440
+    assert not plan.init_containers
+    assert {v.kind for v in plan.volumes} == {"emptyDir"}
     env = {e.name: e.ref for e in plan.containers[0].env}
     assert env["CLUSTER_NAME"] == podspec.KeyRef("ConfigMap", manifests.AGENT_CONFIG,
                                                  "cluster-name")
@@ -153,8 +150,9 @@ def test_what_it_cannot_honour_is_refused_by_name(where: str, key: str, value: A
 def test_an_unsafe_volume_item_path_is_refused() -> None:
     """A Secret item written outside its volume ('../..') is refused, not skipped."""
     deployment = agent()
-    at(deployment, POD)["volumes"][0]["secret"]["items"] = [{"key": "tls.crt",
-                                                             "path": "../../etc/cron.d/x"}]
+    at(deployment, POD)["volumes"].append({"name": "tls", "secret": {
+        "secretName": manifests.AGENT_TLS_SECRET,
+        "items": [{"key": "tls.crt", "path": "../../etc/cron.d/x"}]}})
     with pytest.raises(podspec.PodSpecError, match=r"items\[0\]\.path: must be relative"):
         podspec.plan(deployment, IMAGE)
 
