@@ -59,8 +59,8 @@ from federation.contexts import kubeconfig, minify
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError
 from federation.contexts.clusters import Cluster
-from federation.controllers.kinds import KindTracker
 from federation.controllers.kit import events
+from federation.controllers.kit.kinds import KindTracker
 from federation.hub import api
 from federation.hub.rollouts import RELOADER_CA_SECRET
 from federation.rbac import roles

@@ -25,8 +25,7 @@ from typing import Any
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.multicluster import MultiCluster
-from federation.controllers import secrets
-from federation.controllers.kit import events
+from federation.controllers.kit import events, secrets
 from federation.hub import api, deny, overrides, status
 from federation.placement import loader
 from federation.placement import policy as policy_
@@ -127,7 +126,7 @@ class Reconciler:
         return None
 
     def _readable(self, doc: ReadOnly) -> tuple[bool, str, str] | str | None:
-        """The :data:`~federation.controllers.secrets.CONDITION` of a policy selecting
+        """The :data:`~federation.controllers.kit.secrets.CONDITION` of a policy selecting
         Secrets; "wait" while the grants are being listed; None for any other policy."""
         if self.access is None or not secrets.selected_namespaces(doc):
             return None

@@ -20,7 +20,7 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   namespaces granted for Secrets change.
 
 Before any controller, the hub's Secrets are restricted to the namespaces a RoleBinding
-grants (:func:`federation.controllers.secrets.restrict`): every reader of hub Secrets,
+grants (:func:`federation.controllers.kit.secrets.restrict`): every reader of hub Secrets,
 whichever controller, reads through that one cache.
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup), with propagation's worker count and backoff cap; a binding
@@ -62,10 +62,9 @@ from federation.controllers import (
     policy_validation,
     propagation,
     rollouts,
-    secrets,
 )
-from federation.controllers.kinds import KindTracker
-from federation.controllers.kit import events
+from federation.controllers.kit import events, secrets
+from federation.controllers.kit.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
 from federation.hub import api, deny, dependencies, manifests
 from federation.hub import propagation_policies as policies_

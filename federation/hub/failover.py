@@ -24,7 +24,7 @@ its own side into a fleet-wide reshuffle. Other NoExecute taints (a user's)
 keep Kubernetes semantics in the engine.
 
 Moving is bounded fleet-wide by the disruption budget
-(:mod:`federation.controllers.disruption`, the one piece of failover that
+(:mod:`federation.controllers.propagation.disruption`, the one piece of failover that
 keeps state): a template whose move does not fit waits, held.
 
 Graceful eviction: the old copies on an evicted cluster are deleted only when

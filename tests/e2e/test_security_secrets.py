@@ -25,7 +25,8 @@ import pytest
 
 from federation.commands import join
 from federation.contexts import kubeconfig, minify
-from federation.controllers import membership, secrets
+from federation.controllers import membership
+from federation.controllers.kit import secrets
 from federation.rbac import roles
 from tests.conftest import TestFleet, run_kubectl
 from tests.e2e.conftest import ControlPlane

@@ -4,7 +4,7 @@ Such a comment hides a constructor or function that demands a concrete class whe
 protocol would do, and leaves the fake passed to it unchecked. Take the narrowest protocol
 that says what is used instead (``contexts/client.py``: ObjectReader, ObjectClient,
 ClusterAPI; ``contexts/multicluster.py``: MultiCluster and its parts; ``kit/events.py``:
-EventSink; ``controllers/kinds.py``: Kinds; ``runtime/manager.py``: Fleet, Host, Engager),
+EventSink; ``controllers/kit/kinds.py``: Kinds; ``runtime/manager.py``: Fleet, Host, Engager),
 and give a fake the bases of ``tests/unit/clients.py``.
 
 A unit test rather than a ``make lint`` step: it runs wherever the unit suite runs (every

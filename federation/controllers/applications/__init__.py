@@ -33,9 +33,9 @@ notification steps' messages (:mod:`.notify`). A deleted Application is cleaned 
 :mod:`.finalise`.
 
 Every write but the Application's own status is a plan vertex run by the kit's executor
-(deny list and identity checks). This package imports no other controller; of
-``controllers/`` outside the kit it uses :mod:`federation.controllers.notifications` (the
-sender) and :mod:`federation.controllers.kinds` (``status_only``, for the watch predicate).
+(deny list and identity checks). This package imports no other controller; besides the
+kit it has its own notification sender (:mod:`.notifications`) and uses the kit's kind
+tracker (:mod:`federation.controllers.kit.kinds`, ``status_only``, for the watch predicate).
 """
 
 from federation.controllers.applications.notify import notification_failed

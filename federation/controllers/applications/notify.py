@@ -2,10 +2,9 @@
 
 Called once the status recording the step as done is written: a status write that fails
 sends nothing (the retried reconcile takes the step again and sends then). The sender
-(:mod:`federation.controllers.notifications`) POSTs off the reconcile, at most once, best
-effort. Each step execution (Application uid, revision, workflow start, step) is
-submitted once: a reconcile that read a cache behind our own status write takes the step
-again, and is recognised here.
+(:mod:`.notifications`) POSTs off the reconcile, at most once, best effort. Each step
+execution (Application uid, revision, workflow start, step) is submitted once: a reconcile
+that read a cache behind our own status write takes the step again, and is recognised here.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 
 from federation.applications import compile as compile_
 from federation.applications import workflow
-from federation.controllers import notifications
+from federation.controllers.applications import notifications
 from federation.controllers.applications.build import JSON
 from federation.controllers.applications.view import Recorder
 

@@ -18,12 +18,12 @@ from collections.abc import Iterable
 
 from federation.applications import tracker, workflow
 from federation.contexts.cache import ReadOnly
-from federation.controllers import notifications
 from federation.controllers.applications import (
     compilation,
     deploy,
     evaluation,
     health,
+    notifications,
     prune,
     record,
     requests,

@@ -9,7 +9,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
-from federation.controllers import notifications
+from federation.controllers.applications import notifications
 from federation.hub import api, manifests
 from federation.runtime.reconcile import group_kind
 

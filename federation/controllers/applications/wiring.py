@@ -18,7 +18,7 @@ from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers import kinds, notifications
+from federation.controllers.applications import notifications
 from federation.controllers.applications.notify import notification_failed
 from federation.controllers.applications.reconciler import Reconciler
 from federation.controllers.applications.settings import (
@@ -27,7 +27,7 @@ from federation.controllers.applications.settings import (
     ApplicationSettings,
 )
 from federation.controllers.applications.view import CacheView, HubStatus, Recorder
-from federation.controllers.kit import executor
+from federation.controllers.kit import executor, kinds
 from federation.hub import api, deny
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request

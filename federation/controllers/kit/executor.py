@@ -62,7 +62,7 @@ class Writer:
     apply of a denied object in a member is refused here too, whatever planned it, and so
     is one of a namespaced object whose kind the member serves cluster-scoped.
     ``wrote`` hears the server's answer to every member create, update and apply (the
-    kind tracker's :class:`~federation.controllers.kinds.OwnWrites`, so that the watch
+    kind tracker's :class:`~federation.controllers.kit.kinds.OwnWrites`, so that the watch
     event of our own write is not taken for news)."""
 
     def __init__(self, mc: MultiCluster, hub: str,

@@ -22,9 +22,9 @@ import pydantic
 
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
-from federation.controllers import disruption
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Problem
+from federation.controllers.propagation import disruption
 from federation.hub import bindings, deny
 from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_

@@ -17,9 +17,9 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterReader
-from federation.controllers import disruption, scheduling
-from federation.controllers.kinds import Kinds
+from federation.controllers.kit.kinds import Kinds
 from federation.controllers.kit.view import Member, View, members_of
+from federation.controllers.propagation import disruption, scheduling
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import deny
 from federation.runtime.reconcile import group_kind

@@ -2,7 +2,7 @@
 engine that view; the rules are :mod:`federation.hub.failover`'s. A held
 cluster's deadline, or a move the disruption budget cannot take yet, is a requeue
 verdict, not a call to the queue. The budget is only asked whether the move fits; the
-reconciler takes it once the plan ran (see :mod:`federation.controllers.disruption`)."""
+reconciler takes it once the plan ran (see :mod:`federation.controllers.propagation.disruption`)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ an object and must not reach a URL). A dependency on the deny list (a service ac
 token, a Secret of ``kube-system``) stops the template with ``DependencyDenied``: it is
 never written, and the workload is not propagated without it. So does a Secret of a
 namespace the control plane may not read (no RoleBinding grants it:
-:mod:`federation.controllers.secrets`), with ``DependencyNotReadable``; it is recorded as
+:mod:`federation.controllers.kit.secrets`), with ``DependencyNotReadable``; it is recorded as
 awaited, so the namespace's grant requeues the workload.
 """
 

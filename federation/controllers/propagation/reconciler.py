@@ -28,16 +28,16 @@ from federation.contexts.client import (
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
-from federation.controllers import disruption, scheduling
-from federation.controllers.kinds import Kinds
 from federation.controllers.kit import chain, events, executor, expectations, plan
 from federation.controllers.kit.chain import Problem
+from federation.controllers.kit.kinds import Kinds
 from federation.controllers.propagation import (
     activation,
     capacity,
     copies,
     dependencies,
     dependent_overrides,
+    disruption,
     eviction,
     failover,
     finalise,
@@ -51,6 +51,7 @@ from federation.controllers.propagation import (
     rollouts,
     schedule,
     scheduler_name,
+    scheduling,
     suspension,
     unclaimed,
 )

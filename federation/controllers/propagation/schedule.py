@@ -1,5 +1,5 @@
 """Transformer: the placement engine, fed the previous decision (from the binding), run
-off the event loop within its budget (:mod:`federation.controllers.scheduling`).
+off the event loop within its budget (:mod:`federation.controllers.propagation.scheduling`).
 
 A policy with ``placement.workloadAffinity`` also feeds the engine the placements of the
 template's peers (:class:`~federation.placement.engine.Peers`): the other bindings of its
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from federation.controllers import scheduling
 from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation import scheduling
 from federation.controllers.propagation.build import Build, policy_ref, template_resource
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api, bindings

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 
 from federation.contexts import egress
-from federation.controllers import notifications
+from federation.controllers.applications import notifications
 
 APP = {"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
        "metadata": {"name": "shop", "namespace": "team-a", "uid": "u1"}}

@@ -16,7 +16,8 @@ from federation.applications import compile as compile_
 from federation.applications import model
 from federation.contexts import client as kube
 from federation.contexts import egress
-from federation.controllers import applications, notifications
+from federation.controllers import applications
+from federation.controllers.applications import notifications
 from federation.placement import clusters as clusters_
 from tests.unit.applications.test_controller import (
     MC,

@@ -21,7 +21,7 @@ from federation.contexts import client as kube
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiClusterClient
 from federation.contexts.scoped import NotGranted, ScopedInformer
-from federation.controllers import secrets
+from federation.controllers.kit import secrets
 from federation.rbac import roles
 from tests.unit.clients import Unserved
 

@@ -19,8 +19,8 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ApiError, ClusterUnavailable, Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import ListResult, ListView
-from federation.controllers import kinds as kinds_
 from federation.controllers import propagation
+from federation.controllers.kit import kinds as kinds_
 from federation.controllers.kit import view
 from federation.hub import api, dependencies, rollouts
 from federation.runtime.reconcile import Request, group_kind
@@ -303,7 +303,7 @@ class FakeContext:
                  copies: dict[str, JSON | None] | None = None,
                  failover: Any = None, now: float = 0.0,
                  settings: propagation.PropagationSettings | None = None) -> None:
-        from federation.controllers import disruption, scheduling
+        from federation.controllers.propagation import disruption, scheduling
 
         self.lists = lists or {}
         self.copies = copies or {}

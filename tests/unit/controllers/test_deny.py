@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from federation.commands import join, run
 from federation.contexts import client as kube
-from federation.controllers import kinds, policy_validation, propagation, setup
-from federation.controllers.kit import copies, plan
+from federation.controllers import policy_validation, propagation, setup
+from federation.controllers.kit import copies, kinds, plan
 from federation.controllers.propagation import load_policy, render
 from federation.hub import api, deny
 from federation.placement import clusters as clusters_

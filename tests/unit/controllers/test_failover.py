@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from federation.controllers import disruption
+from federation.controllers.propagation import disruption
 from federation.hub import capacity, failover
 from federation.placement import clusters as clusters_
 from federation.placement import engine

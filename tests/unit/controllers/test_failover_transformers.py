@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from federation.contexts import client as kube
-from federation.controllers import disruption, propagation
+from federation.controllers import propagation
 from federation.controllers.kit import plan
-from federation.controllers.propagation import eviction
+from federation.controllers.propagation import disruption, eviction
 from federation.controllers.propagation import failover as transformers
 from federation.hub import failover
 from federation.placement import clusters as clusters_

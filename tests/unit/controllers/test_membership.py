@@ -13,7 +13,7 @@ from federation.contexts import client as kube
 from federation.contexts import clusters, kubeconfig
 from federation.contexts.credentials import ExecAllowlist
 from federation.controllers import health, membership
-from federation.controllers.kinds import KindTracker
+from federation.controllers.kit.kinds import KindTracker
 from federation.runtime.reconcile import Request
 from tests.unit.clients import UnservedFleet, UnservedWrites
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from federation.controllers import propagation, scheduling
+from federation.controllers import propagation
+from federation.controllers.propagation import scheduling
 from federation.placement import engine
 from tests.unit.controllers.fakes import (
     FakeMC,

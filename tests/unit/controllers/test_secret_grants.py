@@ -12,7 +12,8 @@ import pytest
 
 from federation.contexts.client import Resource
 from federation.contexts.scoped import NotGranted
-from federation.controllers import policy_validation, secrets
+from federation.controllers import policy_validation
+from federation.controllers.kit import secrets
 from federation.controllers.propagation import propagate_deps
 from federation.runtime.reconcile import Request
 from tests.unit.controllers.fakes import FakeMC, cluster_set, reconciler, request_for

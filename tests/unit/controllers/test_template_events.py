@@ -6,7 +6,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from federation.controllers import kinds
+from federation.controllers.kit import kinds
 
 
 def deployment() -> dict[str, Any]:

@@ -20,7 +20,8 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet, UnknownCluster
 from federation.contexts.multicluster import ListView, MultiCluster
-from federation.controllers import applications, notifications
+from federation.controllers import applications
+from federation.controllers.applications import notifications
 from federation.controllers.applications.build import Build, marked
 from federation.controllers.applications.reconciler import STEPS
 from federation.controllers.applications.view import ApplicationView, CacheView, HubStatus

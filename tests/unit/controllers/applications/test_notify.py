@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from federation.applications import compile as compile_
 from federation.applications import model, policies, workflow
-from federation.controllers import notifications
+from federation.controllers.applications import notifications
 from federation.controllers.applications.notify import Notifier, reference
 from tests.unit.controllers.applications.fakes import Recorder, app
 

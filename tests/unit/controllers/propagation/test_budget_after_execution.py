@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from federation.contexts.client import ApiError, ClientError
-from federation.controllers import disruption, propagation
+from federation.controllers import propagation
+from federation.controllers.propagation import disruption
 from federation.hub import failover
 from tests.unit.controllers.fakes import (
     MEMBERS,
