@@ -59,10 +59,10 @@ test: deps lint
 	$(MAKE) coverage
 
 ## Unit coverage floors of the controller kit (95%) and the applications controller (90%),
-## from the controllers' and the Application model's unit tests.
+## from the controllers', the Application model's and the scoped Secret informers' unit tests.
 coverage: $(VENV)/.installed
 	$(BIN)/pytest -q -m "not e2e" -p no:randomly --cov=federation.controllers --cov-report= \
-		tests/unit/controllers tests/unit/applications
+		tests/unit/controllers tests/unit/applications tests/unit/contexts/test_scoped_secrets.py
 	$(BIN)/coverage report --include='federation/controllers/kit/*' --fail-under=95
 	$(BIN)/coverage report --include='federation/controllers/applications/*' --fail-under=90
 
