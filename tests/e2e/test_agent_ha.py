@@ -203,7 +203,11 @@ def ns(fleet: TestFleet, ha: HA) -> Iterator[str]:
     name = f"ha-{uuid.uuid4().hex[:6]}"
     fleet.kubectl("hub", "create", "namespace", name)
     yield name
-    fleet.kubectl("hub", "delete", "namespace", name, "--wait=false", check=False)
+    # The templates, not the namespace: the fleet has no namespace controller, so a deleted
+    # namespace would keep its templates (and their copies on member3) for later modules.
+    for kinds in ("deployments",
+                  "propagationpolicies.policy.federation.io,overridepolicies.policy.federation.io"):
+        fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false", check=False)
 
 
 def on_member3(fleet: TestFleet, name: str, namespace: str) -> int | None:

@@ -119,4 +119,8 @@ def test_member3s_agent_runs_from_config_agent_with_its_service_account(
         assert writer and all("system:serviceaccount:federation-agent:federation-agent"
                               in line for line in writer), writer[:2]
     finally:
-        fleet.kubectl("hub", "delete", "namespace", ns, "--wait=false", check=False)
+        # The templates, not the namespace: the fleet has no namespace controller, so a
+        # deleted namespace would keep its templates (and their copies) for later modules.
+        for kinds in ("deployments", "propagationpolicies.policy.federation.io"):
+            fleet.kubectl("hub", "delete", kinds, "--all", "-n", ns, "--wait=false",
+                          check=False)
