@@ -91,3 +91,15 @@ def env_list(value: Any, where: str) -> list[JSON]:
             raise AppError(f"{here}.value: must be a string")
         out.append(dict(entry))
     return out
+
+
+def key_items(raw: Any, where: str) -> list[JSON]:
+    """A ConfigMap or Secret volume's ``items``: key, path, mode (0 to 0777, default 0777)."""
+    out = []
+    for index, item in enumerate(maps(raw, where)):
+        here = f"{where}[{index}]"
+        allowed(item, {"key", "path", "mode"}, here)
+        out.append({"key": string(item, "key", here, required=True),
+                    "path": string(item, "path", here, required=True),
+                    "mode": integer(item.get("mode", 511), f"{here}.mode", 0, 511)})
+    return out

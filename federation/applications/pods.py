@@ -102,7 +102,7 @@ def _source(kind: str, entry: Mapping[str, Any], where: str) -> JSON:
                                                       f"{where}.defaultMode", 0, 511),
                         key: fields.string(entry, ref, where, required=True)}
         if entry.get("items") is not None:
-            source["items"] = _items(entry["items"], f"{where}.items")
+            source["items"] = fields.key_items(entry["items"], f"{where}.items")
         return {"name": name, kind: source}
     if kind == "emptyDir":
         medium = entry.get("medium", "")
@@ -111,17 +111,6 @@ def _source(kind: str, entry: Mapping[str, Any], where: str) -> JSON:
         return {"name": name, "emptyDir": {"medium": medium}}
     return {"name": name, "hostPath": {"path": fields.string(entry, "path", where,
                                                              required=True)}}
-
-
-def _items(raw: Any, where: str) -> list[JSON]:
-    out = []
-    for index, item in enumerate(fields.maps(raw, where)):
-        here = f"{where}[{index}]"
-        fields.allowed(item, {"key", "path", "mode"}, here)
-        out.append({"key": fields.string(item, "key", here, required=True),
-                    "path": fields.string(item, "path", here, required=True),
-                    "mode": fields.integer(item.get("mode", 511), f"{here}.mode", 0, 511)})
-    return out
 
 
 def _old_volumes(raw: Any, where: str) -> tuple[list[JSON], list[JSON]]:

@@ -123,7 +123,7 @@ def _source(kind: str, name: str, entry: Mapping[str, Any], where: str) -> JSON:
                                                       f"{where}.defaultMode", 0, 511),
                         ("name" if kind == "configMap" else "secretName"): name}
         if entry.get("items") is not None:
-            source["items"] = _items(entry["items"], f"{where}.items")
+            source["items"] = fields.key_items(entry["items"], f"{where}.items")
         return {kind: source}
     if kind == "emptyDir":
         medium = entry.get("medium", "")
@@ -135,17 +135,6 @@ def _source(kind: str, name: str, entry: Mapping[str, Any], where: str) -> JSON:
         raise AppError(f"{where}.type: must be one of {', '.join(_HOST_PATH_TYPES)}")
     return {"hostPath": {"path": fields.string(entry, "path", where, required=True),
                          "type": type_}}
-
-
-def _items(raw: Any, where: str) -> list[JSON]:
-    out = []
-    for index, item in enumerate(fields.maps(raw, where)):
-        here = f"{where}[{index}]"
-        fields.allowed(item, {"key", "path", "mode"}, here)
-        out.append({"key": fields.string(item, "key", here, required=True),
-                    "path": fields.string(item, "path", here, required=True),
-                    "mode": fields.integer(item.get("mode", 511), f"{here}.mode", 0, 511)})
-    return out
 
 
 def _env(kind: str, name: str, entry: Mapping[str, Any], where: str
