@@ -16,6 +16,9 @@ def main(argv: list[str]) -> int:
 
         print(layout.permissions_table(Options()), end="")
         return 0
+    if len(argv) > 2 or any(arg.startswith("-") for arg in argv[1:]):
+        print("usage: python -m federation.deploy [DIR] | --permissions", file=sys.stderr)
+        return 2
     root = Path(argv[1] if len(argv) > 1 else "config")
     written = tree.write(root)
     print(f"{root}: {len(written)} files")

@@ -276,12 +276,12 @@ def _by_group(kinds: Iterable[Kind]) -> dict[str, list[str]]:
 
 
 def hub_kind_rules(kinds: Sequence[Kind]) -> tuple[Rule, ...]:
-    """Templates: cached and followed; finalizer and decision annotations written by PUT;
+    """Templates: cached and followed; written only to strip an earlier version's marks;
     the summed member status patched onto workloads."""
     rules = _per_group(kinds, ("get", "list", "watch", "update"), (
-        "Templates of the propagated kinds: cached and followed; the control plane writes "
-        "its finalizer and decision annotations (a PUT of the template). Never create or "
-        "delete."))
+        "Templates of the propagated kinds: cached and followed. Templates carry no mark of "
+        "ours; update is used once per template after an upgrade, to strip the finalizer "
+        "and annotations earlier versions wrote (a PUT). Never create or delete."))
     status = [Kind(k.group, f"{k.resource}/status") for k in kinds if k in STATUS_KINDS]
     rules += _per_group(status, ("patch",), (
         "Propagated workloads' status on the hub: replicas summed over the members (a "

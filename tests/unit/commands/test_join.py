@@ -95,7 +95,8 @@ def test_unjoin_checks_the_name_the_same_way() -> None:
 
 def test_bad_paths_and_options_are_one_line(tmp_path: Path) -> None:
     """A missing or unreadable kubeconfig, bad labels, a relative allowlist entry."""
-    assert "does not exist" in one_line_error(["edge", "--kubeconfig", "/nonexistent"])
+    missing = str(tmp_path / "missing")
+    assert "does not exist" in one_line_error(["edge", "--kubeconfig", missing])
     assert "Is a directory" in one_line_error(["edge", "--kubeconfig", str(tmp_path)])
     assert "--labels" in one_line_error(["edge", "--kubeconfig", "/x", "--labels", "a"])
     assert "--allow-exec-command" in one_line_error(

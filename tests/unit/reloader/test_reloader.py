@@ -267,7 +267,7 @@ async def test_the_watch_sees_changes_and_can_reload_on_them(fx: Fixture) -> Non
     assert reloader.calls == 1
 
 
-async def test_watch_polls_on_its_interval() -> None:
+async def test_watch_polls_on_its_interval(tmp_path: Path) -> None:
     ticks: list[float] = []
 
     class Stop(Exception):
@@ -278,7 +278,7 @@ async def test_watch_polls_on_its_interval() -> None:
         if len(ticks) == 3:
             raise Stop
 
-    settings = ReloaderSettings(config_dir=Path("/nonexistent"), action=actions.parse(
+    settings = ReloaderSettings(config_dir=tmp_path / "missing", action=actions.parse(
         {"kind": "exec", "command": ["true"]}), tls_cert=Path(), tls_key=Path(),
         tls_ca=Path(), poll_interval=2.0)
     reloader = Reloader(settings)
