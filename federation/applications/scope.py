@@ -31,10 +31,10 @@ Applications of that namespace may place objects in besides their own; ``*`` is 
 namespace but the system ones."""
 ANY = "*"
 PROTECTED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease",
-                        "federation-system")
+                        "federation-system", "federation-agent")
 """Member namespaces no Application writes into, whatever a grant says: the clusters' own
 system objects and the control plane's (joined clusters' credentials, its
-ServiceAccount)."""
+ServiceAccount, the pull agent's certificate)."""
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 

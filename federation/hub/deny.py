@@ -40,6 +40,13 @@ OUR_NAMESPACE = "federation-system"
 """Where ``fedctl join`` keeps joined clusters' kubeconfig Secrets (the control plane's
 namespace); the same value as :data:`federation.commands.join.NAMESPACE`."""
 
+AGENT_NAMESPACE = "federation-agent"
+"""The pull agent's namespace on a member (its ServiceAccount, its certificate Secret);
+the same value as :data:`federation.deploy.manifests.AGENT_NAMESPACE`."""
+
+ANY_GROUP = "*"
+"""A rule's group that covers every group: only in ``*/*:namespace=NS``."""
+
 SECRET = ("", "Secret")
 
 
@@ -68,7 +75,7 @@ class Rule:
         group, slash, kind = head.partition("/")
         if not slash or not kind or not group or " " in head:
             raise DenyError(f"deny rule {text!r}: expected GROUP/KIND[:namespace=NS]"
-                            "[:type=TYPE] (core/Secret, apps/*)")
+                            "[:type=TYPE] (core/Secret, apps/*, */*:namespace=NS)")
         values: dict[str, str] = {}
         for qualifier in qualifiers:
             key, equals, value = qualifier.partition("=")
@@ -76,6 +83,9 @@ class Rule:
                 raise DenyError(f"deny rule {text!r}: qualifier {qualifier!r} is not "
                                 "namespace=NS or type=TYPE (each at most once)")
             values[key] = value
+        if group == "*" and (kind != "*" or "namespace" not in values):
+            raise DenyError(f"deny rule {text!r}: every group (*) is allowed only as "
+                            "*/*:namespace=NS (every kind in one namespace)")
         return cls("" if group == "core" else group, kind, values.get("namespace"),
                    values.get("type"), why)
 
@@ -92,7 +102,7 @@ class Rule:
         return self.namespace is None and self.type is None
 
     def covers_kind(self, group: str, kind: str) -> bool:
-        return self.group == group and self.kind in ("*", kind)
+        return self.group in (ANY_GROUP, group) and self.kind in ("*", kind)
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         group, kind = group_kind_of(obj)
@@ -107,7 +117,8 @@ class Rule:
 
     def describe(self) -> str:
         """What the rule skips, for a policy's condition: ``Secrets in kube-system``."""
-        what = "every kind of " + (self.group or "core") if self.kind == "*" else \
+        what = "every kind" if self.group == ANY_GROUP else \
+            "every kind of " + (self.group or "core") if self.kind == "*" else \
             f"{self.kind} ({self.group or 'core'})"
         if self.type is not None:
             what += f" of type {self.type}"
@@ -125,6 +136,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     *_rules("credentials", "core/Secret:type=kubernetes.io/service-account-token",
             "core/Secret:type=bootstrap.kubernetes.io/token",
             "core/Secret:namespace=kube-system", f"core/Secret:namespace={OUR_NAMESPACE}"),
+    *_rules("the pull agent's namespace on members: a pod there could run as the agent's "
+            "ServiceAccount and read the agent's certificate Secret",
+            f"*/*:namespace={AGENT_NAMESPACE}"),
 )
 """The default deny list (docs/propagation.md lists it with the reasons)."""
 
@@ -166,8 +180,15 @@ class DenyList:
         Checked before every member write, so only the rules of the object's group are
         looked at (in list order: an object has one group, so the first is the same)."""
         group, kind = group_kind_of(obj)
-        return next((r for r in self._by_group.get(group, ())
+        return next((r for r in self._for_group(group)
                      if r.kind in ("*", kind) and r.qualifiers_match(obj)), None)
+
+    def _for_group(self, group: str) -> tuple[Rule, ...]:
+        """The rules of one group and those of every group, in list order."""
+        own, every = self._by_group.get(group, ()), self._by_group.get(ANY_GROUP, ())
+        if not every or group == ANY_GROUP:
+            return own
+        return tuple(sorted((*own, *every), key=self._position.__getitem__))
 
     @functools.cached_property
     def _by_group(self) -> dict[str, tuple[Rule, ...]]:
@@ -175,6 +196,10 @@ class DenyList:
         for rule in self.rules:
             found.setdefault(rule.group, []).append(rule)
         return {group: tuple(rules) for group, rules in found.items()}
+
+    @functools.cached_property
+    def _position(self) -> dict[Rule, int]:
+        return {rule: index for index, rule in reversed(list(enumerate(self.rules)))}
 
     def policy_denials(self, policy: Mapping[str, Any]) -> list[str]:
         """What a propagation policy selects that the list denies, one line per rule."""
@@ -192,6 +217,8 @@ class DenyList:
                     continue
                 if rule.namespace is not None and namespace not in (None, rule.namespace):
                     continue
+                if rule.group == ANY_GROUP and namespace != rule.namespace:
+                    continue  # named only for a policy of that namespace, not every one
                 line = f"{rule.describe()} [{rule}]"
                 if line not in found:
                     found.append(line)

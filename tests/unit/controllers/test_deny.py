@@ -25,6 +25,7 @@ from tests.unit.clients import UnservedFleet, UnservedWrites
 from tests.unit.controllers.fakes import FakeContext
 
 DEFAULT = deny.DenyList()
+DEFAULT_AGENT_WHY = next(r.why for r in deny.DEFAULT_RULES if r.group == deny.ANY_GROUP)
 
 
 def secret(namespace: str, name: str = "s", type_: str = "Opaque") -> dict[str, Any]:
@@ -46,7 +47,8 @@ def test_rules_parse_print_and_compare() -> None:
 
 @pytest.mark.parametrize("text", ["Secret", "/Secret", "core/", "core/Secret:ns=x",
                                   "core/Secret:namespace=", "core/Secret:type=a:type=b",
-                                  "core /Secret"])
+                                  "core /Secret", "*/*", "*/Secret:namespace=x",
+                                  "*/*:type=Opaque"])
 def test_malformed_rules_are_refused_naming_the_rule(text: str) -> None:
     """A rule we cannot read is an error quoting it, never a rule that matches nothing."""
     with pytest.raises(deny.DenyError, match="deny rule"):
@@ -98,6 +100,35 @@ def test_credentials_are_denied_object_by_object() -> None:
     assert DEFAULT.object_rule(secret("shop")) is None
     assert DEFAULT.object_rule({"apiVersion": "v1", "kind": "ConfigMap",
                                 "metadata": {"name": "c", "namespace": "kube-system"}}) is None
+
+
+@pytest.mark.parametrize("obj", [
+    {"apiVersion": "apps/v1", "kind": "Deployment"}, {"apiVersion": "v1", "kind": "Secret"},
+    {"apiVersion": "v1", "kind": "ConfigMap"}, {"apiVersion": "v1", "kind": "ServiceAccount"},
+    {"apiVersion": "example.io/v1", "kind": "Widget"}])
+async def test_nothing_reaches_the_pull_agents_namespace(obj: dict[str, Any]) -> None:
+    """The attack: a tenant whose hub namespace is called federation-agent propagates a
+    Deployment there; in a pull member it would run as the agent's ServiceAccount and read
+    the agent's certificate Secret. Every kind in that namespace is denied, and the writer
+    refuses it before any request; a same-named object elsewhere is not."""
+    from federation.deploy import manifests
+
+    assert deny.AGENT_NAMESPACE == manifests.AGENT_NAMESPACE
+    inside = {**obj, "metadata": {"name": "x", "namespace": deny.AGENT_NAMESPACE}}
+    assert str(DEFAULT.object_rule(inside)) == f"*/*:namespace={deny.AGENT_NAMESPACE}"
+    assert DEFAULT.object_rule({**obj, "metadata": {"name": "x", "namespace": "shop"}}) is None
+    group, kind = deny.group_kind_of(obj)
+    assert DEFAULT.kind_rule(group, kind) is None  # still followed elsewhere
+    writer = propagation.Writer(FakeMC(), "hub", DEFAULT)
+    with pytest.raises(deny.Denied, match=r"^refused: .* in member1 is on the propagation"):
+        await writer.create("member1", inside)
+    policy = {"kind": "PropagationPolicy", "metadata": {"namespace": deny.AGENT_NAMESPACE},
+              "spec": {"resourceSelectors": [{"apiVersion": obj["apiVersion"],
+                                              "kind": obj["kind"]}]}}
+    assert f"every kind in namespace {deny.AGENT_NAMESPACE}: {DEFAULT_AGENT_WHY} " \
+        f"[*/*:namespace={deny.AGENT_NAMESPACE}]" in DEFAULT.policy_denials(policy)
+    elsewhere = {**policy, "metadata": {"namespace": "shop"}}
+    assert not any("every kind" in line for line in DEFAULT.policy_denials(elsewhere))
 
 
 def test_our_namespace_is_where_join_keeps_kubeconfigs() -> None:
@@ -476,10 +507,12 @@ async def test_policy_events_start_no_tracking_for_denied_kinds() -> None:
 @hypothesis.given(
     rules=hypothesis.strategies.lists(hypothesis.strategies.sampled_from(
         [*deny.DEFAULT_RULES, deny.Rule("apps", "*", None, None),
-         deny.Rule("", "ConfigMap", "shop", None), deny.Rule("", "Secret", None, "Opaque")])),
+         deny.Rule("", "ConfigMap", "shop", None), deny.Rule("", "Secret", None, "Opaque"),
+         deny.Rule("*", "*", "shop", None)])),
     group=hypothesis.strategies.sampled_from(["", "apps", "policy.federation.io", "x.io"]),
     kind=hypothesis.strategies.sampled_from(["Secret", "ConfigMap", "Deployment", "Event"]),
-    namespace=hypothesis.strategies.sampled_from(["shop", "kube-system", "federation-system"]),
+    namespace=hypothesis.strategies.sampled_from(["shop", "kube-system", "federation-system",
+                                                  "federation-agent"]),
     secret_type=hypothesis.strategies.sampled_from(
         ["Opaque", "kubernetes.io/service-account-token"]))
 def test_object_rule_is_the_first_matching_rule_in_list_order(
