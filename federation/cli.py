@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
             "KubeVela Applications: dry-run, status, revisions, resume, restart, rollback."),
     "agent": ("federation.commands.agent:agent",
               "Run a pull member's agent: dial the hub's work server, apply its work."),
+    "completion": ("federation.commands.completion:completion",
+                   "Print a shell completion script (bash, zsh, fish)."),
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
     "install": ("federation.commands.install:install",
                 "Install the hub API (CRDs) and the control plane's RBAC."),

@@ -7,7 +7,7 @@ FEDCTL=.venv/bin/fedctl
 KUBECONFIG_FILE=kubeconfigs/local.yaml
 kubectl_hub() { kubectl --kubeconfig "$KUBECONFIG_FILE" --context hub "$@"; }
 
-$FEDCTL local up --control-plane
+$FEDCTL local up --control-plane --export-kubeconfig
 echo "applying examples/propagation to the hub"
 kubectl_hub apply -f examples/propagation/00-namespace.yaml
 kubectl_hub apply -f examples/propagation/10-web.yaml -f examples/propagation/20-policies.yaml
@@ -31,3 +31,13 @@ kubectl --kubeconfig "$KUBECONFIG_FILE" --context member2 get deployment web -n 
   -o jsonpath='{.spec.template.spec.containers[0].image}{"\n"}'
 echo
 echo "The control plane keeps running (log: .fleet/control-plane.log); \`make down\` stops everything."
+cat <<'NEXT'
+
+Try next (`local up` put the fleet's contexts into your kubeconfig with hub current, unless
+it warned above: then add --kubeconfig kubeconfigs/local.yaml; `make down` takes them out):
+  .venv/bin/fedctl get clusters                        # the members, ready and labelled
+  .venv/bin/fedctl get deploy -n shop -w               # every copy; -w follows changes
+  .venv/bin/fedctl plan --live --fail member1          # what-if: member1 fails
+  kubectl scale deployment web -n shop --replicas 6    # the copies follow
+  source <(.venv/bin/fedctl completion bash)           # tab completion
+NEXT

@@ -16,9 +16,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def cluster_options(func: F) -> F:
-    """--kubeconfig and --hub-context, as `fedctl run` spells them."""
-    func = click.option("--hub-context", default=None,
-                        help="Context of the hub (default: the current context).")(func)
+    """--kubeconfig and --hub-context (or kubectl's --context), as `fedctl run` spells them."""
+    func = click.option("--hub-context", "--context", "hub_context", default=None,
+                        help="Context of the hub (default: the current context); "
+                             "--context is kubectl's spelling.")(func)
     func = click.option("--kubeconfig", "kubeconfig_path", type=click.Path(path_type=Path),
                         default=None,
                         help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")(func)

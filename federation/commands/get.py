@@ -9,6 +9,7 @@ in silence (exit status 1 then).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from federation.commands import common, get_clusters
+from federation.commands import common, get_clusters, get_watch
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
 from federation.hub import manifests
@@ -104,13 +105,18 @@ async def gather(contexts: list[kubeconfig.Context], kind: str, name: str | None
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
 @click.option("--contexts", default=None,
               help="Member contexts, comma-separated (default: every context but the hub).")
+@click.option("-w", "--watch", is_flag=True,
+              help="After the listing, print every change as it happens (Ctrl-C ends).")
 @common.cluster_options
 @common.clear_errors
 def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool,
-        contexts: str | None, kubeconfig_path: Path | None, hub_context: str | None) -> None:
+        contexts: str | None, watch: bool, kubeconfig_path: Path | None,
+        hub_context: str | None) -> None:
     """Show objects of KIND across the member clusters (KIND clusters: the members)."""
     config = kubeconfig.load(kubeconfig_path)
     if kind.lower() in get_clusters.KINDS:
+        if watch:
+            raise click.UsageError("-w is for objects in the members, not `get clusters`")
         console = Console(width=200) if not sys.stdout.isatty() else Console()
         console.print(get_clusters.show(config.context(hub_context)))
         return
@@ -118,6 +124,9 @@ def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool
     names = common.split(contexts) or [n for n in config.context_names if n != hub]
     members = [config.context(n) for n in names]
     scope = None if all_namespaces else (namespace or "default")
+    if watch:
+        _watch(members, kind_of(kind), name, scope)
+        return
     rows, errors = asyncio.run(gather(members, kind_of(kind), name, scope))
     table = Table(box=None, pad_edge=False)
     for column in ("CLUSTER", "NAMESPACE", "NAME", "READY", "MANAGED", "AGE"):
@@ -132,3 +141,21 @@ def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool
         click.echo(f"error: {cluster}: {message}", err=True)
     if errors:
         sys.exit(1)
+
+
+def _watch(members: list[kubeconfig.Context], kind: str, name: str | None,
+           scope: str | None) -> None:
+    """Follow every member until Ctrl-C; a line per object and per change."""
+    def emit(event: str, cluster: str, obj: JSON) -> None:
+        click.echo(get_watch.row(event, cluster, obj, ready_column(obj), age(obj)))
+
+    def report(cluster: str, message: str) -> None:
+        click.echo(f"error: {cluster}: {message}", err=True)
+
+    async def follow_all() -> None:
+        await asyncio.gather(*(get_watch.follow(m, kind, name, scope, emit, report)
+                               for m in members))
+
+    click.echo(get_watch.header())
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(follow_all())

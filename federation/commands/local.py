@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from federation.commands import errors
-from federation.local import binaries, fleet, kind
+from federation.local import binaries, fleet, kind, user_kubeconfig
 
 DEFAULT_STATE_DIR = Path(".fleet")
 DEFAULT_KUBECONFIG = Path("kubeconfigs/local.yaml")
@@ -80,13 +80,18 @@ def install() -> None:
               help="Members in pull mode (comma-separated): the control plane gets no "
                    "kubeconfig for them; with --control-plane, each one's `fedctl agent` "
                    "runs as a local process and dials the control plane's work server.")
+@click.option("--export-kubeconfig", is_flag=True,
+              help="Also put the fleet's contexts into your kubeconfig ($KUBECONFIG's first "
+                   "file, else ~/.kube/config) with hub current, as kind does; `down` takes "
+                   "them out again. An entry of the same name that is not the fleet's is "
+                   "never overwritten.")
 @state_dir_option
 @kubeconfig_option
 @clear_errors
 def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
        control_plane: bool, ready_delay: float, node_pods: int, nodes: int,
-       in_cluster: bool, token_rotate: float | None, pull: str, state_dir: Path,
-       kubeconfig: Path) -> None:
+       in_cluster: bool, token_rotate: float | None, pull: str, export_kubeconfig: bool,
+       state_dir: Path, kubeconfig: Path) -> None:
     """Start the fleet (idempotent: only what is missing is created or started)."""
     count = fleet.parse_members(members)
     if in_cluster and not control_plane:
@@ -108,6 +113,21 @@ def up(members: str, base_port: int | None, provider: str, no_simulator: bool,
         target.start_control_plane(progress, in_cluster=in_cluster, token_rotate=token_rotate)
     click.echo(f"fleet ready: kubeconfig {target.kubeconfig} "
                f"(contexts: {', '.join(c.name for c in target.load().clusters)})")
+    if export_kubeconfig:
+        _export(target.kubeconfig, state_dir)
+
+
+def _export(fleet_kubeconfig: Path, state_dir: Path) -> None:
+    """The convenience copy into the user's kubeconfig: a refusal is a warning (the fleet
+    is up and its own kubeconfig works), never a silent skip."""
+    path = user_kubeconfig.target()
+    try:
+        contexts = user_kubeconfig.export(fleet_kubeconfig, state_dir, path)
+    except user_kubeconfig.ExportError as exc:
+        click.echo(f"warning: contexts not exported: {exc}", err=True)
+        return
+    click.echo(f"contexts {', '.join(contexts)} written to {path} (current: "
+               f"{user_kubeconfig.CURRENT})")
 
 
 @local.command()
@@ -122,6 +142,13 @@ def down(keep_data: bool, provider: str, members: str, state_dir: Path, kubeconf
     if provider == "kind":
         kind.down(fleet.parse_members(members), progress)
         return
+    try:
+        cleaned = user_kubeconfig.remove(state_dir)
+    except user_kubeconfig.ExportError as exc:
+        click.echo(f"warning: the fleet's contexts stay in your kubeconfig: {exc}", err=True)
+    else:
+        if cleaned is not None:
+            progress(f"took the fleet's contexts out of {cleaned}")
     _fleet(state_dir, kubeconfig).down(keep_data=keep_data, progress=progress)
 
 

@@ -137,7 +137,8 @@ Exit status:
                                           "running federation).")
 @click.option("--kubeconfig", "kubeconfig_path", metavar="FILE", default=None,
               help="With --live: kubeconfig (default: $KUBECONFIG, else ~/.kube/config).")
-@click.option("--hub-context", default=None, help="With --live: the hub's context.")
+@click.option("--hub-context", "--context", "hub_context", default=None,
+              help="With --live: the hub's context (--context is kubectl's spelling).")
 @click.pass_context
 def plan(
     ctx: click.Context,

@@ -28,7 +28,8 @@ from federation.hub.rollouts import RELOADER_CLIENT_NAME
               help="Where tls.crt, tls.key and ca.crt are written.")
 @click.option("--hub-kubeconfig", type=click.Path(path_type=Path), default=None,
               help="Kubeconfig of the hub (default: $KUBECONFIG or ~/.kube/config).")
-@click.option("--hub-context", default=None, help="Context of the hub (default: current).")
+@click.option("--hub-context", "--context", "hub_context", default=None,
+              help="Context of the hub (default: current; --context is kubectl's spelling).")
 def reloader_cert(out_dir: Path, hub_kubeconfig: Path | None, hub_context: str | None) -> None:
     """Write a reloader's server certificate (the CA is made on first use)."""
     try:

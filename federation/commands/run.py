@@ -209,8 +209,9 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
 @click.command()
 @click.option("--kubeconfig", "kubeconfig_path", type=click.Path(path_type=Path), default=None,
               help="Kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).")
-@click.option("--hub-context", default=None,
-              help="Context of the hub cluster (default: the current context).")
+@click.option("--hub-context", "--context", "hub_context", default=None,
+              help="Context of the hub cluster (default: the current context; --context is "
+                   "kubectl's spelling).")
 @click.option("--contexts", default=None,
               help="Member contexts, comma-separated (default: every context but the hub).")
 @click.option("--disabled-contexts", default="",

@@ -214,18 +214,33 @@ def _alive(pid: int) -> bool:
 
 
 def test_down_leaves_no_process_behind(tmp_path: Path, fleet_binaries: Any) -> None:
-    """A one-member fleet started by the CLI is gone entirely after `down`."""
+    """A one-member fleet started by the CLI is gone entirely after `down`; with
+    --export-kubeconfig, `fedctl get clusters` works with no flags in between (the
+    user's kubeconfig, here $KUBECONFIG, has hub current) and `down` takes the
+    fleet's contexts out of it again, leaving the user's own."""
     state, kubeconfig = tmp_path / "state", tmp_path / "kc.yaml"
+    users = tmp_path / "home-kubeconfig"
+    users.write_text("apiVersion: v1\nkind: Config\ncurrent-context: mine\n"
+                     "clusters: [{name: x, cluster: {server: 'https://192.0.2.1:6443'}}]\n"
+                     "users: [{name: y, user: {}}]\n"
+                     "contexts: [{name: mine, context: {cluster: x, user: y}}]\n")
+    env = {**os.environ, "KUBECONFIG": str(users)}
     common = ["--state-dir", str(state), "--kubeconfig", str(kubeconfig)]
-    started = fedctl("local", "up", "--members", "1", *common)
+    started = fedctl("local", "up", "--members", "1", "--export-kubeconfig", *common, env=env)
     assert started.returncode == 0, started.stderr
+    assert f"written to {users}" in started.stdout
     pids = [json.loads(p.read_text())["pid"] for p in state.rglob("*.pid")]
     assert len(pids) == 5  # two clusters x (etcd, apiserver) + simulator
     assert all(_alive(pid) for pid in pids)
-    stopped = fedctl("local", "down", *common)
+    reached = fedctl("get", "ns", "--contexts", "member1", env=env)  # no --kubeconfig
+    assert reached.returncode == 0 and "member1" in reached.stdout, reached.stderr
+    stopped = fedctl("local", "down", *common, env=env)
     assert stopped.returncode == 0, stopped.stderr
     assert not any(_alive(pid) for pid in pids)
     assert not state.exists() and not kubeconfig.exists()
+    left = yaml.safe_load(users.read_text())
+    assert [c["name"] for c in left["contexts"]] == ["mine"]
+    assert left["current-context"] == "mine"
 
 
 def test_port_in_use_is_one_clear_line(tmp_path: Path, fleet_binaries: Any) -> None:
