@@ -22,7 +22,7 @@ from rich.table import Table
 from federation.commands import common, get_clusters, get_watch
 from federation.contexts import client as kube
 from federation.contexts import discovery, kubeconfig
-from federation.hub import manifests
+from federation.hub import api, manifests
 
 ALIASES = {
     "deploy": "Deployment", "deployment": "Deployment", "deployments": "Deployment",
@@ -104,7 +104,9 @@ async def gather(contexts: list[kubeconfig.Context], kind: str, name: str | None
 @click.option("-n", "--namespace", default=None, help="Namespace (default: default).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
 @click.option("--contexts", default=None,
-              help="Member contexts, comma-separated (default: every context but the hub).")
+              help="Member contexts, comma-separated (default: the hub's joined members that "
+                   "have a context here; every context but the hub's if it has no "
+                   "federation API).")
 @click.option("-w", "--watch", is_flag=True,
               help="After the listing, print every change as it happens (Ctrl-C ends).")
 @common.cluster_options
@@ -121,7 +123,7 @@ def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool
         console.print(get_clusters.show(config.context(hub_context)))
         return
     hub = hub_context or config.current_context
-    names = common.split(contexts) or [n for n in config.context_names if n != hub]
+    names = common.split(contexts) or _members(config, hub)
     members = [config.context(n) for n in names]
     scope = None if all_namespaces else (namespace or "default")
     if watch:
@@ -141,6 +143,44 @@ def get(kind: str, name: str | None, namespace: str | None, all_namespaces: bool
         click.echo(f"error: {cluster}: {message}", err=True)
     if errors:
         sys.exit(1)
+
+
+def _members(config: kubeconfig.KubeConfig, hub: str | None) -> list[str]:
+    """The contexts to ask when --contexts is not given: the members the hub has joined
+    (a kubeconfig also holding unrelated clusters, as ~/.kube/config does, is not asked
+    about them); every context but the hub's when the hub serves no federation API (a
+    fleet without the control plane) or there is no hub context."""
+    others = [n for n in config.context_names if n != hub]
+    if hub is None or hub not in config.context_names:
+        return others
+    joined = asyncio.run(joined_members(config.context(hub)))
+    if joined is None:
+        return others
+    for name in joined:
+        if name not in config.context_names:
+            click.echo(f"note: {name} has no context in this kubeconfig (a pull member?): "
+                       "not asked", err=True)
+    return [n for n in joined if n in config.context_names]
+
+
+async def joined_members(hub: kubeconfig.Context) -> list[str] | None:
+    """The hub's MemberCluster names; None when the hub does not serve MemberClusters."""
+    async with kube.connect(hub) as client:
+        try:
+            listing = await client.list(api.MEMBER_CLUSTERS)
+        except kube.ApiError as exc:
+            if exc.status == 404:
+                return None
+            if exc.status == 403:
+                click.echo(f"note: {hub.name}: may not list MemberClusters: asking every "
+                           "context but the hub (or name them with --contexts)", err=True)
+                return None
+            raise
+        except kube.ClientError as exc:
+            raise kube.ClusterUnavailable(hub.name, "cannot list the joined members "
+                                          f"({str(exc).removeprefix(hub.name + ': ')}); "
+                                          "name them with --contexts") from None
+    return sorted(str(m["metadata"]["name"]) for m in listing.get("items") or [])
 
 
 def _watch(members: list[kubeconfig.Context], kind: str, name: str | None,

@@ -134,3 +134,39 @@ def test_rows_line_up_under_the_header() -> None:
 def test_watching_clusters_is_refused() -> None:
     result = CliRunner().invoke(get.get, ["clusters", "-w", "--kubeconfig", "/dev/null"])
     assert result.exit_code != 0 and "-w is for objects in the members" in result.output
+
+
+KUBECONFIG = {
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+    "users": [{"name": "u", "user": {}}],
+    "contexts": [{"name": n, "context": {"cluster": "c", "user": "u"}}
+                 for n in ("hub", "member1", "member2", "prod")],
+    "current-context": "hub",
+}
+
+
+@pytest.mark.parametrize(("joined", "expected", "note"), [
+    (["member1", "member2"], ["member1", "member2"], ""),  # prod is never asked
+    (["member1", "member3"], ["member1"], "member3 has no context"),
+    (None, ["member1", "member2", "prod"], ""),  # no federation API on the hub
+])
+def test_without_contexts_the_members_are_those_the_hub_joined(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        joined: list[str] | None, expected: list[str], note: str) -> None:
+    """~/.kube/config holds clusters of the user's that are no members (prod): the
+    default is the hub's MemberClusters that have a context, not every context."""
+    config = kubeconfig.merge([(Path("kubeconfig"), KUBECONFIG)])
+
+    async def members(hub: kubeconfig.Context) -> list[str] | None:
+        assert hub.name == "hub"
+        return joined
+
+    monkeypatch.setattr(get, "joined_members", members)
+    assert get._members(config, "hub") == expected
+    assert note in capsys.readouterr().err
+
+
+def test_an_unreachable_hub_says_how_to_go_on() -> None:
+    config = kubeconfig.merge([(Path("kubeconfig"), KUBECONFIG)])
+    with pytest.raises(kube.ClusterUnavailable, match="name them with --contexts"):
+        get._members(config, "hub")
