@@ -171,7 +171,7 @@ def builtin_close(ev: Any, value: Any) -> Any:
     closed = Vertex(source.path)
     closed.regular = True
     group = ("close", id(closed))
-    for conjunct in (*source.sources, *source.list_sources):
+    for conjunct in source.target().conjuncts:
         closed.conjuncts.append(Conjunct(conjunct.node, conjunct.env, group))
     return ev.gather(closed)
 

@@ -220,8 +220,6 @@ class Evaluator:
         return vertex.target()
 
     def gather_conjuncts(self, vertex: Vertex) -> None:
-        from federation.cue import gathering
-
         gathering.gather(self, vertex)
 
     def value(self, vertex: Vertex) -> Any:
@@ -256,8 +254,6 @@ class Evaluator:
     def eval(self, node: Any, env: Env | None) -> Any:
         """A node's value: a scalar, a :class:`Bottom`, or a (gathered) :class:`Vertex`."""
         self.meter.tick()
-        from federation.cue import expressions
-
         self.enter(getattr(node, "pos", "?"))
         try:
             return expressions.evaluate(self, node, env)
@@ -335,5 +331,8 @@ def lets_of(lit: s.StructLit | None) -> dict[str, s.Node]:
 def is_scalar(value: Any) -> bool:
     return isinstance(value, Atom | Constraint | Disj | Top | Bottom)
 
+
+# The evaluator's parts call back into it: imported last, used at call time.
+from federation.cue import expressions, gathering  # noqa: E402
 
 __all__ = ["Bottom", "Evaluator", "Vertex", "describe", "disjunction", "meet_scalars"]

@@ -18,6 +18,7 @@ from federation.cue.values import (
     describe,
     disjunction,
     kind_of,
+    located,
     meet_scalars,
 )
 
@@ -45,8 +46,8 @@ def eval_ident(ev: Evaluator, node: s.Ident, env: Env | None) -> Any:
     if node.name == "_":
         return TOP
     value = ev.lookup(node.name, env, node.pos)
-    if isinstance(value, Bottom) and not value.message.startswith(node.pos):
-        return Bottom(f"{node.pos}: {value.message}", value.incomplete)
+    if isinstance(value, Bottom):
+        return located(node.pos, value)
     return value
 
 
@@ -67,7 +68,7 @@ def select(ev: Evaluator, target: Any, name: str, pos: str) -> Any:
     if isinstance(target, Vertex):
         found = ev.arc(target, name)
         if isinstance(found, Bottom):
-            return Bottom(f"{pos}: {found.message}", found.incomplete)
+            return located(pos, found)
         return found
     if isinstance(target, Top | Constraint | Disj):
         return Bottom(f"{pos}: field {name!r} selected from a non-concrete value", True)
@@ -155,7 +156,7 @@ def eval_interp(ev: Evaluator, node: s.Interp, env: Env | None) -> Any:
         value = ev.concrete(part, env)
         text = interpolated_text(value)
         if isinstance(text, Bottom):
-            return Bottom(f"{part.pos}: {text.message}", text.incomplete)
+            return located(part.pos, text)
         out.append(text)
         size += len(text)
         ev.meter.size(size)
@@ -232,8 +233,8 @@ def meet_values(ev: Evaluator, left: Any, right: Any, node: s.Node) -> Any:
         has_vertex(left) or has_vertex(right)
     ):
         result = meet_scalars(left, right)
-        if isinstance(result, Bottom) and not result.message[:1].isdigit():
-            return Bottom(f"{node.pos}: {result.message}", result.incomplete)
+        if isinstance(result, Bottom):
+            return located(node.pos, result)
         return result
     vertex = Vertex(("(" + node.pos + ")",))
     vertex.regular = True

@@ -25,7 +25,7 @@ from federation.cue.evaluator import (
     is_scalar,
     path_text,
 )
-from federation.cue.values import TOP, Atom, Bottom, Disj, Top, describe, meet_scalars
+from federation.cue.values import TOP, Atom, Bottom, Disj, Top, describe, located, meet_scalars
 
 EXPRESSION_LIKE = (s.Ident, s.Select, s.Index, s.Call, s.Binary, s.Unary, s.Disjunction,
                    s.Interp, s.BottomLit)
@@ -202,15 +202,9 @@ def merge_vertex(ev: Evaluator, vertex: Vertex, other: Vertex, group: Any) -> No
     if other.state == 1:
         vertex.err = Bottom(f"{path_text(vertex.path)}: reference cycle")
         return
-    other = ev.gather(other)
-    if other.err is not None:
-        vertex.err = other.err
-        return
-    for source in (*other.sources, *other.list_sources):
+    for source in other.conjuncts:
         kept = source.group if group == "keep" else group
         add_conjunct(ev, vertex, Conjunct(source.node, source.env, kept))
-    if other.kind == "scalar" or other.kind == "top":
-        meet(vertex, other.scalar)
 
 
 def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | None,
@@ -265,7 +259,7 @@ def comprehension_envs(ev: Evaluator, vertex: Vertex, clauses: tuple[s.Node, ...
 
 def clause_error(clause: s.Node, value: Any, need: str) -> Bottom:
     if isinstance(value, Bottom):
-        return Bottom(f"{clause.pos}: {value.message}", value.incomplete)
+        return located(clause.pos, value)
     return Bottom(f"{clause.pos}: {need}, not {describe(value)}", incomplete=True)
 
 

@@ -8,6 +8,7 @@ with default marks). Structs and lists are vertices (:mod:`federation.cue.evalua
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,16 @@ class Disj:
     @property
     def has_default(self) -> bool:
         return any(mark for _, mark in self.branches)
+
+
+POSITION = re.compile(r"(^|\s)\d+:\d+: ")
+
+
+def located(pos: str, error: Bottom) -> Bottom:
+    """The error with the position it arose at (the innermost one is kept)."""
+    if POSITION.search(error.message):
+        return error
+    return Bottom(f"{pos}: {error.message}", error.incomplete)
 
 
 def kind_of(value: Any) -> str:
