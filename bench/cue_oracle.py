@@ -218,6 +218,9 @@ def first_difference(a: Any, b: Any, path: str = "") -> str:
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             if x != y:
                 return first_difference(x, y, f"{path}[{i}]")
+    if isinstance(a, str) and isinstance(b, str):
+        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        a, b = a[max(0, at - 20):at + 40], b[max(0, at - 20):at + 40]
     return f"{path}: ours {json.dumps(a)[:80]} / CUE {json.dumps(b)[:80]}"
 
 
@@ -264,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path,
                         default=Path.home() / ".cache" / "federation" / "cue-oracle")
     parser.add_argument("--per-type", type=int, default=8)
+    parser.add_argument("--all", action="store_true", help="print agreements too")
     args = parser.parse_args(argv)
     corpus = corpus_properties([args.mirror, *args.corpus] if args.corpus else [])
     oracle = Oracle(args.cache)
@@ -276,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 total += 1
                 agreed += ok
                 times.append(elapsed)
-                if not ok or "--all" in sys.argv:
+                if not ok or args.all:
                     print(line, flush=True)
     finally:
         oracle.close()

@@ -116,9 +116,11 @@ class Vertex:
         "items",
         "kind",
         "list_sources",
+        "order",
         "path",
         "patterns",
         "regular",
+        "reorder",
         "required",
         "saw_lit",
         "scalar",
@@ -135,13 +137,14 @@ class Vertex:
         self.regular = False  # declared by a regular (not optional) field, or data
         self.required = False
         self.directives: list[tuple[str, str]] = []
+        self.order: tuple[int, ...] = ()  # where the field is first declared (export order)
         self.choices: dict[int, Any] = {}  # a candidate's chosen branch per struct disjunction
         self.reset()
 
     def reset(self) -> None:
         self.arcs: dict[str, Vertex] = {}
         self.closed: dict[Any, Allowed] = {}
-        self.deferred: list[tuple[str, Any, Env | None, Any]] = []
+        self.deferred: list[tuple[str, Any, Env | None, Any, tuple[int, ...]]] = []
         self.embedded = False  # a scalar came from an embedding (``{ if c { 1 } }``)
         self.err: Bottom | None = None
         self.forward: Vertex | None = None
@@ -154,6 +157,7 @@ class Vertex:
         self.struct_disjs: list[tuple[int, Disj]] = []
         self.saw_lit = False
         self.disj_count = 0
+        self.reorder = False  # some fields were declared out of source order
 
     def add(self, node: Any, env: Env | None, group: Any) -> None:
         if self.state != NEW:

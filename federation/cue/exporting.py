@@ -175,11 +175,9 @@ def export_fields(ev: Evaluator, root: Vertex, name: str, fields: Sequence[str])
     values: dict[str, Any] = {}
     for field in fields:
         arc = root.arcs.get(field)
-        if arc is None or not arc.regular:
-            continue
-        before = len(exporter.directives)
+        if arc is None or not arc.regular or field.startswith(("_", "#")):
+            continue  # absent, optional, hidden or a definition: not part of the output
         values[field] = exporter.export(arc, (field,), ())
-        del before
     return Exported(values, tuple(exporter.directives))
 
 

@@ -18,6 +18,8 @@ def finish(ev: Evaluator, vertex: Vertex) -> None:
     if vertex.closed and vertex.err is None:
         check_closed(ev, vertex)
     settle_kind(vertex)
+    if vertex.reorder and len(vertex.arcs) > 1:
+        vertex.arcs = dict(sorted(vertex.arcs.items(), key=lambda item: item[1].order))
     if vertex.kind == "list" and vertex.err is None:
         build_list(ev, vertex)
     if vertex.err is not None and not vertex.err.message.startswith(path_text(vertex.path)):
@@ -107,7 +109,7 @@ def decide_disjunction(ev: Evaluator, vertex: Vertex) -> None:
 
 
 def adopt(vertex: Vertex, winner: Vertex) -> None:
-    for slot in ("arcs", "closed", "err", "forward", "items", "kind", "list_sources",
+    for slot in ("arcs", "closed", "err", "forward", "items", "kind", "list_sources", "reorder",
                  "patterns", "scalar", "sources", "saw_lit", "embedded"):
         setattr(vertex, slot, getattr(winner, slot))
     vertex.struct_disjs = []

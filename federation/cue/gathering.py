@@ -27,6 +27,7 @@ from federation.cue.evaluator import (
 )
 from federation.cue.values import TOP, Atom, Bottom, Disj, Top, describe, located, meet_scalars
 
+Key = tuple[int, ...]
 EXPRESSION_LIKE = (s.Ident, s.Select, s.Index, s.Call, s.Binary, s.Unary, s.Disjunction,
                    s.Interp, s.BottomLit)
 
@@ -35,11 +36,15 @@ def gather(ev: Evaluator, vertex: Vertex) -> None:
     if try_forward(ev, vertex):
         return
     for index, conjunct in enumerate(vertex.conjuncts):
-        add_conjunct(ev, vertex, conjunct, index)
-    while vertex.deferred and vertex.err is None:
-        kind, node, env, group = vertex.deferred.pop(0)
-        run_deferred(ev, vertex, kind, node, env, group)
+        add_conjunct(ev, vertex, conjunct, (index,))
+    run_all_deferred(ev, vertex)
     finish(ev, vertex)
+
+
+def run_all_deferred(ev: Evaluator, vertex: Vertex) -> None:
+    while vertex.deferred and vertex.err is None:
+        kind, node, env, group, key = vertex.deferred.pop(0)
+        run_deferred(ev, vertex, kind, node, env, group, key)
 
 
 def try_forward(ev: Evaluator, vertex: Vertex) -> bool:
@@ -59,55 +64,55 @@ def try_forward(ev: Evaluator, vertex: Vertex) -> bool:
         if target.kind in ("struct", "list") and conjunct.group is None:
             vertex.forward = target
             return True
-    vertex.deferred.append(("value", value, conjunct.env, conjunct.group))
-    while vertex.deferred and vertex.err is None:
-        kind, node, env, group = vertex.deferred.pop(0)
-        run_deferred(ev, vertex, kind, node, env, group)
+    vertex.deferred.append(("value", value, conjunct.env, conjunct.group, (0,)))
+    run_all_deferred(ev, vertex)
     finish(ev, vertex)
     return True
 
 
-def add_conjunct(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, index: int = -1) -> None:
+def add_conjunct(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, key: Key) -> None:
+    """``key`` orders the fields it declares: by source position, as CUE exports them."""
     node, env, group = conjunct.node, conjunct.env, conjunct.group
     ev.meter.tick()
     if isinstance(node, s.StructLit):
-        add_struct_lit(ev, vertex, node, env, group)
+        add_struct_lit(ev, vertex, node, env, group, key)
     elif isinstance(node, s.ListLit | Items):
         vertex.list_sources.append(conjunct)
     elif isinstance(node, Data):
-        add_data(ev, vertex, conjunct)
+        add_data(ev, vertex, conjunct, key)
     elif isinstance(node, s.Binary) and node.op == "&":
-        add_conjunct(ev, vertex, Conjunct(node.left, env, group), index)
-        add_conjunct(ev, vertex, Conjunct(node.right, env, group), index)
+        add_conjunct(ev, vertex, Conjunct(node.left, env, group), (*key, 0))
+        add_conjunct(ev, vertex, Conjunct(node.right, env, group), (*key, 1))
     elif isinstance(node, s.Lit):
         meet(vertex, Atom(node.value))
     elif isinstance(node, Vertex) or is_scalar(node):
-        vertex.deferred.append(("value", node, env, group))
+        vertex.deferred.append(("value", node, env, group, key))
     else:
-        vertex.deferred.append(("expr", node, env, group))
+        vertex.deferred.append(("expr", node, env, group, key))
 
 
 def add_struct_lit(ev: Evaluator, vertex: Vertex, lit: s.StructLit, env: Env | None,
-                   group: Any) -> None:
+                   group: Any, key: Key) -> None:
     vertex.sources.append(Conjunct(lit, env, group))
     vertex.saw_lit = True
     frame = Env(env, lit, vertex)
     allowed = vertex.closed.setdefault(group, Allowed()) if group is not None else None
-    for decl in lit.decls:
+    for index, decl in enumerate(lit.decls):
+        at = (*key, index)
         if isinstance(decl, s.Field) and decl.label.name is not None:
-            add_field(vertex, decl.label.name, decl, frame, group)
+            add_field(vertex, decl.label.name, decl, frame, group, at)
             if allowed is not None:
                 allowed.labels.add(decl.label.name)
         elif isinstance(decl, s.Field):
-            vertex.deferred.append(("field", decl, frame, group))
+            vertex.deferred.append(("field", decl, frame, group, at))
         elif isinstance(decl, s.Pattern):
             vertex.patterns.append((decl, frame, group))
             if allowed is not None:
                 allowed.patterns.append((decl, frame))
         elif isinstance(decl, s.Embed):
-            vertex.deferred.append(("embed", decl.expr, frame, group))
+            vertex.deferred.append(("embed", decl.expr, frame, group, at))
         elif isinstance(decl, s.Comprehension):
-            vertex.deferred.append(("comprehension", decl, frame, group))
+            vertex.deferred.append(("comprehension", decl, frame, group, at))
         elif isinstance(decl, s.Ellipsis) and allowed is not None:
             allowed.open = True
     if not any(isinstance(d, s.Embed | s.Comprehension) for d in lit.decls) or any(
@@ -122,11 +127,16 @@ def child_group(group: Any, vertex: Vertex, name: str) -> Any:
     return None if group is None else (group, name)
 
 
-def add_field(vertex: Vertex, name: str, decl: s.Field, frame: Env, group: Any) -> None:
+def add_field(vertex: Vertex, name: str, decl: s.Field, frame: Env, group: Any,
+              key: Key) -> None:
     child = vertex.arcs.get(name)
     if child is None:
         child = Vertex((*vertex.path, name), is_def=name.startswith("#"))
         vertex.arcs[name] = child
+        child.order = key
+    elif key < child.order:
+        child.order = key
+        vertex.reorder = True
     child.add(decl.value, frame, child_group(group, vertex, name))
     if decl.constraint != "?":
         child.regular = True
@@ -137,18 +147,19 @@ def add_field(vertex: Vertex, name: str, decl: s.Field, frame: Env, group: Any) 
             child.directives.append(directive)
 
 
-def add_data(ev: Evaluator, vertex: Vertex, conjunct: Conjunct) -> None:
+def add_data(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, key: Key) -> None:
     data = conjunct.node.value
     if isinstance(data, dict):
         vertex.sources.append(conjunct)
         vertex.kind = "struct" if vertex.kind == "top" else vertex.kind
         vertex.saw_lit = True
-        for key, item in data.items():
+        for index, (name, item) in enumerate(data.items()):
             ev.meter.tick()
-            child = vertex.arcs.get(key)
+            child = vertex.arcs.get(name)
             if child is None:
-                child = Vertex((*vertex.path, key))
-                vertex.arcs[key] = child
+                child = Vertex((*vertex.path, name))
+                vertex.arcs[name] = child
+                child.order = (*key, index)
             child.add(Data(item), None, None)
             child.regular = True
     elif isinstance(data, list | tuple):
@@ -165,28 +176,31 @@ def meet(vertex: Vertex, value: Any) -> None:
 
 
 def run_deferred(ev: Evaluator, vertex: Vertex, kind: str, node: Any, env: Env | None,
-                 group: Any) -> None:
+                 group: Any, key: Key) -> None:
     if kind == "comprehension":
-        for body_env in comprehension_envs(ev, vertex, node.clauses, 0, env):
-            add_struct_lit(ev, vertex, node.body, body_env, group)
+        for n, body_env in enumerate(comprehension_envs(ev, vertex, node.clauses, 0, env)):
+            add_struct_lit(ev, vertex, node.body, body_env, group, (*key, n))
+        vertex.reorder = True
         return
     if kind == "field":
-        add_dynamic_field(ev, vertex, node, env, group)
+        add_dynamic_field(ev, vertex, node, env, group, key)
+        vertex.reorder = True
         return
     value = node if kind == "value" else ev.eval(node, env)
     if kind == "embed" and not isinstance(value, Vertex):
         vertex.embedded = True
-    add_value(ev, vertex, value, group if kind == "embed" else "keep", node)
+    add_value(ev, vertex, value, group if kind == "embed" else "keep", node, key)
 
 
-def add_value(ev: Evaluator, vertex: Vertex, value: Any, group: Any, node: Any) -> None:
+def add_value(ev: Evaluator, vertex: Vertex, value: Any, group: Any, node: Any,
+              key: Key) -> None:
     if isinstance(value, Vertex):
-        merge_vertex(ev, vertex, value, group)
+        merge_vertex(ev, vertex, value, group, key)
     elif isinstance(value, Disj) and any(isinstance(v, Vertex) for v, _ in value.branches):
         ordinal = vertex.disj_count
         vertex.disj_count += 1
         if ordinal in vertex.choices:
-            add_value(ev, vertex, vertex.choices[ordinal], group, node)
+            add_value(ev, vertex, vertex.choices[ordinal], group, node, key)
         else:
             vertex.struct_disjs.append((ordinal, value))
     elif is_scalar(value):
@@ -196,19 +210,20 @@ def add_value(ev: Evaluator, vertex: Vertex, value: Any, group: Any, node: Any) 
         vertex.err = Bottom(f"{where}: a package or function used as a value")
 
 
-def merge_vertex(ev: Evaluator, vertex: Vertex, other: Vertex, group: Any) -> None:
+def merge_vertex(ev: Evaluator, vertex: Vertex, other: Vertex, group: Any, key: Key) -> None:
     """``vertex & other``: other's sources join vertex (re-bound there) and so do its limits."""
     other = other.target()
     if other.state == 1:
         vertex.err = Bottom(f"{path_text(vertex.path)}: reference cycle")
         return
-    for source in other.conjuncts:
+    for index, source in enumerate(other.conjuncts):
         kept = source.group if group == "keep" else group
-        add_conjunct(ev, vertex, Conjunct(source.node, source.env, kept))
+        add_conjunct(ev, vertex, Conjunct(source.node, source.env, kept), (*key, index))
+    vertex.reorder = True
 
 
 def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | None,
-                      group: Any) -> None:
+                      group: Any, key: Key) -> None:
     assert decl.label.expr is not None
     label = ev.concrete(decl.label.expr, env)
     if isinstance(label, Bottom):
@@ -224,7 +239,7 @@ def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | N
         vertex.err = Bottom(f"{decl.pos}: field {label.value!r} declared after its use")
         return
     assert env is not None
-    add_field(vertex, label.value, decl, env, group)
+    add_field(vertex, label.value, decl, env, group, key)
     if group is not None:
         vertex.closed.setdefault(group, Allowed()).labels.add(label.value)
 
