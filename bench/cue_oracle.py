@@ -219,7 +219,8 @@ def first_difference(a: Any, b: Any, path: str = "") -> str:
             if x != y:
                 return first_difference(x, y, f"{path}[{i}]")
     if isinstance(a, str) and isinstance(b, str):
-        at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        pairs = enumerate(zip(a, b, strict=False))
+        at = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
         a, b = a[max(0, at - 20):at + 40], b[max(0, at - 20):at + 40]
     return f"{path}: ours {json.dumps(a)[:80]} / CUE {json.dumps(b)[:80]}"
 

@@ -19,7 +19,10 @@ output: {
 				name:  context.name
 				image: parameter.image
 				if parameter.port != _|_ {
-					ports: [{containerPort: parameter.port, name: "port-" + strconv.FormatInt(parameter.port, 10)}]
+					ports: [{
+						containerPort: parameter.port
+						name:          "port-" + strconv.FormatInt(parameter.port, 10)
+					}]
 				}
 			}]
 			if parameter.hosts != _|_ {
