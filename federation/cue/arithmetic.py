@@ -105,9 +105,9 @@ def list_arithmetic(ev: Evaluator, op: str, left: Vertex, right: Any, pos: str) 
     from federation.cue.builtins import make_list
 
     if op == "+" and isinstance(right, Vertex) and right.kind == "list":
-        ev.meter.size(len(left.items) + len(right.items))
+        ev.meter.items(len(left.items) + len(right.items))
         return make_list(ev, [*left.items, *right.items])
     if op == "*" and isinstance(right, Atom) and kind_of(right.value) == "int":
-        ev.meter.size(len(left.items) * max(right.value, 0))
+        ev.meter.items(len(left.items) * max(right.value, 0))
         return make_list(ev, left.items * max(right.value, 0))
     return Bottom(f"{pos}: invalid operands of {op} on a list")

@@ -75,7 +75,8 @@ class Package:
 
 
 def to_value(ev: Any, result: Any) -> Any:
-    if isinstance(result, dict | list) :
+    if isinstance(result, dict | list):
+        ev.meter.items(len(result))
         return make_data(ev, result)
     if result is None or isinstance(result, bool | int | float | str | bytes):
         return Atom(result)

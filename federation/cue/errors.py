@@ -6,6 +6,9 @@ quote a value (a parameter's value is tenant data), only field names and kinds.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 
@@ -44,7 +47,32 @@ class Meter:
         if self.steps > self.budget.steps:
             raise CueError(f"evaluation step budget of {self.budget.steps} exceeded")
 
+    def items(self, n: int) -> None:
+        """A list or struct of ``n`` entries is about to be built."""
+        if n > self.budget.output_values:
+            raise CueError(f"value count budget of {self.budget.output_values} exceeded")
+        self.tick(1 + n // 16)
+
     def size(self, n: int) -> None:
         if n > self.budget.string_bytes:
             raise CueError(f"value size budget of {self.budget.string_bytes} exceeded")
         self.tick(1 + n // 64)
+
+    @contextmanager
+    def active(self) -> Iterator[Meter]:
+        """Makes this the meter of work that has no evaluator at hand (regex matching in a
+        bound check); a context variable, so concurrent evaluations keep their own."""
+        token = CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            CURRENT.reset(token)
+
+
+CURRENT: ContextVar[Meter | None] = ContextVar("federation.cue.meter", default=None)
+
+
+def active_meter() -> Meter:
+    """The active evaluation's meter, or a fresh default budget outside one."""
+    meter = CURRENT.get()
+    return meter if meter is not None else Meter(Budget())

@@ -160,7 +160,8 @@ def export(template: Template, fill: Mapping[str, Any], fields: Sequence[str],
     outer = Env(None, names=frozenset(fill), vertex=root)
     root.conjuncts = [Conjunct(template.file.body, outer, None), Conjunct(Data(fill), None, None)]
     try:
-        return export_fields(ev, root, template.name, fields)
+        with meter.active():
+            return export_fields(ev, root, template.name, fields)
     except RecursionError:
         raise CueError(f"{template.name}: evaluation nested too deeply") from None
 
@@ -215,10 +216,11 @@ def evaluate_expression(expr: str, scope: Mapping[str, Any],
         holder.regular = True
         holder.conjuncts = [Conjunct(Data(scope), None, None)]
         env = Env(None, names=frozenset(scope), vertex=holder)
-        value = ev.eval(node, env)
-        try:
-            return plain(ev, value)
-        except Incomplete as err:
-            raise CueError(f"expression: {err}") from None
+        with meter.active():
+            value = ev.eval(node, env)
+            try:
+                return plain(ev, value)
+            except Incomplete as err:
+                raise CueError(f"expression: {err}") from None
     except RecursionError:
         raise CueError("expression: nested too deeply") from None

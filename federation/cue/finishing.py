@@ -149,7 +149,7 @@ def list_elements(ev: Evaluator, vertex: Vertex,
                 elements.append(Conjunct(elem.body, env, group))
         else:
             elements.append(Conjunct(elem, source.env, group))
-        ev.meter.size(len(elements))
+        ev.meter.items(len(elements))
     tail = None if node.tail is None else Conjunct(node.tail, source.env, group)
     return elements, tail
 
@@ -163,6 +163,7 @@ def build_list(ev: Evaluator, vertex: Vertex) -> None:
         vertex.err = Bottom("conflicting list lengths")
         return
     length = closed.pop() if closed else max((len(e) for e, _ in parts), default=0)
+    ev.meter.items(length)
     for elements, _ in parts:
         if len(elements) > length:
             vertex.err = Bottom("list longer than allowed (closed list)")

@@ -283,7 +283,7 @@ def list_range(ev: Any, start: Any, limit: Any, step: Any) -> list[Any]:
         need(isinstance(v, int | float) and not isinstance(v, bool), "needs numbers")
     need(step != 0, "step must not be 0")
     count = max(0, math.ceil((limit - start) / step))
-    ev.meter.size(count)
+    ev.meter.items(count)
     return [start + i * step for i in range(count)]
 
 
@@ -312,7 +312,7 @@ def list_slice(ev: Any, items: Any, start: Any, end: Any) -> list[Any]:
 def list_repeat(ev: Any, items: Any, n: Any) -> list[Any]:
     count = need_int(n)
     need(count >= 0, "negative count")
-    ev.meter.size(len(need_list(items)) * count)
+    ev.meter.items(len(need_list(items)) * count)
     return need_list(items) * count
 
 
@@ -414,7 +414,28 @@ def regexp_find_all(ev: Any, pattern: Any, text: Any, n: Any) -> list[str]:
 @builtin("regexp", "ReplaceAll", 3)
 def regexp_replace_all(ev: Any, pattern: Any, text: Any, repl: Any) -> str:
     ev.meter.size(len(need_str(text)) + len(need_str(repl)))
-    return regex.replace_all(need_str(pattern), text, repl, ev.meter)
+    return replace_all(ev, need_str(pattern), need_str(text), need_str(repl))
+
+
+def replace_all(ev: Any, pattern: str, text: str, repl: str) -> str:
+    """Go's ReplaceAllString: ``$1``/``${name}`` in ``repl`` are groups; only ``$0``
+    (the whole match) is supported here, the engine tracks no groups."""
+    need("$" not in repl.replace("$0", "").replace("${0}", ""), "only $0 is supported")
+    out: list[str] = []
+    pos = 0
+    program = regex.compile_re2(pattern)
+    while pos <= len(text):
+        span = regex.run(program, text[pos:], ev.meter.tick)
+        if span is None:
+            break
+        start, end = pos + span[0], pos + span[1]
+        out += [text[pos:start], repl.replace("${0}", "$0").replace("$0", text[start:end])]
+        if end == start:
+            out.append(text[start:start + 1])
+        pos = end if end > start else end + 1
+        ev.meter.size(sum(map(len, out)))
+    out.append(text[pos:])
+    return "".join(out)
 
 
 __all__ = ["Atom"]
