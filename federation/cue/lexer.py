@@ -275,6 +275,8 @@ class Lexer:
             result = chr(code)
         except ValueError:
             raise self.fail("invalid escape sequence") from None
+        if len(digits) != width or 0xD800 <= code <= 0xDFFF:
+            raise self.fail("invalid escape sequence (not a Unicode scalar value)")
         self.advance(1 + width)
         return result
 
