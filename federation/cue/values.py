@@ -202,14 +202,19 @@ def atom_in(atom: Atom, constraint: Constraint) -> Atom | Bottom:
         return Bottom(f"conflicting values ({atom.kind} and {describe(constraint)})")
     for op, operand in constraint.bounds:
         if not check_bound(op, operand, atom.value):
-            text = operand[0] if op == "call" else f"{op}{operand_text(operand)}"
+            text = operand[0] if op == "call" else f"{op}{operand_text(op, operand)}"
             return Bottom(f"invalid value: a {atom.kind} not satisfying {text}")
     return atom
 
 
-def operand_text(operand: Any) -> str:
-    """A bound's operand comes from the template (admin text), never from a parameter."""
-    return repr(operand) if isinstance(operand, str) else str(operand)
+def operand_text(op: str, operand: Any) -> str:
+    """A bound's operand, shown only when it cannot be tenant data in disguise: a number or
+    a pattern (a string bound such as ``!=parameter.x`` may be built from a value)."""
+    if op in ("=~", "!~"):
+        return repr(operand)
+    if kind_of(operand) in ("int", "float"):
+        return str(operand)
+    return f" a {kind_of(operand)}"
 
 
 def meet_disjunctions(a: Any, b: Any) -> Any:

@@ -86,3 +86,19 @@ def test_expressions_over_json_scope() -> None:
     assert evaluate_expression('"\\(a)-x"', scope) == "3-x"
     with pytest.raises(CueError):
         evaluate_expression("status.step2.phase", scope, Budget())
+
+
+def test_errors_never_quote_a_parameter_value() -> None:
+    """A bound built from one parameter and checked against another names neither value."""
+    template = parse("parameter: {a: string, b: string & !=a, n: int & <10, m: =~\"^[a-z]+$\"}\n"
+                     "out: parameter\n", name="demo")
+    for fill in ({"a": "s3cret-token", "b": "s3cret-token", "n": 1, "m": "ok"},
+                 {"a": "x", "b": "y", "n": 987654, "m": "ok"},
+                 {"a": "x", "b": "y", "n": 1, "m": "S3CRET-VALUE"}):
+        with pytest.raises(CueError) as err:
+            export(template, {"parameter": fill}, ["out"])
+        message = str(err.value)
+        assert "parameter." in message
+        for value in fill.values():
+            if value not in ("x", "y", "ok", 1):
+                assert str(value) not in message, message
