@@ -119,13 +119,29 @@ def definitions(mirror: Path) -> Iterator[tuple[str, str, str]]:
 
 
 def template_of(text: str) -> str:
-    """The CUE KubeVela stores for a definition: its imports and the body of ``template``."""
-    head = re.search(r"^\S+:\s*\{", text, re.M)
-    start = re.search(r"^template:\s*\{\s*$", text, re.M)
-    if head is None or start is None:
-        raise ValueError("no template block")
-    body = text[start.end():]
-    return text[: head.start()] + "\n" + body[: body.rfind("\n}")] + "\n"
+    """The CUE KubeVela stores for a definition: its imports and the body of ``template``
+    (found with our lexer, so braces in strings and comments do not count)."""
+    from federation.cue.lexer import tokenize
+
+    tokens = tokenize(text, "definition")
+    lines = [0]
+    for line in text.splitlines(keepends=True):
+        lines.append(lines[-1] + len(line))
+    offset = {id(t): lines[t.line - 1] + t.col - 1 for t in tokens}
+    depth, start, head = 0, -1, -1
+    for k, token in enumerate(tokens):
+        if token.kind == "op" and token.value in "{[(":
+            depth += 1
+            if depth == 1 and start < 0 and k >= 2 and tokens[k - 2].value == "template":
+                start = offset[id(token)] + 1
+        elif token.kind == "op" and token.value in "}])":
+            depth -= 1
+            if depth == 0 and start >= 0:
+                return text[:head] + "\n" + text[start:offset[id(token)]] + "\n"
+        elif depth == 0 and head < 0 and token.kind in ("ident", "string") and \
+                tokens[k + 1].value == ":":
+            head = offset[id(token)]
+    raise ValueError("no template block")
 
 
 def corpus_properties(mirrors: Sequence[Path]) -> dict[str, list[dict[str, Any]]]:

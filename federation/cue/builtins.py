@@ -18,7 +18,7 @@ from typing import Any
 from federation.cue.errors import CueError
 from federation.cue.values import Atom, Bottom, Constraint, Disj, disjunction, kind_of
 
-PACKAGES = frozenset({"strings", "strconv", "list", "math", "struct", "regexp",
+PACKAGES = frozenset({"strings", "strconv", "list", "math", "struct", "regexp", "path",
                       "encoding/json", "encoding/base64", "encoding/yaml"})
 
 Impl = Callable[..., Any]

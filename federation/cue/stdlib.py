@@ -439,3 +439,51 @@ def replace_all(ev: Any, pattern: str, text: str, repl: str) -> str:
 
 
 __all__ = ["Atom"]
+
+
+# -- path (slash-separated, Go's path package; CUE's optional OS argument must be Unix)
+
+
+def clean(path: str) -> str:
+    """Go's path.Clean: the shortest equivalent path by lexical processing."""
+    if path == "":
+        return "."
+    rooted = path.startswith("/")
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not rooted:
+                parts.append("..")
+            continue
+        parts.append(part)
+    joined = "/".join(parts)
+    return ("/" + joined) if rooted else (joined or ".")
+
+
+def path_function(name: str, fn: Any) -> None:
+    def impl(ev: Any, value: Any, os: Any = "unix") -> Any:
+        need(os in ("unix", "linux", "darwin", "plan9"), "only slash-separated paths")
+        ev.meter.size(len(need_str(value)))
+        return fn(value)
+
+    builtin("path", name, 1, 2)(impl)
+
+
+path_function("Clean", clean)
+path_function("Base", lambda p: "." if p == "" else (
+    "/" if p.strip("/") == "" else p.rstrip("/").rsplit("/", 1)[-1]))
+path_function("Dir", lambda p: clean(p[: p.rfind("/") + 1]) if "/" in p else ".")
+path_function("Ext", lambda p: (lambda b: b[b.rfind("."):] if "." in b else "")(
+    p.rsplit("/", 1)[-1]))
+
+
+@builtin("path", "Join", 1, 2)
+def path_join(ev: Any, parts: Any, os: Any = "unix") -> str:
+    items = [need_str(p) for p in need_list(parts)]
+    ev.meter.size(sum(map(len, items)))
+    joined = "/".join(p for p in items if p)
+    return clean(joined) if joined else ""

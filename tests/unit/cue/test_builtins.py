@@ -83,3 +83,10 @@ def test_unknown_functions_and_wrong_arguments_are_errors() -> None:
                  'a: strconv.FormatInt("1", 10)\n', "a: div(1, 0)\n"):
         with pytest.raises(CueError, match=r"^template: a: "):
             values(body)
+
+
+def test_path_is_go_path() -> None:
+    assert run('import "path"\na: path.Dir("/var/log/x.log")\nb: path.Base("/var/log/x.log")\n'
+               'c: path.Ext("x.tar.gz")\nd: path.Join(["a", "b/../c"])\n'
+               'e: path.Clean("/../a//b/./c/..")\nf: path.Dir("x")\n') == {
+        "a": "/var/log", "b": "x.log", "c": ".gz", "d": "a/c", "e": "/a/b", "f": "."}
