@@ -209,13 +209,26 @@ def oracle_text(template: str, fill: dict[str, Any], fields: Sequence[str]) -> s
     return "\n".join(lines)
 
 
+PARSED: dict[str, cue.Template | cue.CueError] = {}
+
+
 def ours(template: str, name: str, fill: dict[str, Any],
-         fields: Sequence[str]) -> tuple[dict[str, Any] | None, str | None]:
+         fields: Sequence[str]) -> tuple[dict[str, Any] | None, str | None, float]:
+    """Our export (the template parsed once, as a definition would be cached), and its time."""
+    if template not in PARSED:
+        try:
+            PARSED[template] = cue.parse(template, name=name)
+        except cue.CueError as err:
+            PARSED[template] = err
+    parsed = PARSED[template]
+    if isinstance(parsed, cue.CueError):
+        return None, str(parsed), 0.0
+    started = time.perf_counter()
     try:
-        parsed = cue.parse(template, name=name)
-        return cue.export(parsed, fill, fields).values, None
+        values = cue.export(parsed, fill, fields).values
+        return values, None, time.perf_counter() - started
     except cue.CueError as err:
-        return None, str(err)
+        return None, str(err), time.perf_counter() - started
 
 
 def top_fields(template: str, kind: str) -> list[str]:
@@ -242,17 +255,14 @@ def first_difference(a: Any, b: Any, path: str = "") -> str:
 
 
 def compare(oracle: Oracle, kind: str, name: str, template: str, label: str,
-            params: dict[str, Any]) -> tuple[bool, str, float]:
+            params: dict[str, Any]) -> tuple[bool | None, str, float]:
     context = dict(CONTEXT, output=TRAIT_OUTPUT) if kind == "trait" else CONTEXT
     fill = {"parameter": params, "context": context}
     fields = top_fields(template, kind)
-    started = time.perf_counter()
-    mine, my_error = ours(template, name, fill, fields)
-    elapsed = time.perf_counter() - started
-    if ("import (" in template and "vela/" in template) or 'import "vela/' in template:
-        theirs: dict[str, Any] = {"error": "imports a KubeVela provider"}
-    else:
-        theirs = oracle.export(oracle_text(template, fill, fields))
+    mine, my_error, elapsed = ours(template, name, fill, fields)
+    if re.search(r'^\s*"vela/', template, re.M) or 'import "vela/' in template:
+        return None, f"{kind}/{name} [{label}]: skipped (imports a KubeVela provider)", 0.0
+    theirs = oracle.export(oracle_text(template, fill, fields))
     if my_error is not None and "error" in theirs:
         return True, f"{kind}/{name} [{label}]: both refuse", elapsed
     if my_error is not None:
@@ -290,20 +300,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     oracle = Oracle(args.cache)
     agreed = total = 0
     times: list[float] = []
+    outcomes: dict[str, int] = {}
     try:
         for kind, name, template in definitions(args.mirror):
             for label, params in samples(kind, name, corpus, args.per_type):
                 ok, line, elapsed = compare(oracle, kind, name, template, label, params)
-                total += 1
-                agreed += ok
-                times.append(elapsed)
-                if not ok or args.all:
+                outcome = line.rsplit("]: ", 1)[1].split(" at ")[0].split(":")[0]
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                if ok is not None:
+                    total += 1
+                    agreed += ok
+                if elapsed:
+                    times.append(elapsed)
+                if ok is False or args.all:
                     print(line, flush=True)
     finally:
         oracle.close()
     times.sort()
-    print(f"agree: {agreed}/{total}; our evaluation median "
-          f"{times[len(times) // 2] * 1000:.1f} ms, max {times[-1] * 1000:.1f} ms")
+    print(f"agree: {agreed}/{total} ({', '.join(f'{k}: {v}' for k, v in outcomes.items())}); "
+          f"our render median {times[len(times) // 2] * 1000:.1f} ms, "
+          f"max {times[-1] * 1000:.1f} ms")
     return 0
 
 
