@@ -36,7 +36,8 @@ def settle_kind(vertex: Vertex) -> None:
         vertex.kind = "list"
     if vertex.kind in ("struct", "list") and has_scalar:
         if isinstance(scalar, Constraint) and vertex.kind in scalar.kinds:
-            return  # a validator of structs or lists (struct.MaxFields): not checked yet
+            check_validators(vertex, scalar)
+            return
         if vertex.embedded and vertex.kind == "struct" and not vertex.arcs:
             vertex.kind = "scalar"
             return
@@ -47,6 +48,23 @@ def settle_kind(vertex: Vertex) -> None:
         vertex.kind = "scalar"
     elif vertex.kind == "top" and vertex.saw_lit:
         vertex.kind = "struct"
+
+
+def check_validators(vertex: Vertex, constraint: Constraint) -> None:
+    """A validator builtin on a struct or list (``struct.MaxFields(3)``): counts regular
+    fields or items (the struct is gathered, its fields not yet evaluated)."""
+    if vertex.kind == "struct":
+        entries: list[Any] = [n for n, a in vertex.arcs.items()
+                              if a.regular and not n.startswith(("_", "#"))]
+    else:
+        entries = [object() for _ in vertex.list_sources]
+    for op, operand in constraint.bounds:
+        if op == "call" and not operand[1](entries):
+            vertex.err = vertex.err or Bottom(f"invalid value: not satisfying {operand[0]}")
+            return
+        if op != "call":
+            vertex.err = vertex.err or Bottom(f"invalid value: a {vertex.kind} with {op}")
+            return
 
 
 def label_matches(ev: Evaluator, pattern: s.Pattern, env: Env, name: str) -> bool:

@@ -339,11 +339,6 @@ def list_sort_strings(ev: Any, items: Any) -> list[str]:
     return sorted(values)
 
 
-@builtin("list", "UniqueItems", 0, 0)
-def list_unique_items(ev: Any) -> Constraint:
-    return Constraint(frozenset({"list"}), (("call", ("list.UniqueItems()", lambda v: True)),))
-
-
 # -- math
 
 

@@ -90,3 +90,10 @@ def test_path_is_go_path() -> None:
                'c: path.Ext("x.tar.gz")\nd: path.Join(["a", "b/../c"])\n'
                'e: path.Clean("/../a//b/./c/..")\nf: path.Dir("x")\n') == {
         "a": "/var/log", "b": "x.log", "c": ".gz", "d": "a/c", "e": "/a/b", "f": "."}
+
+
+def test_struct_validators_count_regular_fields() -> None:
+    source = 'import "struct"\na: struct.MaxFields(2) & {x: 1, y?: 2, _h: 3}\n'
+    assert run(source) == {"a": {"x": 1}}
+    with pytest.raises(CueError, match="MaxFields"):
+        run('import "struct"\na: struct.MaxFields(1) & {x: 1, y: 2}\n')
