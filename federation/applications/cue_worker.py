@@ -26,6 +26,15 @@ READY = b'{"ready": true}\n'
 INTERNAL = "internal"
 REFUSED = "refused"
 
+STEPS = 100_000
+"""Evaluation steps of one request: the evaluator's measure of webservice with a typical
+parameter is a few thousand steps, so this is some twenty times a real render, and
+about a second of CPU (the evaluator's own default, a million, is several: the controller's
+worker deadline would end such a request first, the CLI would wait)."""
+OUTPUT_VALUES = 20_000
+"""Values in one request's result: a Deployment is a few hundred, a render's objects are at
+most :data:`federation.applications.model.MAX_RENDERED`."""
+
 _PARSED: dict[str, Any] = {}
 """Templates parsed in this process, by their text (a worker answers many requests of
 one definition); bounded by :data:`_MAX_PARSED`."""
@@ -43,6 +52,11 @@ def _template(text: str, name: str) -> Any:
     return found
 
 
+def _budget() -> Any:
+    from federation import cue
+    return cue.Budget(steps=STEPS, output_values=OUTPUT_VALUES)
+
+
 def answer(request: Mapping[str, Any], budget: Any = None) -> JSON:
     """The answer to one request; every failure is an answer, never raised. ``budget``: a
     :class:`federation.cue.Budget` (default: the evaluator's)."""
@@ -52,8 +66,8 @@ def answer(request: Mapping[str, Any], budget: Any = None) -> JSON:
         exported = cue.export(template, {"parameter": request.get("parameter") or {},
                                          "context": request.get("context") or {}},
                               [str(f) for f in request.get("fields") or []],
-                              budget or cue.Budget())
-        directives = _patch_directives(template, request, exported, budget or cue.Budget())
+                              budget or _budget())
+        directives = _patch_directives(template, request, exported, budget or _budget())
     except cue.CueError as exc:
         return {"error": one_line(str(exc), 300), "reason": REFUSED}
     except (KeyError, TypeError, ValueError, RecursionError, MemoryError) as exc:

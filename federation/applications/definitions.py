@@ -418,15 +418,14 @@ class Rendering:
         here = where.removesuffix(".properties")
         _check_applies(definition, objects, component, self.catalog, here)
         _check_conflicts(definition, component, here)
-        if any(PENDING in ((o.get("metadata") or {}).get("annotations") or {})
-               for o in objects):
-            return objects  # the component is not evaluated yet: nothing to patch
+        if pending_in(objects):
+            return objects  # the component or an earlier trait is not evaluated yet
         context = self.context(component, namespace)
         context["output"] = _clean(objects[0])
         context["outputs"] = {_key(o): _clean(o) for o in objects[1:]}
         answer = self.evaluate(request(definition, trait.properties, context, TRAIT_FIELDS))
-        if answer is None:
-            return objects
+        if answer is None:  # later traits wait for this one's patch (no wasted evaluation)
+            return [*objects, _placeholder(f"{component.name}-pending")]
         values = _values(answer, definition, f"{here}.type")
         if values.get("patchOutputs"):
             raise AppError(f"{here}.type: {definition.ref}: patchOutputs is not supported")
