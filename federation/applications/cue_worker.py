@@ -98,6 +98,7 @@ def serve(requests: IO[bytes], answers: IO[bytes],
     """Answer every request line of ``requests`` with one line on ``answers`` after the
     :data:`READY` line (the worker process's loop over its stdin and stdout); ``arm`` as
     in :func:`federation.rollouts.analysis.serve`."""
+    from federation import cue  # noqa: F401  (loaded before READY, not in a deadline)
     answers.write(READY)
     answers.flush()
     for line in requests:

@@ -205,6 +205,9 @@ class Types:
         note = self.notes.get((field, name))
         if note:
             return AppError(f"{where}: {name!r}: {note}")
+        if "@" in name:
+            return AppError(f"{where}: {name!r}: definition revisions (type@version) are "
+                            "not supported; name the type without a version")
         kind = "type" if field == "component" else field
         return AppError(f"{where}: {name!r} is not a built-in {kind} "
                         f"({', '.join(builtins)})")

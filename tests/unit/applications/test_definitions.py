@@ -158,6 +158,12 @@ def test_fields_not_honoured_are_refused_by_name(spec: JSON, field: str) -> None
         compile_with(application([{"name": "x", "type": "c"}]), [doc])
 
 
+def test_definition_revisions_are_refused_by_name() -> None:
+    with pytest.raises(model.AppError, match=r"'docs-worker@v1': definition revisions"):
+        compile_with(application([{"name": "x", "type": "docs-worker@v1"}]),
+                     docs_definitions())
+
+
 def test_helm_kube_and_terraform_schematics_are_refused_by_name() -> None:
     for schematic in ("helm", "kube", "terraform"):
         doc = definition("ComponentDefinition", "c", "x")
