@@ -12,7 +12,10 @@ site's examples live there; of kubevela.io only ``docs/``, the current version i
 so a page and its translations and older versions count once). Each YAML document of kind
 ``Application`` (``core.oam.dev/v1beta1``) is one candidate, deduplicated by its spec;
 ``Policy`` documents of the same file go with it as its external policies, as dry-run
-reads them.
+reads them, and so do the definitions (ComponentDefinition, TraitDefinition...) of every
+file of its directory: KubeVela's examples keep them beside the Application
+(``docs/examples/application/template.yaml`` next to ``app.yaml``); dry-run takes one
+without a namespace as ``vela-system``'s.
 
 Which KubeVela would accept (:func:`upstream_problem`): a document KubeVela's API server
 would refuse (the CRD's required fields, a list that is not a list), one whose YAML does
@@ -78,11 +81,24 @@ def yaml_texts(name: str, text: str) -> Iterator[str]:
         yield text
 
 
-def candidates(mirrors: Sequence[Path]) -> Iterator[tuple[str, str, list[Any]]]:
-    """(where, yaml text, documents) of every YAML text holding an Application."""
+DEFINITION_KINDS = ("ComponentDefinition", "TraitDefinition", "PolicyDefinition",
+                    "WorkflowStepDefinition")
+
+
+def directory(where: str) -> str:
+    """``mirror:dir`` of a candidate's ``mirror:path[#n]``."""
+    return where.partition("#")[0].rpartition("/")[0]
+
+
+def candidates(mirrors: Sequence[Path], beside: dict[str, list[JSON]] | None = None
+               ) -> Iterator[tuple[str, str, list[Any]]]:
+    """(where, yaml text, documents) of every YAML text holding an Application; the
+    definitions of every file go to ``beside`` by :func:`directory`."""
     for mirror in mirrors:
         for name, text in files(mirror):
             for number, chunk in enumerate(yaml_texts(name, text)):
+                if beside is not None and "Definition" in chunk:
+                    _definitions(f"{mirror.parent.name}:{name}", chunk, beside)
                 if "kind: Application" not in chunk:
                     continue
                 where = f"{mirror.parent.name}:{name}" + (f"#{number}" if number else "")
@@ -92,6 +108,16 @@ def candidates(mirrors: Sequence[Path]) -> Iterator[tuple[str, str, list[Any]]]:
                     yield where, chunk, []  # unparsable upstream: counted as such
                     continue
                 yield where, chunk, docs
+
+
+def _definitions(where: str, chunk: str, beside: dict[str, list[JSON]]) -> None:
+    try:
+        docs = documents.yaml_documents(chunk)
+    except documents.TextError:
+        return
+    beside.setdefault(directory(where), []).extend(
+        d for d in docs if isinstance(d, dict) and d.get("kind") in DEFINITION_KINDS
+        and not _PLACEHOLDER.search(json.dumps(d, default=str)))
 
 
 def upstream_problem(app: Any, text: str) -> str | None:
@@ -229,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     seen: set[str] = set()
     skipped: collections.Counter[str] = collections.Counter()
     apps: list[tuple[str, JSON, list[JSON]]] = []
-    for where, text, docs in candidates(args.mirrors):
+    beside: dict[str, list[JSON]] = {}
+    for where, text, docs in candidates(args.mirrors, beside):
         found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Application"
                  and d.get("apiVersion") == "core.oam.dev/v1beta1"]
         if not docs:
@@ -245,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             external = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
             apps.append((where, app, external))
+    # the definitions beside each (read to the end first: a later file may hold them)
+    apps = [(where, app, [*external, *beside.get(directory(where), [])])
+            for where, app, external in apps]
     return report(apps, skipped, core_types(args.mirrors), args)
 
 

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import model, policies, scope, workflow
+from federation.applications import model, policies, render, scope, workflow
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -28,11 +28,13 @@ class Compiled:
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                 external: Mapping[str, Mapping[str, Any]],
                 fleet: Sequence[clusters_.Cluster], local_cluster: str | None = None,
-                grant: scope.Grant | None = None) -> Compiled:
+                grant: scope.Grant | None = None, user: render.UserTypes | None = None
+                ) -> Compiled:
     """Validate and render a revision (raises :class:`model.AppError` naming the field).
-    ``grant``: the member namespaces it may write (default: ``namespace`` only)."""
+    ``grant``: the member namespaces it may write (default: ``namespace`` only);
+    ``user``: the types administrators defined (:mod:`.definitions`)."""
     grant = grant or scope.Grant(namespace)
-    spec = model.parse_spec(spec_doc)
+    spec = model.parse_spec(spec_doc, types=user.types() if user else model.BUILT_IN)
     outside = {name: model.external_policy(doc) for name, doc in external.items()}
     scope.check_spec(spec, outside, grant)
     known = policies.resolve_policies(spec, outside)
@@ -40,7 +42,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     targets: dict[str, policies.Target] = {}
     notifications: dict[str, model.Notification] = {}
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
-                       model.RenderBudget())
+                       model.RenderBudget(), user)
     for index, step in enumerate(model.default_steps(spec)):
         where = f"spec.workflow.steps[{index}]"
         timeout = model.duration_seconds(step.timeout, f"{where}.timeout") \
@@ -73,6 +75,7 @@ class _Context:
     local_cluster: str | None
     grant: scope.Grant
     budget: model.RenderBudget
+    user: render.UserTypes | None = None
 
 
 def _deploying(step: model.Step, context: _Context, where: str, timeout: float | None
@@ -92,7 +95,7 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
         known = {**known, **{p.name: p for p in chosen}}
     target = policies.deploy_target(context.spec, context.app, context.namespace, names, known,
                                     context.fleet, context.local_cluster, where,
-                                    context.grant, context.budget)
+                                    context.grant, context.budget, context.user)
     order = _order(names, known, context.local_cluster)
     clusters = sorted(target.clusters, key=lambda c: (order.get(c, len(order)), c))
     rollback = props.get("rollbackOnFailure", False)

@@ -191,32 +191,60 @@ def component(raw: Any, where: str) -> Component:
     return _validated(Component, raw, where)
 
 
-def check_types(component: Component, where: str) -> None:
-    """The component's type and its traits' types are built-ins (:class:`AppError`)."""
-    if component.type not in COMPONENT_TYPES:
-        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
-                       f"({', '.join(COMPONENT_TYPES)})")
+@dataclasses.dataclass(frozen=True)
+class Types:
+    """The component and trait types an Application may name: the built-ins, plus the
+    definitions an administrator wrote (:mod:`.definitions`)."""
+
+    components: frozenset[str] = frozenset(COMPONENT_TYPES)
+    traits: frozenset[str] = frozenset(TRAIT_TYPES)
+    notes: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+    """(field, type) -> why a definition of that name is not used (a tenant's, refused)."""
+
+    def refuse(self, field: str, name: str, where: str, builtins: Sequence[str]) -> AppError:
+        note = self.notes.get((field, name))
+        if note:
+            return AppError(f"{where}: {name!r}: {note}")
+        if "@" in name:
+            return AppError(f"{where}: {name!r}: definition revisions (type@version) are "
+                            "not supported; name the type without a version")
+        kind = "type" if field == "component" else field
+        return AppError(f"{where}: {name!r} is not a built-in {kind} "
+                        f"({', '.join(builtins)})")
+
+
+BUILT_IN = Types()
+
+
+def check_types(component: Component, where: str, types: Types = BUILT_IN) -> None:
+    """The component's type and its traits' types are known (:class:`AppError`)."""
+    if component.type not in types.components:
+        raise types.refuse("component", component.type, f"{where}.type", COMPONENT_TYPES)
     for index, trait in enumerate(component.traits):
-        if trait.type not in TRAIT_TYPES:
-            raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
-                           f"trait ({', '.join(TRAIT_TYPES)})")
+        if trait.type not in types.traits:
+            raise types.refuse("trait", trait.type, f"{where}.traits[{index}].type",
+                               TRAIT_TYPES)
 
 
-def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
+def parse_spec(spec: Mapping[str, Any], where: str = "spec", types: Types = BUILT_IN
+               ) -> AppSpec:
     """The Application's spec, validated: types, names, steps and their options."""
     _check_counts(spec, where)
     parsed = _named(_validated(AppSpec, spec, where), where)
     _check_names(parsed, where)
     for index, component_ in enumerate(parsed.components):
-        check_types(component_, f"{where}.components[{index}]")
+        check_types(component_, f"{where}.components[{index}]", types)
     for index, policy in enumerate(parsed.policies):
         if policy.type not in POLICY_TYPES:
-            raise AppError(f"{where}.policies[{index}].type: {policy.type!r} is not a "
-                           f"built-in policy ({', '.join(POLICY_TYPES)})")
+            raise types.refuse("policy", policy.type, f"{where}.policies[{index}].type",
+                               POLICY_TYPES)
     if parsed.workflow is not None:
         if parsed.workflow.mode not in (None, {"steps": "StepByStep"}, {}):
             raise AppError(f"{where}.workflow.mode: only StepByStep steps are supported")
         for index, step in enumerate(parsed.workflow.steps):
+            if step.type not in STEP_TYPES:
+                raise types.refuse("step", step.type, f"{where}.workflow.steps[{index}].type",
+                                   STEP_TYPES)
             _check_step(step, f"{where}.workflow.steps[{index}]")
     return parsed
 

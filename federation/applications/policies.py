@@ -208,8 +208,8 @@ def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
 def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequence[str],
                   policies: Mapping[str, PolicySpec], fleet: Sequence[clusters_.Cluster],
                   local_cluster: str | None = None, where: str = "deploy",
-                  grant: scope.Grant | None = None, budget: RenderBudget | None = None
-                  ) -> Target:
+                  grant: scope.Grant | None = None, budget: RenderBudget | None = None,
+                  user: render.UserTypes | None = None) -> Target:
     """Render the components for one deploy step (its topology and override policies, in
     the step's order; none named: the Application's own) and place them. Every object
     must land in a namespace ``grant`` allows (default: ``namespace`` only); each render
@@ -233,7 +233,8 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     for topology in topologies:
         target_ns = topology.namespace or namespace
         for entry in entries:
-            objects = render.render_component(entry.component, app, target_ns, entry.where)
+            objects = render.render_component(entry.component, app, target_ns, entry.where,
+                                              user)
             budget.spend(len(objects), where)
             _check_scope(objects, entry.where)
             scope.check_objects(objects, grant, entry.where)

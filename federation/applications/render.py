@@ -23,34 +23,62 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from federation.applications import fields, ingress, jsonpatch, pods, storage
-from federation.applications.model import MAX_RENDERED, AppError, Component, Trait
+from federation.applications.model import MAX_RENDERED, AppError, Component, Trait, Types
 
 JSON = dict[str, Any]
 
 APP_LABEL = "app.oam.dev/name"
 COMPONENT_LABEL = "app.oam.dev/component"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
+OUTPUT_KEY = "x-federation-output-name"
+"""A user-defined component's ``outputs`` key on an auxiliary object while it renders
+(:mod:`.definitions`), removed before the object leaves :func:`render_component`."""
+
+
+class UserTypes(Protocol):
+    """Types an administrator defined (:class:`~.definitions.Rendering`): each renders a
+    component, or patches one, in place of a built-in of the same name."""
+
+    def types(self) -> Types: ...
+
+    def has_component(self, name: str) -> bool: ...
+
+    def has_trait(self, name: str) -> bool: ...
+
+    def component(self, component: Component, namespace: str, where: str) -> list[JSON]: ...
+
+    def trait(self, objects: list[JSON], trait: Trait, component: Component, namespace: str,
+              where: str) -> list[JSON]: ...
 
 
 def render_component(component: Component, app: str, namespace: str,
-                     where: str = "spec.components[0]") -> list[JSON]:
-    """The manifests of one component with its traits applied, in a stable order."""
+                     where: str = "spec.components[0]", user: UserTypes | None = None
+                     ) -> list[JSON]:
+    """The manifests of one component with its traits applied, in a stable order; a type
+    ``user`` defines is rendered by its definition (which wins over a built-in)."""
     renderer = _TYPES.get(component.type)
-    if renderer is None:  # an override's patch may bring any type
+    if user is not None and user.has_component(component.type):
+        objects = user.component(component, namespace, where)
+    elif renderer is None:  # an override's patch may bring any type
         raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
                        f"({', '.join(_TYPES)})")
-    objects = renderer(component, namespace, f"{where}.properties")
+    else:
+        objects = renderer(component, namespace, f"{where}.properties")
     for index, trait in enumerate(component.traits):
+        here = f"{where}.traits[{index}].properties"
+        if user is not None and user.has_trait(trait.type):
+            objects = user.trait(objects, trait, component, namespace, here)
+            continue
         patch = _TRAITS.get(trait.type)
         if patch is None:
             raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
                            f"trait ({', '.join(_TRAITS)})")
-        objects = patch(objects, trait, component, namespace,
-                        f"{where}.traits[{index}].properties")
+        objects = patch(objects, trait, component, namespace, here)
     for obj in objects:
+        obj.pop(OUTPUT_KEY, None)
         meta = obj.setdefault("metadata", {})
         meta.setdefault("namespace", namespace)
         labels = meta.setdefault("labels", {})

@@ -1,10 +1,11 @@
 """Revisions: a content hash of what an Application asks for, and which revisions to keep.
 
 A revision is an immutable snapshot: the components, the policies (inline and the
-external Policies its deploy steps name, as they were) and the workflow. Its hash is
-over that content only (not metadata, not status, not the Application's generation), so
-re-applying the same Application, or touching a label, makes no new revision, and a
-change to an external Policy does. Revisions are numbered ``<app>-v<N>`` like KubeVela's.
+external Policies its deploy steps name, as they were), the user definitions its types
+name (as they were) and the workflow. Its hash is over that content only (not metadata,
+not status, not the Application's generation), so re-applying the same Application, or
+touching a label, makes no new revision, and a change to an external Policy or to a
+definition it uses does. Revisions are numbered ``<app>-v<N>`` like KubeVela's.
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from typing import Any
 JSON = dict[str, Any]
 
 
-def content(spec: Mapping[str, Any], external: Mapping[str, Mapping[str, Any]]) -> JSON:
-    """What a revision snapshots: the spec and the external policies it uses, by name."""
-    return {"spec": dict(spec), "externalPolicies": {k: dict(v) for k, v in
-                                                     sorted(external.items())}}
+def content(spec: Mapping[str, Any], external: Mapping[str, Mapping[str, Any]],
+            definitions: Mapping[str, Mapping[str, Any]] | None = None) -> JSON:
+    """What a revision snapshots: the spec, the external policies it uses, by name, and
+    the definitions whose types it names (``Kind/name`` -> namespace and spec; only when
+    there are some, so an Application of built-ins keeps its hash)."""
+    found: JSON = {"spec": dict(spec), "externalPolicies": {k: dict(v) for k, v in
+                                                            sorted(external.items())}}
+    if definitions:
+        found["definitions"] = {k: dict(v) for k, v in sorted(definitions.items())}
+    return found
 
 
 def content_hash(snapshot: Mapping[str, Any]) -> str:

@@ -24,7 +24,7 @@ import click
 import yaml
 
 from federation.applications import compile as compile_
-from federation.applications import model, scope
+from federation.applications import cue_worker, definitions, model, scope
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
@@ -48,15 +48,21 @@ def app() -> None:
 @click.option("--clusters", "clusters_file", type=click.Path(path_type=Path), default=None,
               help="A `fedctl plan --clusters` file (default: member1..member3, bare).")
 @click.option("--local-cluster", default=None, help="What KubeVela's `local` names.")
+@click.option("--definitions", "definition_paths", multiple=True,
+              type=click.Path(path_type=Path),
+              help="A file, or a directory of .yaml/.yml/.json files, of ComponentDefinitions "
+                   "and TraitDefinitions (repeatable; definitions in the -f file count too; "
+                   "one without a namespace is taken as vela-system's).")
 @click.option("--target-namespaces", default=None, metavar="NS[,NS...]",
               help="Member namespaces granted to the Application's namespace, as the "
                    f"hub Namespace's {scope.TARGETS_ANNOTATION} annotation would "
                    "(default: that annotation on a Namespace in the file, else none).")
 def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
-            target_namespaces: str | None) -> None:
+            definition_paths: tuple[Path, ...], target_namespaces: str | None) -> None:
     """Render the Application and place each deploy step, offline; print the manifests."""
     docs = _documents(path)
     application, external = _application(path, docs)
+    user = _user_types(application, docs, definition_paths)
     fleet = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
     if clusters_file is not None:
         try:
@@ -73,10 +79,44 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         click.echo(f"# namespaces: {loader.one_line(grant.describe())}, from "
                    f"{loader.one_line(source)}", err=True)
         compiled = compile_.compile_app(application.get("spec") or {}, str(meta["name"]),
-                                        namespace, external, fleet, local_cluster, grant)
+                                        namespace, external, fleet, local_cluster, grant,
+                                        user)
     except model.AppError as exc:
         _fail(f"{path}: {exc}")
     _print(compiled)
+
+
+def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...]
+                ) -> definitions.Rendering:
+    """The definitions of the -f file and of ``--definitions``, evaluated in this process
+    (each evaluation within the CUE budget)."""
+    found = [d for d in docs if _is_definition(d)]
+    for given in paths:
+        files = sorted(p for p in given.iterdir() if p.suffix in (".yaml", ".yml", ".json")) \
+            if given.is_dir() else [given]
+        for file in files:
+            found += [d for d in _documents(file) if _is_definition(d)]
+    for doc in found:
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and not meta.get("namespace"):
+            doc["metadata"] = {**meta, "namespace": definitions.SYSTEM_NAMESPACES[0]}
+    catalog, _ = definitions.catalog(found)
+    meta = application.get("metadata") or {}
+    spec = application.get("spec")
+    components = spec.get("components") if isinstance(spec, dict) else None
+    info = definitions.AppInfo(str(meta.get("name") or ""), 1,
+                               _strings(meta.get("labels")), _strings(meta.get("annotations")),
+                               tuple(c for c in components or [] if isinstance(c, dict))
+                               if isinstance(components, list) else ())
+    return definitions.Rendering(catalog, info, cue_worker.inline)
+
+
+def _is_definition(doc: Any) -> bool:
+    return isinstance(doc, dict) and str(doc.get("kind")) in definitions.KINDS
+
+
+def _strings(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _fail(message: str) -> NoReturn:

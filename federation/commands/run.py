@@ -265,6 +265,11 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
 @click.option("--app-local-cluster", default=None, metavar="NAME",
               help="The member KubeVela's topology cluster name `local` stands for (the "
                    "hub runs no workloads); without it `local` is refused.")
+@click.option("--definition-namespaces", default="vela-system,federation-system",
+              show_default=True, metavar="NS[,NS...]",
+              help="Namespaces whose ComponentDefinitions and TraitDefinitions Applications "
+                   "may use (only administrators should write there; a definition in any "
+                   "other namespace is never used; the first listed wins a name).")
 @click.option("--work-bind-address", default="0", show_default=True,
               help='Address of the work server pull members\' agents dial (gRPC, mutual '
                    'TLS; e.g. "0.0.0.0:9443"); "0" serves none (docs/agent.md).')
@@ -287,8 +292,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         cleanup_wait: float, allow_exec: tuple[str, ...],
         kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
         propagation_deny: tuple[str, ...], app_local_cluster: str | None,
-        work_bind_address: str, work_hosts: str, notification_allow: tuple[str, ...],
-        reloader_allow: tuple[str, ...]) -> None:
+        definition_namespaces: str, work_bind_address: str, work_hosts: str,
+        notification_allow: tuple[str, ...], reloader_allow: tuple[str, ...]) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -334,8 +339,10 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work,
         notification_egress=notification_egress, reloader_egress=reloader_egress,
-        applications=applications.ApplicationSettings(local_cluster=app_local_cluster,
-                                                      cleanup_wait=cleanup_wait),
+        applications=applications.ApplicationSettings(
+            local_cluster=app_local_cluster, cleanup_wait=cleanup_wait,
+            definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
+                                        if n.strip())),
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
 

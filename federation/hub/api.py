@@ -47,6 +47,15 @@ APPLICATION_REVISIONS = Resource(OAM_GROUP, "v1beta1", "applicationrevisions",
                                  "ApplicationRevision")
 RESOURCE_TRACKERS = Resource(OAM_GROUP, "v1beta1", "resourcetrackers", "ResourceTracker")
 OAM_POLICIES = Resource(OAM_GROUP, "v1alpha1", "policies", "Policy")
+COMPONENT_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "componentdefinitions",
+                                 "ComponentDefinition")
+TRAIT_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "traitdefinitions", "TraitDefinition")
+POLICY_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "policydefinitions", "PolicyDefinition")
+WORKFLOW_STEP_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "workflowstepdefinitions",
+                                     "WorkflowStepDefinition")
+DEFINITIONS = (COMPONENT_DEFINITIONS, TRAIT_DEFINITIONS, POLICY_DEFINITIONS,
+               WORKFLOW_STEP_DEFINITIONS)
+"""KubeVela's definition kinds (administrators write them in the system namespaces)."""
 EVENTS = Resource("", "v1", "events", "Event")
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", namespaced=False)

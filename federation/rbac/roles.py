@@ -68,6 +68,10 @@ CRD_NAMES = (
     "policies.core.oam.dev",
     "applicationrevisions.core.oam.dev",
     "resourcetrackers.core.oam.dev",
+    "componentdefinitions.core.oam.dev",
+    "traitdefinitions.core.oam.dev",
+    "policydefinitions.core.oam.dev",
+    "workflowstepdefinitions.core.oam.dev",
     "configconstraints.config.federation.io",
     "reconfigurepolicies.config.federation.io",
 )

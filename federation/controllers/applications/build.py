@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.applications import compile as compile_
-from federation.applications import scope, workflow
+from federation.applications import definitions, scope, workflow
 from federation.applications.tracker import Diff, Entry
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit.events import EventType
@@ -53,6 +53,8 @@ class Build:
     revisions: list[ReadOnly] = dataclasses.field(default_factory=list)
     revision_vertex: Vertex | None = None
     """The new revision's create, which every member write waits for."""
+    catalog: definitions.Catalog = dataclasses.field(default_factory=definitions.Catalog)
+    """The definitions that count (the system namespaces'), read with the revision."""
     # compile
     fleet: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
     grant: scope.Grant | None = None

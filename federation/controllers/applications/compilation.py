@@ -9,9 +9,12 @@ is written to any member.
 
 from __future__ import annotations
 
-from federation.applications import compile as compile_
+from collections.abc import Mapping
+from typing import Any
+
 from federation.applications import model, scope
 from federation.contexts import client as kube
+from federation.controllers.applications import definitions
 from federation.controllers.applications.build import Build
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Problem, Verdict
@@ -30,13 +33,22 @@ def invalid(exc: model.AppError) -> Problem:
 async def compile_app(view: ApplicationView, build: Build) -> Verdict | None:
     build.fleet = placement_clusters(await view.list(api.MEMBER_CLUSTERS), view.members())
     build.grant = await grant_of(view, build.namespace)
+    args = compile_args(view, build, build.spec, build.external)
     try:
-        build.compiled = compile_.compile_app(build.spec, build.name, build.namespace,
-                                              build.external, build.fleet,
-                                              view.settings.local_cluster, build.grant)
+        build.compiled = await definitions.compile_with(
+            view.evaluated, view.evaluate, args, build.catalog,
+            definitions.app_info(build.app, build.spec, build.number))
     except model.AppError as exc:
         raise invalid(exc) from None
     return None
+
+
+def compile_args(view: ApplicationView, build: Build, spec: Mapping[str, Any],
+                 external: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of :func:`federation.applications.compile.compile_app` but ``user``."""
+    return {"spec_doc": spec, "app": build.name, "namespace": build.namespace,
+            "external": external, "fleet": build.fleet,
+            "local_cluster": view.settings.local_cluster, "grant": build.grant}
 
 
 async def grant_of(view: ApplicationView, namespace: str) -> scope.Grant:

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.applications import revision
+from federation.applications import definitions, revision
 from federation.applications.render import APP_LABEL
 from federation.controllers.applications.build import JSON, Build, revision_number
 from federation.controllers.applications.view import ApplicationView
@@ -23,7 +23,8 @@ from federation.hub import api
 
 async def load_revision(view: ApplicationView, build: Build) -> Verdict | None:
     build.external = await external_policies(view, build.namespace, build.spec)
-    snapshot = revision.content(build.spec, build.external)
+    build.catalog = await catalog(view)
+    snapshot = revision.content(build.spec, build.external, build.catalog.used(build.spec))
     build.digest = revision.content_hash(snapshot)
     build.revisions = await revisions_of(view, build.namespace, build.name)
     numbers = [(revision_number(r), str((r.get("spec") or {}).get("revisionHash")))
@@ -55,6 +56,12 @@ async def external_policies(view: ApplicationView, namespace: str,
     return found
 
 
+async def catalog(view: ApplicationView) -> definitions.Catalog:
+    """Every definition on the hub (the cache), as the catalog of the system namespaces'."""
+    docs = [doc for resource in api.DEFINITIONS for doc in await view.list(resource)]
+    return definitions.catalog(docs, view.settings.definition_namespaces)[0]
+
+
 async def revisions_of(view: ApplicationView, namespace: str, app: str) -> list[Any]:
     """The Application's revisions on the hub (by our label), oldest first."""
     found = [r for r in await view.list(api.APPLICATION_REVISIONS, namespace)
@@ -71,5 +78,7 @@ def revision_body(build: Build, snapshot: Mapping[str, Any]) -> JSON:
                                                   "namespace": build.namespace},
                                      "spec": copy.deepcopy(snapshot["spec"])},
                      "externalPolicies": copy.deepcopy(snapshot["externalPolicies"]),
+                     **({"definitions": copy.deepcopy(snapshot["definitions"])}
+                        if "definitions" in snapshot else {}),
                      "revision": build.number, "revisionHash": build.digest},
             "status": {}}

@@ -9,9 +9,11 @@ another revision stays. The workflow is not evaluated meanwhile (see :mod:`.eval
 from __future__ import annotations
 
 from federation.applications import compile as compile_
+from federation.applications import definitions as user_types
 from federation.applications import model
+from federation.controllers.applications import definitions
 from federation.controllers.applications.build import Build, revision_number
-from federation.controllers.applications.compilation import invalid
+from federation.controllers.applications.compilation import compile_args, invalid
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Verdict
 
@@ -22,7 +24,7 @@ async def roll_back(view: ApplicationView, build: Build) -> Verdict | None:
         return None
     number = int(rollback["revision"])
     try:
-        old = compile_old(view, build, number)
+        old = await compile_old(view, build, number)
     except model.AppError as exc:
         raise invalid(exc) from None
     for step, target in old.targets.items():
@@ -33,11 +35,16 @@ async def roll_back(view: ApplicationView, build: Build) -> Verdict | None:
     return None
 
 
-def compile_old(view: ApplicationView, build: Build, number: int) -> compile_.Compiled:
+async def compile_old(view: ApplicationView, build: Build, number: int
+                      ) -> compile_.Compiled:
+    """Revision ``number`` compiled again: its spec, its external Policies and the
+    definitions it used, as they were when it was made."""
     doc = next((r for r in build.revisions if revision_number(r) == number), None)
     if doc is None:
         raise model.AppError(f"rollback: revision {number} is not kept any more")
-    return compile_.compile_app(doc["spec"]["application"]["spec"], build.name,
-                                build.namespace,
-                                doc["spec"].get("externalPolicies") or build.external,
-                                build.fleet, view.settings.local_cluster, build.grant)
+    spec = doc["spec"]["application"]["spec"]
+    args = compile_args(view, build, spec,
+                        doc["spec"].get("externalPolicies") or build.external)
+    catalog = user_types.from_snapshot(doc["spec"].get("definitions") or {})
+    return await definitions.compile_with(view.evaluated, view.evaluate, args, catalog,
+                                          definitions.app_info(build.app, spec, number))

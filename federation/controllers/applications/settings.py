@@ -9,6 +9,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
+from federation.applications.definitions import SYSTEM_NAMESPACES
 from federation.controllers.applications import notifications
 from federation.hub import api, manifests
 from federation.runtime.reconcile import group_kind
@@ -46,6 +47,18 @@ class ApplicationSettings:
         default_factory=notifications.SenderSettings)
     """The notification sender's concurrency and backlogs (see its module)."""
     remembered_steps: int = 10_000
+    definition_namespaces: tuple[str, ...] = SYSTEM_NAMESPACES
+    """Where ComponentDefinitions and TraitDefinitions count (``--definition-namespaces``):
+    namespaces only administrators write. A definition elsewhere is a tenant's: never
+    used, and reported."""
+    cue_workers: int = 2
+    """Worker processes evaluating definitions' CUE templates (shared by every
+    Application; each evaluation is memoised, so a steady fleet asks none)."""
+    cue_timeout: float = 10.0
+    """Seconds one evaluation may take in its worker before it is killed and the
+    Application refused (renderFailed): KubeVela's templates evaluate in milliseconds."""
+    cue_memory: int = 1 << 30
+    """Address space of one worker (RLIMIT_AS), on top of the evaluator's own budget."""
     """Notification step executions remembered as submitted (a few hundred bytes each):
     enough for every step a busy hub runs between two cache resyncs."""
 

@@ -19,6 +19,7 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import ListView
+from federation.controllers.applications.definitions import Evaluations, inline
 from federation.controllers.applications.settings import ApplicationSettings
 from federation.controllers.kit.events import EventType
 from federation.controllers.kit.view import Member, View, members_of
@@ -37,6 +38,15 @@ class ApplicationView(View, Protocol):
         """The resource ``cluster`` serves ``obj``'s kind as. Raises a
         :class:`~federation.contexts.client.ClientError` when the member cannot say
         (unavailable, kind not served)."""
+        ...
+
+    def evaluated(self, key: str) -> JSON | None:
+        """The answer to a CUE evaluation request (by its key), if known."""
+        ...
+
+    async def evaluate(self, requests: Mapping[str, JSON]) -> None:
+        """Evaluate these requests (key -> request) off the loop, so that
+        :meth:`evaluated` knows them. Reads nothing, writes nothing."""
         ...
 
 
@@ -81,11 +91,12 @@ class CacheView:
     """:class:`ApplicationView` over the multi-cluster client's caches (kept private)."""
 
     def __init__(self, mc: Client, clusters: ClusterSet, settings: ApplicationSettings,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], evaluations: Evaluations | None = None) -> None:
         self._mc = mc
         self._clusters = clusters
         self._settings = settings
         self._clock = clock
+        self._evaluations = evaluations or Evaluations(inline)
 
     @property
     def hub(self) -> str:
@@ -115,6 +126,12 @@ class CacheView:
 
     async def resource(self, cluster: str, obj: JSON) -> Resource:
         return await self._mc.cluster(cluster).resource(obj)
+
+    def evaluated(self, key: str) -> JSON | None:
+        return self._evaluations.get(key)
+
+    async def evaluate(self, requests: Mapping[str, JSON]) -> None:
+        await self._evaluations.evaluate(requests)
 
 
 class HubStatus:

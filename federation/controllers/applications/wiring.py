@@ -13,12 +13,13 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from federation.applications import definitions as user_types
 from federation.applications import scope
 from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers.applications import notifications
+from federation.controllers.applications import definition_reports, definitions, notifications
 from federation.controllers.applications.notify import notification_failed
 from federation.controllers.applications.reconciler import Reconciler
 from federation.controllers.applications.settings import (
@@ -27,7 +28,7 @@ from federation.controllers.applications.settings import (
     ApplicationSettings,
 )
 from federation.controllers.applications.view import CacheView, HubStatus, Recorder
-from federation.controllers.kit import executor, kinds
+from federation.controllers.kit import executor, kinds, sandbox
 from federation.hub import api, deny
 from federation.runtime import controller, manager, queue
 from federation.runtime.reconcile import Request
@@ -62,6 +63,25 @@ def _apps_in(clusters: ClusterSet, hub: str, namespace: str) -> list[Request]:
         return []
     return [Request(hub, APP_KIND, namespace, str(app["metadata"]["name"]))
             for app in informer.store.list(namespace, None)]
+
+
+def apps_using(clusters: ClusterSet, hub: str, namespaces: tuple[str, ...], event: Event
+               ) -> Iterable[Request]:
+    """A definition changed: every Application whose spec names its type (in any
+    namespace for a system namespace's definition; in its own namespace for a tenant's,
+    whose refusal names it). Their revision hash says whether anything they use changed."""
+    meta = event.obj.get("metadata") or {}
+    field = user_types.KINDS.get(str(event.obj.get("kind")), "")
+    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+    cache = clusters.hub.cache
+    informer = cache.informers.get(api.APPLICATIONS) if cache is not None else None
+    if informer is None:
+        return []
+    where = None if namespace in namespaces else namespace
+    return [Request(hub, APP_KIND, str(app["metadata"].get("namespace") or ""),
+                    str(app["metadata"]["name"]))
+            for app in informer.store.list(where, None)
+            if (field, name) in user_types.types_named(app.get("spec") or {})]
 
 
 def grant_changed(event: Event) -> bool:
@@ -116,7 +136,11 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
     sender = notifications.Sender(policy or egress.EgressPolicy(),
                                   functools.partial(notification_failed, recorder),
                                   settings.sender)
-    reconciler = Reconciler(CacheView(mgr.client, mgr.clusters, settings, time.time),
+    workers = sandbox.Sandbox(definitions.WORK, settings.cue_workers, settings.cue_timeout,
+                              settings.cue_memory)
+    evaluations = definitions.Evaluations(workers.ask)
+    reconciler = Reconciler(CacheView(mgr.client, mgr.clusters, settings, time.time,
+                                      evaluations),
                             executor.Writer(mgr.client, hub, denied),
                             HubStatus(mgr.client, hub), recorder, sender)
     ctl = controller.Controller("applications", reconciler.reconcile, workers=settings.workers)
@@ -134,5 +158,17 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
               map=functools.partial(apps_in_namespace, mgr.clusters, hub))
     ctl.watch(kube.NAMESPACES, clusters="hub", predicate=grant_changed,
               map=functools.partial(apps_of_namespace, mgr.clusters, hub))
+    for resource in api.DEFINITIONS:
+        ctl.watch(resource, clusters="hub", predicate=lambda e: not (
+                      e.type == "MODIFIED" and e.old is not None and
+                      kinds.status_only(e.old, e.obj)),
+                  map=functools.partial(apps_using, mgr.clusters, hub,
+                                        settings.definition_namespaces))
     mgr.cache(api.APPLICATION_REVISIONS, "hub")
     mgr.add(ctl)
+    mgr.add_runnable("definition evaluation workers", workers.keep)
+    reports = controller.Controller("definition reports", functools.partial(
+        definition_reports.report, reconciler.view, recorder), workers=1)
+    for resource in api.DEFINITIONS:
+        reports.watch(resource, clusters="hub")
+    mgr.add(reports)

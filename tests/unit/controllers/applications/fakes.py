@@ -23,6 +23,7 @@ from federation.contexts.multicluster import ListView, MultiCluster
 from federation.controllers import applications
 from federation.controllers.applications import notifications
 from federation.controllers.applications.build import Build, marked
+from federation.controllers.applications.definitions import Evaluations, inline
 from federation.controllers.applications.reconciler import STEPS
 from federation.controllers.applications.view import ApplicationView, CacheView, HubStatus
 from federation.controllers.kit import executor
@@ -60,6 +61,8 @@ class FakeView:
         self.down: set[str] = set()
         self.unserved: set[str] = set()
         """Kinds no member serves (discovery fails)."""
+        self.evaluations = Evaluations(inline)
+        """CUE evaluations, answered in process (a test may give another runner)."""
 
     hub = "hub"
 
@@ -100,6 +103,12 @@ class FakeView:
         if obj.get("kind") in self.unserved:
             raise kube.ApiError(cluster, 404, "NotFound", f"{obj.get('kind')} not served")
         return KINDS[str(obj.get("kind"))]
+
+    def evaluated(self, key: str) -> JSON | None:
+        return self.evaluations.get(key)
+
+    async def evaluate(self, requests: Mapping[str, JSON]) -> None:
+        await self.evaluations.evaluate(requests)
 
 
 class Recorder:

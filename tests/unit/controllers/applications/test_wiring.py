@@ -64,12 +64,17 @@ def test_trackers_with_objects_in_a_cluster_are_found_pending_ones_too() -> None
 def test_install_registers_the_controller_its_watches_and_the_sender() -> None:
     mgr = manager.Manager(fakes.cluster_set("member1"))
     applications.install(mgr, Recorder(), applications.ApplicationSettings(workers=3))
-    [ctl] = mgr.controllers
-    assert ctl.name == "applications"
+    ctl, reports = mgr.controllers
+    assert (ctl.name, reports.name) == ("applications", "definition reports")
     watched = {(w.resource.kind, w.clusters) for w in ctl.watches}
+    definitions = {("ComponentDefinition", "hub"), ("TraitDefinition", "hub"),
+                   ("PolicyDefinition", "hub"), ("WorkflowStepDefinition", "hub")}
     assert watched == {("Application", "hub"), ("ResourceTracker", "hub"),
-                       ("Deployment", "members"), ("Policy", "hub"), ("Namespace", "hub")}
-    assert [name for name, _ in mgr.runnables] == ["notification sender"]
+                       ("Deployment", "members"), ("Policy", "hub"), ("Namespace", "hub"),
+                       *definitions}
+    assert {(w.resource.kind, w.clusters) for w in reports.watches} == definitions
+    assert [name for name, _ in mgr.runnables] == ["notification sender",
+                                                   "definition evaluation workers"]
     assert "ApplicationRevision" in {w.resource.kind for w in mgr.cached}
     status_only = next(w for w in ctl.watches if w.resource.kind == "Application")
     assert status_only.predicate is not None

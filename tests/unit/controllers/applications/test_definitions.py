@@ -1,0 +1,208 @@
+"""User definitions in the controller: the catalog from the hub, revisions, the memo, the
+sandbox, the watch that wakes Applications, and the reports on definitions not used."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from federation.contexts import client as kube
+from federation.contexts.cache import ClusterCache, Event
+from federation.controllers.applications import (
+    compilation,
+    definition_reports,
+    definitions,
+    revisions,
+    wiring,
+)
+from federation.controllers.kit import sandbox
+from federation.hub import api
+from federation.runtime.reconcile import Request, group_kind
+from tests.unit.controllers import fakes
+from tests.unit.controllers.applications.fakes import (
+    FakeView,
+    Recorder,
+    World,
+    build_of,
+    revision_doc,
+    run_through,
+)
+
+JSON = dict[str, Any]
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "kubevela" / "definitions.yaml"
+
+
+def docs_definitions() -> list[JSON]:
+    return [d for d in yaml.safe_load_all(FIXTURE.read_text()) if d]
+
+
+def docs_app(component_type: str = "docs-worker", uid: str = "uid-app") -> JSON:
+    """An Application of KubeVela's example definitions, to member1 in one deploy step."""
+    return {
+        "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+        "metadata": {"name": "shop", "namespace": "shop", "uid": uid},
+        "spec": {"components": [{
+            "name": "backend", "type": component_type, "properties": {"image": "busybox"},
+            "traits": [{"type": "docs-sidecar", "properties": {"name": "log", "image": "b"}},
+                       {"type": "kservice", "properties": {"http": {"web": 80}}}]}],
+            "policies": [{"name": "one", "type": "topology",
+                          "properties": {"clusters": ["member1"]}}]},
+        "status": {}}
+
+
+def world_with(*objects: JSON) -> World:
+    world = World()
+    for obj in [*docs_definitions(), *objects]:
+        world.view.put("hub", obj)
+    return world
+
+
+async def test_an_application_of_definitions_deploys_their_render() -> None:
+    world = world_with(docs_app())
+    await world.reconcile()
+    assert ("create", "member1", "Deployment/backend") in world.journal
+    assert ("create", "member1", "Service/backend") in world.journal
+    assert world.status.written[-1]["status"] == "runningWorkflow"
+
+
+async def test_the_revision_records_the_definitions_and_a_change_makes_a_new_one() -> None:
+    """A definition the Application uses changed: a new revision (its content is the
+    definitions too), whose render has the change."""
+    view = FakeView()
+    defs = docs_definitions()
+    for doc in [*defs, docs_app()]:
+        view.put("hub", doc)
+    build = build_of(docs_app())
+    await run_through(view, build, compilation.compile_app)
+    assert build.number == 1 and build.revision_vertex is not None
+    recorded = build.revision_vertex.obj["spec"]["definitions"]
+    assert set(recorded) == {"ComponentDefinition/docs-worker",
+                             "TraitDefinition/docs-sidecar", "TraitDefinition/kservice"}
+    old = revision_doc(1, spec=docs_app()["spec"])
+    old["spec"]["revisionHash"] = build.digest
+    view.put("hub", old)
+    again = build_of(docs_app())
+    await revisions.load_revision(view, again)
+    assert (again.number, again.revision_vertex) == (1, None)  # nothing changed
+    changed = copy.deepcopy(defs[0])
+    template = changed["spec"]["schematic"]["cue"]["template"]
+    changed["spec"]["schematic"]["cue"]["template"] = template.replace(
+        "output: {", 'output: {\n  metadata: labels: release: "two"', 1)
+    view.put("hub", changed)
+    new = build_of(docs_app())
+    await run_through(view, new, compilation.compile_app)
+    assert new.number == 2 and new.revision_vertex is not None
+    assert new.compiled is not None
+    [deployment, _] = new.compiled.targets["deploy"].clusters["member1"]
+    assert deployment["metadata"]["labels"]["release"] == "two"
+
+
+async def test_a_tenants_definition_is_refused_naming_the_type() -> None:
+    """Attack: a tenant writes a ComponentDefinition in its own namespace and names it:
+    renderFailed naming the type and why; nothing is written to any member."""
+    mine = copy.deepcopy(docs_definitions()[0])
+    mine["metadata"] = {"name": "mine", "namespace": "shop"}
+    world = world_with(mine, docs_app("mine"))
+    await world.reconcile()
+    status = world.status.written[-1]
+    assert status["status"] == "renderFailed"
+    assert "'mine': the ComponentDefinition 'mine' in namespace shop is not used" in \
+        status["conditions"][0]["message"]
+    assert not [w for w in world.journal if w[1].startswith("member")]
+
+
+async def test_evaluations_are_memoised_across_reconciles() -> None:
+    world = world_with(docs_app())
+    await world.reconcile()
+    asked = world.view.evaluations.asked
+    assert asked == 3  # the component, then its two traits
+    await world.reconcile()
+    assert world.view.evaluations.asked == asked
+
+
+HOSTILE = """
+parameter: n: [...int]
+output: {
+  apiVersion: "v1"
+  kind: "ConfigMap"
+  data: {for a in parameter.n for b in parameter.n for c in parameter.n {"\\(a)-\\(b)-\\(c)": "x"}}
+}
+"""
+
+
+async def test_a_hostile_parameter_is_evaluated_off_the_loop_and_refused() -> None:
+    """Attack: a tenant's parameter makes an administrator's template do unbounded work.
+    The evaluation runs in a worker process, killed at its deadline; the event loop keeps
+    running meanwhile (a ticker counts), and the Application gets renderFailed, one line."""
+    hostile = {"apiVersion": "core.oam.dev/v1beta1", "kind": "ComponentDefinition",
+               "metadata": {"name": "hostile", "namespace": "vela-system"},
+               "spec": {"schematic": {"cue": {"template": HOSTILE}}}}
+    body = docs_app("hostile")
+    body["spec"]["components"][0] = {"name": "x", "type": "hostile",
+                                     "properties": {"n": list(range(400))}}
+    world = world_with(hostile, body)
+    pool = sandbox.Sandbox(definitions.WORK, workers=1, timeout=0.5, ready_timeout=120.0)
+    world.view.evaluations = definitions.Evaluations(pool.ask)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    try:
+        await world.reconcile()
+    finally:
+        task.cancel()
+        await pool.close()
+    status = world.status.written[-1]
+    assert status["status"] == "renderFailed"
+    message = status["conditions"][0]["message"]
+    assert "ComponentDefinition vela-system/hostile" in message
+    assert "took longer than 0.5s" in message or "budget" in message
+    assert ticks >= 10
+
+
+def test_a_definition_change_wakes_the_applications_naming_its_type() -> None:
+    clusters = fakes.cluster_set("member1")
+    clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
+    store = clusters.hub.cache.informer(api.APPLICATIONS).store
+    store.put(docs_app())
+    other = docs_app("webservice")
+    other["metadata"] = {"name": "other", "namespace": "bank"}
+    other["spec"]["components"][0]["traits"] = []
+    store.put(other)
+    worker = docs_definitions()[0]
+
+    def woken(doc: JSON) -> list[tuple[str, str]]:
+        found = wiring.apps_using(clusters, "hub", ("vela-system",),
+                                  Event("MODIFIED", "hub", api.COMPONENT_DEFINITIONS, doc))
+        return [(r.namespace, r.name) for r in found]
+    assert woken(worker) == [("shop", "shop")]
+    tenant = {**worker, "metadata": {"name": "docs-worker", "namespace": "bank"}}
+    assert woken(tenant) == []  # only Applications of its own namespace
+
+
+async def test_a_definition_not_used_gets_a_warning_event() -> None:
+    mine = copy.deepcopy(docs_definitions()[0])
+    mine["metadata"] = {"name": "mine", "namespace": "shop", "uid": "u1"}
+    refused = copy.deepcopy(docs_definitions()[0])
+    refused["metadata"] = {"name": "bad", "namespace": "vela-system", "uid": "u2"}
+    refused["spec"]["status"] = {"healthPolicy": "isHealth: true"}
+    view, recorder = FakeView(), Recorder()
+    view.put("hub", mine)
+    view.put("hub", refused)
+    kind = group_kind(api.COMPONENT_DEFINITIONS)
+    await definition_reports.report(view, recorder, Request("hub", kind, "shop", "mine"))
+    await definition_reports.report(view, recorder,
+                                    Request("hub", kind, "vela-system", "bad"))
+    assert [(r, m.split(":")[0]) for _, r, m in recorder.events] == [
+        ("DefinitionNotUsed", "not used"),
+        ("DefinitionRefused", "ComponentDefinition vela-system/bad")]
+    assert "spec.status.healthPolicy" in recorder.events[1][2]
