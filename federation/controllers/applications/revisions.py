@@ -42,8 +42,7 @@ async def external_policies(view: ApplicationView, namespace: str,
     """The Policies of ``namespace`` the deploy steps name and the spec does not inline,
     as much of each as the revision covers."""
     inline = {p.get("name") for p in spec.get("policies") or [] if isinstance(p, dict)}
-    wanted = {str(n) for s in (spec.get("workflow") or {}).get("steps") or []
-              if isinstance(s, dict)
+    wanted = {str(n) for s in _steps((spec.get("workflow") or {}).get("steps"))
               for n in ((s.get("properties") or {}).get("policies") or [])
               if isinstance(n, str)} - inline
     found: dict[str, JSON] = {}
@@ -52,6 +51,17 @@ async def external_policies(view: ApplicationView, namespace: str,
         if doc is not None:
             found[name] = {k: doc[k] for k in ("apiVersion", "kind", "type", "properties")
                            if k in doc} | {"metadata": {"name": name, "namespace": namespace}}
+    return found
+
+
+def _steps(steps: Any) -> list[Mapping[str, Any]]:
+    """The workflow's steps and a step group's sub-steps (maps only: the compile refuses
+    the rest)."""
+    found: list[Mapping[str, Any]] = []
+    for step in steps if isinstance(steps, list) else ():
+        if isinstance(step, dict):
+            found.append(step)
+            found.extend(s for s in step.get("subSteps") or () if isinstance(s, dict))
     return found
 
 
