@@ -1,0 +1,290 @@
+"""Gathering one vertex: its conjuncts met into fields, list items and a scalar.
+
+Two passes, so a comprehension or an embedding sees every statically declared field of
+the struct it is in: first the literals and data (fields become child vertices, nothing
+is evaluated), then the deferred work in order (expressions met in, embeddings,
+comprehensions, dynamic labels), each of which may declare more. Then patterns apply to
+the fields, closedness is checked, disjunctions of structs are decided and list items are
+built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from federation.cue import syntax as s
+from federation.cue.evaluator import (
+    Allowed,
+    Conjunct,
+    Data,
+    Env,
+    Evaluator,
+    Items,
+    Vertex,
+    is_scalar,
+    path_text,
+)
+from federation.cue.values import TOP, Atom, Bottom, Disj, Top, describe, located, meet_scalars
+
+EXPRESSION_LIKE = (s.Ident, s.Select, s.Index, s.Call, s.Binary, s.Unary, s.Disjunction,
+                   s.Interp, s.BottomLit)
+
+
+def gather(ev: Evaluator, vertex: Vertex) -> None:
+    if try_forward(ev, vertex):
+        return
+    for index, conjunct in enumerate(vertex.conjuncts):
+        add_conjunct(ev, vertex, conjunct, index)
+    while vertex.deferred and vertex.err is None:
+        kind, node, env, group = vertex.deferred.pop(0)
+        run_deferred(ev, vertex, kind, node, env, group)
+    finish(ev, vertex)
+
+
+def try_forward(ev: Evaluator, vertex: Vertex) -> bool:
+    """A vertex whose one conjunct is a reference to a struct or list becomes that vertex."""
+    if len(vertex.conjuncts) != 1 or vertex.is_def:
+        return False
+    conjunct = vertex.conjuncts[0]
+    if not isinstance(conjunct.node, s.Ident | s.Select | s.Index):
+        return False
+    value = ev.eval(conjunct.node, conjunct.env)
+    if isinstance(value, Vertex):
+        target = value.target()
+        if target is vertex or target.state == 1:
+            vertex.err = Bottom(f"{path_text(vertex.path)}: reference cycle")
+            return True
+        target = ev.gather(target)
+        if target.kind in ("struct", "list") and conjunct.group is None:
+            vertex.forward = target
+            return True
+    vertex.deferred.append(("value", value, conjunct.env, conjunct.group))
+    while vertex.deferred and vertex.err is None:
+        kind, node, env, group = vertex.deferred.pop(0)
+        run_deferred(ev, vertex, kind, node, env, group)
+    finish(ev, vertex)
+    return True
+
+
+def add_conjunct(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, index: int = -1) -> None:
+    node, env, group = conjunct.node, conjunct.env, conjunct.group
+    ev.meter.tick()
+    if isinstance(node, s.StructLit):
+        add_struct_lit(ev, vertex, node, env, group)
+    elif isinstance(node, s.ListLit | Items):
+        vertex.list_sources.append(conjunct)
+    elif isinstance(node, Data):
+        add_data(ev, vertex, conjunct)
+    elif isinstance(node, s.Binary) and node.op == "&":
+        add_conjunct(ev, vertex, Conjunct(node.left, env, group), index)
+        add_conjunct(ev, vertex, Conjunct(node.right, env, group), index)
+    elif isinstance(node, s.Lit):
+        meet(vertex, Atom(node.value))
+    elif isinstance(node, Vertex) or is_scalar(node):
+        vertex.deferred.append(("value", node, env, group))
+    else:
+        vertex.deferred.append(("expr", node, env, group))
+
+
+def add_struct_lit(ev: Evaluator, vertex: Vertex, lit: s.StructLit, env: Env | None,
+                   group: Any) -> None:
+    vertex.sources.append(Conjunct(lit, env, group))
+    vertex.saw_lit = True
+    frame = Env(env, lit, vertex)
+    allowed = vertex.closed.setdefault(group, Allowed()) if group is not None else None
+    for decl in lit.decls:
+        if isinstance(decl, s.Field) and decl.label.name is not None:
+            add_field(vertex, decl.label.name, decl, frame, group)
+            if allowed is not None:
+                allowed.labels.add(decl.label.name)
+        elif isinstance(decl, s.Field):
+            vertex.deferred.append(("field", decl, frame, group))
+        elif isinstance(decl, s.Pattern):
+            vertex.patterns.append((decl, frame, group))
+            if allowed is not None:
+                allowed.patterns.append((decl, frame))
+        elif isinstance(decl, s.Embed):
+            vertex.deferred.append(("embed", decl.expr, frame, group))
+        elif isinstance(decl, s.Comprehension):
+            vertex.deferred.append(("comprehension", decl, frame, group))
+        elif isinstance(decl, s.Ellipsis) and allowed is not None:
+            allowed.open = True
+    if not any(isinstance(d, s.Embed | s.Comprehension) for d in lit.decls) or any(
+        isinstance(d, s.Field | s.Pattern | s.Ellipsis) for d in lit.decls
+    ):
+        vertex.kind = "struct" if vertex.kind == "top" else vertex.kind
+
+
+def child_group(group: Any, vertex: Vertex, name: str) -> Any:
+    if name.startswith("#"):
+        return ("#", id(vertex), name)
+    return None if group is None else (group, name)
+
+
+def add_field(vertex: Vertex, name: str, decl: s.Field, frame: Env, group: Any) -> None:
+    child = vertex.arcs.get(name)
+    if child is None:
+        child = Vertex((*vertex.path, name), is_def=name.startswith("#"))
+        vertex.arcs[name] = child
+    child.add(decl.value, frame, child_group(group, vertex, name))
+    if decl.constraint != "?":
+        child.regular = True
+    if decl.constraint == "!":
+        child.required = True
+    for directive in decl.directives:
+        if directive not in child.directives:
+            child.directives.append(directive)
+
+
+def add_data(ev: Evaluator, vertex: Vertex, conjunct: Conjunct) -> None:
+    data = conjunct.node.value
+    if isinstance(data, dict):
+        vertex.sources.append(conjunct)
+        vertex.kind = "struct" if vertex.kind == "top" else vertex.kind
+        vertex.saw_lit = True
+        for key, item in data.items():
+            ev.meter.tick()
+            child = vertex.arcs.get(key)
+            if child is None:
+                child = Vertex((*vertex.path, key))
+                vertex.arcs[key] = child
+            child.add(Data(item), None, None)
+            child.regular = True
+    elif isinstance(data, list | tuple):
+        vertex.list_sources.append(conjunct)
+    else:
+        meet(vertex, Atom(data))
+
+
+def meet(vertex: Vertex, value: Any) -> None:
+    result = meet_scalars(vertex.scalar, value)
+    if isinstance(result, Bottom) and vertex.err is None:
+        vertex.err = result
+    vertex.scalar = result
+
+
+def run_deferred(ev: Evaluator, vertex: Vertex, kind: str, node: Any, env: Env | None,
+                 group: Any) -> None:
+    if kind == "comprehension":
+        for body_env in comprehension_envs(ev, vertex, node.clauses, 0, env):
+            add_struct_lit(ev, vertex, node.body, body_env, group)
+        return
+    if kind == "field":
+        add_dynamic_field(ev, vertex, node, env, group)
+        return
+    value = node if kind == "value" else ev.eval(node, env)
+    if kind == "embed" and not isinstance(value, Vertex):
+        vertex.embedded = True
+    add_value(ev, vertex, value, group if kind == "embed" else "keep", node)
+
+
+def add_value(ev: Evaluator, vertex: Vertex, value: Any, group: Any, node: Any) -> None:
+    if isinstance(value, Vertex):
+        merge_vertex(ev, vertex, value, group)
+    elif isinstance(value, Disj) and any(isinstance(v, Vertex) for v, _ in value.branches):
+        ordinal = vertex.disj_count
+        vertex.disj_count += 1
+        if ordinal in vertex.choices:
+            add_value(ev, vertex, vertex.choices[ordinal], group, node)
+        else:
+            vertex.struct_disjs.append((ordinal, value))
+    elif is_scalar(value):
+        meet(vertex, value)
+    else:
+        where = getattr(node, "pos", "?")
+        vertex.err = Bottom(f"{where}: a package or function used as a value")
+
+
+def merge_vertex(ev: Evaluator, vertex: Vertex, other: Vertex, group: Any) -> None:
+    """``vertex & other``: other's sources join vertex (re-bound there) and so do its limits."""
+    other = other.target()
+    if other.state == 1:
+        vertex.err = Bottom(f"{path_text(vertex.path)}: reference cycle")
+        return
+    for source in other.conjuncts:
+        kept = source.group if group == "keep" else group
+        add_conjunct(ev, vertex, Conjunct(source.node, source.env, kept))
+
+
+def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | None,
+                      group: Any) -> None:
+    assert decl.label.expr is not None
+    label = ev.concrete(decl.label.expr, env)
+    if isinstance(label, Bottom):
+        vertex.err = Bottom(f"{decl.pos}: dynamic label: {label.message}", label.incomplete)
+        return
+    if not (isinstance(label, Atom) and isinstance(label.value, str)):
+        vertex.err = Bottom(f"{decl.pos}: a dynamic label must be a string, not {describe(label)}")
+        return
+    if len(label.value) > 10_000:
+        vertex.err = Bottom(f"{decl.pos}: dynamic label too long")
+        return
+    if vertex.arcs.get(label.value) is not None and vertex.arcs[label.value].state != 0:
+        vertex.err = Bottom(f"{decl.pos}: field {label.value!r} declared after its use")
+        return
+    assert env is not None
+    add_field(vertex, label.value, decl, env, group)
+    if group is not None:
+        vertex.closed.setdefault(group, Allowed()).labels.add(label.value)
+
+
+def comprehension_envs(ev: Evaluator, vertex: Vertex, clauses: tuple[s.Node, ...], i: int,
+                       env: Env | None) -> Iterator[Env | None]:
+    if vertex.err is not None:
+        return
+    if i == len(clauses):
+        yield env
+        return
+    clause = clauses[i]
+    if isinstance(clause, s.IfClause):
+        cond = ev.concrete(clause.cond, env)
+        if isinstance(cond, Atom) and isinstance(cond.value, bool):
+            if cond.value:
+                yield from comprehension_envs(ev, vertex, clauses, i + 1, env)
+            return
+        vertex.err = clause_error(clause, cond, "if needs a bool")
+        return
+    if isinstance(clause, s.LetClause):
+        bound = Env(env, bindings={clause.name: ev.eval(clause.expr, env)})
+        yield from comprehension_envs(ev, vertex, clauses, i + 1, bound)
+        return
+    assert isinstance(clause, s.ForClause)
+    for key, item in iterate(ev, vertex, clause, env):
+        names = {clause.value: item}
+        if clause.key is not None:
+            names[clause.key] = key
+        yield from comprehension_envs(ev, vertex, clauses, i + 1, Env(env, bindings=names))
+
+
+def clause_error(clause: s.Node, value: Any, need: str) -> Bottom:
+    if isinstance(value, Bottom):
+        return located(clause.pos, value)
+    return Bottom(f"{clause.pos}: {need}, not {describe(value)}", incomplete=True)
+
+
+def iterate(ev: Evaluator, vertex: Vertex, clause: s.ForClause,
+            env: Env | None) -> Iterator[tuple[Atom, Any]]:
+    source = ev.eval(clause.source, env)
+    if isinstance(source, Vertex):
+        source = ev.value(source)
+    if isinstance(source, Vertex) and source.kind == "struct":
+        for name, child in list(ev.fields(source)):
+            ev.meter.tick()
+            yield Atom(name), child
+        return
+    if isinstance(source, Vertex) and source.kind == "list":
+        for index, item in enumerate(list(source.items)):
+            ev.meter.tick()
+            yield Atom(index), item
+        return
+    vertex.err = clause_error(clause, source, "for needs a struct or a list")
+
+
+def finish(ev: Evaluator, vertex: Vertex) -> None:
+    from federation.cue import finishing
+
+    finishing.finish(ev, vertex)
+
+
+__all__ = ["TOP", "Top", "add_conjunct", "comprehension_envs", "gather"]
