@@ -45,26 +45,33 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget())
     for item in flow.flatten(spec):
-        filled = dataflow.filled(item, spec, values or {})
-        if filled is None:
-            steps.append(_step_spec(item, workflow.StepSpec(item.step.name, item.step.type),
-                                    unrendered=True))
-            continue
         try:
+            filled = dataflow.filled(item, spec, values or {})
+            if filled is None:
+                steps.append(_step_spec(item, workflow.StepSpec(item.step.name,
+                                                                item.step.type),
+                                        unrendered=True))
+                continue
             target, step_spec, note = _compile_step(filled.step, dataclasses.replace(
                 context, spec=filled.spec), item.where)
         except model.AppError as exc:
             if not item.step.inputs:
                 raise
             # rendered with its inputs' values: the step fails, the Application stands
-            steps.append(_step_spec(item, workflow.StepSpec(item.step.name, item.step.type),
-                                    failure=str(exc)))
+            steps.append(dataclasses.replace(
+                _step_spec(item, workflow.StepSpec(item.step.name, item.step.type),
+                           failure=str(exc)),
+                rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
+                                 for i in item.step.inputs}))
             continue
         if target is not None:
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
-        steps.append(_step_spec(item, step_spec, properties=filled.step.properties))
+        steps.append(dataclasses.replace(
+            _step_spec(item, step_spec, properties=filled.step.properties),
+            rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
+                             for i in item.step.inputs}))
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications)

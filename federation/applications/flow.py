@@ -80,10 +80,6 @@ def flatten(spec: AppSpec, where: str = "spec") -> tuple[FlatStep, ...]:
         raise AppError(f"{where}.workflow.steps: {len(flat)} steps with their sub-steps; "
                        f"this control plane takes at most {MAX_STEPS} per Application")
     _check_names(flat)
-    for item in flat:
-        if item.step.if_ not in (None, "always"):
-            raise AppError(f"{item.where}.if: only 'always' is supported, not "
-                           f"{item.step.if_!r}")
     _check_components(spec, flat, where)
     flat = [dataclasses.replace(f, depends_on=_resolve(f, flat)) for f in flat]
     producers = _producers(flat)
@@ -122,8 +118,7 @@ def _merged(step: Step, spec: AppSpec) -> Step:
                       if c.name == step.properties.get("component")), None)
     if component is None or not _passes_data(component):
         return step
-    inputs = tuple(StepInput.model_validate({"from": i.from_,
-                                             "parameterKey": component_key(i.parameterKey)})
+    inputs = tuple(i.model_copy(update={"parameterKey": component_key(i.parameterKey)})
                    for i in component.inputs)
     return step.model_copy(update={"dependsOn": step.dependsOn + component.dependsOn,
                                    "inputs": step.inputs + inputs,

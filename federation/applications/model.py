@@ -5,12 +5,12 @@
 (``name``, ``type``, ``properties``) and ``spec.workflow.steps[]`` (``name``, ``type``,
 ``properties``, ``timeout``, ``if``, ``dependsOn``, ``inputs``, ``outputs``, ``subSteps``;
 their shape is :mod:`.flow`'s). KubeVela fields we do not implement (``workflow.ref``,
-``scopes``...) are refused by name rather than ignored: an Application that relies on them would otherwise deliver
-something else than its author meant. Errors are :class:`AppError` with a field path
-(``spec.components[0].traits[1].type``). A notification step's properties are checked
-down to their leaves (:func:`notification`), its URLs included: a URL the controller
-could not POST to is refused here, by path and without quoting it (it may hold a token),
-rather than failing every reconcile later.
+``scopes``...) are refused by name rather than ignored: an Application that relies on them
+would otherwise deliver something else than its author meant. Errors are :class:`AppError`
+with a field path (``spec.components[0].traits[1].type``). A notification step's
+properties are checked down to their leaves (:func:`notification`), its URLs included: a
+URL the controller could not POST to is refused here, by path and without quoting it (it
+may hold a token), rather than failing every reconcile later.
 
 Limits, each refused by path with the number (an Application is tenant input: the
 controller compiles it on every reconcile, so its size is the tenant's to choose unless

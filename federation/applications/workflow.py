@@ -27,6 +27,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from federation.applications import expressions
+from federation.applications.expressions import ExpressionError
+
 JSON = dict[str, Any]
 Phase = Literal["pending", "running", "suspended", "succeeded", "failed", "skipped"]
 HealthState = Literal["healthy", "progressing", "failed"]
@@ -79,6 +82,9 @@ class StepSpec:
     """Its properties as run (inputs written in): ``parameter`` in its expressions."""
     unrendered: bool = False
     """Its inputs were not known when compiled: it runs once compiled with them."""
+    rendered_inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The input values it was compiled with (``from`` -> value): it runs only with the
+    values the state holds (a compile from a stale state renders it again)."""
     failure: str = ""
     """Why compiling it with its inputs failed: it fails when it would start."""
 
@@ -124,14 +130,6 @@ Evaluator = Callable[[str, Mapping[str, Any]], Any]
 :class:`ExpressionError` (one line) when it has none."""
 
 
-class ExpressionError(ValueError):
-    """An expression with no value: its message says why, on one line."""
-
-
-def no_expressions(expression: str, scope: Mapping[str, Any]) -> Any:
-    raise ExpressionError("expressions are not evaluated by this control plane")
-
-
 @dataclasses.dataclass(frozen=True)
 class Observations:
     health: Mapping[tuple[str, str], tuple[HealthState, str]] = dataclasses.field(
@@ -145,7 +143,8 @@ class Observations:
     """step -> the object it applied, as read back (``output`` in its ``valueFrom``)."""
     context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """KubeVela's ``context`` in expressions (the Application's name, namespace...)."""
-    evaluator: Evaluator = no_expressions
+    evaluator: Evaluator = expressions.evaluate
+    """KubeVela's CUE (:mod:`.expressions`); tests may pass another."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,7 +247,8 @@ class _Run:
             return self._end(spec, dataclasses.replace(
                 step, phase="skipped", finished=self.now, reason="Skipped", message=skip,
                 waiting_for=()), [])
-        if spec.unrendered:
+        if spec.inputs and (spec.unrendered or dict(spec.rendered_inputs) != self._inputs(
+                spec)):
             # its inputs are known now: the next compile renders it with them
             self.actions.append(Wait(0.0))
             return self.set(spec.name, dataclasses.replace(

@@ -9,8 +9,10 @@ is written to any member.
 
 from __future__ import annotations
 
+from typing import Any
+
 from federation.applications import compile as compile_
-from federation.applications import model, scope
+from federation.applications import model, scope, workflow
 from federation.contexts import client as kube
 from federation.controllers.applications.build import Build
 from federation.controllers.applications.view import ApplicationView
@@ -33,10 +35,21 @@ async def compile_app(view: ApplicationView, build: Build) -> Verdict | None:
     try:
         build.compiled = compile_.compile_app(build.spec, build.name, build.namespace,
                                               build.external, build.fleet,
-                                              view.settings.local_cluster, build.grant)
+                                              view.settings.local_cluster, build.grant,
+                                              output_values(build))
     except model.AppError as exc:
         raise invalid(exc) from None
     return None
+
+
+def output_values(build: Build) -> dict[str, Any]:
+    """The outputs of this revision's steps that ended, as the stored state has them (a
+    step with inputs renders with them; the state machine runs it only when the state it
+    evaluates holds the same values)."""
+    state = workflow.from_status(build.status.get("workflow"))
+    if state is None or state.revision != build.number:
+        return {}
+    return dict(state.values)
 
 
 async def grant_of(view: ApplicationView, namespace: str) -> scope.Grant:
