@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import model, policies, render, scope, workflow
+from federation.applications import dataflow, flow, model, policies, render, scope, workflow
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -28,11 +28,13 @@ class Compiled:
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                 external: Mapping[str, Mapping[str, Any]],
                 fleet: Sequence[clusters_.Cluster], local_cluster: str | None = None,
-                grant: scope.Grant | None = None, user: render.UserTypes | None = None
-                ) -> Compiled:
+                grant: scope.Grant | None = None, user: render.UserTypes | None = None,
+                values: Mapping[str, Any] | None = None) -> Compiled:
     """Validate and render a revision (raises :class:`model.AppError` naming the field).
     ``grant``: the member namespaces it may write (default: ``namespace`` only);
-    ``user``: the types administrators defined (:mod:`.definitions`)."""
+    ``user``: the types administrators defined (:mod:`.definitions`);
+    ``values``: the outputs of the steps that ended (the workflow's state): a step with
+    ``inputs`` renders with them once they are all known, and is left unrendered before."""
     grant = grant or scope.Grant(namespace)
     spec = model.parse_spec(spec_doc, types=user.types() if user else model.BUILT_IN)
     outside = {name: model.external_policy(doc) for name, doc in external.items()}
@@ -43,24 +45,67 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     notifications: dict[str, model.Notification] = {}
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
-    for index, step in enumerate(model.default_steps(spec)):
-        where = f"spec.workflow.steps[{index}]"
-        timeout = model.duration_seconds(step.timeout, f"{where}.timeout") \
-            if step.timeout else None
-        if step.type in workflow.DEPLOYING:
-            target, step_spec = _deploying(step, context, where, timeout)
-            targets[step.name] = target
-        else:
-            step_spec = _waiting(step, where, timeout)
-            if step.type == "notification":
-                notifications[step.name] = model.notification(step.properties,
-                                                              f"{where}.properties")
-                step_spec = dataclasses.replace(step_spec,
-                                                message=notifications[step.name].message)
-        steps.append(step_spec)
+    for item in flow.flatten(spec):
+        try:
+            filled = dataflow.filled(item, spec, values or {})
+            if filled is None:
+                steps.append(_step_spec(item, workflow.StepSpec(item.step.name,
+                                                                item.step.type),
+                                        unrendered=True))
+                continue
+            target, step_spec, note = _compile_step(filled.step, dataclasses.replace(
+                context, spec=filled.spec), item.where)
+        except model.AppError as exc:
+            if not item.step.inputs:
+                raise
+            # rendered with its inputs' values: the step fails, the Application stands
+            steps.append(dataclasses.replace(
+                _step_spec(item, workflow.StepSpec(item.step.name, item.step.type),
+                           failure=str(exc)),
+                rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
+                                 for i in item.step.inputs}))
+            continue
+        if target is not None:
+            targets[item.step.name] = target
+        if note is not None:
+            notifications[item.step.name] = note
+        steps.append(dataclasses.replace(
+            _step_spec(item, step_spec, properties=filled.step.properties),
+            rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
+                             for i in item.step.inputs}))
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications)
+
+
+def _compile_step(step: model.Step, context: _Context, where: str
+                  ) -> tuple[policies.Target | None, workflow.StepSpec,
+                             model.Notification | None]:
+    timeout = model.duration_seconds(step.timeout, f"{where}.timeout") \
+        if step.timeout else None
+    if step.type in workflow.DEPLOYING:
+        target, step_spec = _deploying(step, context, where, timeout)
+        return target, step_spec, None
+    step_spec = _waiting(step, where, timeout)
+    if step.type != "notification":
+        return None, step_spec, None
+    note = model.notification(step.properties, f"{where}.properties")
+    return None, dataclasses.replace(step_spec, message=note.message), note
+
+
+def _step_spec(item: flow.FlatStep, base: workflow.StepSpec, *, unrendered: bool = False,
+               failure: str = "", properties: Mapping[str, Any] | None = None
+               ) -> workflow.StepSpec:
+    """The compiled step with its place in the workflow: level, mode, waits, data."""
+    step = item.step
+    return dataclasses.replace(
+        base, always=step.if_ == "always", condition=step.if_ if step.if_ not in (
+            None, "always") else "", group=item.group, dag=item.dag,
+        depends_on=item.depends_on,
+        inputs=tuple(workflow.DataInput(i.from_, i.parameterKey) for i in step.inputs),
+        outputs=tuple(workflow.DataOutput(o.name, o.valueFrom) for o in step.outputs),
+        properties=dict(properties if properties is not None else step.properties),
+        unrendered=unrendered, failure=failure)
 
 
 @dataclasses.dataclass(frozen=True)

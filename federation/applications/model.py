@@ -3,14 +3,14 @@
 ``core.oam.dev/v1beta1`` Application: ``spec.components[]`` (``name``, ``type``,
 ``properties``, ``traits[]`` of ``type`` and ``properties``), ``spec.policies[]``
 (``name``, ``type``, ``properties``) and ``spec.workflow.steps[]`` (``name``, ``type``,
-``properties``, ``timeout``, ``if``). KubeVela fields we do not implement (``inputs``,
-``outputs``, ``dependsOn``, sub-steps, ``workflow.ref``, ``scopes``...) are refused by
-name rather than ignored: an Application that relies on them would otherwise deliver
-something else than its author meant. Errors are :class:`AppError` with a field path
-(``spec.components[0].traits[1].type``). A notification step's properties are checked
-down to their leaves (:func:`notification`), its URLs included: a URL the controller
-could not POST to is refused here, by path and without quoting it (it may hold a token),
-rather than failing every reconcile later.
+``properties``, ``timeout``, ``if``, ``dependsOn``, ``inputs``, ``outputs``, ``subSteps``;
+their shape is :mod:`.flow`'s). KubeVela fields we do not implement (``workflow.ref``,
+``scopes``...) are refused by name rather than ignored: an Application that relies on them
+would otherwise deliver something else than its author meant. Errors are :class:`AppError`
+with a field path (``spec.components[0].traits[1].type``). A notification step's
+properties are checked down to their leaves (:func:`notification`), its URLs included: a
+URL the controller could not POST to is refused here, by path and without quoting it (it
+may hold a token), rather than failing every reconcile later.
 
 Limits, each refused by path with the number (an Application is tenant input: the
 controller compiles it on every reconcile, so its size is the tenant's to choose unless
@@ -28,7 +28,7 @@ import dataclasses
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -43,7 +43,7 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
                "container-image", "hostalias", "json-merge-patch", "json-patch")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
-STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
+STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification", "step-group")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -54,6 +54,10 @@ MAX_STEPS = 50
 """Workflow steps per Application: KubeVela users rarely have more than a few dozen; the
 cap bounds the work of one evaluation and the notifications one release can ask for
 (50 steps x 2 URLs)."""
+MAX_EXPRESSION = 1000
+"""Characters of one ``if`` or ``valueFrom`` expression: KubeVela's are one line."""
+MAX_DATA_PASSING = 20
+"""``inputs`` or ``outputs`` of one step or component."""
 MAX_RENDERED = 500
 """Objects one revision renders over all its deploy steps (each step renders its components
 once per topology; a ``k8s-objects`` component counts each manifest): a release of 20
@@ -99,6 +103,25 @@ class Trait(_Model):
         Field(default_factory=dict)
 
 
+class StepInput(_Model):
+    """KubeVela's ``inputs[]``: the value of output ``from`` written at ``parameterKey``."""
+
+    from_: str = Field(alias="from", min_length=1, max_length=253)
+    parameterKey: str = Field(default="", max_length=253)
+
+
+class StepOutput(_Model):
+    """KubeVela's ``outputs[]``: ``valueFrom`` evaluated when the step ends, named."""
+
+    name: str = Field(min_length=1, max_length=253)
+    valueFrom: str = Field(min_length=1, max_length=MAX_EXPRESSION)
+
+
+_Inputs = Annotated[tuple[StepInput, ...], Field(max_length=MAX_DATA_PASSING)]
+_Outputs = Annotated[tuple[StepOutput, ...], Field(max_length=MAX_DATA_PASSING)]
+_Names = Annotated[tuple[str, ...], Field(max_length=MAX_STEPS)]
+
+
 class Component(_Model):
     name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     type: str = Field(min_length=1)
@@ -106,6 +129,11 @@ class Component(_Model):
         Field(default_factory=dict)
     traits: Annotated[tuple[Trait, ...], BeforeValidator(lambda v: () if v is None else v)] \
         = ()
+    # honoured where an apply-component step applies the component (:mod:`.flow`); not
+    # dumped: an override's patched or added component is rendered, not re-parsed
+    dependsOn: _Names = Field(default=(), exclude=True)
+    inputs: _Inputs = Field(default=(), exclude=True)
+    outputs: _Outputs = Field(default=(), exclude=True)
 
 
 class PolicySpec(_Model):
@@ -122,12 +150,25 @@ class Step(_Model):
     type: str = Field(min_length=1)
     properties: dict[str, Any] = Field(default_factory=dict)
     timeout: str | None = None
-    if_: str | None = Field(default=None, alias="if")
+    if_: str | None = Field(default=None, alias="if", max_length=MAX_EXPRESSION)
+    dependsOn: _Names = ()
+    inputs: _Inputs = ()
+    outputs: _Outputs = ()
+    subSteps: Annotated[tuple[Step, ...], Field(max_length=MAX_STEPS)] = ()
+    """A ``step-group``'s steps (:mod:`.flow` checks the shape)."""
+
+
+class Mode(_Model):
+    """KubeVela's execution modes: of the steps (default StepByStep when steps are given)
+    and of a step group's sub-steps (default DAG)."""
+
+    steps: Literal["DAG", "StepByStep"] | None = None
+    subSteps: Literal["DAG", "StepByStep"] | None = None
 
 
 class Workflow(_Model):
     steps: tuple[Step, ...] = ()
-    mode: dict[str, str] | None = None
+    mode: Mode | None = None
 
 
 class AppSpec(_Model):
@@ -239,13 +280,13 @@ def parse_spec(spec: Mapping[str, Any], where: str = "spec", types: Types = BUIL
             raise types.refuse("policy", policy.type, f"{where}.policies[{index}].type",
                                POLICY_TYPES)
     if parsed.workflow is not None:
-        if parsed.workflow.mode not in (None, {"steps": "StepByStep"}, {}):
-            raise AppError(f"{where}.workflow.mode: only StepByStep steps are supported")
         for index, step in enumerate(parsed.workflow.steps):
             if step.type not in STEP_TYPES:
                 raise types.refuse("step", step.type, f"{where}.workflow.steps[{index}].type",
                                    STEP_TYPES)
             _check_step(step, f"{where}.workflow.steps[{index}]")
+            for number, sub in enumerate(step.subSteps):
+                _check_step(sub, f"{where}.workflow.steps[{index}].subSteps[{number}]")
     return parsed
 
 
@@ -285,18 +326,22 @@ def _check_names(spec: AppSpec, where: str) -> None:
             seen.add(item.name)
 
 
+def check_step(step: Step, where: str) -> None:
+    """A step's type and properties (its place in the workflow: :mod:`.flow`)."""
+    _check_step(step, where)
+
+
 def _check_step(step: Step, where: str) -> None:
     if step.type not in STEP_TYPES:
         raise AppError(f"{where}.type: {step.type!r} is not a built-in step "
                        f"({', '.join(STEP_TYPES)})")
-    if step.if_ not in (None, "always"):
-        raise AppError(f"{where}.if: only 'always' is supported, not {step.if_!r}")
     if step.timeout is not None:
         duration_seconds(step.timeout, f"{where}.timeout")
     allowed = {"deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
                "suspend": {"duration", "message"}, "approve": {"duration", "message"},
                "notification": {"webhook", "slack", "message"},
-               "apply-component": {"component", "cluster", "namespace"}}[step.type]
+               "apply-component": {"component", "cluster", "namespace"},
+               "step-group": set()}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

@@ -23,8 +23,12 @@ resumes exactly where the stored state says.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
+
+from federation.applications import expressions
+from federation.applications.expressions import ExpressionError
 
 JSON = dict[str, Any]
 Phase = Literal["pending", "running", "suspended", "succeeded", "failed", "skipped"]
@@ -35,6 +39,20 @@ FINISHED = ("succeeded", "failed", "skipped")
 DEPLOYING = ("deploy", "apply-component")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataInput:
+    """An input: output ``source`` (``from``, maybe ``out.field``), at ``key``."""
+
+    source: str
+    key: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataOutput:
+    name: str
+    value_from: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +68,25 @@ class StepSpec:
     duration: float | None = None
     message: str = ""
     rollback_on_failure: bool = False
+    group: str = ""
+    """The step group this sub-step belongs to ("" for a step of the workflow)."""
+    dag: bool = False
+    """Its level runs as a DAG: it does not wait for the step before it."""
+    depends_on: tuple[str, ...] = ()
+    """Steps it waits for (``dependsOn``); it is skipped unless they all succeeded."""
+    condition: str = ""
+    """An ``if`` expression (other than ``always``): skipped when it is false."""
+    inputs: tuple[DataInput, ...] = ()
+    outputs: tuple[DataOutput, ...] = ()
+    properties: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Its properties as run (inputs written in): ``parameter`` in its expressions."""
+    unrendered: bool = False
+    """Its inputs were not known when compiled: it runs once compiled with them."""
+    rendered_inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """The input values it was compiled with (``from`` -> value): it runs only with the
+    values the state holds (a compile from a stale state renders it again)."""
+    failure: str = ""
+    """Why compiling it with its inputs failed: it fails when it would start."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +104,10 @@ class StepState:
     done: tuple[str, ...] = ()
     """deploy: clusters observed healthy (for the window)."""
     healthy_since: tuple[tuple[str, float], ...] = ()
+    group: str = ""
+    """The step group of a sub-step."""
+    waiting_for: tuple[str, ...] = ()
+    """A pending step: the steps and inputs it waits for (``step NAME``, ``input NAME``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,10 +117,17 @@ class State:
     phase: Literal["running", "suspended", "succeeded", "failed"] = "running"
     start: float = 0.0
     end: float | None = None
+    values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Output name -> its value, set when the producing step ended (None: no value)."""
 
     @property
     def current(self) -> StepState | None:
-        return next((s for s in self.steps if s.phase not in FINISHED), None)
+        return next((s for s in self.steps if s.phase not in FINISHED and not s.group), None)
+
+
+Evaluator = Callable[[str, Mapping[str, Any]], Any]
+"""An expression (``if``, ``valueFrom``) over a scope -> its value; raises
+:class:`ExpressionError` (one line) when it has none."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +139,12 @@ class Observations:
     """A resume was asked for since the last evaluation."""
     window: float = 0.0
     probe_interval: float = 5.0
+    outputs: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """step -> the object it applied, as read back (``output`` in its ``valueFrom``)."""
+    context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """KubeVela's ``context`` in expressions (the Application's name, namespace...)."""
+    evaluator: Evaluator = expressions.evaluate
+    """KubeVela's CUE (:mod:`.expressions`); tests may pass another."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +175,8 @@ Action = Deploy | Notify | Rollback | Wait
 
 
 def initial(revision: int, specs: Sequence[StepSpec], now: float) -> State:
-    return State(revision, tuple(StepState(s.name, s.type) for s in specs), "running", now)
+    return State(revision, tuple(StepState(s.name, s.type, group=s.group) for s in specs),
+                 "running", now)
 
 
 def evaluate(state: State, specs: Sequence[StepSpec], obs: Observations, now: float
@@ -129,42 +184,266 @@ def evaluate(state: State, specs: Sequence[StepSpec], obs: Observations, now: fl
     """One evaluation: advance every step that can advance now; say what to do."""
     if [s.name for s in specs] != [s.name for s in state.steps]:
         raise ValueError("the state's steps are not the workflow's")
-    steps = list(state.steps)
-    actions: list[Action] = []
-    resume = obs.resume
-    for index, spec in enumerate(specs):
-        step = steps[index]
+    run = _Run(state, specs, obs, now)
+    run.all()
+    return run.result()
+
+
+class _Run:
+    """One evaluation in progress: passes over the steps until none changes (a step that
+    ends may let others start at once); each step advances at most once."""
+
+    def __init__(self, state: State, specs: Sequence[StepSpec], obs: Observations,
+                 now: float) -> None:
+        self.state = state
+        self.specs = {s.name: s for s in specs}
+        self.order = [s.name for s in specs]
+        self.steps = {s.name: s for s in state.steps}
+        self.obs = obs
+        self.now = now
+        self.values = dict(state.values)
+        self.actions: list[Action] = []
+        self.advanced: set[str] = set()
+        suspended = [s.name for s in state.steps if s.phase == "suspended"]
+        # a resume releases every suspended step; with none, the first to suspend now
+        self.resume_all = obs.resume and bool(suspended)
+        self.resume_one = obs.resume and not suspended
+
+    def all(self) -> None:
+        for _ in range(2 * len(self.order) + 2):
+            if not any([self.visit(self.specs[name]) for name in self.order]):
+                return
+
+    def set(self, name: str, step: StepState) -> bool:
+        if step == self.steps[name]:
+            return False
+        # lastExecuteTime moves when the step did something, not on every look: an
+        # unchanged step costs no status write
+        self.steps[name] = dataclasses.replace(step, last_execute=self.now) \
+            if step.first_execute is not None else step
+        return True
+
+    def visit(self, spec: StepSpec) -> bool:
+        step = self.steps[spec.name]
         if step.phase in FINISHED:
-            continue
-        failed_before = any(s.phase == "failed" for s in steps[:index])
-        if failed_before and not spec.always:
-            steps[index] = dataclasses.replace(step, phase="skipped", finished=now,
-                                               reason="Skipped",
-                                               message="an earlier step failed")
-            continue
-        before = step
+            return False
+        if spec.type == "step-group" and step.first_execute is not None:
+            return self.set(spec.name, self._group(step, spec))
+        if spec.name in self.advanced:
+            return False
+        parent = self.steps.get(spec.group)
+        if parent is not None and parent.phase == "failed" and parent.reason == "Timeout":
+            return self._end(spec, *_fail(step, spec, self.now, "Timeout",
+                                           "its step group timed out"))
+        waits = self._waits(spec)
+        if waits is not None:
+            if not waits:
+                return False  # the step before it at its level has not ended yet
+            return self.set(spec.name, dataclasses.replace(
+                step, phase="pending", reason="", waiting_for=waits,
+                message=_waiting(waits)))
+        skip = self._skip(spec)
+        if skip is not None:
+            return self._end(spec, dataclasses.replace(
+                step, phase="skipped", finished=self.now, reason="Skipped", message=skip,
+                waiting_for=()), [])
+        if spec.inputs and (spec.unrendered or dict(spec.rendered_inputs) != self._inputs(
+                spec)):
+            # its inputs are known now: the next compile renders it with them
+            self.actions.append(Wait(0.0))
+            return self.set(spec.name, dataclasses.replace(
+                step, phase="pending", waiting_for=(), message="rendering with its inputs"))
+        self.advanced.add(spec.name)
         if step.first_execute is None:
-            step = dataclasses.replace(step, first_execute=now, last_execute=now,
-                                       phase="running")
-        step, more, resume = _advance(step, spec, obs, now, resume)
-        if step != before:
-            # lastExecuteTime moves when the step did something, not on every look: an
-            # unchanged step costs no status write
-            step = dataclasses.replace(step, last_execute=now)
-        steps[index] = step
-        actions.extend(more)
-        if step.phase not in FINISHED:
-            break
-    new = dataclasses.replace(state, steps=tuple(steps))
-    current = new.current
-    if current is None:
-        failed = any(s.phase == "failed" for s in steps)
-        end = state.end if state.end is not None else now
-        return dataclasses.replace(new, phase="failed" if failed else "succeeded",
-                                   end=end), actions
-    phase: Literal["running", "suspended"] = \
-        "suspended" if current.phase == "suspended" else "running"
-    return dataclasses.replace(new, phase=phase, end=None), actions
+            step = dataclasses.replace(step, first_execute=self.now, last_execute=self.now,
+                                       phase="running", waiting_for=(), message="")
+        if spec.failure:
+            return self._end(spec, *_fail(step, spec, self.now, "Rendering", spec.failure))
+        if spec.type == "step-group":
+            return self.set(spec.name, self._group(step, spec))
+        resume = self.resume_all or self.resume_one
+        step, more, left = _advance(step, spec, self.obs, self.now, resume)
+        if resume and not left and not self.resume_all:
+            self.resume_one = False
+        return self._end(spec, step, more)
+
+    def _end(self, spec: StepSpec, step: StepState, actions: list[Action]) -> bool:
+        """Record the step and its actions; a step that ended sets its outputs."""
+        self.actions.extend(actions)
+        if step.phase in FINISHED:
+            step = self._outputs(spec, step)
+        return self.set(spec.name, step)
+
+    def _waits(self, spec: StepSpec) -> tuple[str, ...] | None:
+        """What the step waits for: None when nothing; ``()`` for its group to start or,
+        in StepByStep mode, the step before it to end (said by those steps); else its
+        ``dependsOn`` and inputs not there yet (``step NAME``, ``input NAME``)."""
+        if spec.group and self.steps[spec.group].first_execute is None:
+            return None if self.steps[spec.group].phase == "skipped" else ()
+        before = self._previous(spec)
+        if before is not None and self.steps[before].phase not in FINISHED:
+            return ()
+        waits = [f"step {name}" for name in spec.depends_on
+                 if self.steps[name].phase not in FINISHED]
+        for input_ in spec.inputs:
+            name = input_.source.split(".", 1)[0]
+            if name not in self.values and f"input {name}" not in waits:
+                waits.append(f"input {name}")
+        return tuple(waits) or None
+
+    def _previous(self, spec: StepSpec) -> str | None:
+        """The step before this one at its level (StepByStep mode), if any."""
+        if spec.dag:
+            return None
+        level = [n for n in self.order if self.specs[n].group == spec.group]
+        index = level.index(spec.name)
+        return level[index - 1] if index else None
+
+    def _skip(self, spec: StepSpec) -> str | None:
+        """Why the step is skipped (KubeVela's pre-check), or None to run it."""
+        if spec.group and self.steps[spec.group].phase == "skipped":
+            return "its step group was skipped"
+        if spec.always:
+            return None
+        if spec.condition:
+            return self._condition(spec)
+        if spec.depends_on:
+            failed = [n for n in self._all_depends(spec) if self.steps[n].phase != "succeeded"]
+            return f"step {failed[0]} did not succeed" if failed else None
+        if spec.dag:
+            return None
+        level = [n for n in self.order if self.specs[n].group == spec.group]
+        earlier = level[:level.index(spec.name)]
+        if any(self.steps[n].phase == "failed" for n in earlier):
+            return "an earlier step failed"
+        return None
+
+    def _all_depends(self, spec: StepSpec) -> list[str]:
+        """``dependsOn``, transitively (KubeVela skips when any of them did not succeed)."""
+        found: list[str] = []
+        todo = list(spec.depends_on)
+        while todo:
+            name = todo.pop(0)
+            if name not in found:
+                found.append(name)
+                todo.extend(self.specs[name].depends_on)
+        return found
+
+    def _condition(self, spec: StepSpec) -> str | None:
+        scope = {"status": self._status_scope(), "inputs": self._inputs(spec),
+                 "context": self._context(spec), "parameter": dict(spec.properties)}
+        try:
+            value = self.obs.evaluator(spec.condition, scope)
+        except ExpressionError as exc:
+            return f"if: {exc}"
+        if not isinstance(value, bool):
+            return "if: the expression is not a boolean"
+        return None if value else "if: false"
+
+    def _status_scope(self) -> dict[str, Any]:
+        """KubeVela's ``status.<step>``: phase, reason, message and the booleans."""
+        return {s.name: {"phase": s.phase, "reason": s.reason, "message": s.message,
+                         "succeeded": s.phase == "succeeded", "failed": s.phase == "failed",
+                         "skipped": s.phase == "skipped", "timeout": s.reason == "Timeout"}
+                for s in self.steps.values()}
+
+    def _inputs(self, spec: StepSpec) -> dict[str, Any]:
+        return {i.source: input_value(self.values, i.source) for i in spec.inputs}
+
+    def _context(self, spec: StepSpec) -> dict[str, Any]:
+        return {**self.obs.context, "stepName": spec.name}
+
+    def _outputs(self, spec: StepSpec, step: StepState) -> StepState:
+        """Each output's ``valueFrom`` over the step's ``context``, ``parameter`` and (for
+        an apply-component step) ``output``; a skipped step's outputs have no value. An
+        output that cannot be evaluated fails the step (KubeVela's reason ``Output``)."""
+        scope: dict[str, Any] = {"context": self._context(spec),
+                                 "parameter": dict(spec.properties)}
+        if spec.name in self.obs.outputs:
+            scope["output"] = dict(self.obs.outputs[spec.name])
+        for output in spec.outputs:
+            self.values[output.name] = None
+            if step.phase == "skipped":
+                continue
+            try:
+                self.values[output.name] = bounded(self.obs.evaluator(output.value_from,
+                                                                      scope))
+            except ExpressionError as exc:
+                step = dataclasses.replace(step, phase="failed", reason="Output",
+                                           message=f"output {output.name}: {exc}")
+        return step
+
+    def _group(self, step: StepState, spec: StepSpec) -> StepState:
+        """A started step group: its phase follows its sub-steps (KubeVela's
+        getStepGroupStatus); its own timeout fails it and its unfinished sub-steps."""
+        subs = [self.steps[n] for n in self.order if self.specs[n].group == spec.name]
+        phases = {s.phase for s in subs}
+        if _timed_out(step, spec, self.now) and not phases <= set(FINISHED):
+            return dataclasses.replace(step, phase="failed", reason="Timeout",
+                                       finished=self.now,
+                                       message=f"not done within {spec.timeout:.0f}s")
+        if "suspended" in phases:
+            return dataclasses.replace(step, phase="suspended", reason="Suspended")
+        if not phases <= set(FINISHED):
+            waiting = [s.name for s in subs if s.phase not in FINISHED]
+            return dataclasses.replace(step, phase="running", reason="",
+                                       message=f"waiting for {', '.join(waiting)}")
+        failed = next((s for s in subs if s.phase == "failed"), None)
+        if failed is not None:
+            end: StepState = dataclasses.replace(
+                step, phase="failed", reason=failed.reason, finished=self.now,
+                message=f"sub-step {failed.name} failed")
+        elif subs and phases == {"skipped"}:
+            end = dataclasses.replace(step, phase="skipped", reason="Skipped",
+                                      finished=self.now, message="")
+        else:
+            end = dataclasses.replace(step, phase="succeeded", reason="", message="",
+                                      finished=self.now)
+        return self._outputs(spec, end)
+
+    def result(self) -> tuple[State, list[Action]]:
+        steps = tuple(self.steps[name] for name in self.order)
+        new = dataclasses.replace(self.state, steps=steps, values=self.values)
+        if all(s.phase in FINISHED for s in steps):
+            failed = any(s.phase == "failed" for s in steps)
+            end = self.state.end if self.state.end is not None else self.now
+            return dataclasses.replace(new, phase="failed" if failed else "succeeded",
+                                       end=end), self.actions
+        phase: Literal["running", "suspended"] = \
+            "suspended" if any(s.phase == "suspended" for s in steps) else "running"
+        return dataclasses.replace(new, phase=phase, end=None), self.actions
+
+
+MAX_VALUE = 4096
+"""Characters of one output value as JSON: it is kept in the Application's status."""
+
+
+def bounded(value: Any) -> Any:
+    """An output's value, JSON data of at most :data:`MAX_VALUE` characters."""
+    try:
+        text = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        raise ExpressionError("the value is not JSON data") from None
+    if len(text) > MAX_VALUE:
+        raise ExpressionError(f"the value takes {len(text)} characters as JSON; at most "
+                              f"{MAX_VALUE} are kept")
+    return value
+
+
+def input_value(values: Mapping[str, Any], source: str) -> Any:
+    """``out`` or ``out.field.sub`` of the values (None where a field is missing)."""
+    name, *path = source.split(".")
+    value = values.get(name)
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _waiting(waits: Sequence[str]) -> str:
+    """KubeVela's words: ``Pending on DependsOn: X`` / ``Pending on Input: X``."""
+    first = waits[0]
+    kind, _, name = first.partition(" ")
+    return f"Pending on {'Input' if kind == 'input' else 'DependsOn'}: {name}"
 
 
 def _timed_out(step: StepState, spec: StepSpec, now: float) -> bool:
@@ -274,9 +553,23 @@ def assignments(state: State) -> dict[str, tuple[str, ...]]:
 
 
 def to_status(state: State, clock_text: Any) -> JSON:
-    """``status.workflow``: KubeVela's field names; times through ``clock_text``."""
+    """``status.workflow``: KubeVela's field names; times through ``clock_text``. A step
+    group's sub-steps are under its ``subStepsStatus``; a pending step names what it
+    waits for (``waitingFor``)."""
     def t(value: float | None) -> str | None:
         return clock_text(value) if value is not None else None
+
+    def entry(s: StepState) -> JSON:
+        found: JSON = {"name": s.name, "type": s.type, "phase": s.phase, "reason": s.reason,
+                       "message": s.message, "firstExecuteTime": t(s.first_execute),
+                       "lastExecuteTime": t(s.last_execute), "finishedTime": t(s.finished),
+                       "clusters": list(s.started), "healthyClusters": list(s.done)}
+        if s.waiting_for:
+            found["waitingFor"] = list(s.waiting_for)
+        subs = [entry(sub) for sub in state.steps if sub.group == s.name]
+        if subs:
+            found["subStepsStatus"] = subs
+        return found
 
     current = state.current
     return {
@@ -284,18 +577,18 @@ def to_status(state: State, clock_text: Any) -> JSON:
         "suspend": state.phase == "suspended", "finished": state.end is not None,
         "startTime": t(state.start), "endTime": t(state.end),
         "currentStep": current.name if current else "",
-        "steps": [{"name": s.name, "type": s.type, "phase": s.phase, "reason": s.reason,
-                   "message": s.message, "firstExecuteTime": t(s.first_execute),
-                   "lastExecuteTime": t(s.last_execute), "finishedTime": t(s.finished),
-                   "clusters": list(s.started), "healthyClusters": list(s.done)}
-                  for s in state.steps],
+        "steps": [entry(s) for s in state.steps if not s.group],
         "_state": _raw(state),
     }
 
 
 def _raw(state: State) -> JSON:
+    # each value as JSON text: the API server drops a null (an output with no value) from
+    # a map, and the step waiting for it would wait for ever
     return {"revision": state.revision, "phase": state.phase, "start": state.start,
-            "end": state.end, "steps": [dataclasses.asdict(s) for s in state.steps]}
+            "end": state.end, "steps": [dataclasses.asdict(s) for s in state.steps],
+            "values": [[name, json.dumps(value, sort_keys=True)]
+                       for name, value in sorted(state.values.items())]}
 
 
 def from_status(workflow: Mapping[str, Any] | None) -> State | None:
@@ -306,12 +599,14 @@ def from_status(workflow: Mapping[str, Any] | None) -> State | None:
     try:
         steps = tuple(StepState(**{**s, "started": tuple(s.get("started") or ()),
                                    "done": tuple(s.get("done") or ()),
+                                   "waiting_for": tuple(s.get("waiting_for") or ()),
                                    "healthy_since": tuple((str(p[0]), float(p[1])) for p in
                                                           s.get("healthy_since") or ())})
                       for s in raw["steps"])
+        values = {str(name): json.loads(text) for name, text in raw.get("values") or ()}
         # a merge patch drops null fields: an absent "end" (or step time) is None
         end = raw.get("end")
         return State(int(raw["revision"]), steps, raw["phase"], float(raw["start"]),
-                     float(end) if end is not None else None)
+                     float(end) if end is not None else None, values)
     except (KeyError, TypeError, ValueError):
         return None

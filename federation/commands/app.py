@@ -173,6 +173,10 @@ def _application(path: Path, docs: list[Any]) -> tuple[JSON, dict[str, JSON]]:
 def _print(compiled: compile_.Compiled) -> None:
     for step in compiled.steps:
         line = f"# step {step.name} ({step.type})"
+        if step.group:
+            line = f"# step {step.group} / sub-step {step.name} ({step.type})"
+        if step.unrendered:
+            line += ": rendered once its inputs are known"
         target = compiled.targets.get(step.name)
         if target is not None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \
@@ -315,6 +319,19 @@ def status(kubeconfig_path: Path | None, hub_context: str | None, name: str,
     click.echo(tree(name, current))
 
 
+def _step_lines(step: JSON, health: dict[tuple[str, str], JSON], indent: str) -> list[str]:
+    lines = [f"{indent}├─ {step['name']} ({step['type']}): {step['phase']}"
+             f"{'  ' + step['reason'] if step.get('reason') else ''}"
+             f"{'  ' + step['message'] if step.get('message') else ''}",
+             f"{indent}│    first {step.get('firstExecuteTime') or '-'}  "
+             f"finished {step.get('finishedTime') or '-'}"]
+    for cluster in step.get("clusters") or []:
+        seen = health.get((step["name"], cluster)) or {}
+        mark = "healthy" if seen.get("healthy") else seen.get("message") or "waiting"
+        lines.append(f"{indent}│    └─ {cluster}: {mark}")
+    return lines
+
+
 def tree(name: str, current: JSON) -> str:
     latest = current.get("latestRevision") or {}
     lines = [f"{name}  phase={current.get('status', 'unknown')}  "
@@ -326,15 +343,9 @@ def tree(name: str, current: JSON) -> str:
                  f"  ended {flow.get('endTime') or '-'}")
     health = {(s["step"], s["cluster"]): s for s in current.get("services") or []}
     for step in flow.get("steps") or []:
-        lines.append(f"│  ├─ {step['name']} ({step['type']}): {step['phase']}"
-                     f"{'  ' + step['reason'] if step.get('reason') else ''}"
-                     f"{'  ' + step['message'] if step.get('message') else ''}")
-        lines.append(f"│  │    first {step.get('firstExecuteTime') or '-'}  "
-                     f"finished {step.get('finishedTime') or '-'}")
-        for cluster in step.get("clusters") or []:
-            seen = health.get((step["name"], cluster)) or {}
-            mark = "healthy" if seen.get("healthy") else seen.get("message") or "waiting"
-            lines.append(f"│  │    └─ {cluster}: {mark}")
+        lines.extend(_step_lines(step, health, "│  "))
+        for sub in step.get("subStepsStatus") or []:
+            lines.extend(_step_lines(sub, health, "│  │    "))
     resources = current.get("appliedResources") or []
     lines.append(f"└─ resources ({len(resources)})")
     for entry in resources:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from federation.applications import model, scope
+from federation.applications import model, scope, workflow
 from federation.contexts import client as kube
 from federation.controllers.applications import definitions
 from federation.controllers.applications.build import Build
@@ -48,7 +48,18 @@ def compile_args(view: ApplicationView, build: Build, spec: Mapping[str, Any],
     """The arguments of :func:`federation.applications.compile.compile_app` but ``user``."""
     return {"spec_doc": spec, "app": build.name, "namespace": build.namespace,
             "external": external, "fleet": build.fleet,
-            "local_cluster": view.settings.local_cluster, "grant": build.grant}
+            "local_cluster": view.settings.local_cluster, "grant": build.grant,
+            "values": output_values(build)}
+
+
+def output_values(build: Build) -> dict[str, Any]:
+    """The outputs of this revision's steps that ended, as the stored state has them (a
+    step with inputs renders with them; the state machine runs it only when the state it
+    evaluates holds the same values)."""
+    state = workflow.from_status(build.status.get("workflow"))
+    if state is None or state.revision != build.number:
+        return {}
+    return dict(state.values)
 
 
 async def grant_of(view: ApplicationView, namespace: str) -> scope.Grant:

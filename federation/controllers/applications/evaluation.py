@@ -11,8 +11,12 @@ is not evaluated: :mod:`.rollback` says what deploys.
 
 from __future__ import annotations
 
-from federation.applications import workflow
-from federation.controllers.applications.build import Build, last_good
+import copy
+from typing import Any
+
+from federation.applications import revision, workflow
+from federation.contexts.client import ClientError
+from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Verdict, requeue
@@ -25,7 +29,8 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     assert compiled is not None and state is not None
     now = view.now()
     obs = workflow.Observations(build.health, build.resume, compiled.health.window,
-                                compiled.health.probe_interval)
+                                compiled.health.probe_interval,
+                                await applied_objects(view, build), context_of(build))
     state, build.actions = workflow.evaluate(state, compiled.steps, obs, now)
     build.state = state
     for step, clusters in workflow.assignments(state).items():
@@ -40,3 +45,52 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
                                         "time": stamp(now)}
     waits = [a.seconds for a in build.actions if isinstance(a, workflow.Wait)]
     return requeue(min(waits)) if waits else None
+
+
+def context_of(build: Build) -> dict[str, Any]:
+    """KubeVela's ``context`` in the workflow's expressions (``context.name``...)."""
+    return {"name": build.name, "namespace": build.namespace, "appName": build.name,
+            "appRevision": revision.revision_name(build.name, build.number),
+            "appRevisionNum": build.number, "workflowName": build.name}
+
+
+async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON]:
+    """``output`` of each apply-component step with outputs that has started: its
+    component's first object (the workload) as read back from its cluster's cache, as
+    KubeVela reads it back after the apply. Only what this Application placed: the
+    objects of its own rendered target."""
+    assert build.compiled is not None and build.state is not None
+    started = workflow.assignments(build.state)
+    found: dict[str, JSON] = {}
+    for spec in build.compiled.steps:
+        target = build.compiled.targets.get(spec.name)
+        if spec.type != "apply-component" or not spec.outputs or target is None:
+            continue
+        for cluster in started.get(spec.name, ()):
+            objects: list[JSON] = list(target.clusters.get(cluster) or ())
+            live = await _read_back(view, cluster, objects[0]) if objects else None
+            if live is not None:
+                found[spec.name] = live
+    return found
+
+
+async def _read_back(view: ApplicationView, cluster: str, obj: JSON) -> JSON | None:
+    meta = obj["metadata"]
+    try:
+        resource = await view.resource(cluster, obj)
+        live = await view.get(resource, meta["name"], meta.get("namespace"), cluster)
+    except ClientError:
+        return None
+    return readable(live) if live is not None else None
+
+
+def readable(live: Any) -> JSON:
+    """What an expression may read of an applied object: a copy without a Secret's data
+    (a member's token controller fills a Secret the author did not write; the value
+    would be kept in the Application's status) and without ``managedFields``."""
+    found: JSON = copy.deepcopy(dict(live))
+    found.get("metadata", {}).pop("managedFields", None)
+    if found.get("kind") == "Secret" and found.get("apiVersion") == "v1":
+        found.pop("data", None)
+        found.pop("stringData", None)
+    return found

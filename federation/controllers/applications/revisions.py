@@ -43,8 +43,7 @@ async def external_policies(view: ApplicationView, namespace: str,
     """The Policies of ``namespace`` the deploy steps name and the spec does not inline,
     as much of each as the revision covers."""
     inline = {p.get("name") for p in spec.get("policies") or [] if isinstance(p, dict)}
-    wanted = {str(n) for s in (spec.get("workflow") or {}).get("steps") or []
-              if isinstance(s, dict)
+    wanted = {str(n) for s in _steps((spec.get("workflow") or {}).get("steps"))
               for n in ((s.get("properties") or {}).get("policies") or [])
               if isinstance(n, str)} - inline
     found: dict[str, JSON] = {}
@@ -60,6 +59,17 @@ async def catalog(view: ApplicationView) -> definitions.Catalog:
     """Every definition on the hub (the cache), as the catalog of the system namespaces'."""
     docs = [doc for resource in api.DEFINITIONS for doc in await view.list(resource)]
     return definitions.catalog(docs, view.settings.definition_namespaces)[0]
+
+
+def _steps(steps: Any) -> list[Mapping[str, Any]]:
+    """The workflow's steps and a step group's sub-steps (maps only: the compile refuses
+    the rest)."""
+    found: list[Mapping[str, Any]] = []
+    for step in steps if isinstance(steps, list) else ():
+        if isinstance(step, dict):
+            found.append(step)
+            found.extend(s for s in step.get("subSteps") or () if isinstance(s, dict))
+    return found
 
 
 async def revisions_of(view: ApplicationView, namespace: str, app: str) -> list[Any]:

@@ -88,11 +88,9 @@ def test_spec_refuses_unknown_types_fields_and_conditions() -> None:
     base: dict[str, Any] = {"components": [{"name": "a", "type": "webservice"}]}
     with pytest.raises(model.AppError, match=r"components\[0\].type"):
         model.parse_spec({"components": [{"name": "a", "type": "helm"}]})
-    with pytest.raises(model.AppError, match=r"components\[0\].dependsOn"):
-        model.parse_spec({"components": [{"name": "a", "type": "worker", "dependsOn": ["b"]}]})
-    with pytest.raises(model.AppError, match=r"steps\[0\].if"):
-        model.parse_spec({**base, "workflow": {"steps": [
-            {"name": "s", "type": "suspend", "if": "status.x.failed"}]}})
+    with pytest.raises(model.AppError, match=r"components\[0\].dependsOn\[0\]: 'b' names no"):
+        compile_.compile_app({"components": [{"name": "a", "type": "worker", "dependsOn": [
+            "b"]}]}, "app", "ns", {}, FLEET)
     with pytest.raises(model.AppError, match=r"steps\[0\].properties.parallelism"):
         model.parse_spec({**base, "workflow": {"steps": [
             {"name": "s", "type": "deploy", "properties": {"parallelism": 0}}]}})
