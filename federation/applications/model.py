@@ -33,15 +33,21 @@ from typing import Annotated, Any, TypeVar
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from federation.applications import vela_core
 from federation.untrusted.text import one_line
 
 JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
-COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset")
+COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset", "daemon",
+                   "task", "cron-task")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
-               "container-image", "hostalias", "json-merge-patch", "json-patch")
+               "container-image", "hostalias", "json-merge-patch", "json-patch", "affinity",
+               "container-ports", "hpa", "k8s-update-strategy", "lifecycle",
+               "podsecuritycontext", "securitycontext", "resource", "service-account",
+               "startup-probe", "topologyspreadconstraints", "service-binding",
+               "pure-ingress")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
 
@@ -191,15 +197,27 @@ def component(raw: Any, where: str) -> Component:
     return _validated(Component, raw, where)
 
 
+_NOUNS = {"component": "type", "trait": "trait", "policy": "policy", "workflowstep": "step"}
+
+
+def not_built_in(kind: vela_core.Kind, name: str, known: Sequence[str]) -> str:
+    """``'x' is not a built-in type (...)``: why, for one of vela-core's definitions this
+    control plane refuses, else what is built in."""
+    why = vela_core.refusal(kind, name)
+    if why is not None:
+        return f"{name!r} is not a built-in {_NOUNS[kind]} (vela-core's {kind} {name}: {why})"
+    return f"{name!r} is not a built-in {_NOUNS[kind]} ({', '.join(known)})"
+
+
 def check_types(component: Component, where: str) -> None:
     """The component's type and its traits' types are built-ins (:class:`AppError`)."""
     if component.type not in COMPONENT_TYPES:
-        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
-                       f"({', '.join(COMPONENT_TYPES)})")
+        raise AppError(f"{where}.type: "
+                       f"{not_built_in('component', component.type, COMPONENT_TYPES)}")
     for index, trait in enumerate(component.traits):
         if trait.type not in TRAIT_TYPES:
-            raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
-                           f"trait ({', '.join(TRAIT_TYPES)})")
+            raise AppError(f"{where}.traits[{index}].type: "
+                           f"{not_built_in('trait', trait.type, TRAIT_TYPES)}")
 
 
 def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
@@ -211,8 +229,8 @@ def parse_spec(spec: Mapping[str, Any], where: str = "spec") -> AppSpec:
         check_types(component_, f"{where}.components[{index}]")
     for index, policy in enumerate(parsed.policies):
         if policy.type not in POLICY_TYPES:
-            raise AppError(f"{where}.policies[{index}].type: {policy.type!r} is not a "
-                           f"built-in policy ({', '.join(POLICY_TYPES)})")
+            raise AppError(f"{where}.policies[{index}].type: "
+                           f"{not_built_in('policy', policy.type, POLICY_TYPES)}")
     if parsed.workflow is not None:
         if parsed.workflow.mode not in (None, {"steps": "StepByStep"}, {}):
             raise AppError(f"{where}.workflow.mode: only StepByStep steps are supported")
@@ -259,8 +277,7 @@ def _check_names(spec: AppSpec, where: str) -> None:
 
 def _check_step(step: Step, where: str) -> None:
     if step.type not in STEP_TYPES:
-        raise AppError(f"{where}.type: {step.type!r} is not a built-in step "
-                       f"({', '.join(STEP_TYPES)})")
+        raise AppError(f"{where}.type: {not_built_in('workflowstep', step.type, STEP_TYPES)}")
     if step.if_ not in (None, "always"):
         raise AppError(f"{where}.if: only 'always' is supported, not {step.if_!r}")
     if step.timeout is not None:
@@ -504,5 +521,5 @@ def external_policy(document: Mapping[str, Any]) -> PolicySpec:
         raise AppError(f"{where}: {_path(exc.errors()[0]['loc'], '')[1:]}: "
                        f"{exc.errors()[0]['msg']}") from None
     if policy.type not in POLICY_TYPES:
-        raise AppError(f"{where}.type: {policy.type!r} is not a built-in policy")
+        raise AppError(f"{where}.type: {not_built_in('policy', policy.type, POLICY_TYPES)}")
     return policy

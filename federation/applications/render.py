@@ -25,7 +25,15 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from federation.applications import fields, ingress, jsonpatch, pods, storage
+from federation.applications import (
+    fields,
+    ingress,
+    jsonpatch,
+    pods,
+    storage,
+    traits,
+    workloads,
+)
 from federation.applications.model import MAX_RENDERED, AppError, Component, Trait
 
 JSON = dict[str, Any]
@@ -38,11 +46,7 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 def render_component(component: Component, app: str, namespace: str,
                      where: str = "spec.components[0]") -> list[JSON]:
     """The manifests of one component with its traits applied, in a stable order."""
-    renderer = _TYPES.get(component.type)
-    if renderer is None:  # an override's patch may bring any type
-        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
-                       f"({', '.join(_TYPES)})")
-    objects = renderer(component, namespace, f"{where}.properties")
+    objects = _render_type(component, app, namespace, where)
     for index, trait in enumerate(component.traits):
         patch = _TRAITS.get(trait.type)
         if patch is None:
@@ -57,6 +61,17 @@ def render_component(component: Component, app: str, namespace: str,
         labels[APP_LABEL] = app
         labels[COMPONENT_LABEL] = component.name
     return objects
+
+
+def _render_type(component: Component, app: str, namespace: str, where: str) -> list[JSON]:
+    with_app = _APP_TYPES.get(component.type)
+    if with_app is not None:
+        return with_app(component, app, namespace, f"{where}.properties")
+    renderer = _TYPES.get(component.type)
+    if renderer is None:  # an override's patch may bring any type
+        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
+                       f"({', '.join([*_TYPES, *_APP_TYPES])})")
+    return renderer(component, namespace, f"{where}.properties")
 
 
 # -- component types ------------------------------------------------------------------------
@@ -284,6 +299,9 @@ def _statefulset(component: Component, namespace: str, where: str) -> list[JSON]
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
     "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects,
     "statefulset": _statefulset}
+_APP_TYPES: dict[str, Callable[[Component, str, str, str], list[JSON]]] = {
+    "daemon": workloads.daemon, "task": workloads.task, "cron-task": workloads.cron_task}
+"""Types whose render names the Application (a Job's name, the pods' labels)."""
 
 
 # -- traits ---------------------------------------------------------------------------------
@@ -518,4 +536,19 @@ _TRAITS: dict[str, TraitFn] = {
     "init-container": _pod_trait(pods.init_container), "cpuscaler": _cpuscaler,
     "command": _pod_trait(pods.command), "container-image": _pod_trait(pods.container_image),
     "hostalias": _host_alias, "json-merge-patch": _json_merge_patch,
-    "json-patch": _json_patch}
+    "json-patch": _json_patch,
+    "affinity": traits.pod_trait(traits.POD_KINDS, traits.affinity),
+    "container-ports": traits.pod_trait(traits.POD_KINDS, traits.container_ports),
+    "hpa": traits.hpa, "k8s-update-strategy": traits.update_strategy,
+    "lifecycle": traits.pod_trait(traits.POD_KINDS, traits.lifecycle, traits.LIFECYCLE),
+    "podsecuritycontext": traits.pod_trait(traits.POD_KINDS, traits.pod_security,
+                                           traits.POD_SECURITY),
+    "securitycontext": traits.pod_trait(traits.POD_KINDS, traits.security),
+    "resource": traits.pod_trait((*traits.POD_KINDS, "CronJob"), traits.resource,
+                                 traits.RESOURCE),
+    "service-account": traits.service_account,
+    "startup-probe": traits.pod_trait(traits.POD_KINDS, traits.startup_probe),
+    "topologyspreadconstraints": traits.pod_trait(traits.POD_KINDS, traits.topology_spread,
+                                                  traits.TOPOLOGY_SPREAD),
+    "service-binding": traits.pod_trait(traits.POD_KINDS, traits.service_binding),
+    "pure-ingress": traits.pure_ingress}
