@@ -66,7 +66,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "replication": _CONTROLLER + " (components replicated by keys into topologies)",
     },
     "workflowstep": {
-        "apply-application": "deprecated upstream; not built in (a deploy step does it)",
         "apply-deployment": "a Deployment built from a step's image and cmd, outside the "
                             "components; not built in yet",
         "apply-object": "applies a raw object from a step, outside the components and "

@@ -4,8 +4,8 @@ A cluster is healthy for a step when every object the step put there is the cont
 wrote (its applied-hash is the digest of exactly what we would write now) and each
 workload is healthy as KubeVela's definitions judge it (:func:`workload_health`: every
 replica, or every scheduled DaemonSet pod, ready and updated; a Job's pods succeeded); a
-Deployment saying ``Progressing=False`` or a Job saying ``Failed`` is failed. A member that cannot be read is progressing (the
-message names it), never healthy.
+Deployment saying ``Progressing=False`` or a Job saying ``Failed`` is failed. A member
+that cannot be read is progressing (the message names it), never healthy.
 """
 
 from __future__ import annotations
