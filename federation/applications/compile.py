@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import model, policies, scope, workflow
+from federation.applications import model, policies, resource_policies, scope, workflow
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -23,6 +23,9 @@ class Compiled:
     gc: policies.GarbageCollect
     notifications: Mapping[str, model.Notification] = dataclasses.field(default_factory=dict)
     """notification step name -> its message and URLs (what the controller sends)."""
+    apply_once: resource_policies.ApplyOnce = dataclasses.field(
+        default_factory=resource_policies.ApplyOnce)
+    """What of the member objects the controller leaves as it finds them (``apply-once``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -58,7 +61,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
         steps.append(step_spec)
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
-                    policies.gc_of(chosen), notifications)
+                    policies.gc_of(chosen), notifications,
+                    resource_policies.apply_once_of(chosen))
 
 
 @dataclasses.dataclass(frozen=True)

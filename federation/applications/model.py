@@ -48,7 +48,7 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "podsecuritycontext", "securitycontext", "resource", "service-account",
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress")
-POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
+POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
 
 MAX_COMPONENTS = 100

@@ -35,7 +35,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "hpa", "k8s-update-strategy", "lifecycle", "podsecuritycontext",
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress"),
-    "policy": ("topology", "override", "garbage-collect"),
+    "policy": ("topology", "override", "garbage-collect", "apply-once"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification"),
 }
 """The internal definitions built in. Ours besides: component ``config``, traits
@@ -55,7 +55,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                      "rollout",
     },
     "policy": {
-        "apply-once": _CONTROLLER + " (drift left alone by rules)",
         "read-only": _CONTROLLER + " (objects read, never written, failing when absent)",
         "take-over": "lets an Application take over an object it did not create: here an "
                      "object in a member that is not ours is never overwritten "

@@ -89,8 +89,8 @@ def test_a_refused_definition_is_refused_with_its_reason(spec: dict[str, object]
 
 
 def test_an_external_policy_of_a_refused_type_names_the_reason() -> None:
-    with pytest.raises(model.AppError, match="'apply-once' is not a built-in policy "
-                                             r"\(vela-core's policy apply-once: changes"):
+    with pytest.raises(model.AppError, match="'read-only' is not a built-in policy "
+                                             r"\(vela-core's policy read-only: changes"):
         model.external_policy({"apiVersion": "core.oam.dev/v1alpha1", "kind": "Policy",
                                "metadata": {"name": "p", "namespace": "ns"},
-                               "type": "apply-once", "properties": {}})
+                               "type": "read-only", "properties": {}})
