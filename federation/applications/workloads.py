@@ -95,7 +95,7 @@ def daemon(component: Component, app: str, namespace: str, where: str) -> list[J
     if ports:
         container["ports"] = [{k: v for k, v in p.items() if k != "expose"} for p in ports]
     pod: JSON = {"containers": [container]}
-    pods.apply(props, container, pod, where)
+    pods.apply(props, container, pod, where, host_mount_options=True)
     objects = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
                 "metadata": {"name": component.name, "namespace": namespace},
                 "spec": {"selector": {"matchLabels": {COMPONENT_LABEL: component.name}},

@@ -414,3 +414,22 @@ def test_pure_ingress() -> None:
         with_trait("pure-ingress", {"domain": "a", "http": {"/": "80"}})
     with pytest.raises(model.AppError, match=r"properties\.domain: required"):
         with_trait("pure-ingress", {"http": {"/": 80}})
+
+
+def test_daemon_host_path_mount_options_are_honoured() -> None:
+    """daemon.cue declares hostPath's mountPropagation and readOnly and drops them; here
+    they are set on the mount (the docs' node-exporter example), never accepted and lost;
+    webservice's hostPath has neither."""
+    container = pod_of(rendered("daemon", {"image": "node-exporter", "volumeMounts": {
+        "hostPath": [{"name": "sys", "mountPath": "/host/sys", "path": "/sys",
+                      "mountPropagation": "HostToContainer", "readOnly": True}]}}))[
+        "containers"][0]
+    assert container["volumeMounts"] == [{"mountPath": "/host/sys", "name": "sys",
+                                          "mountPropagation": "HostToContainer",
+                                          "readOnly": True}]
+    with pytest.raises(model.AppError, match="mountPropagation: must be None"):
+        rendered("daemon", {"image": "x", "volumeMounts": {"hostPath": [
+            {"name": "s", "mountPath": "/s", "path": "/s", "mountPropagation": "Both"}]}})
+    with pytest.raises(model.AppError, match=r"hostPath\[0\]\.readOnly: not supported"):
+        rendered("webservice", {"image": "x", "volumeMounts": {"hostPath": [
+            {"name": "s", "mountPath": "/s", "path": "/s", "readOnly": True}]}})
