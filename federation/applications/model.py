@@ -40,14 +40,14 @@ JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
 COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset", "daemon",
-                   "task", "cron-task")
+                   "task", "cron-task", "raw")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
                "container-image", "hostalias", "json-merge-patch", "json-patch", "affinity",
                "container-ports", "hpa", "k8s-update-strategy", "lifecycle",
                "podsecuritycontext", "securitycontext", "resource", "service-account",
                "startup-probe", "topologyspreadconstraints", "service-binding",
-               "pure-ingress")
+               "pure-ingress", "volumes", "pvc", "configmap")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
 

@@ -128,6 +128,12 @@ def _source(kind: str, entry: Mapping[str, Any], where: str) -> JSON:
                                                              required=True)}}
 
 
+def volume(kind: str, entry: Mapping[str, Any], where: str) -> JSON:
+    """The pod volume of one entry of kind ``pvc``, ``configMap``, ``secret`` or
+    ``emptyDir`` (the fields of webservice's ``volumes`` list)."""
+    return _source(kind, entry, where)
+
+
 def _old_volumes(raw: Any, where: str) -> tuple[list[JSON], list[JSON]]:
     """The deprecated ``volumes`` list: a ``type`` per entry, mounted without subPath."""
     mounts: list[JSON] = []

@@ -257,23 +257,32 @@ def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
     if len(objects) > MAX_RENDERED:
         raise AppError(f"{where}.objects: {len(objects)} manifests; an Application renders "
                        f"at most {MAX_RENDERED} objects")
-    out = []
-    for index, obj in enumerate(objects):
-        here = f"{where}.objects[{index}]"
-        if not isinstance(obj, dict):
-            raise AppError(f"{here}: must be a manifest")
-        for key in ("apiVersion", "kind"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise AppError(f"{here}.{key}: required")
-        body = copy.deepcopy(obj)
-        body["metadata"] = _object_meta(obj.get("metadata"), index, component.name, here)
-        check_shape(body, here)
-        body.pop("status", None)
-        for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
-                      "ownerReferences", "finalizers", "generation"):
-            body["metadata"].pop(field, None)
-        out.append(body)
-    return out
+    return [_manifest(obj, index, component.name, f"{where}.objects[{index}]")
+            for index, obj in enumerate(objects)]
+
+
+def _manifest(obj: Any, index: int, component: str, where: str) -> JSON:
+    """One manifest of a tenant's, server fields dropped (the first one's name defaulting
+    to the component's)."""
+    if not isinstance(obj, dict):
+        raise AppError(f"{where}: must be a manifest")
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise AppError(f"{where}.{key}: required")
+    body = copy.deepcopy(obj)
+    body["metadata"] = _object_meta(obj.get("metadata"), index, component, where)
+    check_shape(body, where)
+    body.pop("status", None)
+    for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
+                  "ownerReferences", "finalizers", "generation"):
+        body["metadata"].pop(field, None)
+    return body
+
+
+def _raw(component: Component, namespace: str, where: str) -> list[JSON]:
+    """KubeVela's deprecated ``raw``: the properties are the one manifest (``output:
+    parameter``), named after the component when they name nothing."""
+    return [_manifest(component.properties, 0, component.name, where)]
 
 
 def _object_meta(meta: Any, index: int, component: str, where: str) -> JSON:
@@ -298,7 +307,7 @@ def _statefulset(component: Component, namespace: str, where: str) -> list[JSON]
 
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
     "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects,
-    "statefulset": _statefulset}
+    "statefulset": _statefulset, "raw": _raw}
 _APP_TYPES: dict[str, Callable[[Component, str, str, str], list[JSON]]] = {
     "daemon": workloads.daemon, "task": workloads.task, "cron-task": workloads.cron_task}
 """Types whose render names the Application (a Job's name, the pods' labels)."""
@@ -551,4 +560,6 @@ _TRAITS: dict[str, TraitFn] = {
     "topologyspreadconstraints": traits.pod_trait(traits.POD_KINDS, traits.topology_spread,
                                                   traits.TOPOLOGY_SPREAD),
     "service-binding": traits.pod_trait(traits.POD_KINDS, traits.service_binding),
-    "pure-ingress": traits.pure_ingress}
+    "pure-ingress": traits.pure_ingress,
+    "volumes": traits.pod_trait(("Deployment",), traits.old_volumes), "pvc": traits.pvc,
+    "configmap": traits.configmap}

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from federation.applications import shapes
+from federation.applications import pods, shapes
 from federation.applications.model import AppError, Component, Trait
 from federation.applications.shapes import LABEL_SELECTOR, Default, Either, Enum
 
@@ -411,3 +411,114 @@ def pure_ingress(objects: list[JSON], trait: Trait, component: Component, namesp
                        "metadata": {"name": component.name},
                        "spec": {"rules": [{"host": props["domain"],
                                            "http": {"paths": paths}}]}}]
+
+
+# -- deprecated: volumes, pvc, configmap ------------------------------------------------------
+
+_VOLUME_FIELDS = {"emptyDir": {"medium"}, "pvc": {"claimName"},
+                  "configMap": {"cmName", "defaultMode", "items"},
+                  "secret": {"secretName", "defaultMode", "items"}}
+
+
+def old_volumes(params: JSON, pod: JSON, main: str, where: str) -> None:
+    """deprecated/volumes.cue: pod volumes only (``type`` emptyDir by default), merged by
+    name; mounting them is another trait's or the component's."""
+    if set(params) - {"volumes"}:
+        raise AppError(f"{where}.{sorted(set(params) - {'volumes'})[0]}: not supported "
+                       "(volumes)")
+    raw = params.get("volumes") or []
+    if not isinstance(raw, list):
+        raise AppError(f"{where}.volumes: must be a list")
+    for index, entry in enumerate(raw):
+        here = f"{where}.volumes[{index}]"
+        if not isinstance(entry, dict):
+            raise AppError(f"{here}: must be a map")
+        kind = entry.get("type", "emptyDir")
+        if kind not in _VOLUME_FIELDS:
+            raise AppError(f"{here}.type: must be emptyDir, pvc, configMap or secret")
+        shapes.check({k: v for k, v in entry.items() if k not in _VOLUME_FIELDS[kind]},
+                     {"name": str, "type?": str}, here)
+        _merge_named(pod.setdefault("volumes", []), pods.volume(kind, entry, here), here)
+
+
+def _merge_named(items: list[JSON], item: JSON, where: str) -> None:
+    """``+patchKey=name``: appended, or there already the same (CUE unifies; a different
+    entry of that name is a conflict)."""
+    same = next((i for i in items if i.get("name") == item["name"]), None)
+    if same is None:
+        items.append(item)
+    elif same != item:
+        raise AppError(f"{where}: {item['name']!r} is already in the pod, differently")
+
+
+_STORAGE = {"requests": {"storage": str}, "limits?": {"storage": str}}
+PVC = {"claimName": str, "volumeMode": Default(Enum("Filesystem", "Block"), "Filesystem"),
+       "volumeName?": str, "accessModes": [str], "storageClassName?": str,
+       "resources": _STORAGE,
+       "dataSourceRef?": {"name": str, "kind": str, "apiGroup": str},
+       "dataSource?": {"name": str, "kind": str, "apiGroup": str},
+       "volumesToMount": [{"name": str, "mountPath?": str, "devicePath?": str}]}
+
+
+def pvc(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+        where: str) -> list[JSON]:
+    """deprecated/pvc.cue: a claim, mounted (or a device, ``Block``) on the first
+    container under each ``volumesToMount`` name. Its ``selector``, which the definition
+    writes into ``dataSource``, is refused (as the storage trait's)."""
+    if "selector" in trait.properties:
+        raise AppError(f"{where}.selector: not supported (the definition writes it into "
+                       "dataSource, which is not a selector)")
+    params = shapes.check(trait.properties, PVC, where)
+    for key in ("requests", "limits"):
+        amount = (params["resources"].get(key) or {}).get("storage")
+        if amount is not None and not _QUANTITY.match(amount):
+            raise AppError(f"{where}.resources.{key}.storage: must be a quantity such as 8Gi")
+    block = params["volumeMode"] == "Block"
+    field, path = ("volumeDevices", "devicePath") if block else ("volumeMounts", "mountPath")
+    for workload in workloads(objects, trait, ("Deployment",), where):
+        pod = pod_of(workload)
+        containers = pod.get("containers") or []
+        if not containers:
+            raise AppError(f"{where}: the workload has no container")
+        for index, mount in enumerate(params["volumesToMount"]):
+            here = f"{where}.volumesToMount[{index}]"
+            if path not in mount or set(mount) - {"name", path}:
+                raise AppError(f"{here}: {path} (only) with volumeMode "
+                               f"{params['volumeMode']}")
+            _merge_named(containers[0].setdefault(field, []), dict(mount), here)
+            _merge_named(pod.setdefault("volumes", []), {
+                "name": mount["name"],
+                "persistentVolumeClaim": {"claimName": params["claimName"]}}, here)
+    spec = {k: params[k] for k in ("accessModes", "volumeMode", "volumeName",
+                                   "storageClassName") if k in params}
+    spec["resources"] = params["resources"]
+    spec.update({k: params[k] for k in ("dataSourceRef", "dataSource") if k in params})
+    return [*objects, {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                       "metadata": {"name": params["claimName"]}, "spec": spec}]
+
+
+CONFIGMAP = {"volumes": [{"name": str, "mountPath": str, "readOnly": Default(bool, False),
+                          "data?": shapes.STRINGS_MAP}]}
+
+
+def configmap(objects: list[JSON], trait: Trait, component: Component, namespace: str,
+              where: str) -> list[JSON]:
+    """deprecated/configmap.cue: each ConfigMap mounted (``volume-<name>``) on the first
+    container, and created when ``data`` is given."""
+    params = shapes.check(trait.properties, CONFIGMAP, where)
+    for workload in workloads(objects, trait, POD_KINDS, where):
+        pod = pod_of(workload)
+        containers = pod.get("containers") or []
+        if not containers:
+            raise AppError(f"{where}: the workload has no container")
+        for index, volume in enumerate(params["volumes"]):
+            here = f"{where}.volumes[{index}]"
+            name = f"volume-{volume['name']}"
+            _merge_named(containers[0].setdefault("volumeMounts", []), {
+                "name": name, "mountPath": volume["mountPath"],
+                "readOnly": volume["readOnly"]}, here)
+            _merge_named(pod.setdefault("volumes", []),
+                         {"name": name, "configMap": {"name": volume["name"]}}, here)
+    return [*objects, *({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": v["name"]}, "data": v["data"]}
+                        for v in params["volumes"] if "data" in v)]

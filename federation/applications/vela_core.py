@@ -38,8 +38,9 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "policy": ("topology", "override", "garbage-collect", "apply-once"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification"),
 }
-"""The internal definitions built in. Ours besides: component ``config``, traits
-``ingress``/``ingress-1-20`` (deprecated upstream), policy ``health``, step ``approve``."""
+"""The internal definitions built in. Besides: vela-core's deprecated ``raw`` component
+and ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits, and ours:
+component ``config``, policy ``health``, step ``approve``."""
 
 REFUSED: dict[Kind, dict[str, str]] = {
     "component": {

@@ -11,7 +11,7 @@ import pytest
 from federation.applications import model
 from federation.applications import resource_policies as rp
 
-DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
+DEPLOYMENT: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment",
               "metadata": {"name": "web", "labels": {"app.oam.dev/component": "web"}},
               "spec": {"replicas": 1, "template": {"spec": {"containers": [
                   {"name": "web", "image": "a", "resources": {"limits": {"cpu": "1"}}}]}}}}

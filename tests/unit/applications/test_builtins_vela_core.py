@@ -433,3 +433,80 @@ def test_daemon_host_path_mount_options_are_honoured() -> None:
     with pytest.raises(model.AppError, match=r"hostPath\[0\]\.readOnly: not supported"):
         rendered("webservice", {"image": "x", "volumeMounts": {"hostPath": [
             {"name": "s", "mountPath": "/s", "path": "/s", "readOnly": True}]}})
+
+
+# -- deprecated definitions the corpus still uses -----------------------------------------------
+
+
+def test_raw() -> None:
+    """deprecated/raw.cue: ``output: parameter``, named after the component when unnamed."""
+    objects = rendered("raw", {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"},
+                               "metadata": {"resourceVersion": "9"}})
+    assert objects == [{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "b"},
+                        "metadata": {"name": "web", "namespace": "ns", "labels": LABELS}}]
+    with pytest.raises(model.AppError, match=r"properties\.kind: required"):
+        rendered("raw", {"apiVersion": "v1"})
+
+
+def test_volumes_trait() -> None:
+    """deprecated/volumes.cue: pod volumes only, emptyDir by default, merged by name."""
+    pod = pod_of(with_trait("volumes", {"volumes": [
+        {"name": "cache"}, {"name": "conf", "type": "configMap", "cmName": "c"}]}))
+    assert pod["volumes"] == [{"name": "cache", "emptyDir": {"medium": ""}},
+                              {"name": "conf", "configMap": {"defaultMode": 420, "name": "c"}}]
+    assert "volumeMounts" not in pod["containers"][0]
+    for props, words in (({"volumes": [{"name": "x", "type": "nfs"}]}, r"type: must be"),
+                         ({"volumes": [{"name": "x", "claimName": "c"}]},
+                          r"volumes\[0\]\.claimName: not supported"),
+                         ({"vols": []}, r"properties\.vols: not supported")):
+        with pytest.raises(model.AppError, match=words):
+            with_trait("volumes", props)
+
+
+def test_pvc_trait() -> None:
+    """deprecated/pvc.cue: the claim, each volumesToMount a mount and a pod volume."""
+    objects = with_trait("pvc", {"claimName": "data", "accessModes": ["ReadWriteOnce"],
+                                 "resources": {"requests": {"storage": "1Gi"}},
+                                 "volumesToMount": [{"name": "d", "mountPath": "/data"}]})
+    pod = pod_of(objects)
+    assert pod["containers"][0]["volumeMounts"] == [{"name": "d", "mountPath": "/data"}]
+    assert pod["volumes"] == [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]
+    assert objects[-1] == {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                           "metadata": {"name": "data", "namespace": "ns", "labels": LABELS},
+                           "spec": {"accessModes": ["ReadWriteOnce"],
+                                    "volumeMode": "Filesystem",
+                                    "resources": {"requests": {"storage": "1Gi"}}}}
+    block = with_trait("pvc", {"claimName": "raw", "accessModes": ["ReadWriteOnce"],
+                               "volumeMode": "Block",
+                               "resources": {"requests": {"storage": "1Gi"}},
+                               "volumesToMount": [{"name": "r", "devicePath": "/dev/x"}]})
+    assert pod_of(block)["containers"][0]["volumeDevices"] == [{"name": "r",
+                                                                "devicePath": "/dev/x"}]
+    for extra, words in (({"selector": {}}, r"selector: not supported"),
+                         ({"volumesToMount": [{"name": "d", "devicePath": "/x"}]},
+                          r"volumesToMount\[0\]: mountPath .only. with volumeMode Filesystem"),
+                         ({"resources": {"requests": {"storage": "lots"}}},
+                          r"requests\.storage: must be a quantity")):
+        with pytest.raises(model.AppError, match=words):
+            with_trait("pvc", {"claimName": "data", "accessModes": ["ReadWriteOnce"],
+                               "resources": {"requests": {"storage": "1Gi"}},
+                               "volumesToMount": [], **extra})
+
+
+def test_configmap_trait() -> None:
+    """deprecated/configmap.cue: volume-<name> mounted (readOnly false by default), a
+    ConfigMap for each entry with data."""
+    objects = with_trait("configmap", {"volumes": [
+        {"name": "conf", "mountPath": "/etc/conf", "data": {"k": "v"}},
+        {"name": "other", "mountPath": "/o", "readOnly": True}]})
+    pod = pod_of(objects)
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "volume-conf", "mountPath": "/etc/conf", "readOnly": False},
+        {"name": "volume-other", "mountPath": "/o", "readOnly": True}]
+    assert pod["volumes"] == [{"name": "volume-conf", "configMap": {"name": "conf"}},
+                              {"name": "volume-other", "configMap": {"name": "other"}}]
+    assert [o["kind"] for o in objects] == ["Deployment", "ConfigMap"]
+    assert objects[1]["data"] == {"k": "v"}
+    with pytest.raises(model.AppError, match=r"volume-conf' is already in the pod"):
+        with_trait("configmap", {"volumes": [{"name": "conf", "mountPath": "/a"},
+                                             {"name": "conf", "mountPath": "/b"}]})
