@@ -279,6 +279,13 @@ def _manifest(obj: Any, index: int, component: str, where: str) -> JSON:
     return body
 
 
+def _unread_references(component: Component, namespace: str, where: str) -> list[JSON]:
+    """``ref-objects`` components are read before the compile (:mod:`.refs`); one here
+    came in after that, by an override's patch."""
+    raise AppError(f"{where[:-len('.properties')]}.type: a ref-objects component cannot be "
+                   "brought in by an override (its objects are read before the compile)")
+
+
 def _raw(component: Component, namespace: str, where: str) -> list[JSON]:
     """KubeVela's deprecated ``raw``: the properties are the one manifest (``output:
     parameter``), named after the component when they name nothing."""
@@ -307,7 +314,7 @@ def _statefulset(component: Component, namespace: str, where: str) -> list[JSON]
 
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
     "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects,
-    "statefulset": _statefulset, "raw": _raw}
+    "statefulset": _statefulset, "raw": _raw, "ref-objects": _unread_references}
 _APP_TYPES: dict[str, Callable[[Component, str, str, str], list[JSON]]] = {
     "daemon": workloads.daemon, "task": workloads.task, "cron-task": workloads.cron_task}
 """Types whose render names the Application (a Job's name, the pods' labels)."""

@@ -28,7 +28,7 @@ _DATA = ("passes data between steps (step outputs and inputs), which this contro
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
-                  "cron-task"),
+                  "cron-task", "ref-objects"),
     "trait": ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
               "gateway", "init-container", "cpuscaler", "command", "container-image",
               "hostalias", "json-merge-patch", "json-patch", "affinity", "container-ports",
@@ -46,9 +46,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     "component": {
         "helmchart": "renders a Helm chart fetched from a repository URL the tenant names, "
                      "with Helm's template engine, on the control plane (" + _URL + ")",
-        "ref-objects": "reads objects from the hub at render time; not built in yet (it "
-                       "would need the hub's objects in the compile, limited to the "
-                       "Application's namespace)",
     },
     "trait": {
         "nocalhost": "a developer tool's dev-mode configuration (swaps the workload for a "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from federation.applications import compile as compile_
 from federation.applications import model, scope
 from federation.contexts import client as kube
+from federation.controllers.applications import references
 from federation.controllers.applications.build import Build
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Problem, Verdict
@@ -31,7 +32,8 @@ async def compile_app(view: ApplicationView, build: Build) -> Verdict | None:
     build.fleet = placement_clusters(await view.list(api.MEMBER_CLUSTERS), view.members())
     build.grant = await grant_of(view, build.namespace)
     try:
-        build.compiled = compile_.compile_app(build.spec, build.name, build.namespace,
+        spec = await references.expanded(view, build.spec, build.namespace)
+        build.compiled = compile_.compile_app(spec, build.name, build.namespace,
                                               build.external, build.fleet,
                                               view.settings.local_cluster, build.grant)
     except model.AppError as exc:
