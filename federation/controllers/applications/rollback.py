@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from federation.applications import compile as compile_
 from federation.applications import model
+from federation.controllers.applications import references
 from federation.controllers.applications.build import Build, revision_number
 from federation.controllers.applications.compilation import invalid
 from federation.controllers.applications.view import ApplicationView
@@ -22,7 +23,7 @@ async def roll_back(view: ApplicationView, build: Build) -> Verdict | None:
         return None
     number = int(rollback["revision"])
     try:
-        old = compile_old(view, build, number)
+        old = await compile_old(view, build, number)
     except model.AppError as exc:
         raise invalid(exc) from None
     for step, target in old.targets.items():
@@ -33,11 +34,16 @@ async def roll_back(view: ApplicationView, build: Build) -> Verdict | None:
     return None
 
 
-def compile_old(view: ApplicationView, build: Build, number: int) -> compile_.Compiled:
+async def compile_old(view: ApplicationView, build: Build, number: int
+                      ) -> compile_.Compiled:
+    """The revision's snapshot compiled again (its ref-objects read from today's hub, as
+    KubeVela re-reads them)."""
     doc = next((r for r in build.revisions if revision_number(r) == number), None)
     if doc is None:
         raise model.AppError(f"rollback: revision {number} is not kept any more")
-    return compile_.compile_app(doc["spec"]["application"]["spec"], build.name,
+    spec = await references.expanded(view, doc["spec"]["application"]["spec"],
+                                     build.namespace)
+    return compile_.compile_app(spec, build.name,
                                 build.namespace,
                                 doc["spec"].get("externalPolicies") or build.external,
                                 build.fleet, view.settings.local_cluster, build.grant)
