@@ -7,7 +7,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import model, policies, resource_policies, scope, workflow
+from federation.applications import (
+    model,
+    policies,
+    resource_policies,
+    scope,
+    steps,
+    workflow,
+)
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -85,8 +92,12 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     one cluster, as a topology of that cluster): its target and its spec."""
     props = step.properties
     known = context.known
+    spec = context.spec
     if step.type == "deploy":
         names = list(props.get("policies") or [])
+    elif step.type in steps.OBJECT_STEPS:
+        spec, topology = steps.object_step(step, spec, context.app, where)
+        names, known = [topology.name], {**known, topology.name: topology}
     else:
         chosen = _one_component(step, context.spec, where)
         namespace = props.get("namespace")
@@ -94,7 +105,7 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
             raise context.grant.refuse(namespace, f"{where}.properties.namespace")
         names = [p.name for p in chosen]
         known = {**known, **{p.name: p for p in chosen}}
-    target = policies.deploy_target(context.spec, context.app, context.namespace, names, known,
+    target = policies.deploy_target(spec, context.app, context.namespace, names, known,
                                     context.fleet, context.local_cluster, where,
                                     context.grant, context.budget)
     order = _order(names, known, context.local_cluster)

@@ -49,7 +49,8 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
-STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification")
+STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
+              "apply-object", "apply-deployment")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -285,7 +286,9 @@ def _check_step(step: Step, where: str) -> None:
     allowed = {"deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
                "suspend": {"duration", "message"}, "approve": {"duration", "message"},
                "notification": {"webhook", "slack", "message"},
-               "apply-component": {"component", "cluster", "namespace"}}[step.type]
+               "apply-component": {"component", "cluster", "namespace"},
+               "apply-object": {"value", "cluster"},
+               "apply-deployment": {"image", "replicas", "cluster", "cmd"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

@@ -73,6 +73,8 @@ class Ref:
 def refs_of(spec: Mapping[str, Any], where: str = "spec") -> dict[int, list[Ref]]:
     """Per component index of type ``ref-objects``, its references (refused by path)."""
     found: dict[int, list[Ref]] = {}
+    if not isinstance(spec, Mapping):
+        return found  # the compile names what it must be
     components = spec.get("components")
     for index, component in enumerate(components if isinstance(components, list) else []):
         if isinstance(component, dict) and component.get("type") == TYPE:

@@ -36,7 +36,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress"),
     "policy": ("topology", "override", "garbage-collect", "apply-once"),
-    "workflowstep": ("deploy", "apply-component", "suspend", "notification"),
+    "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
+                     "apply-deployment"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component
 and ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits, and ours:
@@ -63,11 +64,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "replication": _CONTROLLER + " (components replicated by keys into topologies)",
     },
     "workflowstep": {
-        "apply-deployment": "a Deployment built from a step's image and cmd, outside the "
-                            "components; not built in yet",
-        "apply-object": "applies a raw object from a step, outside the components and "
-                        "their tracking; not built in yet (a k8s-objects component does "
-                        "it)",
         "apply-terraform-config": _TERRAFORM,
         "apply-terraform-provider": _TERRAFORM,
         "build-push-image": _SHELL,
