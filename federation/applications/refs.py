@@ -2,7 +2,8 @@
 (vela-templates/definitions/internal/component/ref-objects.cue; KubeVela reads them in
 pkg/component/ref_objects.go, ``SelectRefObjectsForDispatch``).
 
-Each entry of ``objects[]`` names a kind (``resource``, with ``group``; or KubeVela's
+Each entry of ``objects[]`` names a kind (``resource``, with ``group`` or, without it, the
+one group mapping that resource, as KubeVela's REST mapper finds it; or KubeVela's
 legacy ``apiVersion`` and ``kind``) and either a ``name`` (default: the component's) or a
 ``labelSelector``. The compile stays pure: :func:`refs_of` says what to read, the caller
 reads it (the controller from the hub's cache, ``fedctl app dry-run`` from its file) and
@@ -118,7 +119,9 @@ def _kind(entry: Mapping[str, Any], where: str) -> tuple[str, str]:
     if entry.get("resource"):
         plural = str(entry["resource"]).lower()
         plural = plural if plural.endswith("s") else f"{plural}s"
-        found = _RESOURCES.get((str(entry.get("group") or ""), plural))
+        group = entry.get("group")
+        found = _RESOURCES.get((str(group), plural)) if group is not None else next(
+            (kind for (_, name), kind in _RESOURCES.items() if name == plural), None)
         if found is None:
             raise AppError(f"{where}.resource: {entry['resource']!r} (group "
                            f"{entry.get('group') or 'core'!r}) is not one this control "

@@ -27,7 +27,7 @@ def spec(*objects: JSON, **props: Any) -> JSON:
 
 def test_references_by_resource_name_and_labels() -> None:
     found = refs.refs_of(spec({"resource": "configmap"},
-                              {"resource": "deployments", "group": "apps", "name": "web"},
+                              {"resource": "deployments", "name": "web"},
                               {"apiVersion": "v1", "kind": "Service",
                                "labelSelector": {"app": "x"}}))
     assert found == {1: [
@@ -45,6 +45,7 @@ def test_references_by_resource_name_and_labels() -> None:
     ({"resource": "configmap", "cluster": "member1"}, {},
      r"objects\[0\]\.cluster: not supported .ref-objects reads the hub only"),
     ({"resource": "secret"}, {}, r"objects\[0\]\.resource: 'secret' .group 'core'. is not"),
+    ({"resource": "deployments", "group": ""}, {}, r"'deployments' .group 'core'. is not"),
     ({"apiVersion": "v1", "kind": "Secret", "name": "db"}, {},
      r"objects\[0\]: a Secret is not supported .the control plane reads no Secret"),
     ({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "admin"},
