@@ -47,7 +47,7 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "container-ports", "hpa", "k8s-update-strategy", "lifecycle",
                "podsecuritycontext", "securitycontext", "resource", "service-account",
                "startup-probe", "topologyspreadconstraints", "service-binding",
-               "pure-ingress", "volumes", "pvc", "configmap")
+               "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "apply-object", "apply-deployment")

@@ -48,6 +48,11 @@ def render_component(component: Component, app: str, namespace: str,
     """The manifests of one component with its traits applied, in a stable order."""
     objects = _render_type(component, app, namespace, where)
     for index, trait in enumerate(component.traits):
+        with_app = _APP_TRAITS.get(trait.type)
+        if with_app is not None:
+            objects = with_app(objects, trait, component, app, namespace,
+                               f"{where}.traits[{index}].properties")
+            continue
         patch = _TRAITS.get(trait.type)
         if patch is None:
             raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
@@ -570,3 +575,6 @@ _TRAITS: dict[str, TraitFn] = {
     "pure-ingress": traits.pure_ingress,
     "volumes": traits.pod_trait(("Deployment",), traits.old_volumes), "pvc": traits.pvc,
     "configmap": traits.configmap}
+_APP_TRAITS: dict[str, Callable[[list[JSON], Trait, Component, str, str, str], list[JSON]]] = {
+    "nocalhost": traits.nocalhost}
+"""Traits whose render names the Application (nocalhost's annotations)."""

@@ -26,6 +26,7 @@ Deployment always could: the member's Pod Security admission decides (as for hos
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -522,3 +523,75 @@ def configmap(objects: list[JSON], trait: Trait, component: Component, namespace
     return [*objects, *({"apiVersion": "v1", "kind": "ConfigMap",
                          "metadata": {"name": v["name"]}, "data": v["data"]}
                         for v in params["volumes"] if "data" in v)]
+
+
+# -- nocalhost -------------------------------------------------------------------------------
+
+_DEV_IMAGES = {language: f"nocalhost-docker.pkg.coding.net/nocalhost/dev-images/{image}:latest"
+               for language, image in (("go", "golang"), ("java", "java"),
+                                       ("python", "python"), ("node", "node"),
+                                       ("ruby", "ruby"))}
+_AMOUNTS_DEV = {"memory": Default(str, "2Gi"), "cpu": Default(str, "2")}
+NOCALHOST = {
+    "port": shapes.Range(1, 65535), "serviceType": Default(str, "deployment"),
+    "gitUrl?": str, "image": str, "shell": Default(str, "bash"),
+    "workDir": Default(str, "/home/nocalhost-dev"), "storageClass?": str,
+    "command": Default({"run": Default([str], ["sh", "run.sh"]),
+                        "debug": Default([str], ["sh", "debug.sh"])},
+                       {"run": ["sh", "run.sh"], "debug": ["sh", "debug.sh"]}),
+    "debug?": {"remoteDebugPort?": int}, "hotReload": Default(bool, True),
+    "sync": Default({"type": Default(str, "send"), "filePattern": Default([str], ["./"]),
+                     "ignoreFilePattern": Default([str], [".git", ".vscode", ".idea",
+                                                          ".gradle", "build"])},
+                    {"type": "send", "filePattern": ["./"],
+                     "ignoreFilePattern": [".git", ".vscode", ".idea", ".gradle", "build"]}),
+    "env?": [{"name": str, "value": str}], "portForward?": [str],
+    "persistentVolumeDirs?": [{"path": str, "capacity": str}],
+    "resources": Default({"limits": Default(_AMOUNTS_DEV, {"memory": "2Gi", "cpu": "2"}),
+                          "requests": Default({"memory": Default(str, "512Mi"),
+                                               "cpu": Default(str, "0.5")},
+                                              {"memory": "512Mi", "cpu": "0.5"})},
+                         {"limits": {"memory": "2Gi", "cpu": "2"},
+                          "requests": {"memory": "512Mi", "cpu": "0.5"}})}
+
+
+def _dev(params: Mapping[str, Any]) -> JSON:
+    """The ``dev`` block of nocalhost's configuration, keys in the definition's order."""
+    dev: JSON = {"gitUrl": params["gitUrl"]} if "gitUrl" in params else {}
+    dev["image"] = _DEV_IMAGES.get(params["image"], params["image"])
+    dev.update(shell=params["shell"], workDir=params["workDir"])
+    if "storageClass" in params:
+        dev["storageClass"] = params["storageClass"]
+    dev["resources"] = {"limits": params["resources"]["limits"],
+                        "requests": params["resources"]["requests"]}
+    for key in ("persistentVolumeDirs", "command", "debug"):
+        if key in params:
+            dev[key] = params[key]
+    dev["hotReload"] = params["hotReload"]
+    for key in ("sync", "env"):
+        if key in params:
+            dev[key] = params[key]
+    dev["portForward"] = params.get("portForward") or [f"{params['port']}:{params['port']}"]
+    return dev
+
+
+def nocalhost(objects: list[JSON], trait: Trait, component: Component, app: str,
+              namespace: str, where: str) -> list[JSON]:
+    """trait/nocalhost.cue: the workload annotated with Nocalhost's development
+    configuration (read by the developer's Nocalhost plugin, with their own credentials;
+    the control plane runs nothing of it), and a ClusterIP Service of ``port``."""
+    params = shapes.check(trait.properties, NOCALHOST, where)
+    config = {"name": component.name, "serviceType": params["serviceType"],
+              "containers": [{"name": component.name, "dev": _dev(params)}]}
+    workload = workloads(objects, trait, POD_KINDS, where)[0]
+    workload.setdefault("metadata", {}).setdefault("annotations", {}).update({
+        "dev.nocalhost/application-name": app,
+        "dev.nocalhost/application-namespace": namespace,
+        "dev.nocalhost": json.dumps(config, separators=(",", ":"))})
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": component.name},
+               "spec": {"selector": {"app.oam.dev/component": component.name},
+                        "ports": [{"port": params["port"], "targetPort": params["port"]}],
+                        "type": "ClusterIP"}}
+    kept = [o for o in objects if not (o.get("kind") == "Service" and str(
+        (o.get("metadata") or {}).get("name")) == component.name)]
+    return [*kept, service]

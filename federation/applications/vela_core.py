@@ -34,7 +34,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "hostalias", "json-merge-patch", "json-patch", "affinity", "container-ports",
               "hpa", "k8s-update-strategy", "lifecycle", "podsecuritycontext",
               "securitycontext", "resource", "service-account", "startup-probe",
-              "topologyspreadconstraints", "service-binding", "pure-ingress"),
+              "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
     "policy": ("topology", "override", "garbage-collect", "apply-once"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment"),
@@ -49,9 +49,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                      "with Helm's template engine, on the control plane (" + _URL + ")",
     },
     "trait": {
-        "nocalhost": "a developer tool's dev-mode configuration (swaps the workload for a "
-                     "development container with a file-sync sidecar): not for a fleet "
-                     "rollout",
     },
     "policy": {
         "read-only": _CONTROLLER + " (objects read, never written, failing when absent)",

@@ -510,3 +510,28 @@ def test_configmap_trait() -> None:
     with pytest.raises(model.AppError, match=r"volume-conf' is already in the pod"):
         with_trait("configmap", {"volumes": [{"name": "conf", "mountPath": "/a"},
                                              {"name": "conf", "mountPath": "/b"}]})
+
+
+def test_nocalhost() -> None:
+    """trait/nocalhost.cue: the workload's annotations (the configuration as compact JSON,
+    keys in the definition's order, a language's dev image, the port forwarded by
+    default) and a ClusterIP Service of the port."""
+    objects = with_trait("nocalhost", {"port": 9080, "image": "java",
+                                       "env": [{"name": "A", "value": "1"}]})
+    annotations = objects[0]["metadata"]["annotations"]
+    assert annotations["dev.nocalhost/application-name"] == "app"
+    assert annotations["dev.nocalhost/application-namespace"] == "ns"
+    assert annotations["dev.nocalhost"] == (
+        '{"name":"web","serviceType":"deployment","containers":[{"name":"web","dev":{'
+        '"image":"nocalhost-docker.pkg.coding.net/nocalhost/dev-images/java:latest",'
+        '"shell":"bash","workDir":"/home/nocalhost-dev","resources":{"limits":{'
+        '"memory":"2Gi","cpu":"2"},"requests":{"memory":"512Mi","cpu":"0.5"}},'
+        '"command":{"run":["sh","run.sh"],"debug":["sh","debug.sh"]},"hotReload":true,'
+        '"sync":{"type":"send","filePattern":["./"],"ignoreFilePattern":[".git",".vscode",'
+        '".idea",".gradle","build"]},"env":[{"name":"A","value":"1"}],'
+        '"portForward":["9080:9080"]}}]}')
+    assert objects[-1]["spec"] == {"selector": {"app.oam.dev/component": "web"},
+                                   "ports": [{"port": 9080, "targetPort": 9080}],
+                                   "type": "ClusterIP"}
+    with pytest.raises(model.AppError, match=r"properties\.port: required"):
+        with_trait("nocalhost", {"image": "go"})

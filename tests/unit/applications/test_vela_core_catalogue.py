@@ -57,22 +57,19 @@ def test_the_table_is_the_catalogue() -> None:
 
 def test_the_catalogue_is_what_the_code_registers() -> None:
     registries = {"component": {*model.COMPONENT_TYPES, *render._TYPES, *render._APP_TYPES},
-                  "trait": {*model.TRAIT_TYPES, *render._TRAITS},
+                  "trait": {*model.TRAIT_TYPES, *render._TRAITS, *render._APP_TRAITS},
                   "policy": set(model.POLICY_TYPES), "workflowstep": set(model.STEP_TYPES)}
     for kind, names in vela_core.BUILT_IN.items():
         assert set(names) <= registries[kind], kind
         assert not set(vela_core.REFUSED[kind]) & registries[kind], kind
     assert set(render._TYPES) | set(render._APP_TYPES) == set(model.COMPONENT_TYPES)
-    assert set(render._TRAITS) == set(model.TRAIT_TYPES)
+    assert set(render._TRAITS) | set(render._APP_TRAITS) == set(model.TRAIT_TYPES)
 
 
 @pytest.mark.parametrize(("spec", "words"), [
     ({"components": [{"name": "c", "type": "helmchart"}]},
      r"components\[0\]\.type: 'helmchart' is not a built-in type \(vela-core's component "
      r"helmchart: renders a Helm chart"),
-    ({"components": [{"name": "c", "type": "webservice", "properties": {"image": "x"},
-                      "traits": [{"type": "nocalhost"}]}]},
-     r"traits\[0\]\.type: 'nocalhost' is not a built-in trait \(vela-core's trait nocalhost"),
     ({"components": [], "policies": [{"name": "p", "type": "take-over"}]},
      r"policies\[0\]\.type: 'take-over' is not a built-in policy \(vela-core's policy "
      r"take-over: lets an Application take over"),
