@@ -204,6 +204,8 @@ def reason(line: str) -> str:
     message = re.sub(r"policy \S+ (properties|deploys|places|cannot)", r"policy P \1", message)
     if "is not a built-in" not in message:
         message = re.sub(r"'[^']*'", "'…'", message)
+    else:  # what is built in, or why vela-core's definition is refused
+        message = re.sub(r"( is not a built-in \w+) \(.*$", r"\1", message)
     return re.sub(r"\s*\([^()]*\)$", "", message)  # the list of what would be accepted
 
 

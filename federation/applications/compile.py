@@ -7,7 +7,17 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import dataflow, flow, model, policies, render, scope, workflow
+from federation.applications import (
+    dataflow,
+    flow,
+    model,
+    policies,
+    render,
+    resource_policies,
+    scope,
+    steps,
+    workflow,
+)
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -23,6 +33,9 @@ class Compiled:
     gc: policies.GarbageCollect
     notifications: Mapping[str, model.Notification] = dataclasses.field(default_factory=dict)
     """notification step name -> its message and URLs (what the controller sends)."""
+    apply_once: resource_policies.ApplyOnce = dataclasses.field(
+        default_factory=resource_policies.ApplyOnce)
+    """What of the member objects the controller leaves as it finds them (``apply-once``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -75,7 +88,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                              for i in item.step.inputs}))
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
-                    policies.gc_of(chosen), notifications)
+                    policies.gc_of(chosen), notifications,
+                    resource_policies.apply_once_of(chosen))
 
 
 def _compile_step(step: model.Step, context: _Context, where: str
@@ -129,8 +143,12 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     one cluster, as a topology of that cluster): its target and its spec."""
     props = step.properties
     known = context.known
+    spec = context.spec
     if step.type == "deploy":
         names = list(props.get("policies") or [])
+    elif step.type in steps.OBJECT_STEPS:
+        spec, topology = steps.object_step(step, spec, context.app, where)
+        names, known = [topology.name], {**known, topology.name: topology}
     else:
         chosen = _one_component(step, context.spec, where)
         namespace = props.get("namespace")
@@ -138,7 +156,7 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
             raise context.grant.refuse(namespace, f"{where}.properties.namespace")
         names = [p.name for p in chosen]
         known = {**known, **{p.name: p for p in chosen}}
-    target = policies.deploy_target(context.spec, context.app, context.namespace, names, known,
+    target = policies.deploy_target(spec, context.app, context.namespace, names, known,
                                     context.fleet, context.local_cluster, where,
                                     context.grant, context.budget, context.user)
     order = _order(names, known, context.local_cluster)

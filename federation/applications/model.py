@@ -33,17 +33,24 @@ from typing import Annotated, Any, Literal, TypeVar
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from federation.applications import vela_core
 from federation.untrusted.text import one_line
 
 JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
-COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset")
+COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset", "daemon",
+                   "task", "cron-task", "raw", "ref-objects")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
-               "container-image", "hostalias", "json-merge-patch", "json-patch")
-POLICY_TYPES = ("topology", "override", "health", "garbage-collect")
-STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification", "step-group")
+               "container-image", "hostalias", "json-merge-patch", "json-patch", "affinity",
+               "container-ports", "hpa", "k8s-update-strategy", "lifecycle",
+               "podsecuritycontext", "securitycontext", "resource", "service-account",
+               "startup-probe", "topologyspreadconstraints", "service-binding",
+               "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
+POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
+STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
+              "step-group", "apply-object", "apply-deployment")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -232,6 +239,21 @@ def component(raw: Any, where: str) -> Component:
     return _validated(Component, raw, where)
 
 
+_NOUNS = {"component": "type", "trait": "trait", "policy": "policy", "workflowstep": "step"}
+_KINDS: dict[str, vela_core.Kind] = {"component": "component", "trait": "trait",
+                                     "policy": "policy", "step": "workflowstep"}
+"""A field of :class:`Types`' notes -> the kind of vela-core's definitions it names."""
+
+
+def not_built_in(kind: vela_core.Kind, name: str, known: Sequence[str]) -> str:
+    """``'x' is not a built-in type (...)``: why, for one of vela-core's definitions this
+    control plane refuses, else what is built in."""
+    why = vela_core.refusal(kind, name)
+    if why is not None:
+        return f"{name!r} is not a built-in {_NOUNS[kind]} (vela-core's {kind} {name}: {why})"
+    return f"{name!r} is not a built-in {_NOUNS[kind]} ({', '.join(known)})"
+
+
 @dataclasses.dataclass(frozen=True)
 class Types:
     """The component and trait types an Application may name: the built-ins, plus the
@@ -249,9 +271,7 @@ class Types:
         if "@" in name:
             return AppError(f"{where}: {name!r}: definition revisions (type@version) are "
                             "not supported; name the type without a version")
-        kind = "type" if field == "component" else field
-        return AppError(f"{where}: {name!r} is not a built-in {kind} "
-                        f"({', '.join(builtins)})")
+        return AppError(f"{where}: {not_built_in(_KINDS[field], name, builtins)}")
 
 
 BUILT_IN = Types()
@@ -333,15 +353,16 @@ def check_step(step: Step, where: str) -> None:
 
 def _check_step(step: Step, where: str) -> None:
     if step.type not in STEP_TYPES:
-        raise AppError(f"{where}.type: {step.type!r} is not a built-in step "
-                       f"({', '.join(STEP_TYPES)})")
+        raise AppError(f"{where}.type: {not_built_in('workflowstep', step.type, STEP_TYPES)}")
     if step.timeout is not None:
         duration_seconds(step.timeout, f"{where}.timeout")
     allowed = {"deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
                "suspend": {"duration", "message"}, "approve": {"duration", "message"},
                "notification": {"webhook", "slack", "message"},
                "apply-component": {"component", "cluster", "namespace"},
-               "step-group": set()}[step.type]
+               "step-group": set(),
+               "apply-object": {"value", "cluster"},
+               "apply-deployment": {"image", "replicas", "cluster", "cmd"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -577,5 +598,5 @@ def external_policy(document: Mapping[str, Any]) -> PolicySpec:
         raise AppError(f"{where}: {_path(exc.errors()[0]['loc'], '')[1:]}: "
                        f"{exc.errors()[0]['msg']}") from None
     if policy.type not in POLICY_TYPES:
-        raise AppError(f"{where}.type: {policy.type!r} is not a built-in policy")
+        raise AppError(f"{where}.type: {not_built_in('policy', policy.type, POLICY_TYPES)}")
     return policy

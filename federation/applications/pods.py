@@ -36,12 +36,17 @@ _PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSecond
                    "successThreshold": 1, "failureThreshold": 3}
 
 
-def apply(props: Mapping[str, Any], container: JSON, pod: JSON, where: str) -> None:
-    """The pod-level parameters of ``props`` onto the main ``container`` and ``pod`` spec."""
+def apply(props: Mapping[str, Any], container: JSON, pod: JSON, where: str,
+          host_mount_options: bool = False) -> None:
+    """The pod-level parameters of ``props`` onto the main ``container`` and ``pod`` spec
+    (``host_mount_options``: ``daemon``'s hostPath entries take ``mountPropagation`` and
+    ``readOnly``, which its definition declares but drops; here they are set on the
+    mount, as the storage trait's ``readOnly``, rather than accepted and lost)."""
     mounts: list[JSON] = []
     volumes: list[JSON] = []
     if props.get("volumeMounts") is not None:
-        mounts, volumes = _volume_mounts(props["volumeMounts"], f"{where}.volumeMounts")
+        mounts, volumes = _volume_mounts(props["volumeMounts"], f"{where}.volumeMounts",
+                                         host_mount_options)
     elif props.get("volumes") is not None:
         mounts, volumes = _old_volumes(props["volumes"], f"{where}.volumes")
     if mounts:
@@ -64,7 +69,8 @@ def _first_of_each_name(volumes: list[JSON]) -> list[JSON]:
     return out
 
 
-def _volume_mounts(raw: Any, where: str) -> tuple[list[JSON], list[JSON]]:
+def _volume_mounts(raw: Any, where: str, host_mount_options: bool = False
+                   ) -> tuple[list[JSON], list[JSON]]:
     if not isinstance(raw, dict):
         raise AppError(f"{where}: must be a map of {', '.join(_MOUNT_KINDS)} lists")
     fields.allowed(raw, set(_MOUNT_KINDS), where)
@@ -76,6 +82,8 @@ def _volume_mounts(raw: Any, where: str) -> tuple[list[JSON], list[JSON]]:
             extra = {"pvc": {"claimName"}, "configMap": {"cmName", "defaultMode", "items"},
                      "secret": {"secretName", "defaultMode", "items"},
                      "emptyDir": {"medium"}, "hostPath": {"path"}}[kind]
+            if kind == "hostPath" and host_mount_options:
+                extra = extra | {"mountPropagation", "readOnly"}
             fields.allowed(entry, {"name", "mountPath", "subPath"} | extra, here)
             mounts.append(_mount(entry, here))
             volumes.append(_source(kind, entry, here))
@@ -87,6 +95,13 @@ def _mount(entry: Mapping[str, Any], where: str) -> JSON:
     if entry.get("subPath") is not None:
         mount["subPath"] = fields.string(entry, "subPath", where)
     mount["name"] = fields.string(entry, "name", where, required=True)
+    if entry.get("mountPropagation") is not None:
+        if entry["mountPropagation"] not in ("None", "HostToContainer", "Bidirectional"):
+            raise AppError(f"{where}.mountPropagation: must be None, HostToContainer or "
+                           "Bidirectional")
+        mount["mountPropagation"] = entry["mountPropagation"]
+    if fields.boolean(entry.get("readOnly", False), f"{where}.readOnly"):
+        mount["readOnly"] = True
     return mount
 
 
@@ -111,6 +126,12 @@ def _source(kind: str, entry: Mapping[str, Any], where: str) -> JSON:
         return {"name": name, "emptyDir": {"medium": medium}}
     return {"name": name, "hostPath": {"path": fields.string(entry, "path", where,
                                                              required=True)}}
+
+
+def volume(kind: str, entry: Mapping[str, Any], where: str) -> JSON:
+    """The pod volume of one entry of kind ``pvc``, ``configMap``, ``secret`` or
+    ``emptyDir`` (the fields of webservice's ``volumes`` list)."""
+    return _source(kind, entry, where)
 
 
 def _old_volumes(raw: Any, where: str) -> tuple[list[JSON], list[JSON]]:

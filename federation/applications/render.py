@@ -25,7 +25,15 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from federation.applications import fields, ingress, jsonpatch, pods, storage
+from federation.applications import (
+    fields,
+    ingress,
+    jsonpatch,
+    pods,
+    storage,
+    traits,
+    workloads,
+)
 from federation.applications.model import MAX_RENDERED, AppError, Component, Trait, Types
 
 JSON = dict[str, Any]
@@ -59,18 +67,18 @@ def render_component(component: Component, app: str, namespace: str,
                      ) -> list[JSON]:
     """The manifests of one component with its traits applied, in a stable order; a type
     ``user`` defines is rendered by its definition (which wins over a built-in)."""
-    renderer = _TYPES.get(component.type)
     if user is not None and user.has_component(component.type):
         objects = user.component(component, namespace, where)
-    elif renderer is None:  # an override's patch may bring any type
-        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
-                       f"({', '.join(_TYPES)})")
     else:
-        objects = renderer(component, namespace, f"{where}.properties")
+        objects = _render_type(component, app, namespace, where)
     for index, trait in enumerate(component.traits):
         here = f"{where}.traits[{index}].properties"
         if user is not None and user.has_trait(trait.type):
             objects = user.trait(objects, trait, component, namespace, here)
+            continue
+        with_app = _APP_TRAITS.get(trait.type)
+        if with_app is not None:
+            objects = with_app(objects, trait, component, app, namespace, here)
             continue
         patch = _TRAITS.get(trait.type)
         if patch is None:
@@ -85,6 +93,17 @@ def render_component(component: Component, app: str, namespace: str,
         labels[APP_LABEL] = app
         labels[COMPONENT_LABEL] = component.name
     return objects
+
+
+def _render_type(component: Component, app: str, namespace: str, where: str) -> list[JSON]:
+    with_app = _APP_TYPES.get(component.type)
+    if with_app is not None:
+        return with_app(component, app, namespace, f"{where}.properties")
+    renderer = _TYPES.get(component.type)
+    if renderer is None:  # an override's patch may bring any type
+        raise AppError(f"{where}.type: {component.type!r} is not a built-in type "
+                       f"({', '.join([*_TYPES, *_APP_TYPES])})")
+    return renderer(component, namespace, f"{where}.properties")
 
 
 # -- component types ------------------------------------------------------------------------
@@ -270,23 +289,39 @@ def _objects(component: Component, namespace: str, where: str) -> list[JSON]:
     if len(objects) > MAX_RENDERED:
         raise AppError(f"{where}.objects: {len(objects)} manifests; an Application renders "
                        f"at most {MAX_RENDERED} objects")
-    out = []
-    for index, obj in enumerate(objects):
-        here = f"{where}.objects[{index}]"
-        if not isinstance(obj, dict):
-            raise AppError(f"{here}: must be a manifest")
-        for key in ("apiVersion", "kind"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise AppError(f"{here}.{key}: required")
-        body = copy.deepcopy(obj)
-        body["metadata"] = _object_meta(obj.get("metadata"), index, component.name, here)
-        check_shape(body, here)
-        body.pop("status", None)
-        for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
-                      "ownerReferences", "finalizers", "generation"):
-            body["metadata"].pop(field, None)
-        out.append(body)
-    return out
+    return [_manifest(obj, index, component.name, f"{where}.objects[{index}]")
+            for index, obj in enumerate(objects)]
+
+
+def _manifest(obj: Any, index: int, component: str, where: str) -> JSON:
+    """One manifest of a tenant's, server fields dropped (the first one's name defaulting
+    to the component's)."""
+    if not isinstance(obj, dict):
+        raise AppError(f"{where}: must be a manifest")
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise AppError(f"{where}.{key}: required")
+    body = copy.deepcopy(obj)
+    body["metadata"] = _object_meta(obj.get("metadata"), index, component, where)
+    check_shape(body, where)
+    body.pop("status", None)
+    for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",
+                  "ownerReferences", "finalizers", "generation"):
+        body["metadata"].pop(field, None)
+    return body
+
+
+def _unread_references(component: Component, namespace: str, where: str) -> list[JSON]:
+    """``ref-objects`` components are read before the compile (:mod:`.refs`); one here
+    came in after that, by an override's patch."""
+    raise AppError(f"{where[:-len('.properties')]}.type: a ref-objects component cannot be "
+                   "brought in by an override (its objects are read before the compile)")
+
+
+def _raw(component: Component, namespace: str, where: str) -> list[JSON]:
+    """KubeVela's deprecated ``raw``: the properties are the one manifest (``output:
+    parameter``), named after the component when they name nothing."""
+    return [_manifest(component.properties, 0, component.name, where)]
 
 
 def _object_meta(meta: Any, index: int, component: str, where: str) -> JSON:
@@ -311,7 +346,10 @@ def _statefulset(component: Component, namespace: str, where: str) -> list[JSON]
 
 _TYPES: dict[str, Callable[[Component, str, str], list[JSON]]] = {
     "webservice": _webservice, "worker": _worker, "config": _config, "k8s-objects": _objects,
-    "statefulset": _statefulset}
+    "statefulset": _statefulset, "raw": _raw, "ref-objects": _unread_references}
+_APP_TYPES: dict[str, Callable[[Component, str, str, str], list[JSON]]] = {
+    "daemon": workloads.daemon, "task": workloads.task, "cron-task": workloads.cron_task}
+"""Types whose render names the Application (a Job's name, the pods' labels)."""
 
 
 # -- traits ---------------------------------------------------------------------------------
@@ -546,4 +584,24 @@ _TRAITS: dict[str, TraitFn] = {
     "init-container": _pod_trait(pods.init_container), "cpuscaler": _cpuscaler,
     "command": _pod_trait(pods.command), "container-image": _pod_trait(pods.container_image),
     "hostalias": _host_alias, "json-merge-patch": _json_merge_patch,
-    "json-patch": _json_patch}
+    "json-patch": _json_patch,
+    "affinity": traits.pod_trait(traits.POD_KINDS, traits.affinity),
+    "container-ports": traits.pod_trait(traits.POD_KINDS, traits.container_ports),
+    "hpa": traits.hpa, "k8s-update-strategy": traits.update_strategy,
+    "lifecycle": traits.pod_trait(traits.POD_KINDS, traits.lifecycle, traits.LIFECYCLE),
+    "podsecuritycontext": traits.pod_trait(traits.POD_KINDS, traits.pod_security,
+                                           traits.POD_SECURITY),
+    "securitycontext": traits.pod_trait(traits.POD_KINDS, traits.security),
+    "resource": traits.pod_trait((*traits.POD_KINDS, "CronJob"), traits.resource,
+                                 traits.RESOURCE),
+    "service-account": traits.service_account,
+    "startup-probe": traits.pod_trait(traits.POD_KINDS, traits.startup_probe),
+    "topologyspreadconstraints": traits.pod_trait(traits.POD_KINDS, traits.topology_spread,
+                                                  traits.TOPOLOGY_SPREAD),
+    "service-binding": traits.pod_trait(traits.POD_KINDS, traits.service_binding),
+    "pure-ingress": traits.pure_ingress,
+    "volumes": traits.pod_trait(("Deployment",), traits.old_volumes), "pvc": traits.pvc,
+    "configmap": traits.configmap}
+_APP_TRAITS: dict[str, Callable[[list[JSON], Trait, Component, str, str, str], list[JSON]]] = {
+    "nocalhost": traits.nocalhost}
+"""Traits whose render names the Application (nocalhost's annotations)."""

@@ -36,7 +36,7 @@ HealthState = Literal["healthy", "progressing", "failed"]
 FINISHED = ("succeeded", "failed", "skipped")
 
 
-DEPLOYING = ("deploy", "apply-component")
+DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
 

@@ -24,7 +24,7 @@ import click
 import yaml
 
 from federation.applications import compile as compile_
-from federation.applications import cue_worker, definitions, model, scope
+from federation.applications import cue_worker, definitions, model, refs, scope
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
@@ -78,9 +78,9 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         # answer is only as good as that.
         click.echo(f"# namespaces: {loader.one_line(grant.describe())}, from "
                    f"{loader.one_line(source)}", err=True)
-        compiled = compile_.compile_app(application.get("spec") or {}, str(meta["name"]),
-                                        namespace, external, fleet, local_cluster, grant,
-                                        user)
+        spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
+        compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
+                                        local_cluster, grant, user)
     except model.AppError as exc:
         _fail(f"{path}: {exc}")
     _print(compiled)

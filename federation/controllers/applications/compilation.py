@@ -14,7 +14,7 @@ from typing import Any
 
 from federation.applications import model, scope, workflow
 from federation.contexts import client as kube
-from federation.controllers.applications import definitions
+from federation.controllers.applications import definitions, references
 from federation.controllers.applications.build import Build
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Problem, Verdict
@@ -33,11 +33,11 @@ def invalid(exc: model.AppError) -> Problem:
 async def compile_app(view: ApplicationView, build: Build) -> Verdict | None:
     build.fleet = placement_clusters(await view.list(api.MEMBER_CLUSTERS), view.members())
     build.grant = await grant_of(view, build.namespace)
-    args = compile_args(view, build, build.spec, build.external)
     try:
+        spec = await references.expanded(view, build.spec, build.namespace)
         build.compiled = await definitions.compile_with(
-            view.evaluated, view.evaluate, args, build.catalog,
-            definitions.app_info(build.app, build.spec, build.number))
+            view.evaluated, view.evaluate, compile_args(view, build, spec, build.external),
+            build.catalog, definitions.app_info(build.app, build.spec, build.number))
     except model.AppError as exc:
         raise invalid(exc) from None
     return None

@@ -11,7 +11,7 @@ cannot be read is a problem too, and that object is not planned.
 
 from __future__ import annotations
 
-from federation.applications import tracker
+from federation.applications import resource_policies, tracker
 from federation.contexts import client as kube
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, marked
@@ -41,6 +41,15 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     except ClientError as exc:
         build.problems.append(f"{entry}: {exc}")
         return
+    kept = apply_once(build, entry, manifest)
+    if kept and live is None and stage_of(build, entry) == "onStateKeep":
+        return  # KubeVela's apply-once: an object deleted in the member stays deleted
+    if resource_policies.WHOLE in kept and live is not None:
+        build.add_member(plan.Vertex(entry.cluster, plan.Action.NOOP, desired,
+                                     reason="left as it is (apply-once)"), entry)
+        return
+    if kept and live is not None:
+        desired = resource_policies.keep_live(desired, live, kept)
     vertex = copy_vertex(entry.cluster, desired, live, overwrite=False,
                          expect=plan.Identity.of(manifest))
     if vertex is None:
@@ -50,6 +59,19 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     vertex = build.add_member(vertex, entry)
     if namespace is not None:
         build.plan.depend(vertex, build.add_member(namespace))
+
+
+def stage_of(build: Build, entry: tracker.Entry) -> resource_policies.Stage:
+    """KubeVela's stages: writing a revision for the first time (``onUpdate``), or keeping
+    one already written (``onStateKeep``: the tracker has the object at this revision)."""
+    tracked = {e.key: e.revision for e in build.entries()}
+    return "onStateKeep" if tracked.get(entry.key) == entry.revision else "onUpdate"
+
+
+def apply_once(build: Build, entry: tracker.Entry, manifest: JSON) -> tuple[str, ...]:
+    assert build.compiled is not None
+    policy = build.compiled.apply_once
+    return policy.kept(manifest, stage_of(build, entry)) if policy.enabled else ()
 
 
 async def namespace_vertex(view: ApplicationView, entry: tracker.Entry) -> plan.Vertex | None:

@@ -2,8 +2,9 @@
 advanced with the health observed and the clock, and what each reached cluster holds.
 
 For every deploy step, the clusters it has started hold this revision's objects for that
-step; once the workflow succeeded every tracked cluster is final (those the release no
-longer targets are cleaned too). A failed step that asks for ``rollbackOnFailure``
+step; once the workflow succeeded (or failed, with the garbage-collect policy's
+``continueOnFailure``) every tracked cluster is final (those the release no longer targets
+are cleaned too). A failed step that asks for ``rollbackOnFailure``
 records a rollback to the last revision that succeeded, deployed from the next reconcile
 on. A step waiting asks to be looked at again. While a rollback is recorded the workflow
 is not evaluated: :mod:`.rollback` says what deploys.
@@ -37,7 +38,9 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
         for cluster in clusters:
             objects = compiled.targets[step].clusters.get(cluster, ())
             build.desired[(cluster, step)] = [(o, build.number) for o in objects]
-    build.final = {e.cluster for e in build.entries()} if state.phase == "succeeded" else set()
+    done = state.phase == "succeeded" or (state.phase == "failed"
+                                          and compiled.gc.continue_on_failure)
+    build.final = {e.cluster for e in build.entries()} if done else set()
     if any(isinstance(a, workflow.Rollback) for a in build.actions):
         good = last_good(build.revisions, build.number)
         if good is not None:

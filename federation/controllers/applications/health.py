@@ -2,9 +2,10 @@
 
 A cluster is healthy for a step when every object the step put there is the content we
 wrote (its applied-hash is the digest of exactly what we would write now) and each
-workload reports all replicas ready and updated at its current generation; a Deployment
-saying ``Progressing=False`` is failed. A member that cannot be read is progressing (the
-message names it), never healthy.
+workload is healthy as KubeVela's definitions judge it (:func:`workload_health`: every
+replica, or every scheduled DaemonSet pod, ready and updated; a Job's pods succeeded); a
+Deployment saying ``Progressing=False`` or a Job saying ``Failed`` is failed. A member
+that cannot be read is progressing (the message names it), never healthy.
 """
 
 from __future__ import annotations
@@ -71,22 +72,60 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
         return "progressing", f"{what} not updated yet"
     if obj["kind"] not in WORKLOAD_KINDS:
         return "healthy", ""
-    return workload_health(what, live)
+    return workload_health(what, live, obj["kind"])
 
 
-def workload_health(what: str, live: ReadOnly) -> Verdicts:
-    """A workload of our content: failed, rolling, or all replicas ready and updated."""
+def workload_health(what: str, live: ReadOnly, kind: str | None = None) -> Verdicts:
+    """A workload of our content as KubeVela's definitions judge it (their
+    ``healthPolicy``): a DaemonSet every scheduled pod ready and updated, a Job its
+    ``parallelism`` pods succeeded, a Deployment or StatefulSet every replica ready and
+    updated; each at its current generation (a Job reports none). A Deployment that
+    stopped progressing, or a Job that failed (its retries spent), fails the step at once
+    where KubeVela would wait for its timeout: neither gets better by waiting."""
     status = live.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Progressing" and condition.get("status") == "False":
-            return "failed", f"{what}: {condition.get('reason')}: " \
-                             f"{condition.get('message', '')}"
-    replicas = int((live.get("spec") or {}).get("replicas", 1))
+    kind = kind or live.get("kind")
+    failed = _failed(what, status, "Failed" if kind == "Job" else "Progressing",
+                     "True" if kind == "Job" else "False")
+    if failed is not None:
+        return failed
+    if kind == "Job":
+        return _job(what, live, status)
     if int(status.get("observedGeneration") or 0) < int(live["metadata"].get(
             "generation") or 0):
         return "progressing", f"{what}: generation not observed yet"
+    if kind == "DaemonSet":
+        return _daemon_set(what, status)
+    replicas = int((live.get("spec") or {}).get("replicas", 1))
     ready = int(status.get("readyReplicas") or 0)
     updated = int(status.get("updatedReplicas") or 0)
-    if ready < replicas or updated < replicas:
+    current = int(status.get("replicas") or 0) if kind == "StatefulSet" else replicas
+    if ready < replicas or updated < replicas or current != replicas:
         return "progressing", f"{what}: {ready}/{replicas} ready"
+    return "healthy", ""
+
+
+def _failed(what: str, status: ReadOnly, condition: str, value: str) -> Verdicts | None:
+    for found in status.get("conditions") or []:
+        if found.get("type") == condition and found.get("status") == value:
+            return "failed", f"{what}: {found.get('reason')}: {found.get('message', '')}"
+    return None
+
+
+def _daemon_set(what: str, status: ReadOnly) -> Verdicts:
+    """daemon.cue: desired == ready == updated == current scheduled pods."""
+    desired = int(status.get("desiredNumberScheduled") or 0)
+    counts = [int(status.get(key) or 0) for key in ("numberReady", "updatedNumberScheduled",
+                                                     "currentNumberScheduled")]
+    if any(count != desired for count in counts):
+        return "progressing", f"{what}: Ready:{counts[0]}/{desired}"
+    return "healthy", ""
+
+
+def _job(what: str, live: ReadOnly, status: ReadOnly) -> Verdicts:
+    """task.cue: ``succeeded == spec.parallelism`` (parallelism defaults to 1)."""
+    wanted = int((live.get("spec") or {}).get("parallelism", 1))
+    succeeded = int(status.get("succeeded") or 0)
+    if succeeded != wanted:
+        return "progressing", (f"{what}: Active/Failed/Succeeded:{int(status.get('active') or 0)}"
+                               f"/{int(status.get('failed') or 0)}/{succeeded}")
     return "healthy", ""

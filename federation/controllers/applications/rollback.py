@@ -11,7 +11,7 @@ from __future__ import annotations
 from federation.applications import compile as compile_
 from federation.applications import definitions as user_types
 from federation.applications import model
-from federation.controllers.applications import definitions
+from federation.controllers.applications import definitions, references
 from federation.controllers.applications.build import Build, revision_number
 from federation.controllers.applications.compilation import compile_args, invalid
 from federation.controllers.applications.view import ApplicationView
@@ -38,11 +38,13 @@ async def roll_back(view: ApplicationView, build: Build) -> Verdict | None:
 async def compile_old(view: ApplicationView, build: Build, number: int
                       ) -> compile_.Compiled:
     """Revision ``number`` compiled again: its spec, its external Policies and the
-    definitions it used, as they were when it was made."""
+    definitions it used, as they were when it was made (its ref-objects read from today's
+    hub, as KubeVela re-reads them)."""
     doc = next((r for r in build.revisions if revision_number(r) == number), None)
     if doc is None:
         raise model.AppError(f"rollback: revision {number} is not kept any more")
-    spec = doc["spec"]["application"]["spec"]
+    spec = await references.expanded(view, doc["spec"]["application"]["spec"],
+                                     build.namespace)
     args = compile_args(view, build, spec,
                         doc["spec"].get("externalPolicies") or build.external)
     catalog = user_types.from_snapshot(doc["spec"].get("definitions") or {})

@@ -400,7 +400,7 @@ def test_a_patched_kind_or_namespace_meets_the_same_refusals() -> None:
 
 def test_statefulset() -> None:
     """component/statefulset.cue: webservice's template with a StatefulSet, exposed ports as
-    a Service. (``daemon`` waits on the controller's health check reading DaemonSets.)"""
+    a Service."""
     stateful = rendered("statefulset", {"image": "db", "args": ["-x"],
                                         "ports": [{"port": 5432, "expose": True}]},
                         {"type": "scaler", "properties": {"replicas": 3}})
@@ -408,8 +408,6 @@ def test_statefulset() -> None:
     assert stateful[0]["spec"]["replicas"] == 3
     with pytest.raises(model.AppError, match=r"properties\.limit: not supported"):
         rendered("statefulset", {"image": "db", "limit": {"cpu": "1"}})
-    with pytest.raises(model.AppError, match="'daemon' is not a built-in type"):
-        rendered("daemon", {"image": "agent"})
 
 
 def test_scaler_refuses_a_workload_without_replicas() -> None:

@@ -179,6 +179,13 @@ def test_health_and_gc_policies() -> None:
     with pytest.raises(model.AppError, match="applicationRevisionLimit"):
         policies.gc_of([model.PolicySpec(name="g", type="garbage-collect",
                                          properties={"applicationRevisionLimit": 0})])
+    assert policies.gc_of([model.PolicySpec(name="g", type="garbage-collect", properties={
+        "continueOnFailure": True})]).continue_on_failure
+    for bad, words in (({"continueOnFailure": "yes"}, r"continueOnFailure: true or false"),
+                       ({"rules": []}, r"properties\.rules: not supported")):
+        with pytest.raises(model.AppError, match=words):
+            policies.gc_of([model.PolicySpec(name="g", type="garbage-collect",
+                                             properties=bad)])
 
 
 def test_revision_hash_changes_only_with_content() -> None:

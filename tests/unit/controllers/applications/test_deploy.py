@@ -78,3 +78,62 @@ async def test_a_member_that_cannot_be_read_is_a_problem_and_nothing_is_planned(
     assert [v.obj["kind"] for v in build.plan] == ["ApplicationRevision"]
     assert len(build.problems) == 1
     assert build.problems[0].startswith("Deployment shop/web in member1: member1")
+
+
+def with_policy(properties: dict[str, Any]) -> dict[str, Any]:
+    doc = app()
+    doc["spec"]["policies"].append({"name": "once", "type": "apply-once",
+                                    "properties": properties})
+    return doc
+
+
+async def drifted(doc: dict[str, Any], tracked: bool = True, image: str = "web:1",
+                  replicas: int = 5, present: bool = True) -> Build:
+    """``doc`` planned against member1 holding our Deployment (of ``image``) scaled to
+    ``replicas`` by someone in the member; tracked at this revision or not."""
+    view = FakeView([("member1", NAMESPACE)])
+    first = await planned(view, doc)
+    written = first.by_vertex[by_kind(first)["Deployment/member1"].key]
+    live = live_copy(by_kind(await planned(FakeView(), app(image)))["Deployment/member1"].obj)
+    live["spec"]["replicas"] = replicas
+    if present:
+        view.put("member1", live)
+    await kept(view, doc)
+    rt = {"spec": {"resources": [written.as_json()]}} if tracked else None
+    build = build_of(doc, rt)
+    await run_through(view, build, deploy.plan_deploy)
+    return build
+
+
+async def test_drift_is_undone_without_apply_once() -> None:
+    vertex = by_kind(await drifted(app()))["Deployment/member1"]
+    assert vertex.action is plan.Action.UPDATE and vertex.reason == "drift at /spec/replicas"
+
+
+async def test_apply_once_leaves_drift_of_a_written_revision_alone() -> None:
+    """apply-once enabled without rules: KubeVela skips its state-keep."""
+    vertex = by_kind(await drifted(with_policy({"enable": True})))["Deployment/member1"]
+    assert vertex.action is plan.Action.NOOP
+    assert vertex.reason == "left as it is (apply-once)"
+    disabled = by_kind(await drifted(with_policy({"enable": False})))["Deployment/member1"]
+    assert disabled.action is plan.Action.UPDATE
+
+
+async def test_apply_once_does_not_bring_back_an_object_deleted_in_the_member() -> None:
+    build = await drifted(with_policy({"enable": True}), present=False)
+    assert "Deployment/member1" not in by_kind(build)
+    untracked = await drifted(with_policy({"enable": True}), present=False, tracked=False)
+    assert by_kind(untracked)["Deployment/member1"].action is plan.Action.CREATE
+
+
+async def test_a_new_revision_is_written_but_keeps_the_live_paths_a_rule_names() -> None:
+    """apply-once's rule (KubeVela's example with an HPA): a new image is rolled out, the
+    replicas the member's autoscaler set are kept."""
+    doc = with_policy({"enable": True, "rules": [{
+        "selector": {"resourceTypes": ["Deployment"]},
+        "strategy": {"path": ["spec.replicas"], "affect": "onUpdate"}}]})
+    doc["spec"]["components"][0]["properties"]["image"] = "web:2"
+    vertex = by_kind(await drifted(doc, tracked=False))["Deployment/member1"]
+    assert vertex.action is plan.Action.UPDATE and vertex.reason == "content changed"
+    assert vertex.obj["spec"]["replicas"] == 5
+    assert vertex.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "web:2"

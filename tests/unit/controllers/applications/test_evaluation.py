@@ -97,3 +97,21 @@ async def test_a_succeeded_workflow_makes_every_tracked_cluster_final() -> None:
     await evaluation.evaluate_workflow(view, build)
     assert build.state is not None and build.state.phase == "succeeded"
     assert build.final == {"member7"}
+
+
+async def test_a_failed_workflow_cleans_up_only_with_continue_on_failure() -> None:
+    """garbage-collect's continueOnFailure (KubeVela runs its mark stage on a failed
+    workflow too): every tracked cluster is final; without it, none is."""
+    rt = {"metadata": {"name": "shop", "namespace": "shop", "resourceVersion": "1"},
+          "spec": {"resources": [{"cluster": "member7", "apiVersion": "v1",
+                                  "kind": "ConfigMap", "namespace": "shop", "name": "old",
+                                  "revision": 1, "step": "gone"}]}}
+    for go_on, final in ((False, set()), (True, {"member7"})):
+        doc = app(steps=CANARY_ONLY, status={"workflow": canary_started(1, steps=1)})
+        doc["spec"]["policies"].append({"name": "gc", "type": "garbage-collect",
+                                        "properties": {"continueOnFailure": go_on}})
+        build = await observed(FakeView(), doc, rt)
+        build.health = {("canary", "member1"): ("failed", "broken")}
+        await evaluation.evaluate_workflow(FakeView(), build)
+        assert build.state is not None and build.state.phase == "failed"
+        assert build.final == final

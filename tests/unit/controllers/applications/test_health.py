@@ -93,3 +93,41 @@ async def test_the_worst_object_decides(monkeypatch: pytest.MonkeyPatch) -> None
     assert await verdict([("progressing", "a"), ("failed", "x"), ("healthy", "")]) == \
         ("failed", "x")
     assert await verdict([]) == ("healthy", "")
+
+
+def test_a_daemon_set_is_healthy_when_every_scheduled_pod_is_ready_and_updated() -> None:
+    """daemon.cue's healthPolicy: desired == ready == updated == current, at the current
+    generation; a DaemonSet has no readyReplicas (the Deployment rule waited for ever)."""
+    live: dict[str, Any] = {"metadata": {"generation": 2}, "status": {
+        "observedGeneration": 2, "desiredNumberScheduled": 3, "numberReady": 3,
+        "updatedNumberScheduled": 3, "currentNumberScheduled": 3}}
+    assert health.workload_health("d", live, "DaemonSet") == ("healthy", "")
+    live["status"]["updatedNumberScheduled"] = 2
+    assert health.workload_health("d", live, "DaemonSet") == ("progressing", "d: Ready:3/3")
+    live["status"].update(updatedNumberScheduled=3, observedGeneration=1)
+    assert health.workload_health("d", live, "DaemonSet")[0] == "progressing"
+
+
+def test_a_job_is_healthy_once_its_pods_succeeded_and_failed_once_it_gave_up() -> None:
+    """task.cue's healthPolicy: succeeded == spec.parallelism (Jobs report no
+    observedGeneration); a Job whose retries are spent (condition Failed) fails the step."""
+    live: dict[str, Any] = {"kind": "Job", "metadata": {"generation": 1},
+                            "spec": {"parallelism": 2}, "status": {"active": 2}}
+    assert health.workload_health("j", live) == (
+        "progressing", "j: Active/Failed/Succeeded:2/0/0")
+    live["status"] = {"succeeded": 2}
+    assert health.workload_health("j", live) == ("healthy", "")
+    live["status"] = {"failed": 7, "conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+         "message": "Job has reached the specified backoff limit"}]}
+    assert health.workload_health("j", live) == (
+        "failed", "j: BackoffLimitExceeded: Job has reached the specified backoff limit")
+
+
+def test_a_stateful_set_needs_its_pods_created_too() -> None:
+    """statefulset.cue's healthPolicy also compares status.replicas with spec.replicas."""
+    live: dict[str, Any] = {"metadata": {"generation": 1}, "spec": {"replicas": 2}, "status": {
+        "observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 2, "replicas": 3}}
+    assert health.workload_health("s", live, "StatefulSet")[0] == "progressing"
+    live["status"]["replicas"] = 2
+    assert health.workload_health("s", live, "StatefulSet") == ("healthy", "")

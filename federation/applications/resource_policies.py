@@ -1,0 +1,184 @@
+"""KubeVela's ``apply-once`` policy: which parts of a member object the controller leaves
+as they are, a pure decision (vela-templates/definitions/internal/policy/apply-once.cue;
+what honours it in KubeVela: ``ApplyOncePolicySpec.FindStrategy`` in
+apis/core.oam.dev/v1alpha1 and ``ApplyStrategies``/``StateKeep`` in pkg/resourcekeeper).
+
+- ``enable: false`` (the default): nothing changes;
+- ``enable: true`` without ``rules``: an object is written when the Application's content
+  for it changes, never to undo a change made in the member since (KubeVela skips its
+  state-keep), and an object deleted there is not created again until the content
+  changes;
+- ``enable: true`` with ``rules[]``: the first rule whose ``selector`` matches the object
+  decides; its ``strategy.path`` names the fields whose live values are kept (``*``: the
+  whole object) when ``strategy.affect`` says so: ``onUpdate`` (a new revision writes
+  it), ``onStateKeep`` (the same revision again, undoing drift), ``always`` or "" (both).
+  A rule without ``strategy`` keeps nothing.
+
+A selector matches as KubeVela's ``ResourcePolicyRuleSelector``: each list given must hold
+the object's value, and at least one is given. Here ``componentNames``, ``resourceTypes``
+(kinds) and ``resourceNames``; ``componentTypes``, ``oamTypes`` and ``traitTypes`` match
+labels this control plane does not put on what it renders, so they are refused by name
+rather than matching nothing. A path is dotted field names with ``[N]`` list indexes or
+``[key]`` map keys (``spec.template.spec.containers[0].resources``); a field the live
+object lacks is left as rendered (KubeVela fails the reconcile there).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from federation.applications import shapes
+from federation.applications.model import AppError, PolicySpec
+
+JSON = dict[str, Any]
+Stage = Literal["onUpdate", "onStateKeep"]
+WHOLE = "*"
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\[\]]+)\]|(\.)")
+
+_SELECTOR = {"componentNames?": [str], "resourceTypes?": [str], "resourceNames?": [str]}
+_UNLABELLED = ("componentTypes", "oamTypes", "traitTypes")
+APPLY_ONCE = {"enable": shapes.Default(bool, False), "rules?": [{
+    "selector?": _SELECTOR, "strategy?": {
+        "path": [str], "affect": shapes.Default(shapes.Enum("", "always", "onUpdate",
+                                                             "onStateKeep"), "")}}]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Selector:
+    component_names: tuple[str, ...] = ()
+    resource_types: tuple[str, ...] = ()
+    resource_names: tuple[str, ...] = ()
+
+    def match(self, manifest: Mapping[str, Any]) -> bool:
+        meta = manifest.get("metadata") or {}
+        values = (str((meta.get("labels") or {}).get("app.oam.dev/component") or ""),
+                  str(manifest.get("kind") or ""), str(meta.get("name") or ""))
+        given = [(names, value) for names, value in zip(
+            (self.component_names, self.resource_types, self.resource_names), values,
+            strict=True) if names]
+        return bool(given) and all(value and value in names for names, value in given)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    selector: Selector
+    paths: tuple[str, ...] | None
+    """None: the rule has no strategy (it matches, and keeps nothing)."""
+    affect: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplyOnce:
+    enabled: bool = False
+    rules: tuple[Rule, ...] | None = None
+
+    def kept(self, manifest: Mapping[str, Any], stage: Stage) -> tuple[str, ...]:
+        """The paths of ``manifest`` whose live values stay (``("*",)``: all of it)."""
+        if not self.enabled:
+            return ()
+        if self.rules is None:
+            return (WHOLE,) if stage == "onStateKeep" else ()
+        for rule in self.rules:
+            if rule.selector.match(manifest):
+                if rule.paths is None or rule.affect not in ("", "always", stage):
+                    return ()
+                return rule.paths
+        return ()
+
+
+def apply_once_of(policies: Sequence[PolicySpec]) -> ApplyOnce:
+    """The Application's ``apply-once`` policy (the first; none: nothing kept)."""
+    policy = next((p for p in policies if p.type == "apply-once"), None)
+    if policy is None:
+        return ApplyOnce()
+    where = f"policy {policy.name} properties"
+    for index, rule in enumerate(policy.properties.get("rules") or []):
+        selector = rule.get("selector") if isinstance(rule, dict) else None
+        for key in _UNLABELLED:
+            if isinstance(selector, dict) and key in selector:
+                raise AppError(f"{where}.rules[{index}].selector.{key}: not supported (the "
+                               "objects rendered here carry no such label; select by "
+                               "componentNames, resourceTypes or resourceNames)")
+    params = shapes.check(policy.properties, APPLY_ONCE, where)
+    if "rules" not in params:
+        return ApplyOnce(params["enable"])
+    rules = []
+    for index, rule in enumerate(params["rules"]):
+        strategy = rule.get("strategy")
+        if strategy is not None:
+            for number, path in enumerate(strategy["path"]):
+                parse_path(path, f"{where}.rules[{index}].strategy.path[{number}]")
+        selector = rule.get("selector") or {}
+        rules.append(Rule(Selector(*(tuple(selector.get(k) or ()) for k in (
+            "componentNames", "resourceTypes", "resourceNames"))),
+            tuple(strategy["path"]) if strategy is not None else None,
+            strategy["affect"] if strategy is not None else ""))
+    return ApplyOnce(params["enable"], tuple(rules))
+
+
+def parse_path(path: str, where: str) -> list[str | int]:
+    """``a.b[0].c`` as ``["a", "b", 0, "c"]`` (``*`` alone: the whole object)."""
+    if path == WHOLE:
+        return []
+    parts: list[str | int] = []
+    position = 0
+    for match in _SEGMENT.finditer(path):
+        if match.start() != position:
+            break
+        position = match.end()
+        if match[1] is not None:
+            parts.append(match[1])
+        elif match[2] is not None:
+            parts.append(int(match[2]) if match[2].isdigit() else match[2])
+    if position != len(path) or not parts or path.startswith(".") or ".." in path \
+            or path.endswith("."):
+        raise AppError(f"{where}: {path!r} is not a field path such as spec.replicas or "
+                       "spec.template.spec.containers[0].resources")
+    return parts
+
+
+def keep_live(desired: JSON, live: Mapping[str, Any], paths: Sequence[str]) -> JSON:
+    """``desired`` with the live values at ``paths`` (a path ``live`` lacks, or that
+    ``desired`` cannot hold, is left as rendered)."""
+    result = copy.deepcopy(desired)
+    for path in paths:
+        parts = parse_path(path, "path")
+        found, value = _get(live, parts)
+        if found:
+            _set(result, parts, copy.deepcopy(value))
+    return result
+
+
+def _get(node: Any, parts: Sequence[str | int]) -> tuple[bool, Any]:
+    for part in parts:
+        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(node, Mapping) and str(part) in node:
+            node = node[str(part)]
+        else:
+            return False, None
+    return True, node
+
+
+def _set(node: Any, parts: Sequence[str | int], value: Any) -> None:
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if isinstance(part, int) and isinstance(node, list):
+            if not 0 <= part < len(node):
+                return
+            if last:
+                node[part] = value
+                return
+            node = node[part]
+        elif isinstance(node, dict):
+            if last:
+                node[str(part)] = value
+                return
+            node = node.setdefault(str(part), {} if isinstance(parts[index + 1], str)
+                                   else [])
+        else:
+            return

@@ -1,0 +1,96 @@
+"""vela-core's internal definitions (vela-templates/definitions/internal/{component,trait,
+policy,workflowstep}) and what this control plane does with each: built in (a Python
+function rendering what the definition renders, or controller behaviour), or not, with the
+reason, which a refusal quotes (``spec.components[0].type: 'helmchart' is not built in:
+...``). docs/applications.md has the same table; a unit test keeps the two, the code's
+registries and the upstream list (when a mirror of kubevela/kubevela is at hand) in step.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Kind = Literal["component", "trait", "policy", "workflowstep"]
+
+_SHELL = ("runs commands or builds images on the control plane's own cluster with its "
+          "identity (docs/security.md: a tenant never runs code there)")
+_URL = ("sends HTTP requests from the control plane to a URL the tenant names and uses the "
+        "answer (docs/security.md, outbound connections: only notification steps POST "
+        "out, fire-and-forget, through the outbound policy)")
+_TERRAFORM = ("needs the terraform addon's controller and its Configuration CRD, which "
+              "this control plane does not run")
+_CONFIG = ("KubeVela's config store (Secrets in vela-system, shared across namespaces): "
+           "this control plane keeps no tenant config store and reads no Secret for an "
+           "Application")
+_CONTROLLER = "changes what the controller writes and keeps; not built in yet"
+_DATA = ("reads or exports data beyond the workflow's own step outputs and inputs (which are "
+         "built in); not built in yet")
+
+BUILT_IN: dict[Kind, tuple[str, ...]] = {
+    "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
+                  "cron-task", "ref-objects"),
+    "trait": ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
+              "gateway", "init-container", "cpuscaler", "command", "container-image",
+              "hostalias", "json-merge-patch", "json-patch", "affinity", "container-ports",
+              "hpa", "k8s-update-strategy", "lifecycle", "podsecuritycontext",
+              "securitycontext", "resource", "service-account", "startup-probe",
+              "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
+    "policy": ("topology", "override", "garbage-collect", "apply-once"),
+    "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
+                     "apply-deployment", "step-group"),
+}
+"""The internal definitions built in. Besides: vela-core's deprecated ``raw`` component
+and ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits, and ours:
+component ``config``, policy ``health``, step ``approve``."""
+
+REFUSED: dict[Kind, dict[str, str]] = {
+    "component": {
+        "helmchart": "renders a Helm chart fetched from a repository URL the tenant names, "
+                     "with Helm's template engine, on the control plane (" + _URL + ")",
+    },
+    "trait": {
+    },
+    "policy": {
+        "read-only": _CONTROLLER + " (objects read, never written, failing when absent)",
+        "take-over": "lets an Application take over an object it did not create: here an "
+                     "object in a member that is not ours is never overwritten "
+                     "(docs/applications.md, what an Application may not do)",
+        "shared-resource": "one object owned by several Applications: here each object has "
+                           "one writer, and a second one is refused naming the first",
+        "resource-update": _CONTROLLER + " (recreate instead of update by rules)",
+        "replication": _CONTROLLER + " (components replicated by keys into topologies)",
+    },
+    "workflowstep": {
+        "apply-terraform-config": _TERRAFORM,
+        "apply-terraform-provider": _TERRAFORM,
+        "build-push-image": _SHELL,
+        "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
+        "clean-jobs": "deletes Jobs and pods by label in a namespace; not built in yet",
+        "collect-service-endpoints": _DATA,
+        "create-config": _CONFIG,
+        "delete-config": _CONFIG,
+        "depends-on-app": "reads another Application (and may create it from a "
+                          "ConfigMap); not built in yet",
+        "deploy-cloud-resource": _TERRAFORM,
+        "export-data": _DATA,
+        "export-service": _DATA,
+        "export2config": _DATA,
+        "export2secret": _DATA,
+        "generate-jdbc-connection": _TERRAFORM + "; it reads the cloud resource's Secret",
+        "list-config": _CONFIG,
+        "print-message-in-status": "not built in yet (a suspend step's message says it)",
+        "read-config": _CONFIG,
+        "read-object": _DATA,
+        "request": _URL,
+        "restart-workflow": "schedules its own restarts; not built in yet (fedctl app "
+                            "restart does it on demand)",
+        "share-cloud-resource": _TERRAFORM,
+        "vela-cli": _SHELL,
+        "webhook": _URL + "; a notification step POSTs a message",
+    },
+}
+
+
+def refusal(kind: Kind, name: str) -> str | None:
+    """Why ``name`` is not built in, when it is one of vela-core's definitions."""
+    return REFUSED[kind].get(name)
