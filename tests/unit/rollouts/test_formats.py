@@ -63,6 +63,16 @@ GENERATED = {
         _props_keys, _stripped_line.filter(lambda v: not v.endswith("\\")), max_size=8),
     FileFormat.ENV: st.dictionaries(_env_keys, st.text(_line_char | st.just("\n"), max_size=12),
                                     max_size=8),
+    # Java properties hold any key and value (escapes cover blanks, separators, line breaks).
+    FileFormat.PROPS_PLUS: st.dictionaries(st.text(_any_char, max_size=8),
+                                           st.text(_any_char, max_size=12), max_size=8),
+    FileFormat.PROPS_ULTRA: st.dictionaries(st.text(_any_char, max_size=8),
+                                            st.text(_any_char, max_size=12), max_size=8),
+    # redis: a directive word and its arguments as redis.conf writes them (re-quoted).
+    FileFormat.REDIS: st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
+        st.lists(st.text(_any_char.filter(lambda c: c not in "\n'"), max_size=6),
+                 max_size=3).map(lambda args: formats._redis_encode(args)), max_size=8),
 }
 
 
@@ -131,6 +141,36 @@ def test_env_and_properties_dialects() -> None:
     assert formats.parse(FileFormat.PROPERTIES, props) == {"a": "1", "b": "2", "c": "3", "d": "x=y"}
 
 
+def test_java_properties_as_kubeblocks_reads_them() -> None:
+    """props-plus/props-ultra: continuation lines, escapes, every separator, and a key set
+    twice keeps its last value (Pulsar's broker.conf sets one twice)."""
+    text = ("# broker.conf\n! c\nbrokerDeleteInactiveTopicsEnabled=true\nb : 2\nc 3\n"
+            "list = a,\\\n     b\nkey\\ with\\:sep = \\u0041\\t\nempty\n"
+            "brokerDeleteInactiveTopicsEnabled=false\n")
+    expected = {"brokerDeleteInactiveTopicsEnabled": "false", "b": "2", "c": "3",
+                "list": "a,b", "key with:sep": "A\t", "empty": ""}
+    for fmt in (FileFormat.PROPS_PLUS, FileFormat.PROPS_ULTRA):
+        assert formats.parse(fmt, text) == expected
+    assert formats.render(FileFormat.PROPS_PLUS, {"a": "1"}) == "a = 1\n"
+    assert formats.render(FileFormat.PROPS_ULTRA, {"a": "1"}) == "a=1\n"
+
+
+def test_redis_names_repeated_directives_by_their_first_arguments() -> None:
+    """A directive set once is one parameter; one repeated (save, client-output-buffer-limit)
+    is named by as many first arguments as tell the lines apart, as KubeBlocks names them."""
+    text = ("# redis.conf\nbind 0.0.0.0 -::1\nsave 900 1\nsave 300 10\n"
+            "client-output-buffer-limit normal 0 0 0\n"
+            "client-output-buffer-limit replica 256mb 64mb 60\n"
+            "requirepass \"two words\"\nappendonly yes\nappendonly no\n"
+            "rename-command 'FLUSHALL' \"\"\n")
+    assert formats.parse(FileFormat.REDIS, text) == {
+        "bind": "0.0.0.0 -::1", "save 900": "1", "save 300": "10",
+        "client-output-buffer-limit normal": "0 0 0",
+        "client-output-buffer-limit replica": "256mb 64mb 60",
+        "requirepass": '"two words"', "appendonly no": "", "appendonly yes": "",
+        "rename-command": 'FLUSHALL ""'}
+
+
 def test_parse_errors_do_not_quote_values() -> None:
     """A config line may hold a password: parse errors name the line, never its text."""
     for file_format, content in [
@@ -186,6 +226,9 @@ def test_same_value_tells_types_apart() -> None:
         (FileFormat.ENV, "A=1\nnot a line\n", "env: line 2: expected NAME=value"),
         (FileFormat.ENV, 'A="open\n', "env: line 1: unterminated double quote"),
         (FileFormat.ENV, "A=1\nA=2\n", "env: line 2: A appears twice"),
+        (FileFormat.PROPS_PLUS, "a=1\nb=\\u12\n", "props-plus: line 2: malformed"),
+        (FileFormat.REDIS, "a 1\nrequirepass \"open\n", "redis: line 2: unterminated"),
+        (FileFormat.REDIS, "a \"x\"y\n", "redis: line 1: a closing quote"),
     ],
 )
 def test_malformed_input_names_format_and_place(
@@ -208,6 +251,8 @@ def test_malformed_input_names_format_and_place(
         (FileFormat.INI, {"s.k": 1}, "ini: parameter 's.k': values are strings"),
         (FileFormat.ENV, {"1A": "x"}, "env: parameter '1A' is not a variable name"),
         (FileFormat.PROPERTIES, {"a b": "x"}, "properties: parameter 'a b'"),
+        (FileFormat.PROPS_PLUS, {"a": 1}, "props-plus: parameter 'a': values are strings"),
+        (FileFormat.REDIS, {"a": "two  spaces"}, "redis: these parameters cannot be written"),
     ],
 )
 def test_render_refusals_name_the_parameter(
