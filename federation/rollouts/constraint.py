@@ -125,6 +125,9 @@ class ConfigConstraintSpec(_Model):
     """The class of a parameter no list names; None: KubeBlocks' rule (static when a
     dynamic list is given, dynamic when only a static list is, else static)."""
     parameters_schema: dict[str, ParameterSchema] = Field(default_factory=dict)
+    online_reload: bool = True
+    """False: nothing can apply a change to the running process, so a dynamic change
+    restarts too (a KubeBlocks object without ``reloadAction``, as KubeBlocks does)."""
 
     @field_validator("dynamic_parameters", "static_parameters", "immutable_parameters",
                      mode="before")
