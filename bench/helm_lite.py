@@ -4,16 +4,18 @@ ConfigConstraints and ParametersDefinitions (bench/kubeblocks_corpus.py). Not He
 naming it, so the corpus counts what could not be rendered and why.
 
 Actions: text, ``{{- ... -}}`` trimming, comments, ``if``/``else if``/``else``, ``range``
-(over a list, setting ``.``), ``with``, ``$x := ...``/``$x = ...``, pipelines. Values:
+(over a list or map, setting ``.``, or ``$v``/``$i, $v :=``), ``with``, ``$x := ...``/``$x = ...``, pipelines. Values:
 ``.``, ``$``, fields (``.Values.image.tag``, ``$v.major``), strings, numbers, ``(...)``.
 Functions: ``.Files.Get``, ``fromYaml``, ``hasKey``, ``get``, ``printf``, ``default``,
-``quote``, ``nindent``, ``indent``, ``dict``, ``eq``, ``ne``, ``or``, ``and``, ``not``,
-``include``/``template`` (a placeholder string: named templates are labels and names,
-never a parameter list), ``toYaml``, ``trim``, ``lower``, ``upper``.
+``quote``, ``nindent``, ``indent``, ``dict``, ``list``, ``regexQuoteMeta``, ``eq``, ``ne``,
+``or``, ``and``, ``not``,
+``include``/``template`` (a placeholder: named templates are labels and names, never a
+parameter list), ``replace``, ``toYaml``, ``trim``, ``lower``, ``upper``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -26,7 +28,7 @@ class Unsupported(Exception):
     """A construct this renderer does not implement (its message names it)."""
 
 
-_ACTION = re.compile(r"\{\{(-?)\s*(.*?)\s*(-?)\}\}", re.S)
+_ACTION = re.compile(r"\{\{(-?)\s*(/\*.*?\*/|.*?)\s*(-?)\}\}", re.S)
 
 
 def _tokens(source: str) -> list[tuple[str, str]]:
@@ -116,6 +118,10 @@ class Renderer:
             value = self._statement(node[1], dot)
             return "" if value is None else _text(value)
         _, condition, body, otherwise = node
+        bound = re.fullmatch(r"(?:(\$\w+)\s*,\s*)?(\$\w+)\s*:=\s*(.*)", condition, re.S)
+        if bound and kind == "range":
+            return self._range_bound(bound.group(1), bound.group(2),
+                                     self._pipeline(bound.group(3), dot), body, otherwise, dot)
         value = self._pipeline(condition, dot)
         if kind == "if":
             return self._nodes(body if _truth(value) else otherwise, dot)
@@ -125,6 +131,20 @@ class Renderer:
         if not items:
             return self._nodes(otherwise, dot)
         return "".join(self._nodes(body, item) for item in items)
+
+    def _range_bound(self, index: str | None, name: str, value: Any, body: list[Node],
+                     otherwise: list[Node], dot: Any) -> str:
+        pairs = list(value.items()) if isinstance(value, Mapping) \
+            else list(enumerate(value or []))
+        if not pairs:
+            return self._nodes(otherwise, dot)
+        out = []
+        for key, item in pairs:
+            if index is not None:
+                self.variables[index] = key
+            self.variables[name] = item
+            out.append(self._nodes(body, item))
+        return "".join(out)
 
     def _statement(self, body: str, dot: Any) -> Any:
         assign = re.fullmatch(r"(\$\w+)\s*:?=\s*(.*)", body, re.S)
@@ -223,6 +243,14 @@ def _truth(value: Any) -> bool:
     return bool(value) and value is not _NOTHING
 
 
+def _included(name: str) -> str:
+    """A named template's placeholder: a mapping entry for a labels/annotations helper
+    (its output is a block of ``key: value`` lines), else a plain name."""
+    if name.lower().endswith(("labels", "annotations")):
+        return f"helm-lite/{name}: included"
+    return f"included-{name}"
+
+
 def _printf(template: str, *args: Any) -> str:
     return re.sub(r"%[sdv]", "{}", template.replace("{", "{{").replace("}", "}}")).format(
         *[_text(a) for a in args])
@@ -239,7 +267,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "get": lambda mapping, key: mapping.get(key, "") if isinstance(mapping, Mapping) else "",
     "printf": _printf,
     "default": lambda fallback, value=None: value if _truth(value) else fallback,
-    "quote": lambda value: '"' + _text(value).replace('"', '\\"') + '"',
+    "quote": lambda value: json.dumps(_text(value), ensure_ascii=False),  # Go's %q, near
+    "list": lambda *values: list(values),
+    "regexQuoteMeta": lambda text: re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", _text(text)),
     "nindent": lambda spaces, text: "\n" + _indent(spaces, text),
     "indent": _indent,
     "dict": lambda *pairs: {str(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)},
@@ -248,8 +278,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "or": lambda *values: next((v for v in values if _truth(v)), values[-1]),
     "and": lambda *values: next((v for v in values if not _truth(v)), values[-1]),
     "not": lambda value: not _truth(value),
-    "include": lambda name, *_: f"included-{name}",
-    "template": lambda name, *_: f"included-{name}",
+    "include": lambda name, *_: _included(name),
+    "template": lambda name, *_: _included(name),
+    "replace": lambda old, new, text: _text(text).replace(old, new),
     "trim": lambda text: _text(text).strip(),
     "lower": lambda text: _text(text).lower(),
     "upper": lambda text: _text(text).upper(),

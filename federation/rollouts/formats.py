@@ -739,10 +739,26 @@ def _redis_encode(arguments: list[str]) -> str:
                     if not a or _REDIS_QUOTE_WHEN.intersection(a) else a for a in arguments)
 
 
+MAX_REDIS_NAMING = 1_000_000
+"""Lines times arguments examined to name one repeated directive: real files repeat a
+directive a handful of times with a few arguments; a file built to make the naming
+quadratic is refused instead."""
+
+
 def _redis_prefix(lines: list[list[str]]) -> int:
+    """How many first arguments tell the lines apart (at least two), as KubeBlocks counts
+    them: the first width at which the names differ, else the first line's length."""
     widest = len(lines[0])
+    if widest * len(lines) > MAX_REDIS_NAMING:
+        raise FormatError(FileFormat.REDIS, f"directive {lines[0][0][:64]!r} repeated "
+                                            f"{len(lines)} times is too wide to name",
+                          Reason.TOO_MANY_VALUES)
+    # Each line's name so far as a small integer: one dict step per line and width.
+    ids: dict[tuple[int, str], int] = {}
+    names = [ids.setdefault((0, line[0]), len(ids)) for line in lines]
     for width in range(2, widest):
-        names = [" ".join(line[:width]) for line in lines]
+        names = [ids.setdefault((name, line[width - 1]), len(ids)) if len(line) >= width
+                 else name for name, line in zip(names, lines, strict=True)]
         if len(set(names)) == len(names):
             return width
     return widest

