@@ -41,6 +41,7 @@ import json
 import math
 import re
 import tomllib
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterator, Mapping
 
 import yaml
@@ -65,6 +66,7 @@ class FileFormat(enum.StrEnum):
     REDIS = "redis"
     PROPS_PLUS = "props-plus"
     PROPS_ULTRA = "props-ultra"
+    XML = "xml"
 
 
 class Reason(enum.StrEnum):
@@ -798,12 +800,110 @@ def _render_redis(parameters: Mapping[str, Value]) -> str:
     return text
 
 
+# --- xml, as KubeBlocks reads it (mxj's map of the document) ------------------------------
+
+# The root element and its descendants become dotted paths (clickhouse.max_connections); an
+# element's attributes are its "-name" keys and its text, when it also has children or
+# attributes, its "#text" key (mxj's names). Values are strings (text with its edge blanks
+# stripped). A document type declaration is refused before parsing (no entity can be
+# declared, so none can expand or reach out), and so is what a flat map cannot hold: an
+# element repeated under one parent (a list), text between child elements, a namespace.
+
+_XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _parse_xml(content: str, limits: Limits) -> Parameters:
+    if "<!DOCTYPE" in content or "<!ENTITY" in content:
+        raise FormatError(FileFormat.XML, "a document type declaration (DTD) is not accepted",
+                          Reason.SYNTAX)
+    try:
+        root = ElementTree.fromstring(content)
+    except ElementTree.ParseError as err:
+        line, column = err.position
+        raise FormatError(FileFormat.XML, f"line {line}, column {column}: not well-formed",
+                          Reason.SYNTAX) from None
+    tree = {_xml_tag(root.tag): _xml_node(root, root.tag, 1, limits)}
+    return _flatten(FileFormat.XML, tree)
+
+
+def _xml_tag(tag: object) -> str:
+    if not isinstance(tag, str) or "{" in tag:
+        raise FormatError(FileFormat.XML, f"element {str(tag)[:64]!r}: namespaces are not "
+                                          "parameter names")
+    return tag
+
+
+def _xml_node(element: ElementTree.Element, path: str, depth: int, limits: Limits) -> object:
+    if depth > limits.max_depth:
+        raise FormatError(FileFormat.XML, f"nested deeper than {limits.max_depth} levels",
+                          Reason.NESTED_TOO_DEEP)
+    text = (element.text or "").strip()
+    if not len(element) and not element.attrib:
+        return text
+    node: dict[str, object] = {f"-{name}": value for name, value in element.attrib.items()}
+    if text:
+        node["#text"] = text
+    for child in element:
+        tag = _xml_tag(child.tag)
+        if tag in node:
+            raise FormatError(FileFormat.XML, f"element {path}.{tag} repeats (a list is not "
+                                              "a flat parameter map)")
+        if (child.tail or "").strip():
+            raise FormatError(FileFormat.XML, f"element {path}: text between child elements")
+        node[tag] = _xml_node(child, f"{path}.{tag}", depth + 1, limits)
+    return node
+
+
+def _render_xml(parameters: Mapping[str, Value]) -> str:
+    tree = _unflatten(FileFormat.XML, parameters)
+    if len(tree) != 1:
+        raise FormatError(FileFormat.XML, "the parameters must share one root element")
+    [(tag, value)] = tree.items()
+    root = _xml_element(tag, value)
+    text = ElementTree.tostring(root, encoding="unicode") + "\n"
+    try:
+        back = _parse_xml(text, LIMITS)
+    except FormatError:
+        back = {}
+    if back.keys() != parameters.keys() or not all(same_value(back[k], v)
+                                                   for k, v in parameters.items()):
+        raise FormatError(FileFormat.XML, "these parameters cannot be written so that they "
+                                          "read back the same (names are element names, "
+                                          "values text without edge blanks)")
+    return text
+
+
+def _xml_element(tag: str, value: object) -> ElementTree.Element:
+    if not _XML_NAME.fullmatch(tag):
+        raise FormatError(FileFormat.XML, f"parameter segment {tag[:64]!r} is not an "
+                                          "element name")
+    element = ElementTree.Element(tag)
+    if not isinstance(value, dict):
+        element.text = _xml_text(tag, value)
+        return element
+    for key, child in value.items():
+        if key.startswith("-") and _XML_NAME.fullmatch(key[1:]):
+            element.set(key[1:], _xml_text(key, child))
+        elif key == "#text":
+            element.text = _xml_text(key, child)
+        else:
+            element.append(_xml_element(key, child))
+    return element
+
+
+def _xml_text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise FormatError(FileFormat.XML, f"parameter {name!r}: values are strings in this "
+                                          f"format, not {_kind(value)}")
+    return value
+
+
 _PARSERS: dict[FileFormat, Callable[[str, Limits], Parameters]] = {
     FileFormat.INI: _parse_ini, FileFormat.YAML: _parse_yaml, FileFormat.JSON: _parse_json,
     FileFormat.PROPERTIES: _parse_properties, FileFormat.TOML: _parse_toml,
     FileFormat.ENV: _parse_env, FileFormat.REDIS: _parse_redis,
     FileFormat.PROPS_PLUS: _parse_java(FileFormat.PROPS_PLUS),
-    FileFormat.PROPS_ULTRA: _parse_java(FileFormat.PROPS_ULTRA),
+    FileFormat.PROPS_ULTRA: _parse_java(FileFormat.PROPS_ULTRA), FileFormat.XML: _parse_xml,
 }
 _RENDERERS = {
     FileFormat.INI: _render_ini, FileFormat.YAML: _render_yaml, FileFormat.JSON: _render_json,
@@ -811,4 +911,5 @@ _RENDERERS = {
     FileFormat.ENV: _render_env, FileFormat.REDIS: _render_redis,
     FileFormat.PROPS_PLUS: _render_java(FileFormat.PROPS_PLUS, " = "),
     FileFormat.PROPS_ULTRA: _render_java(FileFormat.PROPS_ULTRA, "="),
+    FileFormat.XML: _render_xml,
 }

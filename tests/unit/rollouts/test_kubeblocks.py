@@ -97,7 +97,7 @@ def test_schema_in_json_becomes_rules() -> None:
     (pd(downwardAPIChangeTriggeredActions=[]), "spec.downwardAPIChangeTriggeredActions"),
     (pd(deletedPolicy={"deletedMethod": "Reset"}), "spec.deletedPolicy"),
     (cc(staticParameter=["typo"]), "spec.staticParameter"),
-    (pd(fileFormatConfig={"format": "xml"}), "spec.fileFormatConfig.format"),
+    (pd(fileFormatConfig={"format": "hcl"}), "spec.fileFormatConfig.format"),
     (pd(fileFormatConfig={"format": "word"}), "spec.fileFormatConfig.format"),
     (pd(fileFormatConfig=None), "spec.fileFormatConfig"),
     (pd(fileFormatConfig={"format": "yaml", "iniConfig": {"sectionName": "x"}}),
