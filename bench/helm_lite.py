@@ -5,7 +5,8 @@ naming it, so the corpus counts what could not be rendered and why.
 
 Actions: text, ``{{- ... -}}`` trimming, comments, ``if``/``else if``/``else``, ``range``
 (over a list or map, setting ``.``, or ``$v``/``$i, $v :=``), ``with``, ``$x := ...``/
-``$x = ...``, pipelines. Values: ``.``, ``$``, fields (``.Values.image.tag``, ``$v.major``), strings, numbers, ``(...)``.
+``$x = ...``, pipelines. Values: ``.``, ``$``, fields (``.Values.image.tag``,
+``$v.major``), strings, numbers, ``(...)``.
 Functions: ``.Files.Get``, ``fromYaml``, ``hasKey``, ``get``, ``printf``, ``default``,
 ``quote``, ``nindent``, ``indent``, ``dict``, ``list``, ``regexQuoteMeta``, ``eq``, ``ne``,
 ``or``, ``and``, ``not``,
