@@ -77,7 +77,7 @@ def test_most_restrictive_match_wins() -> None:
     ("fields", "path"),
     [
         ({"dynamicParameter": ["a"]}, "dynamicParameter"),
-        ({"fileFormatConfig": {"format": "xml"}}, "fileFormatConfig.format"),
+        ({"fileFormatConfig": {"format": "hcl"}}, "fileFormatConfig.format"),
         ({"fileFormatConfig": {"format": "ini", "iniConfig": {"section": "x"}}},
          "fileFormatConfig.iniConfig.section"),
         ({"fileFormatConfig": {"format": "yaml", "iniConfig": {"sectionName": "x"}}},
