@@ -95,4 +95,5 @@ clean: down
 ## differ).
 proto: $(VENV)/.installed
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m grpc_tools.protoc -I. --python_out=. \
-		--mypy_out=. federation/work/proto/work.proto federation/reloader/proto/reconfigure.proto
+		--mypy_out=. federation/work/proto/work.proto federation/reloader/proto/reconfigure.proto \
+		federation/reloader/proto/config_manager.proto

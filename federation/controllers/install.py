@@ -54,6 +54,10 @@ def crd_documents() -> list[JSON]:
 
 
 CRD_DIGEST_ANNOTATION = "federation.io/crd-digest"
+INSTALL_ANNOTATION = "federation.io/install"
+"""``if-absent`` on a shipped CRD of another project's API (KubeBlocks' ConfigConstraint and
+ParametersDefinition): installed where none exists, never applied over that project's own
+CRD (which has other versions and a stricter schema its controllers depend on)."""
 
 
 def crd_digest(doc: Mapping[str, Any]) -> str:
@@ -78,6 +82,8 @@ async def install_crds(client: ObjectClient, *, only_changed: bool = False) -> l
         names.append(name)
         if only_changed and await _current(client, name, crd_digest(doc)):
             continue
+        if await _foreign(client, doc):
+            continue
         await client.apply(api.CRDS, with_digest(doc), FIELD_MANAGER, force=True)
     deadline = time.monotonic() + ESTABLISH_TIMEOUT
     for name in names:
@@ -98,6 +104,21 @@ async def _current(client: ObjectClient, name: str, digest: str) -> bool:
         raise
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     return annotations.get(CRD_DIGEST_ANNOTATION) == digest and _established(live)
+
+
+async def _foreign(client: ObjectClient, doc: Mapping[str, Any]) -> bool:
+    """An ``if-absent`` CRD that exists and is not ours (no digest of ours): left alone."""
+    annotations = (doc.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(INSTALL_ANNOTATION) != "if-absent":
+        return False
+    try:
+        live = await client.get(api.CRDS, doc["metadata"]["name"])
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    live_annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return CRD_DIGEST_ANNOTATION not in live_annotations
 
 
 def _established(crd: Mapping[str, Any]) -> bool:

@@ -37,6 +37,7 @@ from pydantic.alias_generators import to_camel
 
 from federation.contexts.client import Resource
 from federation.hub import parsed
+from federation.rollouts import kubeblocks
 from federation.rollouts.constraint import ConfigConstraintSpec
 from federation.rollouts.diff import ReloadPolicy
 
@@ -45,6 +46,11 @@ VERSION = "v1alpha1"
 CONFIG_CONSTRAINTS = Resource(GROUP, VERSION, "configconstraints", "ConfigConstraint",
                               namespaced=False)
 RECONFIGURE_POLICIES = Resource(GROUP, VERSION, "reconfigurepolicies", "ReconfigurePolicy")
+KUBEBLOCKS_CONFIG_CONSTRAINTS = Resource("apps.kubeblocks.io", "v1beta1", "configconstraints",
+                                         "ConfigConstraint", namespaced=False)
+KUBEBLOCKS_PARAMETERS_DEFINITIONS = Resource("parameters.kubeblocks.io", "v1alpha1",
+                                             "parametersdefinitions", "ParametersDefinition",
+                                             namespaced=False)
 
 CONFIG_VERSION_ANNOTATION = "reconfigure.federation.io/config-version"
 """On a governed workload's pod template in a member: the config version it was last
@@ -90,6 +96,23 @@ class ConfigRef(_Model):
     name: str = Field(min_length=1, max_length=253)
 
 
+class ConstraintKind(enum.StrEnum):
+    """Which kind ``constraintRef`` names (kubectl's ``Kind.group`` spelling)."""
+
+    CONFIG_CONSTRAINT = "ConfigConstraint"  # ours, config.federation.io
+    KUBEBLOCKS_CONFIG_CONSTRAINT = "ConfigConstraint.apps.kubeblocks.io"
+    KUBEBLOCKS_PARAMETERS_DEFINITION = "ParametersDefinition.parameters.kubeblocks.io"
+
+
+CONSTRAINT_RESOURCES = {
+    ConstraintKind.CONFIG_CONSTRAINT: CONFIG_CONSTRAINTS,
+    ConstraintKind.KUBEBLOCKS_CONFIG_CONSTRAINT: KUBEBLOCKS_CONFIG_CONSTRAINTS,
+    ConstraintKind.KUBEBLOCKS_PARAMETERS_DEFINITION: KUBEBLOCKS_PARAMETERS_DEFINITIONS,
+}
+"""Every kind a policy's file may be classified by: ours, and KubeBlocks' two, served
+unchanged (CRDs of ours when KubeBlocks is not installed on the hub)."""
+
+
 class ConfigFile(_Model):
     key: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9_.][-A-Za-z0-9_.]*$")
     """The key of the ConfigMap's (Secret's) data holding the file. Not starting with
@@ -97,6 +120,9 @@ class ConfigFile(_Model):
     would read as an option (the reloader refuses such a call too)."""
     constraint_ref: str = Field(min_length=1, max_length=253)
     """The ConfigConstraint (cluster-scoped) that classifies its parameters."""
+    constraint_kind: ConstraintKind = ConstraintKind.CONFIG_CONSTRAINT
+    """Which kind :attr:`constraint_ref` names: ours, or KubeBlocks' ConfigConstraint or
+    ParametersDefinition (read unchanged by :mod:`federation.rollouts.kubeblocks`)."""
 
 
 class WorkloadRef(_Model):
@@ -137,10 +163,20 @@ def parse_spec(doc: Mapping[str, Any]) -> ReconfigurePolicySpec:
 parsed_spec = parsed.Memo(parse_spec)
 """Specs parsed once per version (:mod:`federation.hub.parsed`)."""
 
-parsed_constraint = parsed.Memo(
-    lambda doc: ConfigConstraintSpec.model_validate(doc.get("spec") or {}))
-"""ConfigConstraint specs parsed once per version: a rollout reads its constraints at every
-poll of an Updating cluster. Raises pydantic's ValidationError naming the field."""
+def parse_constraint(doc: Mapping[str, Any]) -> ConfigConstraintSpec:
+    """The constraint of ``doc``: our ConfigConstraint's spec, or KubeBlocks' object read
+    by :func:`federation.rollouts.kubeblocks.load` (a KubeBlocks object without a reload
+    action never reloads online, as in KubeBlocks). Raises pydantic's ValidationError or
+    :class:`~federation.rollouts.kubeblocks.Refused`, each naming the field."""
+    if str(doc.get("apiVersion") or "").startswith(f"{GROUP}/"):
+        return ConfigConstraintSpec.model_validate(doc.get("spec") or {})
+    loaded = kubeblocks.load(doc)
+    return loaded.spec.model_copy(update={"online_reload": loaded.reload.online})
+
+
+parsed_constraint = parsed.Memo(parse_constraint)
+"""Constraints parsed once per version: a rollout reads its constraints at every poll of
+an Updating cluster."""
 
 
 def config_version(obj: Mapping[str, Any]) -> str:

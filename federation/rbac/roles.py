@@ -74,6 +74,8 @@ CRD_NAMES = (
     "workflowstepdefinitions.core.oam.dev",
     "configconstraints.config.federation.io",
     "reconfigurepolicies.config.federation.io",
+    "configconstraints.apps.kubeblocks.io",
+    "parametersdefinitions.parameters.kubeblocks.io",
 )
 """The hub API's CRDs (federation/crds/crds.yaml and karmada.yaml; a unit test keeps them
 equal)."""

@@ -31,9 +31,12 @@ import grpc
 import grpc.aio
 
 from federation.reloader import NAMESPACE_HEADER
-from federation.reloader.proto import reconfigure_pb2 as pb
+from federation.reloader.proto import config_manager_pb2 as pb
 
-ONLINE_UPGRADE = "/federation.reloader.v1.Reconfigure/OnlineUpgradeParams"
+ONLINE_UPGRADE = "/proto.Reconfigure/OnlineUpgradeParams"
+"""KubeBlocks' config-manager RPC: our reloader serves it, and so did KubeBlocks' own
+config-manager sidecar (which answers a failed reload with a gRPC error rather than an
+``errMessage``; both are a refused call here)."""
 SERVER_NAME = "reloader.federation.io"
 """The name verified in every reloader's certificate; equal to
 ``federation.hub.rollouts.RELOADER_SERVER_NAME`` (a unit test holds them together:
@@ -44,8 +47,10 @@ enough to turn a failure report into a dump."""
 
 _ANSWERED = frozenset({grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED,
                        grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION,
-                       grpc.StatusCode.UNAUTHENTICATED})
-"""Status codes a reloader's server sends itself: it was reached and said no."""
+                       grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.UNKNOWN})
+"""Status codes a reloader's server sends itself: it was reached and said no. UNKNOWN is
+what a Go gRPC server (KubeBlocks' config-manager) sends when its handler returns a plain
+error, as it does for a failed reload."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,5 +111,5 @@ async def online_upgrade(address: str, tls: ClientTLS, *, namespace: str, config
                                       f"{timeout:g}s") from None
         raise ReloaderUnreachable(f"reloader at {address}: {code.name}: {_detail(error)}"
                                   ) from None
-    return UpgradeResult(answer.ok, "" if answer.ok else answer.err_message,
-                         answer.config_version)
+    # KubeBlocks' only answer field is errMessage: empty means the reload worked.
+    return UpgradeResult(not answer.err_message, answer.err_message, answer.config_version)

@@ -1,6 +1,11 @@
 """``fedctl reloader``: the ``Reconfigure`` sidecar served next to one workload process.
 
-It serves KubeBlocks' ``Reconfigure`` service over gRPC with mutual TLS: the handshake
+It serves KubeBlocks' config-manager service, ``proto.Reconfigure``
+(:data:`SERVICE`, ``proto/config_manager.proto``: KubeBlocks' package, names and field
+numbers, so a KubeBlocks controller's client calls it as is), and for one deprecation
+period our first service, ``federation.reloader.v1.Reconfigure`` (:data:`LEGACY_SERVICE`,
+the same calls with fields 2 and 3 swapped), so a control plane of the previous release
+can still call an upgraded reloader. Both are served over gRPC with mutual TLS: the handshake
 refuses any client certificate not signed by ``--tls-ca`` (the same CA files and the same
 grpc.aio server setup as the work server in :mod:`federation.work.server`), and when
 ``allowed_clients`` is set, a certificate whose common name is not in it is
@@ -36,12 +41,19 @@ import grpc.aio
 from aiohttp import web
 
 from federation.reloader import NAMESPACE_HEADER, actions
-from federation.reloader.proto import reconfigure_pb2 as pb
+from federation.reloader.proto import config_manager_pb2 as pb
+from federation.reloader.proto import reconfigure_pb2 as legacy_pb
 
 log = logging.getLogger("federation.reloader")
-SERVICE = "federation.reloader.v1.Reconfigure"
+SERVICE = "proto.Reconfigure"
+"""KubeBlocks' config-manager service (its proto package is ``proto``)."""
 ONLINE_UPGRADE = f"/{SERVICE}/OnlineUpgradeParams"
 STOP_CONTAINER = f"/{SERVICE}/StopContainer"
+LEGACY_SERVICE = "federation.reloader.v1.Reconfigure"
+"""Deprecated: our first service, served until the release after the one that added
+:data:`SERVICE` (control planes of that release call :data:`SERVICE` only)."""
+LEGACY_ONLINE_UPGRADE = f"/{LEGACY_SERVICE}/OnlineUpgradeParams"
+LEGACY_STOP_CONTAINER = f"/{LEGACY_SERVICE}/StopContainer"
 MAX_FILE = 16 * 1024 * 1024
 """Bytes of one config file hashed: config files are small; a huge file is a mistake and
 is hashed by its size and mtime instead of being read whole at every poll."""
@@ -192,32 +204,54 @@ class Reloader:
             log.warning("%s refused: %s", method, why)
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
 
+    async def _upgrade(self, context: grpc.aio.ServicerContext[object, object],
+                       config_spec: str, config_file: str, params: dict[str, str]
+                       ) -> actions.Outcome:
+        await self._authorize(context, "OnlineUpgradeParams")
+        outcome = await self.apply(actions.Request(config_spec, config_file, params))
+        await self.scan()  # the version the process now runs with, as far as files go
+        if not outcome.ok and not outcome.message:  # KubeBlocks reads "" as success
+            return dataclasses.replace(outcome, message="the action failed")
+        return outcome
+
     async def _online_upgrade(self, request: pb.OnlineUpgradeParamsRequest,
                               context: grpc.aio.ServicerContext[object, object]
                               ) -> pb.OnlineUpgradeParamsResponse:
-        await self._authorize(context, "OnlineUpgradeParams")
-        outcome = await self.apply(actions.Request(request.config_spec, request.config_file,
-                                                   dict(request.params)))
-        await self.scan()  # the version the process now runs with, as far as files go
-        return pb.OnlineUpgradeParamsResponse(ok=outcome.ok, err_message=outcome.message,
-                                              output=outcome.output,
-                                              config_version=self.version)
+        outcome = await self._upgrade(context, request.config_spec, request.config_file,
+                                      dict(request.params))
+        return pb.OnlineUpgradeParamsResponse(
+            err_message="" if outcome.ok else outcome.message, output=outcome.output,
+            config_version=self.version)
 
     async def _stop_container(self, request: pb.StopContainerRequest,
                               context: grpc.aio.ServicerContext[object, object]
                               ) -> pb.StopContainerResponse:
         await self._authorize(context, "StopContainer")
+        if request.container_ids:  # KubeBlocks' caller chose containers; we serve one process
+            return pb.StopContainerResponse(
+                err_message="this reloader stops the one process in its --pid-file; "
+                            "containerIDs are not taken")
         outcome = self.stop_container()
-        return pb.StopContainerResponse(ok=outcome.ok, err_message=outcome.message)
+        return pb.StopContainerResponse(err_message="" if outcome.ok else outcome.message)
 
-    async def start(self, address: str) -> int:
-        """Listen on ``address`` (host:port; port 0 picks one) with mutual TLS; the port."""
-        settings = self.settings
-        credentials = grpc.ssl_server_credentials(
-            [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())],
-            root_certificates=settings.tls_ca.read_bytes(), require_client_auth=True)
-        server = grpc.aio.server()
-        handlers = {
+    async def _legacy_online_upgrade(self, request: legacy_pb.OnlineUpgradeParamsRequest,
+                                     context: grpc.aio.ServicerContext[object, object]
+                                     ) -> legacy_pb.OnlineUpgradeParamsResponse:
+        outcome = await self._upgrade(context, request.config_spec, request.config_file,
+                                      dict(request.params))
+        return legacy_pb.OnlineUpgradeParamsResponse(
+            ok=outcome.ok, err_message=outcome.message, output=outcome.output,
+            config_version=self.version)
+
+    async def _legacy_stop_container(self, request: legacy_pb.StopContainerRequest,
+                                     context: grpc.aio.ServicerContext[object, object]
+                                     ) -> legacy_pb.StopContainerResponse:
+        await self._authorize(context, "StopContainer")
+        outcome = self.stop_container()
+        return legacy_pb.StopContainerResponse(ok=outcome.ok, err_message=outcome.message)
+
+    def _services(self) -> list[grpc.GenericRpcHandler[object, object]]:
+        current = {
             "OnlineUpgradeParams": grpc.unary_unary_rpc_method_handler(
                 self._online_upgrade,
                 request_deserializer=pb.OnlineUpgradeParamsRequest.FromString,
@@ -226,8 +260,27 @@ class Reloader:
                 self._stop_container, request_deserializer=pb.StopContainerRequest.FromString,
                 response_serializer=pb.StopContainerResponse.SerializeToString),
         }
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(SERVICE,
-                                                                              handlers)])
+        legacy = {
+            "OnlineUpgradeParams": grpc.unary_unary_rpc_method_handler(
+                self._legacy_online_upgrade,
+                request_deserializer=legacy_pb.OnlineUpgradeParamsRequest.FromString,
+                response_serializer=legacy_pb.OnlineUpgradeParamsResponse.SerializeToString),
+            "StopContainer": grpc.unary_unary_rpc_method_handler(
+                self._legacy_stop_container,
+                request_deserializer=legacy_pb.StopContainerRequest.FromString,
+                response_serializer=legacy_pb.StopContainerResponse.SerializeToString),
+        }
+        return [grpc.method_handlers_generic_handler(SERVICE, current),
+                grpc.method_handlers_generic_handler(LEGACY_SERVICE, legacy)]
+
+    async def start(self, address: str) -> int:
+        """Listen on ``address`` (host:port; port 0 picks one) with mutual TLS; the port."""
+        settings = self.settings
+        credentials = grpc.ssl_server_credentials(
+            [(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())],
+            root_certificates=settings.tls_ca.read_bytes(), require_client_auth=True)
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers(self._services())
         self.port = server.add_secure_port(address, credentials)
         if not self.port:
             raise OSError(f"reloader: cannot listen on {address}")

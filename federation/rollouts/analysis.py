@@ -177,13 +177,13 @@ def answer(request: Mapping[str, Any], parsed: _Parsed = _PARSED) -> JSON:
         fmt = constraint.file_format
         if request["op"] == "diff":
             side = "new"
-            new = parsed.parse(fmt, str(request["new"]))
+            new = constraint.named(parsed.parse(fmt, str(request["new"])))
             side = "old"
-            old = parsed.parse(fmt, str(request["old"]))
+            old = constraint.named(parsed.parse(fmt, str(request["old"])))
             side = ""
             return _diff(constraint, old, new)
         side = "new"
-        return _online(constraint, parsed.parse(fmt, str(request["content"])),
+        return _online(constraint, constraint.named(parsed.parse(fmt, str(request["content"]))),
                        [str(n) for n in request["names"]])
     except formats.FormatError as err:
         return {"error": str(err), "reason": err.reason.value, "side": side}

@@ -3,16 +3,24 @@
 Modelled on KubeBlocks' ``ConfigConstraint`` (apps.kubeblocks.io/v1beta1): the file format
 (``fileFormatConfig.format``), the parameters that can change online (``dynamicParameters``),
 those that need a restart (``staticParameters``) and those that must never change
-(``immutableParameters``). We add ``defaultParameterClass`` for parameters no list names
-(static by default: an unknown parameter restarts rather than being assumed safe to change
-online) and ``parametersSchema``, a map from a parameter name or glob to a validation rule,
-in place of KubeBlocks' CUE schema (a small typed rule set is enough to refuse a bad value
-before it reaches any cluster).
+(``immutableParameters``), classified with KubeBlocks' rules (issue 24, read from its
+``IsDynamicParameter``/``IsUpdateDynamicParameters`` and the immutable-parameter checks):
 
-Names in the lists may be globs (``fnmatch``: ``*``, ``?``, ``[...]``). When several lists
-match one parameter the most restrictive class wins (immutable, then static, then dynamic),
-so a broad ``dynamicParameters: ["*"]`` cannot loosen a parameter listed as static.
-Unknown fields are refused with their path, as for every model we load.
+- ini parameters inside ``fileFormatConfig.iniConfig.sectionName`` are named bare
+  (``max_connections``); those of other sections keep ``section.key``;
+- a parameter no list names is static when a dynamic list is given, dynamic when only a
+  static list is given, static when neither is (our ``defaultParameterClass``, when set,
+  decides instead);
+- a name in several lists takes the most restrictive (immutable, then static, then
+  dynamic): KubeBlocks refuses any change to an immutable parameter whatever else lists
+  it, and restarts for a parameter in the static list even if the dynamic list has it too;
+- an empty list may be written ``null`` (Helm renders an empty ``range`` so).
+
+We add ``parametersSchema`` as a map from a parameter name or glob to a validation rule
+(KubeBlocks' ``{topLevelKey, cue, schemaInJSON}`` shape is read by
+:mod:`federation.rollouts.kubeblocks`). Names in the lists may be globs (``fnmatch``: ``*``,
+``?``, ``[...]``; KubeBlocks' names contain none of these, so its exact names match the
+same). Unknown fields are refused with their path, as for every model we load.
 """
 
 from __future__ import annotations
@@ -21,10 +29,10 @@ import enum
 import fnmatch
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from federation.rollouts.formats import FileFormat, Value
+from federation.rollouts.formats import FileFormat, FormatError, Value
 
 
 class ParameterClass(enum.StrEnum):
@@ -53,8 +61,25 @@ class _Model(BaseModel):
     )
 
 
+class IniConfig(_Model):
+    section_name: str = ""
+    """The section whose parameters are named bare (KubeBlocks: ``mysqld``)."""
+
+
 class FileFormatConfig(_Model):
     format: FileFormat
+    ini_config: IniConfig | None = None
+
+    @model_validator(mode="after")
+    def _ini_only(self) -> FileFormatConfig:
+        if self.ini_config is not None and self.format is not FileFormat.INI:
+            raise ValueError(f"iniConfig applies to format ini, not {self.format.value}")
+        return self
+
+    @property
+    def section(self) -> str:
+        """The ini section named bare ("" when none)."""
+        return self.ini_config.section_name if self.ini_config is not None else ""
 
 
 class ParameterSchema(_Model):
@@ -96,25 +121,32 @@ class ConfigConstraintSpec(_Model):
     dynamic_parameters: tuple[str, ...] = ()
     static_parameters: tuple[str, ...] = ()
     immutable_parameters: tuple[str, ...] = ()
-    default_parameter_class: ParameterClass = ParameterClass.STATIC
+    default_parameter_class: ParameterClass | None = None
+    """The class of a parameter no list names; None: KubeBlocks' rule (static when a
+    dynamic list is given, dynamic when only a static list is, else static)."""
     parameters_schema: dict[str, ParameterSchema] = Field(default_factory=dict)
+    online_reload: bool = True
+    """False: nothing can apply a change to the running process, so a dynamic change
+    restarts too (a KubeBlocks object without ``reloadAction``, as KubeBlocks does)."""
 
-    @model_validator(mode="after")
-    def _no_name_in_two_lists(self) -> ConfigConstraintSpec:
-        # Globs may overlap (the most restrictive wins), but the same entry in two lists is a
-        # contradiction the author should resolve, not one we resolve silently.
-        seen: dict[str, str] = {}
-        for field in ("dynamic_parameters", "static_parameters", "immutable_parameters"):
-            for entry in getattr(self, field):
-                alias = to_camel(field)
-                if entry in seen and seen[entry] != alias:
-                    raise ValueError(f"{entry!r} is in both {seen[entry]} and {alias}")
-                seen[entry] = alias
-        return self
+    @field_validator("dynamic_parameters", "static_parameters", "immutable_parameters",
+                     mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: object) -> object:
+        return () if value is None else value
 
     @property
     def file_format(self) -> FileFormat:
         return self.file_format_config.format
+
+    @property
+    def unlisted_class(self) -> ParameterClass:
+        """The class of a parameter no list names."""
+        if self.default_parameter_class is not None:
+            return self.default_parameter_class
+        if not self.dynamic_parameters and self.static_parameters:
+            return ParameterClass.DYNAMIC
+        return ParameterClass.STATIC
 
     def classify(self, name: str) -> ParameterClass:
         """The class of parameter ``name``: the most restrictive list that matches it."""
@@ -126,7 +158,25 @@ class ConfigConstraintSpec(_Model):
         for cls in _PRECEDENCE:
             if any(fnmatch.fnmatchcase(name, pattern) for pattern in lists[cls]):
                 return cls
-        return self.default_parameter_class
+        return self.unlisted_class
+
+    def named(self, parameters: dict[str, Value]) -> dict[str, Value]:
+        """``parameters`` as parsed, under the names the lists use: an ini parameter of
+        ``iniConfig.sectionName`` loses its ``section.`` prefix. A bare name that another
+        section's ``section.key`` already takes is refused (two parameters, one name)."""
+        section = self.file_format_config.section
+        if not section:
+            return parameters
+        prefix = f"{section}."
+        named: dict[str, Value] = {}
+        for name, value in parameters.items():
+            bare = name.removeprefix(prefix)
+            if bare in named:
+                raise FormatError(self.file_format,
+                                  f"parameter {bare!r} of section [{section}] is also the "
+                                  "name of a parameter of another section")
+            named[bare] = value
+        return named
 
     def validate_value(self, name: str, value: Value) -> list[str]:
         """Every rule of ``parametersSchema`` that ``value`` breaks, each naming the parameter."""

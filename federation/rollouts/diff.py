@@ -103,8 +103,8 @@ def diff(constraint: ConfigConstraintSpec, old_content: str, new_content: str) -
     Raises :class:`formats.FormatError` (naming the format and line) if either does not parse.
     """
     fmt = constraint.file_format
-    return diff_parameters(constraint, formats.parse(fmt, old_content),
-                           formats.parse(fmt, new_content))
+    return diff_parameters(constraint, constraint.named(formats.parse(fmt, old_content)),
+                           constraint.named(formats.parse(fmt, new_content)))
 
 
 def diff_parameters(

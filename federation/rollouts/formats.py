@@ -41,6 +41,7 @@ import json
 import math
 import re
 import tomllib
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterator, Mapping
 
 import yaml
@@ -62,6 +63,10 @@ class FileFormat(enum.StrEnum):
     PROPERTIES = "properties"
     TOML = "toml"
     ENV = "env"
+    REDIS = "redis"
+    PROPS_PLUS = "props-plus"
+    PROPS_ULTRA = "props-ultra"
+    XML = "xml"
 
 
 class Reason(enum.StrEnum):
@@ -569,13 +574,342 @@ def _env_quote(value: str) -> str:
     return '"' + "".join("\\" + reverse[c] if c in reverse else c for c in value) + '"'
 
 
+# --- Java properties, as KubeBlocks' props-plus and props-ultra read them -------------------
+
+# The full Java dialect (java.util.Properties#load; KubeBlocks reads these formats with
+# magiconair/properties, expansion off): a line ending in an odd number of backslashes
+# continues on the next (whose leading blanks are dropped); the key ends at the first
+# unescaped blank, '=' or ':'; escapes \t \n \r \f \uXXXX, and a backslash before any other
+# character stands for that character. A key set twice keeps its first place and its last
+# value (Java's rule; Pulsar's broker.conf relies on it). props-plus writes "key = value",
+# props-ultra "key=value" (KubeBlocks' two write separators); both read the same.
+
+_JAVA_BLANK = " \t\f"
+_JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_JAVA_LINES = re.compile(r"\r\n|\r|\n")
+
+
+def _java_logical_lines(content: str) -> Iterator[tuple[int, str]]:
+    pending: list[str] = []  # the pieces of a continued line (a list: joined once)
+    start = 0
+    for number, raw in enumerate(_JAVA_LINES.split(content), start=1):
+        line = raw.lstrip(_JAVA_BLANK)
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if not pending:
+            start = number
+        backslashes = len(line) - len(line.rstrip("\\"))
+        if backslashes % 2:
+            pending.append(line[:-1])
+            continue
+        yield start, "".join([*pending, line])
+        pending = []
+    if pending:
+        yield start, "".join(pending)
+
+
+def _java_unescape(fmt: FileFormat, number: int, text: str, stop: str) -> tuple[str, int]:
+    """The unescaped text up to the first unescaped character of ``stop``, and where."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char in stop:
+            break
+        if char != "\\":
+            out.append(char)
+            i += 1
+            continue
+        escaped = text[i + 1:i + 2]
+        if escaped == "u":
+            digits = text[i + 2:i + 6]
+            if not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                raise FormatError(fmt, f"line {number}: malformed \\uXXXX escape", Reason.SYNTAX)
+            out.append(chr(int(digits, 16)))
+            i += 6
+            continue
+        out.append(_JAVA_ESCAPES.get(escaped, escaped))
+        i += 2
+    return "".join(out), i
+
+
+def _parse_java(fmt: FileFormat) -> Callable[[str, Limits], Parameters]:
+    def parse_java(content: str, limits: Limits) -> Parameters:
+        out: Parameters = {}
+        for number, line in _java_logical_lines(content):
+            key, end = _java_unescape(fmt, number, line, _JAVA_BLANK + "=:")
+            rest = line[end:].lstrip(_JAVA_BLANK)
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip(_JAVA_BLANK)
+            out[key], _ = _java_unescape(fmt, number, rest, "")
+        return out
+    return parse_java
+
+
+def _java_escape(text: str, key: bool) -> str:
+    out: list[str] = []
+    for index, char in enumerate(text):
+        if char == "\\" or (key and char in "=:#! ") or (not key and index == 0 and char == " "):
+            out.append("\\" + char)
+        elif char in "\t\n\r\f":
+            out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[char])
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _render_java(fmt: FileFormat, separator: str) -> Callable[[Mapping[str, Value]], str]:
+    def render_java(parameters: Mapping[str, Value]) -> str:
+        lines = []
+        for name, value in parameters.items():
+            if not isinstance(value, str):
+                raise FormatError(fmt, f"parameter {name!r}: values are strings in this "
+                                       f"format, not {_kind(value)}")
+            lines.append(f"{_java_escape(name, key=True)}{separator}"
+                         f"{_java_escape(value, key=False)}\n")
+        return "".join(lines)
+    return render_java
+
+
+# --- redis.conf, as KubeBlocks reads it ----------------------------------------------------
+
+# One directive per line: whitespace-separated arguments, "double quoted" (escapes \n \r \t
+# \b \a, a backslash before another character stands for it) or 'single quoted' (\' is a
+# quote); lines starting with '#' are comments. A directive given once is the parameter
+# named after it, its value the arguments (re-quoted where they need it). A directive given
+# several times (save, client-output-buffer-limit, rename-command) is named by its first
+# arguments too: as many as make the lines' names distinct, at least two
+# ("client-output-buffer-limit normal": "0 0 0"), as KubeBlocks names them; lines still
+# alike after all of them: the last wins.
+
+_REDIS_SPLIT = " \r\n\t"
+_REDIS_QUOTE_WHEN = frozenset("\a\b\f\n\r\t\v \"")
+_REDIS_UNESCAPE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}
+_REDIS_ESCAPE = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b",
+                 "\a": "\\a"}
+
+
+def _redis_quoted(number: int, line: str, i: int, quote: str) -> tuple[str, int]:
+    """The quoted argument starting after the quote at ``line[i - 1]``; where it ends."""
+    out: list[str] = []
+    while i < len(line):
+        char = line[i]
+        if char == quote:
+            if i + 1 < len(line) and line[i + 1] not in _REDIS_SPLIT:
+                raise FormatError(FileFormat.REDIS, f"line {number}: a closing quote must be "
+                                                    "followed by a space", Reason.SYNTAX)
+            return "".join(out), i + 1
+        if char == "\\" and quote == '"':
+            if i + 1 >= len(line):
+                break
+            out.append(_REDIS_UNESCAPE.get(line[i + 1], line[i + 1]))
+            i += 2
+            continue
+        if char == "\\":  # single quotes: only \' is an escape, another backslash is dropped
+            if line[i + 1:i + 2] == "'":
+                out.append("'")
+                i += 1
+            i += 1
+            continue
+        out.append(char)
+        i += 1
+    raise FormatError(FileFormat.REDIS, f"line {number}: unterminated quotes", Reason.SYNTAX)
+
+
+def _redis_arguments(number: int, line: str) -> list[str]:
+    arguments: list[str] = []
+    i = 0
+    while i < len(line):
+        while i < len(line) and line[i] in _REDIS_SPLIT:
+            i += 1
+        if i >= len(line):
+            break
+        token: list[str] = []
+        while i < len(line) and line[i] not in _REDIS_SPLIT:
+            if line[i] in "\"'":
+                quoted, i = _redis_quoted(number, line, i + 1, line[i])
+                token.append(quoted)
+                break
+            token.append(line[i])
+            i += 1
+        arguments.append("".join(token))
+    return arguments
+
+
+def _redis_encode(arguments: list[str]) -> str:
+    return " ".join('"' + "".join(_REDIS_ESCAPE.get(c, c) for c in a) + '"'
+                    if not a or _REDIS_QUOTE_WHEN.intersection(a) else a for a in arguments)
+
+
+MAX_REDIS_NAMING = 1_000_000
+"""Lines times arguments examined to name one repeated directive: real files repeat a
+directive a handful of times with a few arguments; a file built to make the naming
+quadratic is refused instead."""
+
+
+def _redis_prefix(lines: list[list[str]]) -> int:
+    """How many first arguments tell the lines apart (at least two), as KubeBlocks counts
+    them: the first width at which the names differ, else the first line's length."""
+    widest = len(lines[0])
+    if widest * len(lines) > MAX_REDIS_NAMING:
+        raise FormatError(FileFormat.REDIS, f"directive {lines[0][0][:64]!r} repeated "
+                                            f"{len(lines)} times is too wide to name",
+                          Reason.TOO_MANY_VALUES)
+    # Each line's name so far as a small integer: one dict step per line and width.
+    ids: dict[tuple[int, str], int] = {}
+    names = [ids.setdefault((0, line[0]), len(ids)) for line in lines]
+    for width in range(2, widest):
+        names = [ids.setdefault((name, line[width - 1]), len(ids)) if len(line) >= width
+                 else name for name, line in zip(names, lines, strict=True)]
+        if len(set(names)) == len(names):
+            return width
+    return widest
+
+
+def _parse_redis(content: str, limits: Limits) -> Parameters:
+    directives: dict[str, list[list[str]]] = {}
+    for number, raw in enumerate(content.split("\n"), start=1):
+        line = raw.strip(_REDIS_SPLIT)
+        if line and line[0] != "#":
+            arguments = _redis_arguments(number, line)
+            directives.setdefault(arguments[0], []).append(arguments)
+    out: Parameters = {}
+    for lines in directives.values():
+        width = 1 if len(lines) == 1 else _redis_prefix(lines)
+        for arguments in lines:
+            out[" ".join(arguments[:width])] = _redis_encode(arguments[width:])
+    return out
+
+
+def _render_redis(parameters: Mapping[str, Value]) -> str:
+    lines = []
+    for name, value in parameters.items():
+        if not isinstance(value, str):
+            raise FormatError(FileFormat.REDIS, f"parameter {name!r}: values are strings in "
+                                                f"this format, not {_kind(value)}")
+        lines.append(f"{name} {value}".rstrip(" ") + "\n" if value else f"{name}\n")
+    text = "".join(lines)
+    try:
+        same = _parse_redis(text, LIMITS) == dict(parameters)
+    except FormatError:
+        same = False
+    if not same:  # a name that is not plain words, a value not in its written form
+        raise FormatError(FileFormat.REDIS, "these parameters cannot be written so that they "
+                                            "read back the same (names are directive words, "
+                                            "values arguments as redis.conf writes them)")
+    return text
+
+
+# --- xml, as KubeBlocks reads it (mxj's map of the document) ------------------------------
+
+# The root element and its descendants become dotted paths (clickhouse.max_connections); an
+# element's attributes are its "-name" keys and its text, when it also has children or
+# attributes, its "#text" key (mxj's names). Values are strings (text with its edge blanks
+# stripped). A document type declaration is refused before parsing (no entity can be
+# declared, so none can expand or reach out), and so is what a flat map cannot hold: an
+# element repeated under one parent (a list), text between child elements, a namespace.
+
+_XML_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _parse_xml(content: str, limits: Limits) -> Parameters:
+    if "<!DOCTYPE" in content or "<!ENTITY" in content:
+        raise FormatError(FileFormat.XML, "a document type declaration (DTD) is not accepted",
+                          Reason.SYNTAX)
+    try:
+        root = ElementTree.fromstring(content)
+    except ElementTree.ParseError as err:
+        line, column = err.position
+        raise FormatError(FileFormat.XML, f"line {line}, column {column}: not well-formed",
+                          Reason.SYNTAX) from None
+    tree = {_xml_tag(root.tag): _xml_node(root, root.tag, 1, limits)}
+    return _flatten(FileFormat.XML, tree)
+
+
+def _xml_tag(tag: object) -> str:
+    if not isinstance(tag, str) or "{" in tag:
+        raise FormatError(FileFormat.XML, f"element {str(tag)[:64]!r}: namespaces are not "
+                                          "parameter names")
+    return tag
+
+
+def _xml_node(element: ElementTree.Element, path: str, depth: int, limits: Limits) -> object:
+    if depth > limits.max_depth:
+        raise FormatError(FileFormat.XML, f"nested deeper than {limits.max_depth} levels",
+                          Reason.NESTED_TOO_DEEP)
+    text = (element.text or "").strip()
+    if not len(element) and not element.attrib:
+        return text
+    node: dict[str, object] = {f"-{name}": value for name, value in element.attrib.items()}
+    if text:
+        node["#text"] = text
+    for child in element:
+        tag = _xml_tag(child.tag)
+        if tag in node:
+            raise FormatError(FileFormat.XML, f"element {path}.{tag} repeats (a list is not "
+                                              "a flat parameter map)")
+        if (child.tail or "").strip():
+            raise FormatError(FileFormat.XML, f"element {path}: text between child elements")
+        node[tag] = _xml_node(child, f"{path}.{tag}", depth + 1, limits)
+    return node
+
+
+def _render_xml(parameters: Mapping[str, Value]) -> str:
+    tree = _unflatten(FileFormat.XML, parameters)
+    if len(tree) != 1:
+        raise FormatError(FileFormat.XML, "the parameters must share one root element")
+    [(tag, value)] = tree.items()
+    root = _xml_element(tag, value)
+    text = ElementTree.tostring(root, encoding="unicode") + "\n"
+    try:
+        back = _parse_xml(text, LIMITS)
+    except FormatError:
+        back = {}
+    if back.keys() != parameters.keys() or not all(same_value(back[k], v)
+                                                   for k, v in parameters.items()):
+        raise FormatError(FileFormat.XML, "these parameters cannot be written so that they "
+                                          "read back the same (names are element names, "
+                                          "values text without edge blanks)")
+    return text
+
+
+def _xml_element(tag: str, value: object) -> ElementTree.Element:
+    if not _XML_NAME.fullmatch(tag):
+        raise FormatError(FileFormat.XML, f"parameter segment {tag[:64]!r} is not an "
+                                          "element name")
+    element = ElementTree.Element(tag)
+    if not isinstance(value, dict):
+        element.text = _xml_text(tag, value)
+        return element
+    for key, child in value.items():
+        if key.startswith("-") and _XML_NAME.fullmatch(key[1:]):
+            element.set(key[1:], _xml_text(key, child))
+        elif key == "#text":
+            element.text = _xml_text(key, child)
+        else:
+            element.append(_xml_element(key, child))
+    return element
+
+
+def _xml_text(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise FormatError(FileFormat.XML, f"parameter {name!r}: values are strings in this "
+                                          f"format, not {_kind(value)}")
+    return value
+
+
 _PARSERS: dict[FileFormat, Callable[[str, Limits], Parameters]] = {
     FileFormat.INI: _parse_ini, FileFormat.YAML: _parse_yaml, FileFormat.JSON: _parse_json,
     FileFormat.PROPERTIES: _parse_properties, FileFormat.TOML: _parse_toml,
-    FileFormat.ENV: _parse_env,
+    FileFormat.ENV: _parse_env, FileFormat.REDIS: _parse_redis,
+    FileFormat.PROPS_PLUS: _parse_java(FileFormat.PROPS_PLUS),
+    FileFormat.PROPS_ULTRA: _parse_java(FileFormat.PROPS_ULTRA), FileFormat.XML: _parse_xml,
 }
 _RENDERERS = {
     FileFormat.INI: _render_ini, FileFormat.YAML: _render_yaml, FileFormat.JSON: _render_json,
     FileFormat.PROPERTIES: _render_properties, FileFormat.TOML: _render_toml,
-    FileFormat.ENV: _render_env,
+    FileFormat.ENV: _render_env, FileFormat.REDIS: _render_redis,
+    FileFormat.PROPS_PLUS: _render_java(FileFormat.PROPS_PLUS, " = "),
+    FileFormat.PROPS_ULTRA: _render_java(FileFormat.PROPS_ULTRA, "="),
+    FileFormat.XML: _render_xml,
 }

@@ -115,10 +115,10 @@ class App:
 
 
 def start(fleet: TestFleet, ns: str, fail_in: str | None = None,
-          reloaders: bool = True) -> App:
+          reloaders: bool = True, app_type: type[App] = App) -> App:
     """Apply the application and wait for its first version everywhere (and, when the
     test calls them, for every member's reloader)."""
-    app = App(fleet, ns)
+    app = app_type(fleet, ns)
     apply(fleet, "hub", *app.manifests(fail_in))
     first = app.hub_version()
     wait_for(partial(app.everywhere, first), timeout=TIMEOUT,

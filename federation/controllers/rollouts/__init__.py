@@ -112,8 +112,12 @@ class Wiring:
 
     def on_constraint(self, event: Event) -> Iterable[Request]:
         name = str((event.obj.get("metadata") or {}).get("name") or "")
+        kind = next(k.value for k, r in hub_api.CONSTRAINT_RESOURCES.items()
+                    if r == event.resource)
+        default = hub_api.ConstraintKind.CONFIG_CONSTRAINT.value
         return [self._request(p) for p in self._policies()
                 if any(isinstance(f, Mapping) and f.get("constraintRef") == name
+                       and f.get("constraintKind", default) == kind
                        for f in (p.get("spec") or {}).get("files") or [])]
 
     def governing(self, namespace: str, kind: str, name: str) -> list[Request]:
@@ -153,7 +157,8 @@ class Wiring:
     def install(self) -> None:
         ctl = self.controller
         ctl.watch(hub_api.RECONFIGURE_POLICIES, clusters="hub", map=self.on_policy)
-        ctl.watch(hub_api.CONFIG_CONSTRAINTS, clusters="hub", map=self.on_constraint)
+        for resource in hub_api.CONSTRAINT_RESOURCES.values():
+            ctl.watch(resource, clusters="hub", map=self.on_constraint)
         ctl.watch(api.RESOURCE_BINDINGS, clusters="hub", map=self.on_binding)
         self.constraints.watch(hub_api.CONFIG_CONSTRAINTS, clusters="hub")
         self.mgr.add(ctl)

@@ -63,7 +63,12 @@ async def plan_cluster(cluster: str, spec: hub_api.ReconfigurePolicySpec,
         refusal = _refusal(cluster, key, constraint, result, spec.reload_policy)
         if refusal is not None:
             return ClusterPlan(Action.REFUSED, tuple(sorted(changed)), refusal)
-        actions.append(choose(result.as_diff(), spec.reload_policy).action)
+        action = choose(result.as_diff(), spec.reload_policy).action
+        if action is Action.ONLINE and not constraint.online_reload:
+            if spec.reload_policy is ReloadPolicy.ONLINE:
+                return ClusterPlan(Action.REFUSED, tuple(sorted(changed)), _offline(key))
+            action = Action.RESTART  # nothing applies it online (KubeBlocks: no reloadAction)
+        actions.append(action)
     loose = sorted(k for k in set(old) | set(hub_files)
                    if k not in constraints and old.get(k) != hub_files.get(k))
     if loose and spec.reload_policy is ReloadPolicy.ONLINE:
@@ -74,6 +79,12 @@ async def plan_cluster(cluster: str, spec: hub_api.ReconfigurePolicySpec,
     if loose:
         actions.append({ReloadPolicy.NONE: Action.NONE}.get(spec.reload_policy, Action.RESTART))
     return ClusterPlan(strongest(actions), tuple(sorted(changed + loose)))
+
+
+def _offline(key: str) -> Refusal:
+    return Refusal("StaticChangeNeedsRestart",
+                   f"reloadPolicy online, but the constraint of {key!r} has no reload action "
+                   "(KubeBlocks' reloadAction): every change needs a restart")
 
 
 def _unreadable(cluster: str, key: str, failure: analysis.Failure) -> Refusal:

@@ -32,7 +32,8 @@ class Reconciler:
         self.writer = writer
 
     async def reconcile(self, request: Request) -> Result | None:
-        doc = await self.view.constraint(request.name)
+        doc = await self.view.constraint(hub_api.ConstraintKind.CONFIG_CONSTRAINT.value,
+                                         request.name)
         if doc is None:
             return None
         found = problem(doc)

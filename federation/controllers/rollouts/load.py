@@ -16,6 +16,7 @@ import pydantic
 
 from federation.contexts.cache import ReadOnly
 from federation.hub import rollouts as hub_api
+from federation.rollouts import kubeblocks
 from federation.rollouts.constraint import ConfigConstraintSpec
 
 
@@ -71,21 +72,29 @@ def conflict(policy: ReadOnly, parsed: hub_api.ReconfigurePolicySpec,
     return None
 
 
+def constraint_key(entry: hub_api.ConfigFile) -> tuple[str, str]:
+    """How a file's constraint is looked up: (kind, name)."""
+    return (entry.constraint_kind.value, entry.constraint_ref)
+
+
 def constraints(parsed: hub_api.ReconfigurePolicySpec,
-                docs: Mapping[str, ReadOnly | None]) -> dict[str, ConfigConstraintSpec] | Refusal:
-    """File key -> its constraint, from the ConfigConstraints read by name."""
+                docs: Mapping[tuple[str, str], ReadOnly | None]
+                ) -> dict[str, ConfigConstraintSpec] | Refusal:
+    """File key -> its constraint, from the constraints read by (kind, name)."""
     found: dict[str, ConfigConstraintSpec] = {}
     for index, entry in enumerate(parsed.files):
-        doc = docs.get(entry.constraint_ref)
+        doc = docs.get(constraint_key(entry))
         field = f"spec.files[{index}].constraintRef"
+        kind = entry.constraint_kind.value
         if doc is None:
             return Refusal("ConstraintNotFound",
-                           f"{field}: ConfigConstraint {entry.constraint_ref!r} not found")
+                           f"{field}: {kind} {entry.constraint_ref!r} not found")
         try:
             found[entry.key] = hub_api.parsed_constraint(doc)
-        except pydantic.ValidationError as exc:
-            message = validation_message(exc, "spec")
-            return Refusal("InvalidConstraint", f"{field}: ConfigConstraint "
+        except (pydantic.ValidationError, kubeblocks.Refused) as exc:
+            message = validation_message(exc, "spec") \
+                if isinstance(exc, pydantic.ValidationError) else str(exc)
+            return Refusal("InvalidConstraint", f"{field}: {kind} "
                                                 f"{entry.constraint_ref!r} is invalid: {message}")
     return found
 

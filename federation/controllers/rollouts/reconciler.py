@@ -151,7 +151,7 @@ class Reconciler:
         rival = load.conflict(policy, spec, await self.view.policies(namespace))
         if rival is not None:
             return refuse(rival)
-        docs = {f.constraint_ref: await self.view.constraint(f.constraint_ref)
+        docs = {load.constraint_key(f): await self.view.constraint(*load.constraint_key(f))
                 for f in spec.files}
         constraints = load.constraints(spec, docs)
         if isinstance(constraints, load.Refusal):

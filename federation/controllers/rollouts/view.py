@@ -80,7 +80,9 @@ class RolloutView(Protocol):
 
     async def policies(self, namespace: str) -> Sequence[ReadOnly]: ...
 
-    async def constraint(self, name: str) -> ReadOnly | None: ...
+    async def constraint(self, kind: str, name: str) -> ReadOnly | None:
+        """The constraint ``name`` of ``kind`` (a :class:`hub_api.ConstraintKind` value)."""
+        ...
 
     async def config(self, kind: str, namespace: str, name: str,
                      cluster: str | None = None) -> ReadOnly | None:
@@ -171,9 +173,9 @@ class CacheView:
     async def policies(self, namespace: str) -> Sequence[ReadOnly]:
         return await self._hub_list(hub_api.RECONFIGURE_POLICIES, namespace)
 
-    async def constraint(self, name: str) -> ReadOnly | None:
-        return await self._mc.get(hub_api.CONFIG_CONSTRAINTS, name, None, cluster=self._hub,
-                                  copy=False)
+    async def constraint(self, kind: str, name: str) -> ReadOnly | None:
+        resource = hub_api.CONSTRAINT_RESOURCES[hub_api.ConstraintKind(kind)]
+        return await self._mc.get(resource, name, None, cluster=self._hub, copy=False)
 
     async def config(self, kind: str, namespace: str, name: str,
                      cluster: str | None = None) -> ReadOnly | None:

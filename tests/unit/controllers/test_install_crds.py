@@ -99,3 +99,18 @@ def test_a_server_error_reading_a_crd_is_not_taken_for_absent() -> None:
 
     with pytest.raises(ApiError, match="403"):
         run(Broken(), only_changed=True)
+
+
+@pytest.mark.parametrize("only_changed", [False, True])
+def test_kubeblocks_own_crds_are_never_applied_over(only_changed: bool) -> None:
+    """A hub that runs KubeBlocks keeps KubeBlocks' CRDs (more versions, a strict schema):
+    ours are installed only where none exists."""
+    hub = FakeHub()
+    theirs: JSON = {"metadata": {"name": "configconstraints.apps.kubeblocks.io"},
+              "spec": {"versions": [{"name": "v1alpha1"}, {"name": "v1beta1"}]},
+              "status": ESTABLISHED}
+    hub.crds["configconstraints.apps.kubeblocks.io"] = theirs
+    run(hub, only_changed=only_changed)
+    assert "configconstraints.apps.kubeblocks.io" not in hub.applied
+    assert hub.crds["configconstraints.apps.kubeblocks.io"] is theirs
+    assert "parametersdefinitions.parameters.kubeblocks.io" in hub.applied  # absent: ours

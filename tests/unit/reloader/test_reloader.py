@@ -19,7 +19,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from federation.reloader import actions
-from federation.reloader.proto import reconfigure_pb2 as pb
+from federation.reloader.proto import config_manager_pb2 as pb
 from federation.reloader.server import (
     ONLINE_UPGRADE,
     STOP_CONTAINER,
@@ -120,7 +120,7 @@ async def test_exec_passes_parameters_as_single_literal_arguments(fx: Fixture) -
     out = fx.tmp / "argv.json"
     await fx.start({"kind": "exec", "command": [sys.executable, "-c", RECORD, str(out)]})
     answer = await fx.call({"max_connections": "200", "evil": HOSTILE})
-    assert answer.ok and answer.err_message == "" and answer.output == "reloaded\n"
+    assert not answer.err_message and answer.err_message == "" and answer.output == "reloaded\n"
     assert json.loads(out.read_text()) == [f"evil={HOSTILE}", "max_connections=200"]
     assert answer.config_version == config_version(fx.config)
     assert not pwned()
@@ -136,7 +136,7 @@ async def test_parameters_that_could_become_options_are_refused(
     out = fx.tmp / "argv.json"
     await fx.start({"kind": "exec", "command": [sys.executable, "-c", RECORD, str(out)]})
     answer = await fx.call(params)
-    assert not answer.ok and message in answer.err_message
+    assert answer.err_message and message in answer.err_message
     assert "shadow" not in answer.err_message and not out.exists()
 
 
@@ -146,7 +146,7 @@ async def test_template_renders_each_element_without_a_shell(fx: Fixture) -> Non
         sys.executable, "-c", RECORD, str(out), "--set", "max={{ max_connections }}",
         "{{configFile}}", "{{ evil }}"]})
     answer = await fx.call({"max_connections": "200", "evil": HOSTILE})
-    assert answer.ok, answer.err_message
+    assert not answer.err_message, answer.err_message
     assert json.loads(out.read_text()) == ["--set", "max=200", "my.ini", HOSTILE]
     assert not pwned()
 
@@ -156,7 +156,7 @@ async def test_template_naming_a_missing_parameter_fails_and_runs_nothing(fx: Fi
     await fx.start({"kind": "template",
                     "command": [sys.executable, "-c", RECORD, str(out), "{{ nope }}"]})
     answer = await fx.call({"max_connections": "200"})
-    assert not answer.ok and "no parameter 'nope'" in answer.err_message
+    assert answer.err_message and "no parameter 'nope'" in answer.err_message
     assert not out.exists()
 
 
@@ -167,10 +167,10 @@ async def test_signal_reaches_the_process_in_the_pid_file(fx: Fixture) -> None:
         await fx.start({"kind": "signal", "pidFile": str(fx.tmp / "pid")},
                        pid_file=fx.tmp / "pid")
         answer = await fx.call({"max_connections": "200"})
-        assert answer.ok and f"SIGHUP to process {process.pid}" in answer.output
+        assert not answer.err_message and f"SIGHUP to process {process.pid}" in answer.output
         assert process.stdout is not None and process.stdout.readline() == b"SIGHUP\n"
         stopped = await fx.stop_container()
-        assert stopped.ok and process.wait(timeout=10) == 0
+        assert not stopped.err_message and process.wait(timeout=10) == 0
         assert process.stdout.readline() == b"SIGTERM\n"
     finally:
         process.kill()
@@ -181,9 +181,9 @@ async def test_signal_to_a_missing_process_fails(fx: Fixture) -> None:
     (fx.tmp / "pid").write_text("not a pid")
     await fx.start({"kind": "signal", "pidFile": str(fx.tmp / "pid")})
     answer = await fx.call({"a": "1"})
-    assert not answer.ok and "does not hold a process id" in answer.err_message
+    assert answer.err_message and "does not hold a process id" in answer.err_message
     stopped = await fx.stop_container()  # no --pid-file: said so, nothing signalled
-    assert not stopped.ok and "no --pid-file" in stopped.err_message
+    assert stopped.err_message and "no --pid-file" in stopped.err_message
 
 
 async def test_http_posts_the_parameters(fx: Fixture) -> None:
@@ -205,12 +205,12 @@ async def test_http_posts_the_parameters(fx: Fixture) -> None:
     try:
         await fx.start({"kind": "http", "url": f"http://127.0.0.1:{port}/reload"})
         answer = await fx.call({"max_connections": "200"})
-        assert answer.ok and answer.output == "applied"
+        assert not answer.err_message and answer.output == "applied"
         assert received == [{"configSpec": "mysql", "configFile": "my.ini",
                              "params": {"max_connections": "200"}}]
         status[0] = 400
         answer = await fx.call({"max_connections": "-1"})
-        assert not answer.ok and "status 400" in answer.err_message
+        assert answer.err_message and "status 400" in answer.err_message
         assert answer.output == "bad value"
     finally:
         await runner.cleanup()
@@ -220,7 +220,7 @@ async def test_a_failing_action_is_reported_failed_with_its_output(fx: Fixture) 
     await fx.start({"kind": "exec", "command": [
         sys.executable, "-c", "import sys; print('x' * 10000); print('bad value'); sys.exit(3)"]})
     answer = await fx.call({"max_connections": "200"})
-    assert not answer.ok and "exited with status 3" in answer.err_message
+    assert answer.err_message and "exited with status 3" in answer.err_message
     assert len(answer.output.encode()) == actions.MAX_OUTPUT  # bounded: the tail is kept
     assert answer.output.endswith("bad value\n")
 
@@ -229,7 +229,7 @@ async def test_an_action_that_hangs_is_killed_at_its_timeout(fx: Fixture) -> Non
     await fx.start({"kind": "exec", "timeout": 0.3,
                     "command": [sys.executable, "-c", "import time; time.sleep(60)"]})
     answer = await fx.call({"a": "1"})
-    assert not answer.ok and "timed out after 0.3s" in answer.err_message
+    assert answer.err_message and "timed out after 0.3s" in answer.err_message
 
 
 async def test_a_certificate_from_another_ca_is_refused(fx: Fixture) -> None:
@@ -251,7 +251,7 @@ async def test_only_allowed_clients_may_call(fx: Fixture) -> None:
     assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert "member2" in (caught.value.details() or "")
     assert not out.exists() and reloader.refused == 1 and reloader.calls == 0
-    assert (await fx.call({"a": "1"})).ok
+    assert not (await fx.call({"a": "1"})).err_message
 
 
 async def test_the_watch_sees_changes_and_can_reload_on_them(fx: Fixture) -> None:
@@ -352,7 +352,7 @@ async def test_parameter_values_are_never_logged(fx: Fixture,
     caplog.set_level(logging.DEBUG)
     await fx.start({"kind": "exec", "command": [sys.executable, "-c", "import sys; sys.exit(1)"]})
     answer = await fx.call({"password": "s3cr3t-value"})
-    assert not answer.ok and "s3cr3t-value" not in answer.err_message
+    assert answer.err_message and "s3cr3t-value" not in answer.err_message
     assert "password" in caplog.text and "s3cr3t-value" not in caplog.text
 
 
@@ -438,7 +438,7 @@ async def test_a_config_file_that_is_no_configmap_key_fails_and_runs_nothing(
     await fx.start({"kind": "template",
                     "command": [sys.executable, "-c", RECORD, str(out), "{{ configFile }}"]})
     answer = await fx.call({"max_connections": "200"}, config_file=config_file)
-    assert not answer.ok
+    assert answer.err_message
     assert "config_file must be a ConfigMap key or name" in answer.err_message
     assert not out.exists()
 
@@ -451,7 +451,7 @@ async def test_an_action_that_raises_is_a_failed_answer_not_unknown(
     await fx.start({"kind": "exec", "command": ["true"]})
     monkeypatch.setattr(actions, "run", broken)
     answer = await fx.call({"max_connections": "200"})
-    assert not answer.ok and answer.err_message == "the exec action failed (ValueError)"
+    assert answer.err_message and answer.err_message == "the exec action failed (ValueError)"
 
 
 def hostile_action_files(tmp_path: Path) -> dict[str, Path]:
@@ -496,3 +496,47 @@ def test_hostile_action_files_are_one_line_and_exit_1(tmp_path: Path) -> None:
         assert len(lines) == 1 and lines[0].startswith(f"Error: --action {path}: "), \
             (name, result.output)
         assert "Traceback" not in result.output
+
+
+async def test_the_deprecated_service_still_answers(fx: Fixture) -> None:
+    """A control plane of the previous release calls federation.reloader.v1 (fields 2 and 3
+    the other way round): an upgraded reloader still serves it, with the same checks."""
+    from federation.reloader.proto import reconfigure_pb2 as legacy
+    from federation.reloader.server import LEGACY_ONLINE_UPGRADE
+
+    out = fx.tmp / "argv.json"
+    await fx.start({"kind": "exec", "command": [sys.executable, "-c", RECORD, str(out)]})
+    cert, key = identity.issue_agent(fx.ca, "federation-reconfigure")
+    credentials = grpc.ssl_channel_credentials(fx.ca.cert_pem, key, cert)
+    async with grpc.aio.secure_channel(fx.address, credentials) as channel:
+        method = channel.unary_unary(
+            LEGACY_ONLINE_UPGRADE,
+            request_serializer=legacy.OnlineUpgradeParamsRequest.SerializeToString,
+            response_deserializer=legacy.OnlineUpgradeParamsResponse.FromString)
+        answer: legacy.OnlineUpgradeParamsResponse = await method(
+            legacy.OnlineUpgradeParamsRequest(config_spec="mysql", config_file="my.ini",
+                                              params={"a": "1", "--x": "2"}), timeout=10)
+    assert not answer.ok and "must be letters" in answer.err_message and not out.exists()
+
+
+async def test_stop_container_refuses_a_container_list(fx: Fixture) -> None:
+    """KubeBlocks' StopContainer named containers; one reloader stops its one process, so
+    a list is refused by name rather than ignored (nothing is signalled)."""
+    process = sleeper()
+    try:
+        (fx.tmp / "pid").write_text(f"{process.pid}\n")
+        await fx.start({"kind": "signal", "pidFile": str(fx.tmp / "pid")},
+                       pid_file=fx.tmp / "pid")
+        cert, key = identity.issue_agent(fx.ca, "federation-reconfigure")
+        credentials = grpc.ssl_channel_credentials(fx.ca.cert_pem, key, cert)
+        async with grpc.aio.secure_channel(fx.address, credentials) as channel:
+            method = channel.unary_unary(
+                STOP_CONTAINER, request_serializer=pb.StopContainerRequest.SerializeToString,
+                response_deserializer=pb.StopContainerResponse.FromString)
+            stopped: pb.StopContainerResponse = await method(
+                pb.StopContainerRequest(container_ids=["containerd://abc"]), timeout=10)
+        assert "containerIDs are not taken" in stopped.err_message
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()

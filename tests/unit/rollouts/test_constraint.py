@@ -6,7 +6,7 @@ import pydantic
 import pytest
 
 from federation.rollouts.constraint import ConfigConstraintSpec, ParameterClass
-from federation.rollouts.formats import FileFormat, Value
+from federation.rollouts.formats import FileFormat, FormatError, Value
 
 
 def _spec(**fields: object) -> ConfigConstraintSpec:
@@ -26,9 +26,42 @@ def test_loads_kubeblocks_style_names() -> None:
     assert spec.classify("mysqld.unlisted") is ParameterClass.DYNAMIC
 
 
-def test_unlisted_parameters_are_static_by_default() -> None:
-    """An unknown parameter restarts rather than being assumed safe online."""
+def test_unlisted_parameters_follow_kubeblocks_rule() -> None:
+    """KubeBlocks' IsDynamicParameter: with a dynamic list an unlisted parameter is static;
+    with only a static list it is dynamic; with neither it is static."""
     assert _spec().classify("anything") is ParameterClass.STATIC
+    assert _spec(dynamicParameters=["a"]).classify("b") is ParameterClass.STATIC
+    assert _spec(dynamicParameters=["a"], staticParameters=["s"]).classify("b") \
+        is ParameterClass.STATIC
+    assert _spec(staticParameters=["s"]).classify("b") is ParameterClass.DYNAMIC
+    assert _spec(staticParameters=["s"]).classify("s") is ParameterClass.STATIC
+    assert _spec(immutableParameters=["i"]).classify("b") is ParameterClass.STATIC
+    assert _spec(staticParameters=["s"], defaultParameterClass="static").classify("b") \
+        is ParameterClass.STATIC
+
+
+def test_empty_lists_written_null_are_empty() -> None:
+    """Helm renders an empty range as null: the list is empty, not an error."""
+    spec = _spec(staticParameters=None, dynamicParameters=None, immutableParameters=None)
+    assert spec.static_parameters == () and spec.classify("x") is ParameterClass.STATIC
+
+
+def test_ini_section_parameters_are_named_bare() -> None:
+    """KubeBlocks names the parameters of iniConfig.sectionName bare (max_connections):
+    a dynamic one stays dynamic; those of other sections keep section.key."""
+    spec = _spec(fileFormatConfig={"format": "ini", "iniConfig": {"sectionName": "mysqld"}},
+                 dynamicParameters=["max_connections"], staticParameters=["client.port"])
+    named = spec.named({"mysqld.max_connections": "200", "client.port": "3306"})
+    assert named == {"max_connections": "200", "client.port": "3306"}
+    assert spec.classify("max_connections") is ParameterClass.DYNAMIC
+    assert spec.classify("client.port") is ParameterClass.STATIC
+
+
+def test_a_bare_name_taken_by_another_section_is_refused() -> None:
+    """[mysqld] a.b and [a] b would both be 'a.b': refused rather than one dropped."""
+    spec = _spec(fileFormatConfig={"format": "ini", "iniConfig": {"sectionName": "mysqld"}})
+    with pytest.raises(FormatError, match="also the name"):
+        spec.named({"a.b": "1", "mysqld.a.b": "2"})
 
 
 def test_most_restrictive_match_wins() -> None:
@@ -44,8 +77,11 @@ def test_most_restrictive_match_wins() -> None:
     ("fields", "path"),
     [
         ({"dynamicParameter": ["a"]}, "dynamicParameter"),
-        ({"fileFormatConfig": {"format": "xml"}}, "fileFormatConfig.format"),
-        ({"fileFormatConfig": {"format": "ini", "iniConfig": {}}}, "fileFormatConfig.iniConfig"),
+        ({"fileFormatConfig": {"format": "hcl"}}, "fileFormatConfig.format"),
+        ({"fileFormatConfig": {"format": "ini", "iniConfig": {"section": "x"}}},
+         "fileFormatConfig.iniConfig.section"),
+        ({"fileFormatConfig": {"format": "yaml", "iniConfig": {"sectionName": "x"}}},
+         "fileFormatConfig"),
         ({"defaultParameterClass": "sometimes"}, "defaultParameterClass"),
         ({"parametersSchema": {"a": {"type": "int", "minimum": 5, "maximum": 1}}},
          "parametersSchema.a"),
@@ -110,11 +146,14 @@ def test_validation_names_parameter_and_rule(name: str, value: Value, problem: s
         assert len(problems) == 1 and problems[0].startswith(problem), problems
 
 
-def test_same_entry_in_two_lists_is_refused() -> None:
-    """A name listed as both dynamic and static is a contradiction, named in the error."""
-    with pytest.raises(pydantic.ValidationError, match=r"'a\.b' is in both dynamicParameters and "
-                                                       r"staticParameters"):
-        _spec(dynamicParameters=["a.b"], staticParameters=["a.b"])
+def test_overlapping_lists_resolve_as_kubeblocks() -> None:
+    """KubeBlocks accepts a name in two lists (MySQL's allow-suspicious-udfs is static and
+    immutable): immutable refuses every change, static restarts even if listed dynamic."""
+    spec = _spec(dynamicParameters=["a.b", "d"], staticParameters=["a.b", "s"],
+                 immutableParameters=["s"])
+    assert spec.classify("a.b") is ParameterClass.STATIC
+    assert spec.classify("s") is ParameterClass.IMMUTABLE
+    assert spec.classify("d") is ParameterClass.DYNAMIC
     assert _spec(dynamicParameters=["a.b", "a.b"]).classify("a.b") is ParameterClass.DYNAMIC
 
 

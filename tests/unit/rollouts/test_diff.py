@@ -114,3 +114,18 @@ def test_malformed_content_raises_naming_format_and_line() -> None:
     """Unparsable new content is an error, never an empty diff."""
     with pytest.raises(FormatError, match=r"^ini: .*line 2"):
         diffs.diff(SPEC, OLD, "[mysqld]\nno separator here\n")
+
+
+def test_kubeblocks_section_naming_keeps_a_dynamic_change_online() -> None:
+    """Issue 24's attack on the classes: a MySQL constraint lists max_connections bare under
+    iniConfig.sectionName mysqld; before, the diff named it mysqld.max_connections, matched
+    no list and restarted every cluster. Now it is online, under KubeBlocks' name."""
+    spec = ConfigConstraintSpec.model_validate({
+        "fileFormatConfig": {"format": "ini", "iniConfig": {"sectionName": "mysqld"}},
+        "dynamicParameters": ["max_connections"], "staticParameters": ["innodb_buffer_pool_size"],
+        "immutableParameters": ["server_id"]})
+    result = diffs.diff(spec, OLD, _new(max_connections="200"))
+    assert result.verdict is Action.ONLINE
+    assert [c.name for c in result.changes] == ["max_connections"]
+    assert diffs.diff(spec, OLD, _new(innodb_buffer_pool_size="2G")).verdict is Action.RESTART
+    assert diffs.diff(spec, OLD, _new(server_id="2")).verdict is Action.REFUSED

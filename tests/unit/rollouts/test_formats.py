@@ -54,6 +54,20 @@ _ini_keys = st.tuples(_word, st.text("abcXYZ019_.-", min_size=1, max_size=8)).ma
 _env_keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
 _props_keys = st.text("abcXYZ019_.-/", min_size=1, max_size=10)
 
+_xml_keys = st.from_regex(r"[a-z_][a-z0-9_-]{0,6}", fullmatch=True)
+_xml_text = st.text(st.characters(exclude_categories=["Cs", "Cc"]), max_size=10).filter(
+    lambda v: v == v.strip())
+_xml_tree = st.recursive(
+    st.dictionaries(_xml_keys, _xml_text, min_size=1, max_size=4),
+    lambda children: st.dictionaries(_xml_keys, st.one_of(_xml_text, children), min_size=1,
+                                     max_size=4),
+    max_leaves=12).map(_flat)
+
+
+def _rooted(root: str, tree: dict[str, Value]) -> dict[str, Value]:
+    return {f"{root}.{name}": value for name, value in tree.items()}
+
+
 GENERATED = {
     FileFormat.YAML: _nested(_yaml_scalars, _nested_keys),
     FileFormat.JSON: _nested(_yaml_scalars, _nested_keys),
@@ -63,6 +77,18 @@ GENERATED = {
         _props_keys, _stripped_line.filter(lambda v: not v.endswith("\\")), max_size=8),
     FileFormat.ENV: st.dictionaries(_env_keys, st.text(_line_char | st.just("\n"), max_size=12),
                                     max_size=8),
+    # Java properties hold any key and value (escapes cover blanks, separators, line breaks).
+    FileFormat.PROPS_PLUS: st.dictionaries(st.text(_any_char, max_size=8),
+                                           st.text(_any_char, max_size=12), max_size=8),
+    FileFormat.PROPS_ULTRA: st.dictionaries(st.text(_any_char, max_size=8),
+                                            st.text(_any_char, max_size=12), max_size=8),
+    # xml: one root element, element names, text without edge blanks.
+    FileFormat.XML: st.builds(_rooted, _xml_keys, _xml_tree),
+    # redis: a directive word and its arguments as redis.conf writes them (re-quoted).
+    FileFormat.REDIS: st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
+        st.lists(st.text(_any_char.filter(lambda c: c not in "\n'"), max_size=6),
+                 max_size=3).map(lambda args: formats._redis_encode(args)), max_size=8),
 }
 
 
@@ -131,6 +157,60 @@ def test_env_and_properties_dialects() -> None:
     assert formats.parse(FileFormat.PROPERTIES, props) == {"a": "1", "b": "2", "c": "3", "d": "x=y"}
 
 
+def test_java_properties_as_kubeblocks_reads_them() -> None:
+    """props-plus/props-ultra: continuation lines, escapes, every separator, and a key set
+    twice keeps its last value (Pulsar's broker.conf sets one twice)."""
+    text = ("# broker.conf\n! c\nbrokerDeleteInactiveTopicsEnabled=true\nb : 2\nc 3\n"
+            "list = a,\\\n     b\nkey\\ with\\:sep = \\u0041\\t\nempty\n"
+            "brokerDeleteInactiveTopicsEnabled=false\n")
+    expected = {"brokerDeleteInactiveTopicsEnabled": "false", "b": "2", "c": "3",
+                "list": "a,b", "key with:sep": "A\t", "empty": ""}
+    for fmt in (FileFormat.PROPS_PLUS, FileFormat.PROPS_ULTRA):
+        assert formats.parse(fmt, text) == expected
+    assert formats.render(FileFormat.PROPS_PLUS, {"a": "1"}) == "a = 1\n"
+    assert formats.render(FileFormat.PROPS_ULTRA, {"a": "1"}) == "a=1\n"
+
+
+def test_redis_names_repeated_directives_by_their_first_arguments() -> None:
+    """A directive set once is one parameter; one repeated (save, client-output-buffer-limit)
+    is named by as many first arguments as tell the lines apart, as KubeBlocks names them."""
+    text = ("# redis.conf\nbind 0.0.0.0 -::1\nsave 900 1\nsave 300 10\n"
+            "client-output-buffer-limit normal 0 0 0\n"
+            "client-output-buffer-limit replica 256mb 64mb 60\n"
+            "requirepass \"two words\"\nappendonly yes\nappendonly no\n"
+            "rename-command 'FLUSHALL' \"\"\n")
+    assert formats.parse(FileFormat.REDIS, text) == {
+        "bind": "0.0.0.0 -::1", "save 900": "1", "save 300": "10",
+        "client-output-buffer-limit normal": "0 0 0",
+        "client-output-buffer-limit replica": "256mb 64mb 60",
+        "requirepass": '"two words"', "appendonly no": "", "appendonly yes": "",
+        "rename-command": 'FLUSHALL ""'}
+
+
+def test_xml_as_kubeblocks_reads_it() -> None:
+    """Element paths under the root, attributes as -name, text beside children as #text;
+    comments and the XML declaration are not parameters."""
+    text = ('<?xml version="1.0"?>\n<clickhouse>\n  <!-- logging -->\n'
+            '  <logger><level>trace</level></logger>\n'
+            '  <max_connections> 4096 </max_connections>\n'
+            '  <remote_servers incl="clickhouse_remote_servers"/>\n'
+            '  <macros replace="1">m<shard>01</shard></macros>\n</clickhouse>\n')
+    assert formats.parse(FileFormat.XML, text) == {
+        "clickhouse.logger.level": "trace", "clickhouse.max_connections": "4096",
+        "clickhouse.remote_servers.-incl": "clickhouse_remote_servers",
+        "clickhouse.macros.-replace": "1", "clickhouse.macros.#text": "m",
+        "clickhouse.macros.shard": "01"}
+
+
+def test_xml_declares_no_entities() -> None:
+    """A DTD could declare entities (an expansion bomb, an external file): refused before
+    any parser sees it."""
+    bomb = ('<!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>'
+            "<x><y>&b;</y></x>")
+    with pytest.raises(FormatError, match="document type declaration"):
+        formats.parse(FileFormat.XML, bomb)
+
+
 def test_parse_errors_do_not_quote_values() -> None:
     """A config line may hold a password: parse errors name the line, never its text."""
     for file_format, content in [
@@ -186,6 +266,13 @@ def test_same_value_tells_types_apart() -> None:
         (FileFormat.ENV, "A=1\nnot a line\n", "env: line 2: expected NAME=value"),
         (FileFormat.ENV, 'A="open\n', "env: line 1: unterminated double quote"),
         (FileFormat.ENV, "A=1\nA=2\n", "env: line 2: A appears twice"),
+        (FileFormat.PROPS_PLUS, "a=1\nb=\\u12\n", "props-plus: line 2: malformed"),
+        (FileFormat.REDIS, "a 1\nrequirepass \"open\n", "redis: line 2: unterminated"),
+        (FileFormat.REDIS, "a \"x\"y\n", "redis: line 1: a closing quote"),
+        (FileFormat.XML, "<a>\n<b>\n</a>\n", "xml: line 3"),
+        (FileFormat.XML, "<a><b>1</b><b>2</b></a>", "xml: element a.b repeats"),
+        (FileFormat.XML, "<a>x<b>1</b>y</a>", "xml: element a: text between"),
+        (FileFormat.XML, "<a.b>1</a.b>", "xml: key 'a.b'"),
     ],
 )
 def test_malformed_input_names_format_and_place(
@@ -208,6 +295,10 @@ def test_malformed_input_names_format_and_place(
         (FileFormat.INI, {"s.k": 1}, "ini: parameter 's.k': values are strings"),
         (FileFormat.ENV, {"1A": "x"}, "env: parameter '1A' is not a variable name"),
         (FileFormat.PROPERTIES, {"a b": "x"}, "properties: parameter 'a b'"),
+        (FileFormat.PROPS_PLUS, {"a": 1}, "props-plus: parameter 'a': values are strings"),
+        (FileFormat.REDIS, {"a": "two  spaces"}, "redis: these parameters cannot be written"),
+        (FileFormat.XML, {"a": "1", "b": "2"}, "xml: the parameters must share one root"),
+        (FileFormat.XML, {"a.b": 1}, "xml: parameter 'b': values are strings"),
     ],
 )
 def test_render_refusals_name_the_parameter(

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("proto", ["federation/work/proto/work.proto",
-                                   "federation/reloader/proto/reconfigure.proto"])
+                                   "federation/reloader/proto/reconfigure.proto",
+                                   "federation/reloader/proto/config_manager.proto"])
 def test_generated_code_matches_the_proto(proto: str, tmp_path: Path) -> None:
     pytest.importorskip("grpc_tools")
     plugin = shutil.which("protoc-gen-mypy", path=str(Path(sys.executable).parent))

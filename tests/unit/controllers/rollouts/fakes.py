@@ -117,8 +117,8 @@ class Fleet:
         return [d for (k, ns, _), d in self.hub.items()
                 if k == "ReconfigurePolicy" and ns == namespace]
 
-    async def constraint(self, name: str) -> ReadOnly | None:
-        return self.hub.get(("ConfigConstraint", "", name))
+    async def constraint(self, kind: str, name: str) -> ReadOnly | None:
+        return self.hub.get((kind, "", name))
 
     async def config(self, kind: str, namespace: str, name: str,
                      cluster: str | None = None) -> ReadOnly | None:

@@ -235,7 +235,7 @@ async def test_constraint_valid_condition() -> None:
     fleet.put(copy.deepcopy(CONSTRAINT))
     bad = copy.deepcopy(CONSTRAINT)
     bad["metadata"]["name"] = "bad"
-    bad["spec"]["fileFormatConfig"]["format"] = "xml"
+    bad["spec"]["fileFormatConfig"]["format"] = "hcl"
     fleet.put(bad)
     rec = constraints.Reconciler(fleet, fleet)
     for name in ("mysql", "bad"):

@@ -53,7 +53,8 @@ def test_setup_registers_the_rollout_and_constraint_controllers() -> None:
     rollout = controllers["reconfigure"]
     watched = {w.resource for w in rollout.watches}
     assert watched == {hub_api.RECONFIGURE_POLICIES, hub_api.CONFIG_CONSTRAINTS,
-                       api.RESOURCE_BINDINGS}
+                       hub_api.KUBEBLOCKS_CONFIG_CONSTRAINTS,
+                       hub_api.KUBEBLOCKS_PARAMETERS_DEFINITIONS, api.RESOURCE_BINDINGS}
     assert all(w.clusters == "hub" for w in rollout.watches)
     assert [w.resource for w in controllers["config-constraints"].watches] == [
         hub_api.CONFIG_CONSTRAINTS]
@@ -76,6 +77,9 @@ def test_config_constraint_and_binding_events_map_to_the_policies_they_concern()
     constraint = {"metadata": {"name": "mysql"}}
     assert sorted(wiring.on_constraint(event(hub_api.CONFIG_CONSTRAINTS, constraint))) == [
         request("a", "ns1"), request("c", "ns2")]
+    # KubeBlocks' ConfigConstraint of the same name concerns no policy naming ours.
+    assert list(wiring.on_constraint(event(hub_api.KUBEBLOCKS_CONFIG_CONSTRAINTS,
+                                           constraint))) == []
     config = {"kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "ns2"}}
     assert list(wiring.on_config(event(kube.CONFIGMAPS, config))) == [request("b", "ns2")]
     binding = {"spec": {"resource": {"kind": "Deployment", "name": "w2", "namespace": "ns2"}}}
@@ -87,6 +91,15 @@ def test_config_constraint_and_binding_events_map_to_the_policies_they_concern()
     unreadable = {"spec": {"resource": {"kind": "Deployment", "name": "w2",
                                         "namespace": "ns2"}, "clusters": "member1"}}
     assert list(wiring.on_binding(event(api.RESOURCE_BINDINGS, unreadable))) == []
+
+
+def test_a_kubeblocks_constraint_event_requeues_the_policies_naming_it() -> None:
+    kb = policy("k", "ns1")
+    kb["spec"]["files"][0]["constraintKind"] = "ParametersDefinition.parameters.kubeblocks.io"
+    _, wiring = wired(policy("a", "ns1"), kb)
+    definition = {"metadata": {"name": "mysql"}}
+    assert list(wiring.on_constraint(event(hub_api.KUBEBLOCKS_PARAMETERS_DEFINITIONS,
+                                           definition))) == [request("k", "ns1")]
 
 
 def test_a_followed_config_change_queues_its_policies() -> None:
