@@ -448,7 +448,7 @@ class _FencedBody(aiohttp.payload.BytesPayload):
         _report_if_sent_late(self._gate, self._method, self._path)
 
 
-SENT_LATE = "was sent after its write permit ended"
+SENT_LATE = "may have been sent after its write permit ended"
 """The words of the warning :func:`_report_if_sent_late` logs (tests look for them)."""
 
 
@@ -459,14 +459,15 @@ def _report_if_sent_late(gate: Gate, method: str, path: str) -> None:
     paragraph): the process was paused between the clock reading and the socket write,
     and on resume the write went out, possibly after another leader took over. It is
     not refused (it is gone); it is said, so that an operator, and the e2e test that
-    freezes leaders, can tell it from a fence that let a write through.
+    freezes leaders, can tell it from a fence that let a write through. A pause just
+    after the socket write and before this look reads the same, hence "may".
     """
     try:
         gate(method, path)
     except WriteRefused as exc:
-        log.warning("%s: %s %s %s (the process was paused between its last check and the "
-                    "socket; docs/runtime.md, 'Leader election')", exc.cluster, method, path,
-                    SENT_LATE)
+        log.warning("%s: %s %s %s (the process was paused after its last check, before or "
+                    "after the socket write; docs/runtime.md, 'Leader election')",
+                    exc.cluster, method, path, SENT_LATE)
 
 
 # -- what a caller may ask of one cluster --------------------------------------------------

@@ -288,8 +288,8 @@ async def test_a_pause_between_the_last_check_and_the_socket_is_reported(
         assert server.writes() == [(method, path)]
         late = [r.getMessage() for r in caplog.records if kube.SENT_LATE in r.getMessage()]
         assert late == [f"hub: {method} {path} {kube.SENT_LATE} (the process was paused "
-                        "between its last check and the socket; docs/runtime.md, "
-                        "'Leader election')"]
+                        "after its last check, before or after the socket write; "
+                        "docs/runtime.md, 'Leader election')"]
     finally:
         await client.close()
 
