@@ -189,8 +189,8 @@ def join(name: str, mode: str, member_kubeconfig: Path | None, apply_agent: bool
     """Register cluster NAME with the hub, with only its own credentials."""
     location = {"region": region or "", "zone": zone or "", "provider": provider or ""}
     if mode == "pull":
-        check_pull(apply_agent, member_kubeconfig, create_service_account, out_dir,
-                   hub_address)
+        check_pull(apply_agent, member_kubeconfig, context, create_service_account,
+                   out_dir, hub_address)
         hub = _hub(hub_kubeconfig, hub_context)
         if apply_agent:
             assert member_kubeconfig is not None and hub_address is not None
@@ -257,7 +257,7 @@ def agent_command(name: str, paths: dict[str, Path], hub_address: str | None) ->
             f"--tls-cert {paths['cert']} --tls-key {paths['key']} --tls-ca {paths['ca']}")
 
 
-def check_pull(apply_agent: bool, member_kubeconfig: Path | None,
+def check_pull(apply_agent: bool, member_kubeconfig: Path | None, context: str | None,
                create_service_account: bool, out_dir: Path | None,
                hub_address: str | None) -> None:
     """Refuse, by name, what pull mode would otherwise accept and ignore."""
@@ -265,9 +265,9 @@ def check_pull(apply_agent: bool, member_kubeconfig: Path | None,
         raise BadInput("--mode pull takes no --create-service-account: the hub never dials "
                        "a pull member")
     if not apply_agent:
-        if member_kubeconfig is not None:
-            raise BadInput("--mode pull takes --kubeconfig only with --apply-agent: the hub "
-                           "never dials a pull member")
+        if member_kubeconfig is not None or context is not None:
+            raise BadInput("--mode pull takes --kubeconfig and --context only with "
+                           "--apply-agent: the hub never dials a pull member")
         return
     if member_kubeconfig is None:
         raise BadInput("--apply-agent needs --kubeconfig: an admin of the member, to apply "

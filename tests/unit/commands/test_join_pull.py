@@ -18,7 +18,10 @@ from federation.work import identity
 def test_pull_takes_no_member_credentials() -> None:
     result = CliRunner().invoke(join.join, ["edge", "--mode", "pull", "--kubeconfig", "x.yaml"])
     assert result.exit_code == 1
-    assert "--mode pull takes --kubeconfig only with --apply-agent" in result.output
+    assert "--mode pull takes --kubeconfig and --context only with --apply-agent" in \
+        result.output
+    result = CliRunner().invoke(join.join, ["edge", "--mode", "pull", "--context", "edge"])
+    assert result.exit_code == 1 and "--context only with --apply-agent" in result.output
 
 
 @pytest.mark.parametrize(("args", "error"), [
