@@ -30,6 +30,14 @@ writes the certificate with its key (mode 0600) and the CA to ``--out-dir``, and
 ``fedctl agent`` command to start in (or next to) the member. The key is written only to
 that directory, never printed.
 
+``join NAME --mode pull --apply-agent --kubeconfig MEMBER.yaml --hub-address HOST:PORT``
+deploys the agent too, from its shipped manifests (``config/agent``,
+:func:`federation.deploy.manifests.agent_for_member`): with the member's admin credentials
+it server-side applies the agent's namespace, ServiceAccount, least-privilege RBAC, the
+ConfigMap (NAME and the hub address) and the Secret holding the certificate, key and work
+CA, and the Deployment. The key then goes into that Secret alone: no file is written
+(``--out-dir`` is refused with it).
+
 ``unjoin NAME`` taints the member ``cluster.federation.io/unjoining:NoExecute``
 so every workload is placed elsewhere and its copies there deleted (a running
 control plane does that), waits until no ResourceBinding names the member,
@@ -55,6 +63,8 @@ from federation.commands import rbac as rbac_command
 from federation.contexts import client as kube
 from federation.contexts import credentials, discovery, kubeconfig, minify
 from federation.controllers import install as installer
+from federation.deploy import apply as deploy_apply
+from federation.deploy import manifests as deploy
 from federation.hub import api, bindings, manifests
 from federation.rbac import roles
 
@@ -135,7 +145,12 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
               help="push: the control plane dials the member with --kubeconfig; pull: the "
                    "member's `fedctl agent` dials the control plane (docs/agent.md).")
 @click.option("--kubeconfig", "member_kubeconfig", type=click.Path(path_type=Path),
-              default=None, help="Kubeconfig holding the member's credentials (push mode).")
+              default=None, help="Kubeconfig holding the member's credentials (push mode; "
+                                 "pull mode with --apply-agent: an admin of the member).")
+@click.option("--apply-agent", is_flag=True,
+              help="Pull mode: also apply the agent's shipped manifests (config/agent) to "
+                   "the member with --kubeconfig, its certificate in the agent's Secret "
+                   "(needs --hub-address; writes no file).")
 @click.option("--out-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Pull mode: where the agent's certificate, key and CA are written "
                    "(default: ./NAME-agent).")
@@ -165,8 +180,8 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
 @rbac_command.kinds_options
 @common.clear_errors
 @errors.clear_errors_for(roles.RBACError)
-def join(name: str, mode: str, member_kubeconfig: Path | None, out_dir: Path | None,
-         hub_address: str | None, context: str | None, labels: dict[str, str],
+def join(name: str, mode: str, member_kubeconfig: Path | None, apply_agent: bool,
+         out_dir: Path | None, hub_address: str | None, context: str | None, labels: dict[str, str],
          region: str | None, zone: str | None, provider: str | None, allowed: tuple[str, ...],
          hub_kubeconfig: Path | None, hub_context: str | None, create_service_account: bool,
          token_expiration_days: int, propagate_kinds: tuple[str, ...],
@@ -174,12 +189,21 @@ def join(name: str, mode: str, member_kubeconfig: Path | None, out_dir: Path | N
     """Register cluster NAME with the hub, with only its own credentials."""
     location = {"region": region or "", "zone": zone or "", "provider": provider or ""}
     if mode == "pull":
-        if member_kubeconfig is not None or create_service_account:
-            raise BadInput("--mode pull takes no --kubeconfig or --create-service-account: "
-                           "the hub never dials a pull member")
-        join_pull(name, labels, location, out_dir or Path(f"{name}-agent"), hub_address,
-                  _hub(hub_kubeconfig, hub_context))
+        check_pull(apply_agent, member_kubeconfig, context, create_service_account,
+                   out_dir, hub_address)
+        hub = _hub(hub_kubeconfig, hub_context)
+        if apply_agent:
+            assert member_kubeconfig is not None and hub_address is not None
+            admin = kubeconfig.load(member_kubeconfig).context(context)
+            options = deploy.Options(rbac=rbac_command.settings(propagate_kinds,
+                                                                no_default_kinds))
+            join_pull_with_agent(name, labels, location, hub_address, hub, admin, options)
+        else:
+            join_pull(name, labels, location, out_dir or Path(f"{name}-agent"), hub_address,
+                      hub)
         return
+    if apply_agent:
+        raise BadInput("--apply-agent is for --mode pull (a push member runs no agent)")
     if member_kubeconfig is None:
         raise BadInput("--kubeconfig is required in push mode (or use --mode pull)")
     member_config = kubeconfig.load(member_kubeconfig)
@@ -233,23 +257,71 @@ def agent_command(name: str, paths: dict[str, Path], hub_address: str | None) ->
             f"--tls-cert {paths['cert']} --tls-key {paths['key']} --tls-ca {paths['ca']}")
 
 
-def join_pull(name: str, labels: dict[str, str], location: dict[str, str], out_dir: Path,
-              hub_address: str | None, hub: kubeconfig.Context) -> dict[str, Path]:
+def check_pull(apply_agent: bool, member_kubeconfig: Path | None, context: str | None,
+               create_service_account: bool, out_dir: Path | None,
+               hub_address: str | None) -> None:
+    """Refuse, by name, what pull mode would otherwise accept and ignore."""
+    if create_service_account:
+        raise BadInput("--mode pull takes no --create-service-account: the hub never dials "
+                       "a pull member")
+    if not apply_agent:
+        if member_kubeconfig is not None or context is not None:
+            raise BadInput("--mode pull takes --kubeconfig and --context only with "
+                           "--apply-agent: the hub never dials a pull member")
+        return
+    if member_kubeconfig is None:
+        raise BadInput("--apply-agent needs --kubeconfig: an admin of the member, to apply "
+                       "the agent's manifests there")
+    if hub_address is None:
+        raise BadInput("--apply-agent needs --hub-address: the work server as the member "
+                       "reaches it (the agent's ConfigMap)")
+    if out_dir is not None:
+        raise BadInput("--apply-agent writes no file: the agent's key goes into its Secret "
+                       "in the member only (leave out --out-dir)")
+
+
+async def _register_pull(hub: kubeconfig.Context, name: str, labels: dict[str, str],
+                         location: dict[str, str]) -> tuple[bytes, bytes, bytes]:
+    """The work CA (made once), the MemberCluster in pull mode and the agent's new
+    certificate recorded as the one accepted; (certificate, key, CA certificate)."""
     from federation.work import identity
 
-    async def register() -> tuple[identity.CA, bytes, bytes]:
-        async with kube.connect(hub) as client:
-            ca = await identity.ensure_ca(client)
-            cert, key = identity.issue_agent(ca, name)
-            await client.apply(api.MEMBER_CLUSTERS, pull_member(name, labels, location),
-                               FIELD_MANAGER, force=True)
-            record = identity.CertificateRecord(identity.serial_of(cert))
-            await client.patch(api.MEMBER_CLUSTERS, name, record.status_patch(),
-                               subresource="status")
-            return ca, cert, key
+    async with kube.connect(hub) as client:
+        ca = await identity.ensure_ca(client)
+        cert, key = identity.issue_agent(ca, name)
+        await client.apply(api.MEMBER_CLUSTERS, pull_member(name, labels, location),
+                           FIELD_MANAGER, force=True)
+        record = identity.CertificateRecord(identity.serial_of(cert))
+        await client.patch(api.MEMBER_CLUSTERS, name, record.status_patch(),
+                           subresource="status")
+        return cert, key, ca.cert_pem
 
-    ca, cert, key = asyncio.run(register())
-    paths = write_agent_files(out_dir, cert, key, ca.cert_pem)
+
+def join_pull_with_agent(name: str, labels: dict[str, str], location: dict[str, str],
+                         hub_address: str, hub: kubeconfig.Context,
+                         member: kubeconfig.Context, options: deploy.Options) -> list[str]:
+    """Register ``name`` in pull mode and apply its agent's manifests to the member (the
+    certificate in the agent's Secret); ``Kind/name`` of each object applied."""
+    cert, key, ca = asyncio.run(_register_pull(hub, name, labels, location))
+    objects = deploy.agent_for_member(options, deploy.AgentIdentity(
+        name, hub_address, cert, key, ca))
+
+    async def apply_agent() -> list[str]:
+        async with kube.connect(member) as client:
+            return await deploy_apply.apply_objects(client, objects)
+
+    applied = asyncio.run(apply_agent())
+    click.echo(f"joined {name} in pull mode: MemberCluster {name} (mode: Pull); the agent "
+               f"{options.image_ref} applied in {name}: {', '.join(applied)} (its "
+               f"certificate and key only in Secret {deploy.AGENT_NAMESPACE}/"
+               f"{deploy.AGENT_TLS_SECRET} there; it dials {hub_address})")
+    return applied
+
+
+def join_pull(name: str, labels: dict[str, str], location: dict[str, str], out_dir: Path,
+              hub_address: str | None, hub: kubeconfig.Context) -> dict[str, Path]:
+    cert, key, ca = asyncio.run(_register_pull(hub, name, labels, location))
+    paths = write_agent_files(out_dir, cert, key, ca)
     click.echo(f"joined {name} in pull mode: MemberCluster {name} (mode: Pull); the agent's "
                f"certificate for {name} and its key are in {out_dir}/")
     click.echo("start the agent with:")

@@ -79,7 +79,9 @@ def install() -> None:
 @click.option("--pull", "pull", default="", metavar="MEMBERS",
               help="Members in pull mode (comma-separated): the control plane gets no "
                    "kubeconfig for them; with --control-plane, each one's `fedctl agent` "
-                   "runs as a local process and dials the control plane's work server.")
+                   "runs as a local process and dials the control plane's work server; "
+                   "with --in-cluster, `fedctl join --mode pull --apply-agent` applies its "
+                   "shipped manifests to the member and the pod runner runs their pod.")
 @click.option("--export-kubeconfig", is_flag=True,
               help="Also put the fleet's contexts into your kubeconfig ($KUBECONFIG's first "
                    "file, else ~/.kube/config) with hub current, as kind does; `down` takes "
@@ -218,7 +220,8 @@ def thaw(name: str, state_dir: Path, kubeconfig: Path) -> None:
 @kubeconfig_option
 @clear_errors
 def stop_agent(name: str, state_dir: Path, kubeconfig: Path) -> None:
-    """Stop a pull member's agent (fault injection: the member goes NotReady)."""
+    """Stop a pull member's agent (fault injection: the member goes NotReady); in-cluster,
+    the pod runner of its Deployment."""
     if not _fleet(state_dir, kubeconfig).stop_agent(name, progress):
         progress(f"the agent of {name} was not running")
 

@@ -59,9 +59,13 @@ the waits, ``on_connection_create_end`` only for new connections (a reused one
 is the common case), ``on_request_headers_sent`` before the body task, and
 ``on_request_chunk_sent`` as bytes are written. What remains is the stretch of
 plain Python between the clock reading and ``transport.write`` (microseconds,
-no await): a freeze landing exactly there lets that one request out on resume.
-A client cannot close that; only a server-side fencing token could, and
-Kubernetes has none for arbitrary writes.
+no await): a freeze landing exactly there lets that one request out on resume
+(issue 22 saw it once in ten frozen leaders: a create received 0.2 s after the
+takeover, as the process was resumed). A client cannot close that; only a
+server-side fencing token could, and Kubernetes has none for arbitrary writes. It
+can say so: each write looks at its permit again once its bytes were handed to
+the socket (after the body, or on the loop's next turn for a body-less one), and
+a write that finds it closed then is logged as a warning, ":data:`SENT_LATE`".
 
 **What callers ask of a cluster** is said by three protocols, each the one before plus
 more: :class:`ObjectReader` (get, list, watch: an informer), :class:`ObjectClient` (and
@@ -395,6 +399,11 @@ class _FencedConnector(aiohttp.TCPConnector):
         except BaseException:
             connection.release()  # unused: back to the pool for the next caller
             raise
+        if req.method in MUTATING_METHODS and not isinstance(req.body, _FencedBody):
+            # Its headers are written before this task next yields, so a callback queued
+            # now runs after they went out: the check, looked at again once sent.
+            asyncio.get_running_loop().call_soon(
+                _report_if_sent_late, self._gate, req.method, req.url.raw_path)
         return connection
 
 
@@ -409,14 +418,16 @@ class _FencedBody(aiohttp.payload.BytesPayload):
     :attr:`refused`.
     """
 
-    def __init__(self, value: bytes, gate: Callable[[], None], content_type: str) -> None:
+    def __init__(self, value: bytes, gate: Gate, method: str, path: str,
+                 content_type: str) -> None:
         super().__init__(value, content_type=content_type)
-        self._check_gate = gate
+        self._gate = gate
+        self._method, self._path = method, path
         self.refused: WriteRefused | None = None
 
     def _check(self) -> None:
         try:
-            self._check_gate()
+            self._gate(self._method, self._path)
         except WriteRefused as exc:
             self.refused = exc
             raise
@@ -424,11 +435,39 @@ class _FencedBody(aiohttp.payload.BytesPayload):
     async def write(self, writer: AbstractStreamWriter) -> None:
         self._check()
         await super().write(writer)
+        self._recheck()
 
     async def write_with_length(self, writer: AbstractStreamWriter,
                                 content_length: int | None) -> None:
         self._check()
         await super().write_with_length(writer, content_length)
+        self._recheck()
+
+    def _recheck(self) -> None:
+        """The permit, looked at again once the body was handed to the socket."""
+        _report_if_sent_late(self._gate, self._method, self._path)
+
+
+SENT_LATE = "may have been sent after its write permit ended"
+"""The words of the warning :func:`_report_if_sent_late` logs (tests look for them)."""
+
+
+def _report_if_sent_late(gate: Gate, method: str, path: str) -> None:
+    """Warn when a write that passed its last check finds the permit closed once sent.
+
+    This is the one window a client cannot close (the module docstring's last
+    paragraph): the process was paused between the clock reading and the socket write,
+    and on resume the write went out, possibly after another leader took over. It is
+    not refused (it is gone); it is said, so that an operator, and the e2e test that
+    freezes leaders, can tell it from a fence that let a write through. A pause just
+    after the socket write and before this look reads the same, hence "may".
+    """
+    try:
+        gate(method, path)
+    except WriteRefused as exc:
+        log.warning("%s: %s %s %s (the process was paused after its last check, before or "
+                    "after the socket write; docs/runtime.md, 'Leader election')",
+                    exc.cluster, method, path, SENT_LATE)
 
 
 # -- what a caller may ask of one cluster --------------------------------------------------
@@ -560,8 +599,7 @@ class ClusterClient:
         if data is None or method not in MUTATING_METHODS:
             return data
         value = data.encode() if isinstance(data, str) else data
-        return _FencedBody(value, lambda: self._gate(method, path),
-                           content_type or "application/json")
+        return _FencedBody(value, self._gate, method, path, content_type or "application/json")
 
     async def close(self) -> None:
         for session in [*self._retired, self._session]:

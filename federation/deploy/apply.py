@@ -19,6 +19,17 @@ FIELD_MANAGER = "federation"
 RESOURCES = {
     ("v1", "Namespace"): Resource("", "v1", "namespaces", "Namespace", namespaced=False),
     ("v1", "ServiceAccount"): Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+    ("v1", "ConfigMap"): Resource("", "v1", "configmaps", "ConfigMap"),
+    ("v1", "Secret"): Resource("", "v1", "secrets", "Secret"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): Resource(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
+        namespaced=False),
+    ("rbac.authorization.k8s.io/v1", "Role"): Resource(
+        "rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): Resource(
+        "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
     ("v1", "Service"): Resource("", "v1", "services", "Service"),
     ("apps/v1", "Deployment"): Resource("apps", "v1", "deployments", "Deployment"),
     ("policy/v1", "PodDisruptionBudget"): Resource("policy", "v1", "poddisruptionbudgets",
@@ -26,7 +37,10 @@ RESOURCES = {
     ("networking.k8s.io/v1", "NetworkPolicy"): Resource("networking.k8s.io", "v1",
                                                         "networkpolicies", "NetworkPolicy"),
 }
-"""Every kind :func:`federation.deploy.manifests.control_plane` has besides CRDs and RBAC."""
+"""Every kind :func:`federation.deploy.manifests.control_plane` has besides CRDs and RBAC
+(which ``fedctl install`` applies first), and every kind of the pull agent's objects
+(:func:`federation.deploy.manifests.agent_for_member`, RBAC included: ``fedctl join
+--mode pull --apply-agent`` applies them all to the member)."""
 
 PDB_V1BETA1 = Resource("policy", "v1beta1", "poddisruptionbudgets", "PodDisruptionBudget")
 """Hubs before Kubernetes 1.21 serve PodDisruptionBudgets only as policy/v1beta1 (the same

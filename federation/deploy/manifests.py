@@ -28,6 +28,7 @@ The numbers in the Deployment are chosen, not guessed; each says where it comes 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -460,3 +461,35 @@ def agent_objects(options: Options) -> list[JSON]:
             *agent_rbac(options), *(m.body for m in agent_certificate_rbac()),
             agent_config(), agent_secret(),
             agent_deployment(options)]
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentIdentity:
+    """What ``fedctl join NAME --mode pull`` issued for one member's agent."""
+
+    cluster_name: str
+    hub_address: str
+    """The work server as the member reaches it (``host:port``)."""
+    cert: bytes
+    key: bytes
+    ca: bytes
+
+
+def agent_for_member(options: Options, agent: AgentIdentity) -> list[JSON]:
+    """config/agent with the operator's two overlays filled in for one member: the
+    ConfigMap's cluster name and hub address, the Secret's certificate, key and work CA
+    (what docs/install.md's kustomize overlay does with the files join wrote)."""
+    filled = []
+    for body in agent_objects(options):
+        if body["kind"] == "ConfigMap" and body["metadata"]["name"] == AGENT_CONFIG:
+            body = {**body, "data": {"cluster-name": agent.cluster_name,
+                                     "hub-address": agent.hub_address}}
+        elif body["kind"] == "Secret" and body["metadata"]["name"] == AGENT_TLS_SECRET:
+            body = {**body, "data": {"tls.crt": _b64(agent.cert), "tls.key": _b64(agent.key),
+                                     "ca.crt": _b64(agent.ca)}}
+        filled.append(body)
+    return filled
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

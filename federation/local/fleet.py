@@ -143,11 +143,16 @@ class FleetConfig:
     simulator: SimulatorSettings = dataclasses.field(default_factory=SimulatorSettings)
     pull: list[str] = dataclasses.field(default_factory=list)
     """Members in pull mode (``up --pull``): no context for them in the control plane's
-    kubeconfig; their agents run as local processes and dial the work server."""
+    kubeconfig; their agents run as local processes (or, :attr:`in_cluster`, as the pods
+    of their shipped Deployments) and dial the work server."""
     work_port: int = 0
     """The control plane's work server port (chosen once, when a member is first pulled)."""
     agent_ports: dict[str, int] = dataclasses.field(default_factory=dict)
-    """Each agent's /healthz, /readyz and /metrics port."""
+    """Each agent's /healthz, /readyz and /metrics port (host-process agents)."""
+    in_cluster: bool = False
+    """The control plane was started from the shipped manifests (``up --control-plane
+    --in-cluster``): the pull members' agents are their Deployments' pods, run by the pod
+    runner, not host processes."""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2)
@@ -160,6 +165,7 @@ class FleetConfig:
             simulator=SimulatorSettings(**data.get("simulator", {})),
             pull=list(data.get("pull") or []), work_port=int(data.get("work_port") or 0),
             agent_ports={k: int(v) for k, v in (data.get("agent_ports") or {}).items()},
+            in_cluster=bool(data.get("in_cluster")),
         )
 
     @property
@@ -657,6 +663,9 @@ class Fleet:
         if host or pods_run:
             progress("control plane already running")
             return
+        config = self.load()
+        config.in_cluster = in_cluster
+        self._save(config)
         if in_cluster:
             self._in_cluster(progress, extra_args, token_rotate)
             return
@@ -665,7 +674,6 @@ class Fleet:
         hub = ["--hub-context", "hub"]
         self._fedctl("install", "--kubeconfig", str(self.kubeconfig), *hub,
                      "--clusters", str(self.clusters_file), progress=progress)
-        config = self.load()
         for name in config.pull:
             self.join_pull(name, progress)
         work = ["--work-bind-address", f"127.0.0.1:{config.work_port}"] if config.pull else []
@@ -700,8 +708,10 @@ class Fleet:
         """What an operator does on a real hub (docs/install.md): `fedctl install
         --control-plane` applies the shipped manifests; `fedctl join --create-service-account`
         stores each push member's least-privilege token in a hub Secret, where the
-        control plane, with no kubeconfig, finds its members. The fleet's own overlay
-        (:meth:`overlay_args`) is applied to the Deployment; the pod runner runs its pods."""
+        control plane, with no kubeconfig, finds its members; `fedctl join --mode pull
+        --apply-agent` registers each pull member and applies its agent's shipped manifests
+        to it. The fleet's own overlay (:meth:`overlay_args`) is applied to the Deployment;
+        the pod runner runs its pods, and each pull member's agent Deployment's pod."""
         from federation.local import pods
 
         config = self.load()
@@ -717,7 +727,7 @@ class Fleet:
                              "--region", member.region, "--zone", member.zone,
                              "--provider", member.provider, progress=progress)
         for name in config.pull:
-            self.join_pull(name, progress)
+            self.join_pull_with_agent(name, progress)
         self.patch_manager_args([*self.overlay_args(config), *extra_args])
         services = {self.WORK_SERVICE: config.work_port} if config.pull else {}
         namespace, name = self.CONTROL_PLANE
@@ -814,6 +824,30 @@ class Fleet:
             raise FleetError(f"fedctl join {name} --mode pull failed: {joined.stderr.strip()}")
         progress(f"{name} joined in pull mode (agent files: {directory / 'tls'})")
 
+    AGENT = ("federation-agent", "federation-agent")
+    """The pull agent's shipped Deployment in a member (``federation.deploy.manifests``:
+    AGENT_NAMESPACE and AGENT_NAME, held equal by a unit test: this layer may not import
+    the deploy package)."""
+
+    def join_pull_with_agent(self, name: str, progress: Progress) -> None:
+        """`fedctl join NAME --mode pull --apply-agent` as admin of the hub and of the
+        member: the MemberCluster in pull mode, and the agent's shipped manifests applied
+        to the member with its certificate in the agent's Secret there (no file here)."""
+        self._fedctl("join", name, "--mode", "pull", "--apply-agent",
+                     "--kubeconfig", str(self.kubeconfig), "--context", name,
+                     "--hub-kubeconfig", str(self.kubeconfig), "--hub-context", "hub",
+                     "--hub-address", f"127.0.0.1:{self.load().work_port}",
+                     progress=progress)
+
+    def clear_pull(self) -> FleetConfig:
+        """No member in pull mode any more (the control plane's kubeconfig has them all
+        again): what a test that pulled a member puts back for the next."""
+        config = self.load()
+        config.pull = []
+        self._save(config)
+        self.write_kubeconfig(config)
+        return config
+
     def agent_argv(self, name: str) -> list[str]:
         config = self.load()
         tls = self.agent_dir(name) / "tls"
@@ -827,8 +861,17 @@ class Fleet:
                 "--metrics-bind-address", f"127.0.0.1:{port}"]
 
     def start_agent(self, name: str, progress: Progress = lambda _: None) -> None:
-        if name not in self.load().pull:
+        """Start a pull member's agent: its Deployment's pod (in-cluster) or a process."""
+        config = self.load()
+        if name not in config.pull:
             raise FleetError(f"{name} is not a pull member (`fedctl local up --pull {name}`)")
+        if config.in_cluster:
+            from federation.local import pods
+
+            where = pods.start(self.state_dir, self.kubeconfig, name, *self.AGENT)
+            progress(f"agent of {name}: the pod of Deployment {'/'.join(self.AGENT)} runs "
+                     f"locally (pod runner: {where})")
+            return
         if processes.owned_pid(self.agent_pid_file(name)) is not None:
             return
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -837,6 +880,14 @@ class Fleet:
         progress(f"agent of {name} started (log: {self.agent_log_file(name)})")
 
     def stop_agent(self, name: str, progress: Progress = lambda _: None) -> bool:
+        """Stop a pull member's agent (its pod runner in-cluster); True when one ran."""
+        if self.load().in_cluster:
+            from federation.local import pods
+
+            if pods.stop(self.state_dir, name, *self.AGENT):
+                progress(f"stopped the agent of {name} (its pod)")
+                return True
+            return False
         if processes.terminate(self.agent_pid_file(name)):
             progress(f"stopped the agent of {name}")
             return True

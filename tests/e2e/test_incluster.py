@@ -17,8 +17,10 @@ every :data:`TOKEN_ROTATE` seconds, and no kubeconfig anywhere. On it:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
+import math
 import os
 import signal
 import subprocess
@@ -158,24 +160,82 @@ def test_stopped_member_fails_over_in_cluster(fleet: TestFleet, ns: str) -> None
 # -- the leader killed ---------------------------------------------------------------------------
 
 
-def copy_writes(fleet: TestFleet, namespace: str, since: float
-                ) -> list[tuple[str, str, str, int, str]]:
-    """(member, verb, name, response code, user agent) of every write of a ConfigMap in
-    ``namespace`` that the members' API servers received after ``since`` (epoch seconds)
-    from a fedctl process, from their audit logs."""
+@dataclasses.dataclass(frozen=True)
+class CopyWrite:
+    """One write of a copy, as a member's API server logged it."""
+
+    member: str
+    verb: str
+    name: str
+    code: int
+    user_agent: str
+    received: float
+    """When the API server received it (epoch seconds, microseconds)."""
+    completed: float
+    """When it logged the outcome: the response sent, or the request aborted."""
+
+
+def stamp(value: str) -> float:
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def copy_writes(fleet: TestFleet, namespace: str, since: float) -> list[CopyWrite]:
+    """Every write of a ConfigMap in ``namespace`` that the members' API servers received
+    after ``since`` (epoch seconds) from a fedctl process, from their audit logs."""
     found = []
     for member in MEMBERS:
         for line in (fleet.cluster_dir(member) / "audit.log").read_text().splitlines():
             entry = json.loads(line)
             ref = entry.get("objectRef") or {}
-            received = datetime.datetime.fromisoformat(
-                entry["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+            received = stamp(entry["requestReceivedTimestamp"])
             if (ref.get("resource") == "configmaps" and ref.get("namespace") == namespace
                     and entry.get("userAgent", "").startswith("fedctl/") and received >= since):
-                found.append((member, entry["verb"], str(ref.get("name")),
-                              int((entry.get("responseStatus") or {}).get("code", 0)),
-                              entry["userAgent"]))
+                found.append(CopyWrite(
+                    member, entry["verb"], str(ref.get("name")),
+                    int((entry.get("responseStatus") or {}).get("code", 0)),
+                    entry["userAgent"], received, stamp(entry["stageTimestamp"])))
     return found
+
+
+def creation_times(fleet: TestFleet, namespace: str) -> dict[tuple[str, str], float]:
+    """(member, name) -> creationTimestamp (whole seconds) of every ConfigMap held now."""
+    held = {}
+    for member in MEMBERS:
+        for item in get_json(fleet, member, "configmaps", "-n", namespace)["items"]:
+            meta = item["metadata"]
+            held[(member, meta["name"])] = stamp(meta["creationTimestamp"])
+    return held
+
+
+ABORTED_STORE_SLACK = 5.0
+"""Seconds after an aborted create's logged outcome in which etcd may still store it: the
+API server answers 500 when the client goes away, while the storage call it started goes
+on (Kubernetes' finishRequest runs it in a goroutine of its own)."""
+
+
+def stored_by(write: CopyWrite, created: float | None) -> bool:
+    """Whether the object held now was created by ``write``: its creationTimestamp
+    (truncated to the second) is no earlier than the request's receipt and no later than
+    its outcome plus :data:`ABORTED_STORE_SLACK`. Used for an aborted create, whose
+    outcome the audit log cannot say."""
+    return created is not None and \
+        math.floor(write.received) <= created <= write.completed + ABORTED_STORE_SLACK
+
+
+def creates_done(writes: list[CopyWrite], aborted: list[CopyWrite],
+                 held: dict[tuple[str, str], float]) -> Counter[tuple[str, str]]:
+    """How many creates of each copy were stored: every one answered 2xx, plus each
+    aborted one whose object the member holds (the API server logs a create whose client
+    died as 500 even when etcd had stored it). With no copy deleted, a second stored
+    create is impossible (it is a 409, refused), so a create aborted for a copy that a 2xx
+    create also made cannot have been stored."""
+    done = Counter((w.member, w.name) for w in writes
+                   if w.verb == "create" and 200 <= w.code < 300)
+    for write in aborted:
+        key = (write.member, write.name)
+        if write.verb == "create" and key not in done and stored_by(write, held.get(key)):
+            done[key] += 1
+    return done
 
 
 def config_maps(namespace: str, count: int, value: str) -> list[dict[str, Any]]:
@@ -201,7 +261,8 @@ def test_killing_the_leader_hands_over_within_the_lease_with_no_lost_or_duplicat
     container, which stands by. Templates created before the kill and changed during the
     handover reach every member, and the members' audit logs show each copy created exactly
     once and changed at most once, by one replica or the other, and no write refused (the
-    killed replica's requests in flight are aborted, 500, and not stored): nothing lost,
+    killed replica's requests in flight are aborted, 500; an aborted create that etcd stored
+    anyway, found by its copy's creationTimestamp, is that copy's one create): nothing lost,
     nothing written twice (audit logs count every write request the API server received, per
     object and with the writer's identity; the request counters of /metrics have neither,
     and a write equal to what is stored leaves no resourceVersion behind)."""
@@ -226,15 +287,16 @@ def test_killing_the_leader_hands_over_within_the_lease_with_no_lost_or_duplicat
     wait_for(lambda: copies_say(fleet, ns, count, "two"), timeout=90, what="every copy 'two'")
     time.sleep(3)  # anything late (a duplicate) would land by now
     writes = copy_writes(fleet, ns, started)
-    done = [w for w in writes if 200 <= w[3] < 300]
-    creates = Counter((m, n) for m, verb, n, _, _ in done if verb == "create")
-    changes = Counter((m, n) for m, verb, n, _, _ in done if verb in ("update", "patch"))
+    done = [w for w in writes if 200 <= w.code < 300]
     # A request the killed replica had in flight is aborted by the API server when its
-    # client dies (500, nothing stored: the new leader's create of it then succeeds, where
-    # a stored one would make it a 409). Any other refusal is a duplicate or a bug.
-    aborted = [w for w in writes if w[3] == 500 and holder in w[4]]
-    refused = [w for w in writes if not 200 <= w[3] < 300 and w not in aborted]
-    writers = Counter(agent for *_, agent in done)
+    # client dies (500), whether or not etcd stored it: a stored create counts as the one
+    # create of its copy (the new leader then finds it and at most updates it), one not
+    # stored is made by the new leader. Any other refusal is a duplicate (409) or a bug.
+    aborted = [w for w in writes if w.code == 500 and holder in w.user_agent]
+    refused = [w for w in writes if not 200 <= w.code < 300 and w not in aborted]
+    creates = creates_done(writes, aborted, creation_times(fleet, ns))
+    changes = Counter((w.member, w.name) for w in done if w.verb in ("update", "patch"))
+    writers = Counter(w.user_agent for w in done)
     print(f"handover {handover:.1f}s after the kill; {len(done)} copy writes done by "
           f"{dict(writers)}; aborted by the kill: {aborted}; refused: {refused}")
     assert handover <= LEASE_DURATION + RETRY_PERIOD + HANDOVER_SLACK
@@ -244,6 +306,7 @@ def test_killing_the_leader_hands_over_within_the_lease_with_no_lost_or_duplicat
     # 'two' either was the content of the create (the change arrived first) or one update.
     assert all(n <= 1 for n in changes.values()), f"changed twice: {changes.most_common(3)}"
     assert refused == [], "a write was refused (a duplicate create is a 409)"
+    assert not [w for w in writes if w.verb == "delete"], "a copy was deleted"
     assert len(writers) == 2, "one replica made every write: the handover was not mid-write"
     restarted = wait_for(lambda: [p for p in control_plane.pods()
                                   if p.name == leader.name and p.ready], timeout=90,

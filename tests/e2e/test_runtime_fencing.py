@@ -10,6 +10,14 @@ host, pid and a random suffix, so replicas never share one) must show no write o
 deposed leader received after its successor's Lease write. Not "after its loss was
 logged" (test_runtime_leader.py's weaker rule): after the takeover itself.
 
+With one exception, the window no client can close (docs/runtime.md, "Leader election"): a
+freeze landing between a write's last permit check and its socket write (microseconds)
+lets that write out on resume. Issue 22 saw it once in ten rounds (a create received 0.2 s
+after the takeover, as the leader was resumed). Such a write must be one the deposed
+leader itself logged as sent after its permit ended, and must reach the server as it
+resumes: at most one per round (the loop runs one write's code at a time), received
+within :data:`RESUME_SLACK` of the SIGCONT.
+
 The Lease is shortened with the run command's flags (8 s lease, 5 s renew deadline, 1 s
 retry) so that ten rounds fit in about two minutes; a new replica is started at each freeze,
 so two candidates are always running.
@@ -35,6 +43,7 @@ from typing import Any
 
 import pytest
 
+from federation.contexts import client as kube
 from tests.conftest import TestFleet
 from tests.e2e.conftest import install
 from tests.e2e.helpers import apply, free_port, wait_for
@@ -43,6 +52,10 @@ ROUNDS = 10
 BATCH = 40
 """Templates created per round: each is a binding on the hub and a copy on every member,
 so the leader has a few hundred writes in flight or queued when it is frozen."""
+RESUME_SLACK = 2.0
+"""Seconds from the SIGCONT to the API server's receipt of a write the freeze caught between
+its last check and the socket: the resumed process sends it first thing (a loaded 2-core
+machine: the wake-up, the API server's handler chain)."""
 LEASE_FLAGS = ("--leader-elect-lease-duration", "8", "--leader-elect-renew-deadline", "5",
                "--leader-elect-retry-period", "1")
 
@@ -88,6 +101,11 @@ class Replica:
 
     def count(self, text: str) -> int:
         return self.log.read_text(errors="replace").count(text)
+
+    def sent_late(self) -> list[str]:
+        """"METHOD path" of each write this replica logged as sent after its permit ended."""
+        return re.findall(r": (\S+ \S+) " + re.escape(kube.SENT_LATE),
+                          self.log.read_text(errors="replace"))
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -148,6 +166,10 @@ class Audit:
         return sorted(found, key=lambda w: w.received)
 
 
+VERBS = {"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}
+"""The audit log's verbs as the HTTP methods the client logs."""
+
+
 @dataclasses.dataclass
 class Round:
     deposed: str
@@ -158,6 +180,24 @@ class Round:
     exit_code: int | None
     refused: int
     lag_lines: int
+    sent_late: list[str]
+    """The writes the deposed leader logged as sent after its permit ended."""
+
+    def unexplained(self, writes: list[Write]) -> list[Write]:
+        """The deposed leader's writes received after the takeover that are not the one
+        the freeze caught between its last check and the socket: each must be a write
+        it logged as sent late, received as it resumed, and there is at most one."""
+        late = [w for w in writes if w.received >= self.takeover]
+        logged = list(self.sent_late)
+        if len(late) > 1:
+            return late
+        for write in late:
+            method = VERBS.get(write.verb, write.verb)
+            path = write.uri.partition("?")[0]
+            if f"{method} {path}" not in logged or \
+                    not self.resumed <= write.received <= self.resumed + RESUME_SLACK:
+                return late
+        return []
 
 
 @dataclasses.dataclass
@@ -237,7 +277,8 @@ def freeze_busy_leader(election: Election, audit: Audit, namespace: str, n: int)
     leader.process.send_signal(signal.SIGCONT)
     code = leader.process.wait(timeout=40)
     return Round(deposed, successor.identity(), frozen, takeover, resumed, code,
-                 leader.count("not sent"), leader.count("event loop lagged"))
+                 leader.count("not sent"), leader.count("event loop lagged"),
+                 leader.sent_late())
 
 
 @pytest.mark.timeout(300)
@@ -245,7 +286,8 @@ def test_a_frozen_leader_sends_no_write_after_the_takeover_in_ten_rounds(
         election: Election) -> None:
     """Ten times: freeze the busy leader past its lease, let another take the Lease,
     resume it. No write of any deposed leader reaches any API server after its successor
-    took over; each deposed leader exits 1."""
+    took over, but for the one a freeze may catch between its last check and the socket
+    (logged by the leader, received as it resumes); each deposed leader exits 1."""
     fleet = election.fleet
     audit = Audit(fleet)
     namespace = f"rt-fencing-{uuid.uuid4().hex[:6]}"
@@ -263,17 +305,18 @@ def test_a_frozen_leader_sends_no_write_after_the_takeover_in_ten_rounds(
             rounds.append(freeze_busy_leader(election, audit, namespace, n))
             wait_for(lambda: all(r.ready() for r in election.live), timeout=60,
                      what="the new replica ready")
-        late = {r.deposed: [w for w in audit.by(r.deposed) if w.received >= r.takeover]
-                for r in rounds}
+        late = {r.deposed: r.unexplained(audit.by(r.deposed)) for r in rounds}
         for r in rounds:
             writes = audit.by(r.deposed)
             last = max((w.received for w in writes), default=float("nan"))
             print(f"{r.deposed}: {len(writes)} writes, last {last - r.takeover:+.3f}s from "
                   f"the takeover ({r.takeover - r.frozen:.1f}s after the freeze); resumed "
                   f"{r.resumed - r.takeover:+.2f}s after it; {r.refused} writes refused by "
-                  f"the fence; {r.lag_lines} loop-lag lines; exit {r.exit_code}")
+                  f"the fence; {r.lag_lines} loop-lag lines; sent late (paused between "
+                  f"the last check and the socket): {r.sent_late}; exit {r.exit_code}")
         assert {d: w for d, w in late.items() if w} == {}, \
-            "a deposed leader's write reached an API server after the takeover"
+            "a deposed leader's write reached an API server after the takeover (and was " \
+            "not the one write a freeze between its last check and the socket lets out)"
         assert [r.exit_code for r in rounds] == [1] * ROUNDS
         assert sum(len(audit.by(r.deposed)) for r in rounds) > ROUNDS, \
             "the audit logs attributed (almost) no write to the leaders: nothing was tested"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import aiohttp
 import pytest
@@ -41,10 +42,12 @@ class Clock:
 
 class Server:
     """Answers every call with an object, records (method, path); GET /hold waits for
-    :attr:`release` so that it holds its connection."""
+    :attr:`release` so that it holds its connection; :attr:`throttle` writes are
+    answered 429 (Retry-After 0) after calling it, once."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, str]] = []
+        self.throttle: Callable[[], None] | None = None
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
         self.url = ""
@@ -54,6 +57,10 @@ class Server:
         if request.path.endswith("/hold"):
             self.holding.set()
             await self.release.wait()
+        if self.throttle is not None and request.method != "GET":
+            self.throttle()
+            self.throttle = None
+            return web.json_response({}, status=429, headers={"Retry-After": "0"})
         return web.json_response({"metadata": {"name": "x", "namespace": "ns"}})
 
     def writes(self) -> list[tuple[str, str]]:
@@ -222,5 +229,82 @@ async def test_a_second_permit_is_consulted_beside_leadership(server: Server) ->
         with pytest.raises(kube.NotLeader):
             await client.create(kube.CONFIGMAPS, mine)
         assert server.writes() == [("POST", "/api/v1/namespaces/mine/configmaps")]
+    finally:
+        await client.close()
+
+
+async def test_a_throttled_write_is_not_sent_again_once_the_lease_lapsed(
+        server: Server) -> None:
+    """A write answered 429 (Retry-After) is retried by the client; the lease lapses
+    while the throttled answer is on its way. The retry must be refused, not sent: the
+    server sees the one attempt it throttled."""
+    clock = Clock()
+    client = fenced(server.url, clock)
+
+    def lapse() -> None:
+        clock.now = DEADLINE + 2.0  # while the throttled answer travels
+
+    server.throttle = lapse
+    try:
+        with pytest.raises(kube.NotLeader, match=r"not sent.*2\.0s late"):
+            await client.create(kube.CONFIGMAPS, body())
+        assert server.writes() == [("POST", "/api/v1/namespaces/ns/configmaps")]
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("verb", ["create", "delete"])
+async def test_a_pause_between_the_last_check_and_the_socket_is_reported(
+        server: Server, verb: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The window no client can close: the process is paused after the last clock
+    reading allowed the write and before its bytes reach the socket, and resumes past
+    the lease. The write goes out (it was past every check); the client says so, naming
+    the write, so a late write is never silent: with a body (the pause as the body is
+    written) and without one (as the headers are)."""
+    clock = Clock()
+    trace = aiohttp.TraceConfig()
+
+    async def pause(session: aiohttp.ClientSession, context: types.SimpleNamespace,
+                    params: Any) -> None:
+        if params.method != "GET":
+            clock.now = DEADLINE + 10.0
+
+    (trace.on_request_chunk_sent if verb == "create" else
+     trace.on_request_headers_sent).append(pause)
+    client = kube.ClusterClient(kubeconfig.Context(name="hub", server=server.url),
+                                trace_configs=[trace])
+    fence = kube.Fence(clock)
+    fence.extend(DEADLINE)
+    client.fence = fence
+    try:
+        with caplog.at_level("WARNING", logger="federation.client"):
+            if verb == "create":
+                await client.create(kube.CONFIGMAPS, body())
+            else:
+                await client.delete(kube.CONFIGMAPS, "x", "ns")
+            await settle()
+        method, path = (("POST", "/api/v1/namespaces/ns/configmaps") if verb == "create"
+                        else ("DELETE", "/api/v1/namespaces/ns/configmaps/x"))
+        assert server.writes() == [(method, path)]
+        late = [r.getMessage() for r in caplog.records if kube.SENT_LATE in r.getMessage()]
+        assert late == [f"hub: {method} {path} {kube.SENT_LATE} (the process was paused "
+                        "after its last check, before or after the socket write; "
+                        "docs/runtime.md, 'Leader election')"]
+    finally:
+        await client.close()
+
+
+async def test_writes_sent_within_the_lease_report_nothing_late(
+        server: Server, caplog: pytest.LogCaptureFixture) -> None:
+    """The second look after the socket is silent for writes sent in time."""
+    clock = Clock()
+    client = fenced(server.url, clock)
+    try:
+        with caplog.at_level("WARNING", logger="federation.client"):
+            await client.create(kube.CONFIGMAPS, body())
+            await client.delete(kube.CONFIGMAPS, "x", "ns")
+            await settle()
+        assert not [r for r in caplog.records if kube.SENT_LATE in r.getMessage()]
+        assert len(server.writes()) == 2
     finally:
         await client.close()

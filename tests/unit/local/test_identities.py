@@ -94,3 +94,54 @@ def test_up_pull_gives_the_control_plane_no_kubeconfig_for_the_pulled_member(
         target.set_pull(["member7"])
     target.down()
     assert not target.agent_kubeconfig("member2").exists()
+
+
+def test_in_cluster_the_pull_agent_is_its_deployments_pod_and_join_applies_its_manifests(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the control plane in-cluster, a pull member's agent is the pod runner of its
+    shipped Deployment in the member (start/stop-agent start and stop that runner, no host
+    process), and the member is joined by `fedctl join --mode pull --apply-agent` with the
+    member's admin context and the work server's address; clear_pull gives the control
+    plane its kubeconfig of every member back."""
+    from federation.local import pods
+
+    target = fleet.Fleet(tmp_path / "state", tmp_path / "kubeconfigs" / "local.yaml")
+    config = target._plan(2, None, None)
+    config.in_cluster = True
+    target._save(config)
+    target.ensure_control_plane_identity()
+    config = target.set_pull(["member2"])
+    assert fleet.FleetConfig.from_json(config.to_json()).in_cluster
+    calls: list[tuple[str, ...]] = []
+
+    def start(state: Path, kubeconfig: Path, cluster: str, namespace: str, name: str,
+              **_: object) -> Path:
+        calls.append(("start", cluster, namespace, name))
+        return state
+
+    def stop(state: Path, cluster: str, namespace: str, name: str) -> bool:
+        calls.append(("stop", cluster, namespace, name))
+        return True
+
+    ran: list[tuple[str, ...]] = []
+
+    def fedctl(*args: str, progress: object) -> None:
+        ran.append(args)
+
+    monkeypatch.setattr(pods, "start", start)
+    monkeypatch.setattr(pods, "stop", stop)
+    monkeypatch.setattr(target, "_fedctl", fedctl)
+    target.start_agent("member2")
+    assert target.stop_agent("member2")
+    assert calls == [("start", "member2", *target.AGENT), ("stop", "member2", *target.AGENT)]
+    assert not target.agent_pid_file("member2").exists()
+    target.join_pull_with_agent("member2", lambda _: None)
+    args = ran[0]
+    assert args[:4] == ("join", "member2", "--mode", "pull") and "--apply-agent" in args
+    assert args[args.index("--context") + 1] == "member2"
+    assert args[args.index("--hub-address") + 1] == f"127.0.0.1:{config.work_port}"
+    assert "--out-dir" not in args
+    target.clear_pull()
+    plane = yaml.safe_load(target.control_plane_kubeconfig.read_text())
+    assert [c["name"] for c in plane["contexts"]] == ["hub", "member1", "member2"]
+    target.down()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from federation.deploy import manifests
-from federation.local import pods, podspec
+from federation.local import fleet, pods, podspec
 
 IMAGE = manifests.IMAGE
 
@@ -44,6 +44,12 @@ def server_defaults(deployment: dict[str, Any]) -> dict[str, Any]:
 def test_image_is_the_deploy_packages() -> None:
     """The runner's image name is the one the manifests ship (it may not import deploy)."""
     assert pods.IMAGE == manifests.IMAGE
+
+
+def test_the_fleets_deployment_names_are_the_deploy_packages() -> None:
+    """The fleet runs the pods of the Deployments the manifests ship, by name."""
+    assert fleet.Fleet.AGENT == (manifests.AGENT_NAMESPACE, manifests.AGENT_NAME)
+    assert (manifests.Options().rbac.namespace, manifests.NAME) == fleet.Fleet.CONTROL_PLANE
 
 
 def test_the_shipped_manager_deployment_plans_as_served() -> None:
