@@ -193,14 +193,18 @@ class Evaluator:
         self.imports = imports
         self.template = template
         self.depth = 0
+        self.max_depth = meter.budget.depth
+        self.max_steps = meter.budget.steps
 
     # -- depth
 
-    def enter(self, pos: str) -> None:
+    def enter(self, where: Any) -> None:
+        """One level deeper; ``where`` (a position or a path) is formatted only on error."""
         self.depth += 1
-        if self.depth > self.meter.budget.depth:
-            raise CueError(f"{self.template}:{pos}: evaluation depth budget of "
-                           f"{self.meter.budget.depth} exceeded")
+        if self.depth > self.max_depth:
+            text = where if isinstance(where, str) else path_text(where)
+            raise CueError(f"{self.template}:{text}: evaluation depth budget of "
+                           f"{self.max_depth} exceeded")
 
     def leave(self) -> None:
         self.depth -= 1
@@ -209,22 +213,18 @@ class Evaluator:
 
     def gather(self, vertex: Vertex) -> Vertex:
         """The vertex's arcs, items and scalar, gathered once; follows forwards."""
-        vertex = vertex.target()
-        if vertex.state == DONE:
-            return vertex
-        if vertex.state == GATHERING:
+        while vertex.forward is not None:
+            vertex = vertex.forward
+        if vertex.state != NEW:
             return vertex
         vertex.state = GATHERING
-        self.enter(path_text(vertex.path))
+        self.enter(vertex.path)
         try:
-            self.gather_conjuncts(vertex)
+            gathering.gather(self, vertex)
         finally:
-            self.leave()
+            self.depth -= 1
         vertex.state = DONE
         return vertex.target()
-
-    def gather_conjuncts(self, vertex: Vertex) -> None:
-        gathering.gather(self, vertex)
 
     def value(self, vertex: Vertex) -> Any:
         """The vertex as a value: itself for a struct or list, else its scalar."""
@@ -257,12 +257,18 @@ class Evaluator:
 
     def eval(self, node: Any, env: Env | None) -> Any:
         """A node's value: a scalar, a :class:`Bottom`, or a (gathered) :class:`Vertex`."""
-        self.meter.tick()
-        self.enter(getattr(node, "pos", "?"))
+        meter = self.meter
+        meter.steps += 1
+        if meter.steps > self.max_steps:
+            meter.tick(0)  # raises the step budget's error
+        self.enter(getattr(node, "pos", "?") if self.depth >= self.max_depth else "")
         try:
-            return expressions.evaluate(self, node, env)
+            handler = expressions.HANDLERS.get(type(node))
+            if handler is None:
+                return expressions.evaluate(self, node, env)
+            return handler(self, node, env)
         finally:
-            self.leave()
+            self.depth -= 1
 
     def concrete(self, node: Any, env: Env | None) -> Any:
         """A node's value with defaults chosen, as a vertex or a scalar."""
