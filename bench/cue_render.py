@@ -3,8 +3,8 @@
 Run: ``python bench/cue_render.py [MIRROR]`` (MIRROR: a bare git directory of
 kubevela/kubevela, default the ``fetch`` tool's ``/work/.mirror/kubevela+kubevela/repo``).
 Each template is parsed once (as a definition would be cached) and exported repeatedly
-with a typical parameter; times are this process's CPU time (the machine may be shared); the CUE-in-WebAssembly builds measured in docs/applications.md
-take about 0.5 s per render.
+with a typical parameter; times are this process's CPU time (the machine may be shared).
+The CUE-in-WebAssembly builds measured in docs/applications.md take about 0.5 s a render.
 """
 
 from __future__ import annotations
