@@ -181,7 +181,7 @@ def path_text(path: tuple[str | int, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            out += ("." if out else "") + s.display(part)
     return out or "value"
 
 
@@ -244,13 +244,13 @@ class Evaluator:
             return vertex.err
         if vertex.kind != "struct":
             if vertex.kind == "top":
-                return Bottom(f"field {name!r} not found", incomplete=True)
-            return Bottom(f"field {name!r} selected from a {vertex.kind_name}")
+                return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} selected from a {vertex.kind_name}")
         child = vertex.arcs.get(name)
         if child is None:
-            return Bottom(f"field {name!r} not found", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
         if not child.regular:
-            return Bottom(f"field {name!r} not found (optional, not set)", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", incomplete=True)
         return child
 
     # -- expressions
@@ -314,9 +314,9 @@ class Evaluator:
         if arc is None and vertex.state != GATHERING:
             return self.arc(vertex, name)
         if arc is None:
-            return Bottom(f"field {name!r} not found", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
         if not arc.regular:
-            return Bottom(f"field {name!r} not found (optional, not set)", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", incomplete=True)
         return arc
 
     # -- walking a gathered struct or list
@@ -325,7 +325,7 @@ class Evaluator:
         """Regular, exported fields in declaration order."""
         for name, child in list(vertex.arcs.items()):
             if child.regular and not name.startswith(("_", "#")):
-                yield name, child
+                yield s.display(name), child
 
 
 def lets_of(lit: s.StructLit | None) -> dict[str, s.Node]:

@@ -155,6 +155,7 @@ def add_data(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, key: Key) -> Non
         vertex.saw_lit = True
         for index, (name, item) in enumerate(data.items()):
             ev.meter.tick()
+            name = s.quoted_key(name)
             child = vertex.arcs.get(name)
             if child is None:
                 child = Vertex((*vertex.path, name))
@@ -223,7 +224,7 @@ def merge_vertex(ev: Evaluator, vertex: Vertex, other: Vertex, group: Any, key: 
 
 
 def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | None,
-                      group: Any, key: Key) -> None:
+                      group: Any, at: Key) -> None:
     assert decl.label.expr is not None
     label = ev.concrete(decl.label.expr, env)
     if isinstance(label, Bottom):
@@ -232,16 +233,17 @@ def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | N
     if not (isinstance(label, Atom) and isinstance(label.value, str)):
         vertex.err = Bottom(f"{decl.pos}: a dynamic label must be a string, not {describe(label)}")
         return
+    key = s.quoted_key(label.value)
     if len(label.value) > 10_000:
         vertex.err = Bottom(f"{decl.pos}: dynamic label too long")
         return
-    if vertex.arcs.get(label.value) is not None and vertex.arcs[label.value].state != 0:
+    if vertex.arcs.get(key) is not None and vertex.arcs[key].state != 0:
         vertex.err = Bottom(f"{decl.pos}: field {label.value!r} declared after its use")
         return
     assert env is not None
-    add_field(vertex, label.value, decl, env, group, key)
+    add_field(vertex, key, decl, env, group, at)
     if group is not None:
-        vertex.closed.setdefault(group, Allowed()).labels.add(label.value)
+        vertex.closed.setdefault(group, Allowed()).labels.add(key)
 
 
 def comprehension_envs(ev: Evaluator, vertex: Vertex, clauses: tuple[s.Node, ...], i: int,
