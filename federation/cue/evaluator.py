@@ -250,7 +250,7 @@ class Evaluator:
         if child is None:
             return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
         if not child.regular:
-            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", True)
         return child
 
     # -- expressions
@@ -316,7 +316,7 @@ class Evaluator:
         if arc is None:
             return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
         if not arc.regular:
-            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", True)
         return arc
 
     # -- walking a gathered struct or list

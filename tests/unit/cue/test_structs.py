@@ -92,6 +92,7 @@ def test_quoted_labels_and_data_keys_that_look_hidden_are_regular_fields() -> No
 
 
 def test_a_fill_cannot_reach_a_hidden_field_or_a_definition_of_the_template() -> None:
-    source = 'parameter: {_fixed: "template", #D: {a: 1}}\nout: [parameter._fixed, parameter.#D.a]\n'
+    source = ('parameter: {_fixed: "template", #D: {a: 1}}\n'
+              "out: [parameter._fixed, parameter.#D.a]\n")
     assert run(source, fill={"parameter": {"_fixed": "tenant", "#D": {"a": 2}}},
                fields=["out"]) == {"out": ["template", 1]}
