@@ -96,11 +96,8 @@ def make_list(ev: Any, items: list[Any]) -> Any:
 
 
 def number_text(value: Any) -> str:
-    if isinstance(value, float):
-        if value == int(value) and abs(value) < 1e21:
-            return repr(value).rstrip("0").rstrip(".") if "e" not in repr(value) else repr(value)
-        return repr(value)
-    return str(value)
+    """A number in an interpolation: an int as digits, a float as CUE prints it (``2.0``)."""
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 REGISTRY: dict[str, dict[str, Builtin]] = {}

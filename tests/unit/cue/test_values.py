@@ -110,3 +110,30 @@ def test_reference_cycles_are_errors_not_hangs() -> None:
                    "a: [for x in a {x}]\n"):
         with pytest.raises(CueError):
             run(source)
+
+
+def test_interpolation_formats_each_kind() -> None:
+    assert run('a: "\\(1) \\(2.0) \\(0.5) \\(true) \\(null == null) \\("s")"\n') == {
+        "a": "1 2.0 0.5 true true s"}
+    with pytest.raises(CueError, match="interpolation"):
+        run('a: "\\({x: 1})"\n')
+
+
+def test_a_health_policy_in_kubevelas_style() -> None:
+    """Status snippets read the live object through context.output, defaults filling gaps."""
+    source = (
+        "ready: {replicas: *0 | int} & {\n"
+        "\tif context.output.status.readyReplicas != _|_ {\n"
+        "\t\treplicas: context.output.status.readyReplicas\n\t}\n"
+        "}\n"
+        "_healthy: context.output.spec.replicas == ready.replicas\n"
+        "isHealth: *_healthy | bool\n"
+        "if context.output.metadata.annotations[\"skip\"] != _|_ {isHealth: true}\n"
+        'message: "Ready:\\(ready.replicas)/\\(context.output.spec.replicas)"\n'
+    )
+    live = {"spec": {"replicas": 2}, "status": {}, "metadata": {}}
+    assert run(source, fill={"context": {"output": live}}, fields=["isHealth", "message"]) == {
+        "isHealth": False, "message": "Ready:0/2"}
+    live["metadata"] = {"annotations": {"skip": "1"}}
+    assert run(source, fill={"context": {"output": live}}, fields=["isHealth"]) == {
+        "isHealth": True}
