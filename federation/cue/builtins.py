@@ -11,12 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
 from federation.cue.errors import CueError
-from federation.cue.values import Atom, Bottom, Constraint, Disj, disjunction, kind_of
+from federation.cue.values import Atom, Bottom, disjunction
 
 PACKAGES = frozenset({"strings", "strconv", "list", "math", "struct", "regexp", "path",
                       "encoding/json", "encoding/base64", "encoding/yaml"})
@@ -292,5 +291,3 @@ def yaml_marshal(ev: Any, value: Any) -> str:
     ev.meter.size(len(text))
     return str(text)
 
-
-__all__ = ["PACKAGES", "Builtin", "Constraint", "Disj", "Package", "kind_of", "math"]

@@ -37,9 +37,6 @@ from federation.cue.values import (
     Disj,
     Top,
     default_of,
-    describe,
-    disjunction,
-    meet_scalars,
 )
 
 NEW, GATHERING, DONE = 0, 1, 2
@@ -344,5 +341,3 @@ def is_scalar(value: Any) -> bool:
 
 # The evaluator's parts call back into it: imported last, used at call time.
 from federation.cue import expressions, gathering  # noqa: E402
-
-__all__ = ["Bottom", "Evaluator", "Vertex", "describe", "disjunction", "meet_scalars"]

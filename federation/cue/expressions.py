@@ -30,12 +30,8 @@ def evaluate(ev: Evaluator, node: Any, env: Env | None) -> Any:
     if handler is None:
         if isinstance(node, (Vertex, Atom | Constraint | Disj | Top | Bottom)):
             return node
-        raise CueError_(node)
+        raise AssertionError(f"cannot evaluate {type(node).__name__}")  # our bug, not input
     return handler(ev, node, env)
-
-
-def CueError_(node: Any) -> Exception:
-    return AssertionError(f"cannot evaluate {type(node).__name__}")
 
 
 def eval_lit(ev: Evaluator, node: s.Lit, env: Env | None) -> Any:

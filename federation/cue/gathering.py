@@ -25,11 +25,9 @@ from federation.cue.evaluator import (
     is_scalar,
     path_text,
 )
-from federation.cue.values import TOP, Atom, Bottom, Disj, Top, describe, located, meet_scalars
+from federation.cue.values import Atom, Bottom, Disj, describe, located, meet_scalars
 
 Key = tuple[int, ...]
-EXPRESSION_LIKE = (s.Ident, s.Select, s.Index, s.Call, s.Binary, s.Unary, s.Disjunction,
-                   s.Interp, s.BottomLit)
 
 
 def gather(ev: Evaluator, vertex: Vertex) -> None:
@@ -303,5 +301,3 @@ def finish(ev: Evaluator, vertex: Vertex) -> None:
 
     finishing.finish(ev, vertex)
 
-
-__all__ = ["TOP", "Top", "add_conjunct", "comprehension_envs", "gather"]
