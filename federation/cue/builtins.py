@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +49,9 @@ class Builtin:
             return Bottom(f"{pos}: {self.name}: {err}", incomplete=True)
         except BuiltinError as err:
             return Bottom(f"{pos}: {self.name}: {err}")
-        except (TypeError, ValueError, OverflowError, IndexError) as err:
+        except OverflowError:
+            return Bottom(f"{pos}: {self.name}: number out of range")
+        except (TypeError, ValueError, IndexError) as err:
             if isinstance(err, CueError):
                 raise
             return Bottom(f"{pos}: {self.name}: invalid argument ({type(err).__name__})")
@@ -77,6 +80,8 @@ def to_value(ev: Any, result: Any) -> Any:
     if isinstance(result, dict | list):
         ev.meter.items(len(result))
         return make_data(ev, result)
+    if isinstance(result, float) and not math.isfinite(result):
+        return Bottom("number out of range")
     if result is None or isinstance(result, bool | int | float | str | bytes):
         return Atom(result)
     return result  # already a value (a vertex, a constraint, a bottom)

@@ -137,3 +137,12 @@ def test_a_health_policy_in_kubevelas_style() -> None:
     live["metadata"] = {"annotations": {"skip": "1"}}
     assert run(source, fill={"context": {"output": live}}, fields=["isHealth"]) == {
         "isHealth": True}
+
+
+def test_numbers_out_of_range_are_errors() -> None:
+    big = "1" + "0" * 300
+    for source in (f"a: {big}.0 * {big}.0\n", f"a: {big} * {big} * {big} * {big} * {big}\n",
+                   f"a: {big} * {big} * {big} * {big} / 3\n",
+                   'import "math"\na: math.Pow(10, 400)\n'):
+        with pytest.raises(CueError, match=r"^template: a: .*(range|large)"):
+            run(source)
