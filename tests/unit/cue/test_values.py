@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from federation.cue import CueError
@@ -131,7 +133,7 @@ def test_a_health_policy_in_kubevelas_style() -> None:
         "if context.output.metadata.annotations[\"skip\"] != _|_ {isHealth: true}\n"
         'message: "Ready:\\(ready.replicas)/\\(context.output.spec.replicas)"\n'
     )
-    live = {"spec": {"replicas": 2}, "status": {}, "metadata": {}}
+    live: dict[str, Any] = {"spec": {"replicas": 2}, "status": {}, "metadata": {}}
     assert run(source, fill={"context": {"output": live}}, fields=["isHealth", "message"]) == {
         "isHealth": False, "message": "Ready:0/2"}
     live["metadata"] = {"annotations": {"skip": "1"}}
