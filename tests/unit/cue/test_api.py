@@ -118,5 +118,5 @@ def test_expressions_as_workflow_steps_write_them() -> None:
     assert evaluate_expression("{x: inputs.names[0]}", scope) == {"x": "a"}
     assert evaluate_expression("strings", {"strings": 1}) == 1
     for bad in ("status.missing.phase", "inputs.names[5]", "output.value +", "vela.op"):
-        with pytest.raises(CueError, match="^expression"):
+        with pytest.raises(CueError, match=r"^expression"):
             evaluate_expression(bad, scope)
