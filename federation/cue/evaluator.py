@@ -22,6 +22,7 @@ closed group that contributed to it. Every step is charged to the :class:`Meter`
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -141,7 +142,7 @@ class Vertex:
     def reset(self) -> None:
         self.arcs: dict[str, Vertex] = {}
         self.closed: dict[Any, Allowed] = {}
-        self.deferred: list[tuple[str, Any, Env | None, Any, tuple[int, ...]]] = []
+        self.deferred: deque[tuple[str, Any, Env | None, Any, tuple[int, ...]]] = deque()
         self.embedded = False  # a scalar came from an embedding (``{ if c { 1 } }``)
         self.err: Bottom | None = None
         self.forward: Vertex | None = None

@@ -41,7 +41,7 @@ def gather(ev: Evaluator, vertex: Vertex) -> None:
 
 def run_all_deferred(ev: Evaluator, vertex: Vertex) -> None:
     while vertex.deferred and vertex.err is None:
-        kind, node, env, group, key = vertex.deferred.pop(0)
+        kind, node, env, group, key = vertex.deferred.popleft()
         run_deferred(ev, vertex, kind, node, env, group, key)
 
 
@@ -91,6 +91,7 @@ def add_conjunct(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, key: Key) ->
 
 def add_struct_lit(ev: Evaluator, vertex: Vertex, lit: s.StructLit, env: Env | None,
                    group: Any, key: Key) -> None:
+    ev.meter.tick(2 + len(lit.decls))  # the frame, the source and each declaration
     vertex.sources.append(Conjunct(lit, env, group))
     vertex.saw_lit = True
     frame = Env(env, lit, vertex)
@@ -248,6 +249,7 @@ def comprehension_envs(ev: Evaluator, vertex: Vertex, clauses: tuple[s.Node, ...
                        env: Env | None) -> Iterator[Env | None]:
     if vertex.err is not None:
         return
+    ev.meter.tick()
     if i == len(clauses):
         yield env
         return
