@@ -1,6 +1,7 @@
 """Fidelity of ``federation.cue`` against the real CUE, on KubeVela's own definitions.
 
-Run: ``python bench/cue_oracle.py MIRROR [CORPUS_MIRROR...] [--cache DIR] [--per-type N]``,
+Run: ``python bench/cue_oracle.py MIRROR [CORPUS_MIRROR...] [--addons CATALOG] [--cache DIR]
+[--per-type N]``,
 where MIRROR is a bare git directory of kubevela/kubevela (the ``fetch`` tool's
 ``/work/.mirror/kubevela+kubevela/repo``) and the optional CORPUS_MIRRORs are where real
 Applications are read from (as ``bench/vela_corpus.py`` reads them; kubevela itself,
@@ -116,6 +117,22 @@ def definitions(mirror: Path) -> Iterator[tuple[str, str, str]]:
             text = git(mirror, "show", f"HEAD:{path}")
             name = re.search(r'^"?([\w.-]+)"?:\s*\{', text, re.M)
             yield kind, name.group(1) if name else path, template_of(text)
+
+
+def addon_definitions(catalog: Path) -> Iterator[tuple[str, str, str]]:
+    """(kind, name, template) of the addon catalog's component/trait/policy definitions."""
+    for path in git(catalog, "ls-tree", "-r", "--name-only", "HEAD", "addons").split():
+        if not re.fullmatch(r"addons/[^/]+/definitions/[^/]+\.cue", path):
+            continue
+        text = git(catalog, "show", f"HEAD:{path}")
+        head = text.split("\ntemplate:", 1)[0]
+        kind = re.search(r'^\s*type:\s*"(\w+)"', head, re.M)
+        name = re.search(r'^"?([\w.-]+)"?:\s*\{', text, re.M)
+        if kind and kind.group(1) in KINDS and name:
+            try:
+                yield kind.group(1), name.group(1), template_of(text)
+            except ValueError:
+                continue
 
 
 def template_of(text: str) -> str:
@@ -295,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         default=Path.home() / ".cache" / "federation" / "cue-oracle")
     parser.add_argument("--per-type", type=int, default=8)
     parser.add_argument("--all", action="store_true", help="print agreements too")
+    parser.add_argument("--addons", type=Path, help="the addon catalog's mirror: its "
+                        "definitions too (kubevela+catalog)")
     args = parser.parse_args(argv)
     corpus = corpus_properties([args.mirror, *args.corpus] if args.corpus else [])
     oracle = Oracle(args.cache)
@@ -302,7 +321,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     times: list[float] = []
     outcomes: dict[str, int] = {}
     try:
-        for kind, name, template in definitions(args.mirror):
+        every = list(definitions(args.mirror))
+        if args.addons is not None:
+            every += list(addon_definitions(args.addons))
+        for kind, name, template in every:
             for label, params in samples(kind, name, corpus, args.per_type):
                 ok, line, elapsed = compare(oracle, kind, name, template, label, params)
                 outcome = line.rsplit("]: ", 1)[1].split(" at ")[0].split(":")[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from federation.cue import regex
@@ -56,19 +57,33 @@ def compare(op: str, left: Atom, right: Atom, pos: str) -> Any:
 
 
 def numeric(op: str, a: Any, b: Any, ints: bool, pos: str) -> Any:
+    try:
+        result = arithmetic(op, a, b, ints)
+    except OverflowError:
+        return Bottom(f"{pos}: number out of range")
+    except ZeroDivisionError:
+        return Bottom(f"{pos}: division by zero")
+    if result is None:
+        return Bottom(f"{pos}: invalid operator {op} on numbers")
+    if isinstance(result, float) and not math.isfinite(result):
+        return Bottom(f"{pos}: number out of range")
+    if isinstance(result, int) and result.bit_length() > 4096:
+        return Bottom(f"{pos}: integer too large")
+    return Atom(result)
+
+
+def arithmetic(op: str, a: Any, b: Any, ints: bool) -> Any:
     if op == "+":
-        return Atom(a + b)
+        return a + b
     if op == "-":
-        return Atom(a - b)
+        return a - b
     if op == "*":
         if ints and (abs(a).bit_length() + abs(b).bit_length()) > 4096:
-            return Bottom(f"{pos}: integer too large")
-        return Atom(a * b)
+            raise OverflowError
+        return a * b
     if op == "/":
-        if b == 0:
-            return Bottom(f"{pos}: division by zero")
-        return Atom(float(a) / float(b))
-    return Bottom(f"{pos}: invalid operator {op} on numbers")
+        return float(a) / float(b)
+    return None
 
 
 def concatenate(ev: Evaluator, op: str, left: Atom, right: Atom, pos: str) -> Any:

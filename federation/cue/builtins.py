@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from federation.cue.errors import CueError
-from federation.cue.values import Atom, Bottom, Constraint, Disj, disjunction, kind_of
+from federation.cue.values import Atom, Bottom, disjunction
 
 PACKAGES = frozenset({"strings", "strconv", "list", "math", "struct", "regexp", "path",
                       "encoding/json", "encoding/base64", "encoding/yaml"})
@@ -49,7 +49,9 @@ class Builtin:
             return Bottom(f"{pos}: {self.name}: {err}", incomplete=True)
         except BuiltinError as err:
             return Bottom(f"{pos}: {self.name}: {err}")
-        except (TypeError, ValueError, OverflowError, IndexError) as err:
+        except OverflowError:
+            return Bottom(f"{pos}: {self.name}: number out of range")
+        except (TypeError, ValueError, IndexError) as err:
             if isinstance(err, CueError):
                 raise
             return Bottom(f"{pos}: {self.name}: invalid argument ({type(err).__name__})")
@@ -78,6 +80,8 @@ def to_value(ev: Any, result: Any) -> Any:
     if isinstance(result, dict | list):
         ev.meter.items(len(result))
         return make_data(ev, result)
+    if isinstance(result, float) and not math.isfinite(result):
+        return Bottom("number out of range")
     if result is None or isinstance(result, bool | int | float | str | bytes):
         return Atom(result)
     return result  # already a value (a vertex, a constraint, a bottom)
@@ -96,11 +100,8 @@ def make_list(ev: Any, items: list[Any]) -> Any:
 
 
 def number_text(value: Any) -> str:
-    if isinstance(value, float):
-        if value == int(value) and abs(value) < 1e21:
-            return repr(value).rstrip("0").rstrip(".") if "e" not in repr(value) else repr(value)
-        return repr(value)
-    return str(value)
+    """A number in an interpolation: an int as digits, a float as CUE prints it (``2.0``)."""
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 REGISTRY: dict[str, dict[str, Builtin]] = {}
@@ -295,5 +296,3 @@ def yaml_marshal(ev: Any, value: Any) -> str:
     ev.meter.size(len(text))
     return str(text)
 
-
-__all__ = ["PACKAGES", "Builtin", "Constraint", "Disj", "Package", "kind_of", "math"]

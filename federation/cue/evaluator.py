@@ -22,6 +22,7 @@ closed group that contributed to it. Every step is charged to the :class:`Meter`
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,9 +38,6 @@ from federation.cue.values import (
     Disj,
     Top,
     default_of,
-    describe,
-    disjunction,
-    meet_scalars,
 )
 
 NEW, GATHERING, DONE = 0, 1, 2
@@ -144,7 +142,7 @@ class Vertex:
     def reset(self) -> None:
         self.arcs: dict[str, Vertex] = {}
         self.closed: dict[Any, Allowed] = {}
-        self.deferred: list[tuple[str, Any, Env | None, Any, tuple[int, ...]]] = []
+        self.deferred: deque[tuple[str, Any, Env | None, Any, tuple[int, ...]]] = deque()
         self.embedded = False  # a scalar came from an embedding (``{ if c { 1 } }``)
         self.err: Bottom | None = None
         self.forward: Vertex | None = None
@@ -181,7 +179,7 @@ def path_text(path: tuple[str | int, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + part
+            out += ("." if out else "") + s.display(part)
     return out or "value"
 
 
@@ -193,14 +191,18 @@ class Evaluator:
         self.imports = imports
         self.template = template
         self.depth = 0
+        self.max_depth = meter.budget.depth
+        self.max_steps = meter.budget.steps
 
     # -- depth
 
-    def enter(self, pos: str) -> None:
+    def enter(self, where: Any) -> None:
+        """One level deeper; ``where`` (a position or a path) is formatted only on error."""
         self.depth += 1
-        if self.depth > self.meter.budget.depth:
-            raise CueError(f"{self.template}:{pos}: evaluation depth budget of "
-                           f"{self.meter.budget.depth} exceeded")
+        if self.depth > self.max_depth:
+            text = where if isinstance(where, str) else path_text(where)
+            raise CueError(f"{self.template}:{text}: evaluation depth budget of "
+                           f"{self.max_depth} exceeded")
 
     def leave(self) -> None:
         self.depth -= 1
@@ -209,22 +211,18 @@ class Evaluator:
 
     def gather(self, vertex: Vertex) -> Vertex:
         """The vertex's arcs, items and scalar, gathered once; follows forwards."""
-        vertex = vertex.target()
-        if vertex.state == DONE:
-            return vertex
-        if vertex.state == GATHERING:
+        while vertex.forward is not None:
+            vertex = vertex.forward
+        if vertex.state != NEW:
             return vertex
         vertex.state = GATHERING
-        self.enter(path_text(vertex.path))
+        self.enter(vertex.path)
         try:
-            self.gather_conjuncts(vertex)
+            gathering.gather(self, vertex)
         finally:
-            self.leave()
+            self.depth -= 1
         vertex.state = DONE
         return vertex.target()
-
-    def gather_conjuncts(self, vertex: Vertex) -> None:
-        gathering.gather(self, vertex)
 
     def value(self, vertex: Vertex) -> Any:
         """The vertex as a value: itself for a struct or list, else its scalar."""
@@ -244,25 +242,31 @@ class Evaluator:
             return vertex.err
         if vertex.kind != "struct":
             if vertex.kind == "top":
-                return Bottom(f"field {name!r} not found", incomplete=True)
-            return Bottom(f"field {name!r} selected from a {vertex.kind_name}")
+                return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} selected from a {vertex.kind_name}")
         child = vertex.arcs.get(name)
         if child is None:
-            return Bottom(f"field {name!r} not found", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
         if not child.regular:
-            return Bottom(f"field {name!r} not found (optional, not set)", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", True)
         return child
 
     # -- expressions
 
     def eval(self, node: Any, env: Env | None) -> Any:
         """A node's value: a scalar, a :class:`Bottom`, or a (gathered) :class:`Vertex`."""
-        self.meter.tick()
-        self.enter(getattr(node, "pos", "?"))
+        meter = self.meter
+        meter.steps += 1
+        if meter.steps > self.max_steps:
+            meter.tick(0)  # raises the step budget's error
+        self.enter(getattr(node, "pos", "?") if self.depth >= self.max_depth else "")
         try:
-            return expressions.evaluate(self, node, env)
+            handler = expressions.HANDLERS.get(type(node))
+            if handler is None:
+                return expressions.evaluate(self, node, env)
+            return handler(self, node, env)
         finally:
-            self.leave()
+            self.depth -= 1
 
     def concrete(self, node: Any, env: Env | None) -> Any:
         """A node's value with defaults chosen, as a vertex or a scalar."""
@@ -308,9 +312,9 @@ class Evaluator:
         if arc is None and vertex.state != GATHERING:
             return self.arc(vertex, name)
         if arc is None:
-            return Bottom(f"field {name!r} not found", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found", incomplete=True)
         if not arc.regular:
-            return Bottom(f"field {name!r} not found (optional, not set)", incomplete=True)
+            return Bottom(f"field {s.display(name)!r} not found (optional, not set)", True)
         return arc
 
     # -- walking a gathered struct or list
@@ -319,7 +323,7 @@ class Evaluator:
         """Regular, exported fields in declaration order."""
         for name, child in list(vertex.arcs.items()):
             if child.regular and not name.startswith(("_", "#")):
-                yield name, child
+                yield s.display(name), child
 
 
 def lets_of(lit: s.StructLit | None) -> dict[str, s.Node]:
@@ -338,5 +342,3 @@ def is_scalar(value: Any) -> bool:
 
 # The evaluator's parts call back into it: imported last, used at call time.
 from federation.cue import expressions, gathering  # noqa: E402
-
-__all__ = ["Bottom", "Evaluator", "Vertex", "describe", "disjunction", "meet_scalars"]

@@ -47,8 +47,9 @@ class Template:
     imports: tuple[tuple[str, str], ...]
 
 
-def parse(source: str, *, name: str = "template") -> Template:
-    budget = DEFAULT_BUDGET
+def parse(source: str, *, name: str = "template", budget: Budget = DEFAULT_BUDGET) -> Template:
+    """The template of ``source`` (``name`` prefixes every error about it); the budget's
+    ``source_bytes`` and ``depth`` apply."""
     if len(source) > budget.source_bytes:
         raise CueError(f"{name}: template larger than {budget.source_bytes} bytes")
     try:

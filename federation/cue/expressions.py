@@ -30,12 +30,8 @@ def evaluate(ev: Evaluator, node: Any, env: Env | None) -> Any:
     if handler is None:
         if isinstance(node, (Vertex, Atom | Constraint | Disj | Top | Bottom)):
             return node
-        raise CueError_(node)
+        raise AssertionError(f"cannot evaluate {type(node).__name__}")  # our bug, not input
     return handler(ev, node, env)
-
-
-def CueError_(node: Any) -> Exception:
-    return AssertionError(f"cannot evaluate {type(node).__name__}")
 
 
 def eval_lit(ev: Evaluator, node: s.Lit, env: Env | None) -> Any:
@@ -71,8 +67,8 @@ def select(ev: Evaluator, target: Any, name: str, pos: str) -> Any:
             return located(pos, found)
         return found
     if isinstance(target, Top | Constraint | Disj):
-        return Bottom(f"{pos}: field {name!r} selected from a non-concrete value", True)
-    return Bottom(f"{pos}: field {name!r} selected from {describe(target)}")
+        return Bottom(f"{pos}: field {s.display(name)!r} selected from a non-concrete value", True)
+    return Bottom(f"{pos}: field {s.display(name)!r} selected from {describe(target)}")
 
 
 def eval_index(ev: Evaluator, node: s.Index, env: Env | None) -> Any:
@@ -83,7 +79,7 @@ def eval_index(ev: Evaluator, node: s.Index, env: Env | None) -> Any:
     if isinstance(target, Vertex):
         target = ev.gather(target)
         if isinstance(index, Atom) and isinstance(index.value, str):
-            return select(ev, target, index.value, node.pos)
+            return select(ev, target, s.quoted_key(index.value), node.pos)
         if target.kind == "list" and isinstance(index, Atom) and kind_of(index.value) == "int":
             if 0 <= index.value < len(target.items):
                 return target.items[index.value]

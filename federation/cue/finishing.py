@@ -68,6 +68,7 @@ def check_validators(vertex: Vertex, constraint: Constraint) -> None:
 
 
 def label_matches(ev: Evaluator, pattern: s.Pattern, env: Env, name: str) -> bool:
+    name = s.display(name)
     constraint = ev.eval(pattern.label, env)
     if isinstance(constraint, Vertex):
         return False
@@ -83,10 +84,10 @@ def apply_patterns(ev: Evaluator, vertex: Vertex) -> None:
             if not label_matches(ev, pattern, env, name):
                 continue
             if child.state != 0:
-                vertex.err = Bottom(f"field {name!r} used before its pattern applied")
+                vertex.err = Bottom(f"field {s.display(name)!r} used before its pattern applied")
                 return
             scope = env if pattern.alias is None else Env(
-                env, bindings={pattern.alias: Atom(name)})
+                env, bindings={pattern.alias: Atom(s.display(name))})
             child.add(pattern.value, scope, None if group is None else (group, "[]"))
 
 
@@ -99,7 +100,7 @@ def check_closed(ev: Evaluator, vertex: Vertex) -> None:
                 continue
             if any(label_matches(ev, p, env, name) for p, env in allowed.patterns):
                 continue
-            vertex.err = Bottom(f"field {name!r} not allowed (closed struct)")
+            vertex.err = Bottom(f"field {s.display(name)!r} not allowed (closed struct)")
             return
 
 

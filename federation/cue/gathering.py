@@ -25,11 +25,9 @@ from federation.cue.evaluator import (
     is_scalar,
     path_text,
 )
-from federation.cue.values import TOP, Atom, Bottom, Disj, Top, describe, located, meet_scalars
+from federation.cue.values import Atom, Bottom, Disj, describe, located, meet_scalars
 
 Key = tuple[int, ...]
-EXPRESSION_LIKE = (s.Ident, s.Select, s.Index, s.Call, s.Binary, s.Unary, s.Disjunction,
-                   s.Interp, s.BottomLit)
 
 
 def gather(ev: Evaluator, vertex: Vertex) -> None:
@@ -43,7 +41,7 @@ def gather(ev: Evaluator, vertex: Vertex) -> None:
 
 def run_all_deferred(ev: Evaluator, vertex: Vertex) -> None:
     while vertex.deferred and vertex.err is None:
-        kind, node, env, group, key = vertex.deferred.pop(0)
+        kind, node, env, group, key = vertex.deferred.popleft()
         run_deferred(ev, vertex, kind, node, env, group, key)
 
 
@@ -93,6 +91,7 @@ def add_conjunct(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, key: Key) ->
 
 def add_struct_lit(ev: Evaluator, vertex: Vertex, lit: s.StructLit, env: Env | None,
                    group: Any, key: Key) -> None:
+    ev.meter.tick(2 + len(lit.decls))  # the frame, the source and each declaration
     vertex.sources.append(Conjunct(lit, env, group))
     vertex.saw_lit = True
     frame = Env(env, lit, vertex)
@@ -155,6 +154,7 @@ def add_data(ev: Evaluator, vertex: Vertex, conjunct: Conjunct, key: Key) -> Non
         vertex.saw_lit = True
         for index, (name, item) in enumerate(data.items()):
             ev.meter.tick()
+            name = s.quoted_key(name)
             child = vertex.arcs.get(name)
             if child is None:
                 child = Vertex((*vertex.path, name))
@@ -223,7 +223,7 @@ def merge_vertex(ev: Evaluator, vertex: Vertex, other: Vertex, group: Any, key: 
 
 
 def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | None,
-                      group: Any, key: Key) -> None:
+                      group: Any, at: Key) -> None:
     assert decl.label.expr is not None
     label = ev.concrete(decl.label.expr, env)
     if isinstance(label, Bottom):
@@ -232,22 +232,24 @@ def add_dynamic_field(ev: Evaluator, vertex: Vertex, decl: s.Field, env: Env | N
     if not (isinstance(label, Atom) and isinstance(label.value, str)):
         vertex.err = Bottom(f"{decl.pos}: a dynamic label must be a string, not {describe(label)}")
         return
+    key = s.quoted_key(label.value)
     if len(label.value) > 10_000:
         vertex.err = Bottom(f"{decl.pos}: dynamic label too long")
         return
-    if vertex.arcs.get(label.value) is not None and vertex.arcs[label.value].state != 0:
+    if vertex.arcs.get(key) is not None and vertex.arcs[key].state != 0:
         vertex.err = Bottom(f"{decl.pos}: field {label.value!r} declared after its use")
         return
     assert env is not None
-    add_field(vertex, label.value, decl, env, group, key)
+    add_field(vertex, key, decl, env, group, at)
     if group is not None:
-        vertex.closed.setdefault(group, Allowed()).labels.add(label.value)
+        vertex.closed.setdefault(group, Allowed()).labels.add(key)
 
 
 def comprehension_envs(ev: Evaluator, vertex: Vertex, clauses: tuple[s.Node, ...], i: int,
                        env: Env | None) -> Iterator[Env | None]:
     if vertex.err is not None:
         return
+    ev.meter.tick()
     if i == len(clauses):
         yield env
         return
@@ -301,5 +303,3 @@ def finish(ev: Evaluator, vertex: Vertex) -> None:
 
     finishing.finish(ev, vertex)
 
-
-__all__ = ["TOP", "Top", "add_conjunct", "comprehension_envs", "gather"]

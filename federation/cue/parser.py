@@ -242,7 +242,7 @@ class Parser:
         if token.kind == "string":
             self.take()
             if len(token.value) == 1:
-                return s.Label(token.value[0])
+                return s.Label(s.quoted_key(token.value[0]))
             return s.Label(None, self.interpolation(token))
         if self.is_op("("):
             self.take()

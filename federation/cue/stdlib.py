@@ -20,7 +20,7 @@ from federation.cue.builtins import (
     need_str,
     number_text,
 )
-from federation.cue.values import Atom, Constraint
+from federation.cue.values import Constraint
 
 # -- strings
 
@@ -432,8 +432,6 @@ def replace_all(ev: Any, pattern: str, text: str, repl: str) -> str:
     out.append(text[pos:])
     return "".join(out)
 
-
-__all__ = ["Atom"]
 
 
 # -- path (slash-separated, Go's path package; CUE's optional OS argument must be Unix)

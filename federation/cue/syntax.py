@@ -167,6 +167,20 @@ class File(Node):
     body: StructLit
 
 
+QUOTED = "\x00"
+"""Prefix of a quoted label that looks hidden or like a definition (``"_x"``, ``"#x"``): in
+CUE those are regular fields, distinct from the identifiers ``_x`` and ``#x``."""
+
+
+def quoted_key(name: str) -> str:
+    """The arc key of a quoted label, a data key or a dynamic label."""
+    return QUOTED + name if name.startswith(("_", "#")) else name
+
+
+def display(key: str) -> str:
+    return key[1:] if key.startswith(QUOTED) else key
+
+
 def declared_names(decls: tuple[Node, ...]) -> set[str]:
     names: set[str] = set()
     for decl in decls:

@@ -102,3 +102,21 @@ def test_errors_never_quote_a_parameter_value() -> None:
         for value in fill.values():
             if value not in ("x", "y", "ok", 1):
                 assert str(value) not in message, message
+
+
+def test_expressions_as_workflow_steps_write_them() -> None:
+    """``if:`` conditions and ``valueFrom:`` paths over the step's scope; the standard
+    packages are there without an import, and a scope name shadows a package."""
+    scope = {"status": {"apply": {"phase": "succeeded", "failed": False}},
+             "output": {"value": {"status": {"podIP": "10.0.0.7"}}},
+             "inputs": {"names": ["a", "b"]}}
+    assert evaluate_expression("output.value.status.podIP", scope) == "10.0.0.7"
+    assert evaluate_expression('status.apply.phase != "failed" && !status.apply.failed',
+                               scope) is True
+    assert evaluate_expression('strings.Join(inputs.names, ",")', scope) == "a,b"
+    assert evaluate_expression("len(inputs.names) > 1", scope) is True
+    assert evaluate_expression("{x: inputs.names[0]}", scope) == {"x": "a"}
+    assert evaluate_expression("strings", {"strings": 1}) == 1
+    for bad in ("status.missing.phase", "inputs.names[5]", "output.value +", "vela.op"):
+        with pytest.raises(CueError, match=r"^expression"):
+            evaluate_expression(bad, scope)

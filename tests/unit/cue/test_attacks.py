@@ -100,6 +100,10 @@ def test_regex_constructs_re2_lacks_are_refused() -> None:
 def test_an_oversized_template_is_refused() -> None:
     with pytest.raises(CueError, match="larger than"):
         parse("a: 1\n" * 300_000)
+    with pytest.raises(CueError, match="larger than"):
+        parse("a: 1\n" * 100, budget=Budget(source_bytes=100))
+    with pytest.raises(CueError, match="depth budget of 10"):
+        parse("a: " + "{b: " * 20 + "1" + "}" * 20, budget=Budget(depth=10))
 
 
 def test_an_expression_is_budgeted_too() -> None:

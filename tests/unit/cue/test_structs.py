@@ -82,3 +82,17 @@ def test_lattice_meet_of_schema_fill_and_defaults() -> None:
     fill = {"parameter": {"image": "nginx", "policy": "Never"}}
     assert run(source, fill=fill) == {
         "parameter": {"image": "nginx", "replicas": 1, "policy": "Never"}}
+
+
+def test_quoted_labels_and_data_keys_that_look_hidden_are_regular_fields() -> None:
+    """``"_x"`` and ``"#x"`` are fields in CUE, distinct from the identifiers ``_x``, ``#x``."""
+    source = 'out: {for k, v in parameter {(k): v}}\na: {"_q": 1, "#d": 2, _h: 3}\nb: a["_q"]\n'
+    assert run(source, fill={"parameter": {"_x": "1", "#y": "2"}}, fields=["out", "a", "b"]) == {
+        "out": {"_x": "1", "#y": "2"}, "a": {"_q": 1, "#d": 2}, "b": 1}
+
+
+def test_a_fill_cannot_reach_a_hidden_field_or_a_definition_of_the_template() -> None:
+    source = ('parameter: {_fixed: "template", #D: {a: 1}}\n'
+              "out: [parameter._fixed, parameter.#D.a]\n")
+    assert run(source, fill={"parameter": {"_fixed": "tenant", "#D": {"a": 2}}},
+               fields=["out"]) == {"out": ["template", 1]}

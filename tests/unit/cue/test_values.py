@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from federation.cue import CueError
@@ -109,4 +111,40 @@ def test_reference_cycles_are_errors_not_hangs() -> None:
     for source in ("a: b\nb: a\n", "a: a + 1\n", "a: {x: b.x}\nb: {x: a.x}\n",
                    "a: [for x in a {x}]\n"):
         with pytest.raises(CueError):
+            run(source)
+
+
+def test_interpolation_formats_each_kind() -> None:
+    assert run('a: "\\(1) \\(2.0) \\(0.5) \\(true) \\(null == null) \\("s")"\n') == {
+        "a": "1 2.0 0.5 true true s"}
+    with pytest.raises(CueError, match="interpolation"):
+        run('a: "\\({x: 1})"\n')
+
+
+def test_a_health_policy_in_kubevelas_style() -> None:
+    """Status snippets read the live object through context.output, defaults filling gaps."""
+    source = (
+        "ready: {replicas: *0 | int} & {\n"
+        "\tif context.output.status.readyReplicas != _|_ {\n"
+        "\t\treplicas: context.output.status.readyReplicas\n\t}\n"
+        "}\n"
+        "_healthy: context.output.spec.replicas == ready.replicas\n"
+        "isHealth: *_healthy | bool\n"
+        "if context.output.metadata.annotations[\"skip\"] != _|_ {isHealth: true}\n"
+        'message: "Ready:\\(ready.replicas)/\\(context.output.spec.replicas)"\n'
+    )
+    live: dict[str, Any] = {"spec": {"replicas": 2}, "status": {}, "metadata": {}}
+    assert run(source, fill={"context": {"output": live}}, fields=["isHealth", "message"]) == {
+        "isHealth": False, "message": "Ready:0/2"}
+    live["metadata"] = {"annotations": {"skip": "1"}}
+    assert run(source, fill={"context": {"output": live}}, fields=["isHealth"]) == {
+        "isHealth": True}
+
+
+def test_numbers_out_of_range_are_errors() -> None:
+    big = "1" + "0" * 300
+    for source in (f"a: {big}.0 * {big}.0\n", f"a: {big} * {big} * {big} * {big} * {big}\n",
+                   f"a: {big} * {big} * {big} * {big} / 3\n",
+                   'import "math"\na: math.Pow(10, 400)\n'):
+        with pytest.raises(CueError, match=r"^template: a: .*(range|large)"):
             run(source)
