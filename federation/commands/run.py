@@ -28,6 +28,7 @@ from federation.contexts import clusters, credentials, egress, incluster, kubeco
 from federation.runtime import auth, leader, manager
 
 if TYPE_CHECKING:
+    from federation.controllers.applications import ApplicationSettings
     from federation.reloader.client import ClientTLS, UpgradeResult
     from federation.work.server import WorkServer
 
@@ -330,7 +331,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         _fail(str(exc))
     mgr = manager.Manager(cluster_set, settings)
     work = _work_server(work_bind_address, work_hosts, lambda: mgr.is_leader)
-    from federation.controllers import applications, propagation, rollouts
+    from federation.controllers import propagation, rollouts
     from federation.controllers import setup as controllers_setup
 
     reloaders = ReloaderCaller()
@@ -339,12 +340,20 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work,
         notification_egress=notification_egress, reloader_egress=reloader_egress,
-        applications=applications.ApplicationSettings(
-            local_cluster=app_local_cluster, cleanup_wait=cleanup_wait,
-            definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
-                                        if n.strip())),
+        applications=_application_settings(app_local_cluster, cleanup_wait,
+                                           definition_namespaces),
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
+
+
+def _application_settings(local_cluster: str | None, cleanup_wait: float,
+                          definition_namespaces: str) -> ApplicationSettings:
+    from federation.controllers import applications
+
+    return applications.ApplicationSettings(
+        local_cluster=local_cluster, cleanup_wait=cleanup_wait,
+        definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
+                                    if n.strip()))
 
 
 def _work_server(work_bind_address: str, work_hosts: str,
