@@ -583,12 +583,20 @@ def to_status(state: State, clock_text: Any) -> JSON:
 
 
 def _raw(state: State) -> JSON:
-    # each value as JSON text: the API server drops a null (an output with no value) from
-    # a map, and the step waiting for it would wait for ever
     return {"revision": state.revision, "phase": state.phase, "start": state.start,
             "end": state.end, "steps": [dataclasses.asdict(s) for s in state.steps],
-            "values": [[name, json.dumps(value, sort_keys=True)]
-                       for name, value in sorted(state.values.items())]}
+            "values": encode_values(state.values)}
+
+
+def encode_values(values: Mapping[str, Any]) -> list[list[str]]:
+    """Output values as stored: ``[name, JSON text]`` pairs (the API server drops a null
+    from a map, and the step waiting for it would wait for ever)."""
+    return [[name, json.dumps(value, sort_keys=True)] for name, value in sorted(values.items())]
+
+
+def decode_values(raw: Any) -> dict[str, Any]:
+    """What :func:`encode_values` stored (ValueError or TypeError when it is not that)."""
+    return {str(name): json.loads(text) for name, text in raw or ()}
 
 
 def from_status(workflow: Mapping[str, Any] | None) -> State | None:
@@ -603,7 +611,7 @@ def from_status(workflow: Mapping[str, Any] | None) -> State | None:
                                    "healthy_since": tuple((str(p[0]), float(p[1])) for p in
                                                           s.get("healthy_since") or ())})
                       for s in raw["steps"])
-        values = {str(name): json.loads(text) for name, text in raw.get("values") or ()}
+        values = decode_values(raw.get("values"))
         # a merge patch drops null fields: an absent "end" (or step time) is None
         end = raw.get("end")
         return State(int(raw["revision"]), steps, raw["phase"], float(raw["start"]),

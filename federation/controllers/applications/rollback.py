@@ -9,7 +9,7 @@ another revision stays. The workflow is not evaluated meanwhile (see :mod:`.eval
 from __future__ import annotations
 
 from federation.applications import compile as compile_
-from federation.applications import model
+from federation.applications import model, workflow
 from federation.controllers.applications.build import Build, revision_number
 from federation.controllers.applications.compilation import invalid
 from federation.controllers.applications.view import ApplicationView
@@ -37,7 +37,18 @@ def compile_old(view: ApplicationView, build: Build, number: int) -> compile_.Co
     doc = next((r for r in build.revisions if revision_number(r) == number), None)
     if doc is None:
         raise model.AppError(f"rollback: revision {number} is not kept any more")
-    return compile_.compile_app(doc["spec"]["application"]["spec"], build.name,
-                                build.namespace,
-                                doc["spec"].get("externalPolicies") or build.external,
-                                build.fleet, view.settings.local_cluster, build.grant)
+    try:
+        values = workflow.decode_values((doc.get("status") or {}).get("outputValues"))
+    except (TypeError, ValueError):
+        values = {}
+    old = compile_.compile_app(doc["spec"]["application"]["spec"], build.name,
+                               build.namespace,
+                               doc["spec"].get("externalPolicies") or build.external,
+                               build.fleet, view.settings.local_cluster, build.grant, values)
+    missing = next((s.name for s in old.steps if s.unrendered), None)
+    if missing is not None:
+        # rendering it without its inputs would drop its objects everywhere: refuse
+        raise model.AppError(f"rollback: step {missing} of revision {number} takes inputs "
+                             "that revision's workflow never produced; roll back to a "
+                             "revision whose workflow succeeded")
+    return old
