@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from federation.applications import expressions
 from federation.applications.expressions import ExpressionError
+from federation.applications.render import COMPONENT_LABEL
 
 JSON = dict[str, Any]
 Phase = Literal["pending", "running", "suspended", "succeeded", "failed", "skipped"]
@@ -87,6 +88,11 @@ class StepSpec:
     values the state holds (a compile from a stale state renders it again)."""
     failure: str = ""
     """Why compiling it with its inputs failed: it fails when it would start."""
+    component_deps: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """deploy: component -> the components it waits for in each cluster (``dependsOn``);
+    empty: a started cluster gets every component at once."""
+    components: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """deploy with ``component_deps``: cluster -> the components placed there."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +114,8 @@ class StepState:
     """The step group of a sub-step."""
     waiting_for: tuple[str, ...] = ()
     """A pending step: the steps and inputs it waits for (``step NAME``, ``input NAME``)."""
+    released: tuple[tuple[str, str], ...] = ()
+    """deploy with components ordered: (cluster, component) put there so far."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +151,9 @@ class Observations:
     """step -> the object it applied, as read back (``output`` in its ``valueFrom``)."""
     context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """KubeVela's ``context`` in expressions (the Application's name, namespace...)."""
+    component_health: Mapping[tuple[str, str, str], tuple[HealthState, str]] = \
+        dataclasses.field(default_factory=dict)
+    """(step, cluster, component) -> health of that component there (ordered deploys)."""
     evaluator: Evaluator = expressions.evaluate
     """KubeVela's CUE (:mod:`.expressions`); tests may pass another."""
 
@@ -503,7 +514,7 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
         if state == "failed":
             return _fail(dataclasses.replace(step, healthy_since=tuple(sorted(since.items()))),
                          spec, now, "Unhealthy", f"{cluster}: {message or 'unhealthy'}")
-        if state == "healthy":
+        if state == "healthy" and not _unreleased(step, spec, cluster):
             since.setdefault(cluster, now)
             if now - since[cluster] >= obs.window:
                 done.append(cluster)
@@ -519,7 +530,8 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
             started.append(cluster)
             new_clusters.append(cluster)
     step = dataclasses.replace(step, started=tuple(started), done=tuple(done),
-                               healthy_since=tuple(sorted(since.items())))
+                               healthy_since=tuple(sorted(since.items())),
+                               released=_release(step, spec, obs, started))
     if not spec.targets:  # e.g. its topologies say allowEmpty and select no member
         return dataclasses.replace(step, phase="succeeded", finished=now,
                                    reason="NothingToDeploy",
@@ -540,8 +552,60 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
     actions.append(Wait(wait))
     running: StepState = dataclasses.replace(
         step, phase="running", reason="Deploying",
-        message=f"waiting for {', '.join(waiting)} ({len(done)}/{len(spec.targets)} healthy)")
+        message=f"waiting for {', '.join(waiting)} ({len(done)}/{len(spec.targets)} healthy)"
+                f"{_ordering(step, spec, waiting)}")
     return running, actions
+
+
+def _unreleased(step: StepState, spec: StepSpec, cluster: str) -> list[str]:
+    """The components placed in ``cluster`` not put there yet (ordered deploys)."""
+    if not spec.component_deps:
+        return []
+    return [c for c in spec.components.get(cluster, ()) if (cluster, c) not in step.released]
+
+
+def _release(step: StepState, spec: StepSpec, obs: Observations, started: Sequence[str]
+             ) -> tuple[tuple[str, str], ...]:
+    """KubeVela's deploy: in each started cluster, a component goes there once every
+    component it depends on that is placed there is healthy there."""
+    if not spec.component_deps:
+        return step.released
+    released = list(step.released)
+    for cluster in started:
+        placed = spec.components.get(cluster, ())
+        for component in _unreleased(step, spec, cluster):
+            deps = [d for d in spec.component_deps.get(component, ()) if d in placed]
+            if all(obs.component_health.get((spec.name, cluster, d), ("progressing", ""))[0]
+                   == "healthy" for d in deps):
+                released.append((cluster, component))
+    return tuple(released)
+
+
+def _ordering(step: StepState, spec: StepSpec, waiting: Sequence[str]) -> str:
+    """What an ordered deploy still holds back, for the message (KubeVela: "is waiting
+    dependents")."""
+    for cluster in waiting:
+        left = _unreleased(step, spec, cluster)
+        if left:
+            deps = [d for d in spec.component_deps.get(left[0], ())
+                    if d in spec.components.get(cluster, ())]
+            return f"; {cluster}: {left[0]} waits for {', '.join(deps)}"
+    return ""
+
+
+def held(spec: StepSpec, step: StepState, cluster: str, objects: Sequence[JSON]
+         ) -> tuple[list[JSON], list[JSON]]:
+    """A started cluster's objects for the step: those it holds now, and those of
+    components not put there yet (ordered deploys: what the cluster has of them stays)."""
+    if not spec.component_deps:
+        return list(objects), []
+    released = {c for name, c in step.released if name == cluster}
+    now = [o for o in objects if component_of(o) in released]
+    return now, [o for o in objects if component_of(o) not in released]
+
+
+def component_of(obj: Mapping[str, Any]) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL, ""))
 
 
 def assignments(state: State) -> dict[str, tuple[str, ...]]:
@@ -608,6 +672,8 @@ def from_status(workflow: Mapping[str, Any] | None) -> State | None:
         steps = tuple(StepState(**{**s, "started": tuple(s.get("started") or ()),
                                    "done": tuple(s.get("done") or ()),
                                    "waiting_for": tuple(s.get("waiting_for") or ()),
+                                   "released": tuple((str(p[0]), str(p[1])) for p in
+                                                     s.get("released") or ()),
                                    "healthy_since": tuple((str(p[0]), float(p[1])) for p in
                                                           s.get("healthy_since") or ())})
                       for s in raw["steps"])
