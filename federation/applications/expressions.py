@@ -35,3 +35,7 @@ def evaluate(expression: str, scope: Mapping[str, Any]) -> Any:
         return cue.evaluate_expression(expression, scope, budget)
     except cue.CueError as exc:
         raise ExpressionError(one_line(str(exc), 300)) from None
+    except Exception:  # a tenant's text must never stop the controller
+        # the evaluator promises CueError only; should a bug in it raise anything else,
+        # the step fails with this, and the reconcile goes on
+        raise ExpressionError("the expression could not be evaluated") from None

@@ -367,7 +367,8 @@ class _Run:
     def _outputs(self, spec: StepSpec, step: StepState) -> StepState:
         """Each output's ``valueFrom`` over the step's ``context``, ``parameter`` and (for
         an apply-component step) ``output``; a skipped step's outputs have no value. An
-        output that cannot be evaluated fails the step (KubeVela's reason ``Output``)."""
+        output that cannot be evaluated has none, and fails the step if it succeeded
+        (KubeVela's reason ``Output``; a failed step keeps its own reason)."""
         scope: dict[str, Any] = {"context": self._context(spec),
                                  "parameter": dict(spec.properties)}
         if spec.name in self.obs.outputs:
@@ -380,8 +381,9 @@ class _Run:
                 self.values[output.name] = bounded(self.obs.evaluator(output.value_from,
                                                                       scope))
             except ExpressionError as exc:
-                step = dataclasses.replace(step, phase="failed", reason="Output",
-                                           message=f"output {output.name}: {exc}")
+                if step.phase == "succeeded":
+                    step = dataclasses.replace(step, phase="failed", reason="Output",
+                                               message=f"output {output.name}: {exc}")
         return step
 
     def _group(self, step: StepState, spec: StepSpec) -> StepState:
