@@ -164,9 +164,35 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     rollback = props.get("rollbackOnFailure", False)
     if not isinstance(rollback, bool):
         raise model.AppError(f"{where}.properties.rollbackOnFailure: true or false")
+    deps = _component_order(context.spec, target, step, where) if step.type == "deploy" \
+        else {}
+    placed = {cluster: tuple(sorted({workflow.component_of(o) for o in objects}))
+              for cluster, objects in target.clusters.items()} if deps else {}
     return target, workflow.StepSpec(step.name, step.type, tuple(clusters),
                                      int(props.get("parallelism", 5)), timeout,
-                                     step.if_ == "always", rollback_on_failure=rollback)
+                                     step.if_ == "always", rollback_on_failure=rollback,
+                                     component_deps=deps, components=placed)
+
+
+def _component_order(spec: model.AppSpec, target: policies.Target, step: model.Step,
+                     where: str) -> dict[str, tuple[str, ...]]:
+    """The components' ``dependsOn`` among what this deploy step places (KubeVela orders
+    them in each cluster); a dependency the step does not deploy at all is refused (the
+    component would wait for it for ever)."""
+    deployed = {workflow.component_of(o) for objects in target.clusters.values()
+                for o in objects}
+    deps: dict[str, tuple[str, ...]] = {}
+    for index, component in enumerate(spec.components):
+        if not component.dependsOn or component.name not in deployed:
+            continue
+        for number, name in enumerate(component.dependsOn):
+            if name not in deployed:
+                raise model.AppError(
+                    f"spec.components[{index}].dependsOn[{number}]: {name!r} is not "
+                    f"deployed by step {step.name} ({where}), which deploys "
+                    f"{component.name!r}: it would wait for it for ever")
+        deps[component.name] = component.dependsOn
+    return deps
 
 
 def _one_component(step: model.Step, spec: model.AppSpec, where: str

@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from federation.cue import Budget, CueError, evaluate_expression
 from federation.untrusted.text import one_line
 
-BUDGET = Budget(steps=200_000, depth=64, output_values=20_000, source_bytes=1000)
-"""Per expression: a condition or a field lookup takes a few hundred steps; the data it
-walks (an applied object) a few thousand values."""
+STEPS = 200_000
+"""Evaluation steps per expression: a condition or a field lookup takes a few hundred;
+the data it walks (an applied object) a few thousand values."""
 
 
 class ExpressionError(ValueError):
@@ -28,7 +27,15 @@ class ExpressionError(ValueError):
 
 def evaluate(expression: str, scope: Mapping[str, Any]) -> Any:
     """``expression``'s value over ``scope`` (:class:`ExpressionError` when it has none)."""
+    # imported here: `fedctl app dry-run` evaluates none, and starts faster without it
+    from federation import cue
+
+    budget = cue.Budget(steps=STEPS, depth=64, output_values=20_000, source_bytes=1000)
     try:
-        return evaluate_expression(expression, scope, BUDGET)
-    except CueError as exc:
+        return cue.evaluate_expression(expression, scope, budget)
+    except cue.CueError as exc:
         raise ExpressionError(one_line(str(exc), 300)) from None
+    except Exception:  # a tenant's text must never stop the controller
+        # the evaluator promises CueError only; should a bug in it raise anything else,
+        # the step fails with this, and the reconcile goes on
+        raise ExpressionError("the expression could not be evaluated") from None

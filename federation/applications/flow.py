@@ -144,8 +144,9 @@ def _check_names(flat: Sequence[FlatStep]) -> None:
 
 
 def _check_components(spec: AppSpec, flat: Sequence[FlatStep], where: str) -> None:
-    """A component's ``dependsOn``/``inputs``/``outputs`` are honoured where an
-    apply-component step applies it; a deploy step deploys its components together."""
+    """A component's ``dependsOn`` orders it where an apply-component step applies it (the
+    steps wait) and inside a deploy step (cluster by cluster, :mod:`.workflow`); its
+    ``inputs``/``outputs`` are honoured where an apply-component step applies it only."""
     applied = {f.step.properties.get("component") for f in flat
                if f.step.type == "apply-component"}
     names = {c.name for c in spec.components}
@@ -155,13 +156,31 @@ def _check_components(spec: AppSpec, flat: Sequence[FlatStep], where: str) -> No
             if name not in names:
                 raise AppError(f"{here}.dependsOn[{number}]: {name!r} names no component of "
                                "the Application")
-        if _passes_data(component) and component.name not in applied:
-            field = "dependsOn" if component.dependsOn else \
-                "inputs" if component.inputs else "outputs"
+            if name == component.name or _component_reaches(spec, name, component.name):
+                raise AppError(f"{here}.dependsOn[{number}]: waits for ever: {name!r} "
+                               "depends on this component (a cycle)")
+        if (component.inputs or component.outputs) and component.name not in applied:
+            field = "inputs" if component.inputs else "outputs"
             raise AppError(f"{here}.{field}: honoured only when an apply-component step "
-                           "applies the component (a deploy step deploys its components "
+                           "applies the component (a deploy step renders its components "
                            "together; without topology and override policies the default "
                            "workflow applies each component in its own step)")
+
+
+def _component_reaches(spec: AppSpec, start: str, goal: str) -> bool:
+    """``start`` depends on ``goal``, directly or not."""
+    by_name = {c.name: c for c in spec.components}
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name == goal:
+            return True
+        if name in seen or name not in by_name:
+            continue
+        seen.add(name)
+        todo.extend(by_name[name].dependsOn)
+    return False
 
 
 def _resolve(item: FlatStep, flat: Sequence[FlatStep]) -> tuple[str, ...]:

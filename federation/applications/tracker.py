@@ -72,9 +72,12 @@ class Diff:
 
 def diff(tracked: Iterable[Entry],
          desired: Mapping[tuple[str, str], Sequence[tuple[JSON, int]]],
-         keep_legacy: bool = False, final: Iterable[str] = ()) -> Diff:
+         keep_legacy: bool = False, final: Iterable[str] = (),
+         hold: Iterable[tuple[str, str, str, str, str]] = ()) -> Diff:
     """``desired``: per reached (cluster, step), the manifests (with their revision) it must
-    hold; ``final``: clusters where nothing else may stay."""
+    hold; ``final``: clusters where nothing else may stay; ``hold``: keys of objects kept
+    as they are although their (cluster, step) is reached (a component an ordered deploy
+    has not put there yet keeps the previous release's copy)."""
     write: list[tuple[Entry, JSON]] = []
     wanted: set[tuple[str, str, str, str, str]] = set()
     for (cluster, step), manifests in sorted(desired.items()):
@@ -85,13 +88,14 @@ def diff(tracked: Iterable[Entry],
             wanted.add(entry.key)
             write.append((entry, manifest))
     final_clusters = set(final)
+    held = set(hold)
     delete: list[Entry] = []
     keep: list[Entry] = []
     for entry in sorted(set(tracked)):
         if entry.key in wanted:
             continue
         reached = (entry.cluster, entry.step) in desired or entry.cluster in final_clusters
-        if reached and not keep_legacy:
+        if reached and not keep_legacy and entry.key not in held:
             delete.append(entry)
         else:
             keep.append(entry)

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from federation.applications import expressions
 from federation.applications.expressions import ExpressionError
+from federation.applications.render import COMPONENT_LABEL
 
 JSON = dict[str, Any]
 Phase = Literal["pending", "running", "suspended", "succeeded", "failed", "skipped"]
@@ -87,6 +88,11 @@ class StepSpec:
     values the state holds (a compile from a stale state renders it again)."""
     failure: str = ""
     """Why compiling it with its inputs failed: it fails when it would start."""
+    component_deps: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """deploy: component -> the components it waits for in each cluster (``dependsOn``);
+    empty: a started cluster gets every component at once."""
+    components: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """deploy with ``component_deps``: cluster -> the components placed there."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +114,8 @@ class StepState:
     """The step group of a sub-step."""
     waiting_for: tuple[str, ...] = ()
     """A pending step: the steps and inputs it waits for (``step NAME``, ``input NAME``)."""
+    released: tuple[tuple[str, str], ...] = ()
+    """deploy with components ordered: (cluster, component) put there so far."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +151,9 @@ class Observations:
     """step -> the object it applied, as read back (``output`` in its ``valueFrom``)."""
     context: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """KubeVela's ``context`` in expressions (the Application's name, namespace...)."""
+    component_health: Mapping[tuple[str, str, str], tuple[HealthState, str]] = \
+        dataclasses.field(default_factory=dict)
+    """(step, cluster, component) -> health of that component there (ordered deploys)."""
     evaluator: Evaluator = expressions.evaluate
     """KubeVela's CUE (:mod:`.expressions`); tests may pass another."""
 
@@ -356,7 +367,8 @@ class _Run:
     def _outputs(self, spec: StepSpec, step: StepState) -> StepState:
         """Each output's ``valueFrom`` over the step's ``context``, ``parameter`` and (for
         an apply-component step) ``output``; a skipped step's outputs have no value. An
-        output that cannot be evaluated fails the step (KubeVela's reason ``Output``)."""
+        output that cannot be evaluated has none, and fails the step if it succeeded
+        (KubeVela's reason ``Output``; a failed step keeps its own reason)."""
         scope: dict[str, Any] = {"context": self._context(spec),
                                  "parameter": dict(spec.properties)}
         if spec.name in self.obs.outputs:
@@ -369,8 +381,9 @@ class _Run:
                 self.values[output.name] = bounded(self.obs.evaluator(output.value_from,
                                                                       scope))
             except ExpressionError as exc:
-                step = dataclasses.replace(step, phase="failed", reason="Output",
-                                           message=f"output {output.name}: {exc}")
+                if step.phase == "succeeded":
+                    step = dataclasses.replace(step, phase="failed", reason="Output",
+                                               message=f"output {output.name}: {exc}")
         return step
 
     def _group(self, step: StepState, spec: StepSpec) -> StepState:
@@ -503,7 +516,7 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
         if state == "failed":
             return _fail(dataclasses.replace(step, healthy_since=tuple(sorted(since.items()))),
                          spec, now, "Unhealthy", f"{cluster}: {message or 'unhealthy'}")
-        if state == "healthy":
+        if state == "healthy" and not _unreleased(step, spec, cluster):
             since.setdefault(cluster, now)
             if now - since[cluster] >= obs.window:
                 done.append(cluster)
@@ -519,7 +532,8 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
             started.append(cluster)
             new_clusters.append(cluster)
     step = dataclasses.replace(step, started=tuple(started), done=tuple(done),
-                               healthy_since=tuple(sorted(since.items())))
+                               healthy_since=tuple(sorted(since.items())),
+                               released=_release(step, spec, obs, started))
     if not spec.targets:  # e.g. its topologies say allowEmpty and select no member
         return dataclasses.replace(step, phase="succeeded", finished=now,
                                    reason="NothingToDeploy",
@@ -540,8 +554,60 @@ def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float
     actions.append(Wait(wait))
     running: StepState = dataclasses.replace(
         step, phase="running", reason="Deploying",
-        message=f"waiting for {', '.join(waiting)} ({len(done)}/{len(spec.targets)} healthy)")
+        message=f"waiting for {', '.join(waiting)} ({len(done)}/{len(spec.targets)} healthy)"
+                f"{_ordering(step, spec, waiting)}")
     return running, actions
+
+
+def _unreleased(step: StepState, spec: StepSpec, cluster: str) -> list[str]:
+    """The components placed in ``cluster`` not put there yet (ordered deploys)."""
+    if not spec.component_deps:
+        return []
+    return [c for c in spec.components.get(cluster, ()) if (cluster, c) not in step.released]
+
+
+def _release(step: StepState, spec: StepSpec, obs: Observations, started: Sequence[str]
+             ) -> tuple[tuple[str, str], ...]:
+    """KubeVela's deploy: in each started cluster, a component goes there once every
+    component it depends on that is placed there is healthy there."""
+    if not spec.component_deps:
+        return step.released
+    released = list(step.released)
+    for cluster in started:
+        placed = spec.components.get(cluster, ())
+        for component in _unreleased(step, spec, cluster):
+            deps = [d for d in spec.component_deps.get(component, ()) if d in placed]
+            if all(obs.component_health.get((spec.name, cluster, d), ("progressing", ""))[0]
+                   == "healthy" for d in deps):
+                released.append((cluster, component))
+    return tuple(released)
+
+
+def _ordering(step: StepState, spec: StepSpec, waiting: Sequence[str]) -> str:
+    """What an ordered deploy still holds back, for the message (KubeVela: "is waiting
+    dependents")."""
+    for cluster in waiting:
+        left = _unreleased(step, spec, cluster)
+        if left:
+            deps = [d for d in spec.component_deps.get(left[0], ())
+                    if d in spec.components.get(cluster, ())]
+            return f"; {cluster}: {left[0]} waits for {', '.join(deps)}"
+    return ""
+
+
+def held(spec: StepSpec, step: StepState, cluster: str, objects: Sequence[JSON]
+         ) -> tuple[list[JSON], list[JSON]]:
+    """A started cluster's objects for the step: those it holds now, and those of
+    components not put there yet (ordered deploys: what the cluster has of them stays)."""
+    if not spec.component_deps:
+        return list(objects), []
+    released = {c for name, c in step.released if name == cluster}
+    now = [o for o in objects if component_of(o) in released]
+    return now, [o for o in objects if component_of(o) not in released]
+
+
+def component_of(obj: Mapping[str, Any]) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL, ""))
 
 
 def assignments(state: State) -> dict[str, tuple[str, ...]]:
@@ -583,12 +649,20 @@ def to_status(state: State, clock_text: Any) -> JSON:
 
 
 def _raw(state: State) -> JSON:
-    # each value as JSON text: the API server drops a null (an output with no value) from
-    # a map, and the step waiting for it would wait for ever
     return {"revision": state.revision, "phase": state.phase, "start": state.start,
             "end": state.end, "steps": [dataclasses.asdict(s) for s in state.steps],
-            "values": [[name, json.dumps(value, sort_keys=True)]
-                       for name, value in sorted(state.values.items())]}
+            "values": encode_values(state.values)}
+
+
+def encode_values(values: Mapping[str, Any]) -> list[list[str]]:
+    """Output values as stored: ``[name, JSON text]`` pairs (the API server drops a null
+    from a map, and the step waiting for it would wait for ever)."""
+    return [[name, json.dumps(value, sort_keys=True)] for name, value in sorted(values.items())]
+
+
+def decode_values(raw: Any) -> dict[str, Any]:
+    """What :func:`encode_values` stored (ValueError or TypeError when it is not that)."""
+    return {str(name): json.loads(text) for name, text in raw or ()}
 
 
 def from_status(workflow: Mapping[str, Any] | None) -> State | None:
@@ -600,10 +674,12 @@ def from_status(workflow: Mapping[str, Any] | None) -> State | None:
         steps = tuple(StepState(**{**s, "started": tuple(s.get("started") or ()),
                                    "done": tuple(s.get("done") or ()),
                                    "waiting_for": tuple(s.get("waiting_for") or ()),
+                                   "released": tuple((str(p[0]), str(p[1])) for p in
+                                                     s.get("released") or ()),
                                    "healthy_since": tuple((str(p[0]), float(p[1])) for p in
                                                           s.get("healthy_since") or ())})
                       for s in raw["steps"])
-        values = {str(name): json.loads(text) for name, text in raw.get("values") or ()}
+        values = decode_values(raw.get("values"))
         # a merge patch drops null fields: an absent "end" (or step time) is None
         end = raw.get("end")
         return State(int(raw["revision"]), steps, raw["phase"], float(raw["start"]),

@@ -28,6 +28,8 @@ Desired = dict[tuple[str, str], list[tuple[JSON, int]]]
 """(cluster, deploy step) -> the manifests it must hold, each with its revision."""
 Health = dict[tuple[str, str], tuple[workflow.HealthState, str]]
 """(deploy step, cluster) -> the health of what that step put there, with a message."""
+ComponentHealth = dict[tuple[str, str, str], tuple[workflow.HealthState, str]]
+"""(deploy step, cluster, component) -> its health there (deploys ordering components)."""
 Targets = dict[tuple[str, str], list[JSON]]
 """(deploy step, cluster) -> the manifests whose health is observed there."""
 
@@ -68,6 +70,10 @@ class Build:
     health: Health = dataclasses.field(default_factory=dict)
     actions: list[workflow.Action] = dataclasses.field(default_factory=list)
     desired: Desired = dataclasses.field(default_factory=dict)
+    hold: set[tuple[str, str, str, str, str]] = dataclasses.field(default_factory=set)
+    """Tracker keys kept as they are: objects of components an ordered deploy has not put
+    in a started cluster yet."""
+    component_health: ComponentHealth = dataclasses.field(default_factory=dict)
     final: set[str] = dataclasses.field(default_factory=set)
     # deploy, prune
     diff: Diff | None = None

@@ -16,6 +16,7 @@ import copy
 from typing import Any
 
 from federation.applications import revision, workflow
+from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
@@ -31,13 +32,18 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     now = view.now()
     obs = workflow.Observations(build.health, build.resume, compiled.health.window,
                                 compiled.health.probe_interval,
-                                await applied_objects(view, build), context_of(build))
+                                await applied_objects(view, build), context_of(build),
+                                build.component_health)
     state, build.actions = workflow.evaluate(state, compiled.steps, obs, now)
     build.state = state
+    specs = {s.name: s for s in compiled.steps}
+    steps = {s.name: s for s in state.steps}
     for step, clusters in workflow.assignments(state).items():
         for cluster in clusters:
             objects = compiled.targets[step].clusters.get(cluster, ())
-            build.desired[(cluster, step)] = [(o, build.number) for o in objects]
+            now_held, later = workflow.held(specs[step], steps[step], cluster, objects)
+            build.desired[(cluster, step)] = [(o, build.number) for o in now_held]
+            build.hold |= {Entry.of(cluster, o, build.number, step).key for o in later}
     done = state.phase == "succeeded" or (state.phase == "failed"
                                           and compiled.gc.continue_on_failure)
     build.final = {e.cluster for e in build.entries()} if done else set()

@@ -16,7 +16,13 @@ from federation.applications import workflow
 from federation.applications.render import WORKLOAD_KINDS
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
-from federation.controllers.applications.build import JSON, Build, Health, marked
+from federation.controllers.applications.build import (
+    JSON,
+    Build,
+    ComponentHealth,
+    Health,
+    marked,
+)
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Verdict
 from federation.hub import manifests
@@ -26,12 +32,31 @@ Verdicts = tuple[workflow.HealthState, str]
 
 async def observe_health(view: ApplicationView, build: Build) -> Verdict | None:
     if not build.status.get("rollback"):
-        assert build.state is not None
+        assert build.state is not None and build.compiled is not None
         reached = workflow.assignments(build.state)
-        build.targets = {key: objects for key, objects in build.compiled_targets().items()
+        specs = {s.name: s for s in build.compiled.steps}
+        steps = {s.name: s for s in build.state.steps}
+        build.targets = {key: workflow.held(specs[key[0]], steps[key[0]], key[1], objects)[0]
+                         for key, objects in build.compiled_targets().items()
                          if key[1] in reached.get(key[0], ())}
+        build.component_health = await components_health(view, build, specs)
     build.health = await health_of(view, build)
     return None
+
+
+async def components_health(view: ApplicationView, build: Build,
+                            specs: dict[str, workflow.StepSpec]) -> ComponentHealth:
+    """Per component, in the clusters of a deploy step that orders its components (a
+    component waits there for the ones it depends on to be healthy)."""
+    found: ComponentHealth = {}
+    for (step, cluster), objects in build.targets.items():
+        if not specs[step].component_deps:
+            continue
+        for component in sorted({workflow.component_of(o) for o in objects}):
+            mine = [o for o in objects if workflow.component_of(o) == component]
+            found[(step, cluster, component)] = await cluster_health(view, build, cluster,
+                                                                      mine)
+    return found
 
 
 async def health_of(view: ApplicationView, build: Build) -> Health:

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import revision, tracker
+from federation.applications import revision, tracker, workflow
 from federation.applications.render import APP_LABEL
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
@@ -130,6 +130,9 @@ def mark_vertex(hub: str, build: Build, revisions: Sequence[Mapping[str, Any]]
         return None
     body = copy.deepcopy(dict(doc))
     body["status"] = {**(body.get("status") or {}), "succeeded": ok, "workflowFinished": True}
+    if state.values:
+        # the outputs its steps produced: a rollback to it renders the steps taking inputs
+        body["status"]["outputValues"] = workflow.encode_values(state.values)
     return plan.Vertex(hub, plan.Action.UPDATE, body, reason="workflow ended")
 
 

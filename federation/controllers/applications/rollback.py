@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from federation.applications import compile as compile_
 from federation.applications import definitions as user_types
-from federation.applications import model
+from federation.applications import model, workflow
 from federation.controllers.applications import definitions, references
 from federation.controllers.applications.build import Build, revision_number
 from federation.controllers.applications.compilation import compile_args, invalid
@@ -43,10 +43,22 @@ async def compile_old(view: ApplicationView, build: Build, number: int
     doc = next((r for r in build.revisions if revision_number(r) == number), None)
     if doc is None:
         raise model.AppError(f"rollback: revision {number} is not kept any more")
+    try:
+        values = workflow.decode_values((doc.get("status") or {}).get("outputValues"))
+    except (TypeError, ValueError):
+        values = {}
     spec = await references.expanded(view, doc["spec"]["application"]["spec"],
                                      build.namespace)
-    args = compile_args(view, build, spec,
-                        doc["spec"].get("externalPolicies") or build.external)
+    args = {**compile_args(view, build, spec,
+                           doc["spec"].get("externalPolicies") or build.external),
+            "values": values}
     catalog = user_types.from_snapshot(doc["spec"].get("definitions") or {})
-    return await definitions.compile_with(view.evaluated, view.evaluate, args, catalog,
-                                          definitions.app_info(build.app, spec, number))
+    old = await definitions.compile_with(view.evaluated, view.evaluate, args, catalog,
+                                         definitions.app_info(build.app, spec, number))
+    missing = next((s.name for s in old.steps if s.unrendered), None)
+    if missing is not None:
+        # rendering it without its inputs would drop its objects everywhere: refuse
+        raise model.AppError(f"rollback: step {missing} of revision {number} takes inputs "
+                             "that revision's workflow never produced; roll back to a "
+                             "revision whose workflow succeeded")
+    return old

@@ -8,7 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from federation.commands.app import tree
-from tests.unit.applications.test_controller import MC, REQUEST, Clock, must, set_app
+from tests.unit.applications.test_controller import (
+    MC,
+    REQUEST,
+    Clock,
+    must,
+    ready_everywhere,
+    set_app,
+)
 from tests.unit.controllers import fakes
 from tests.unit.controllers.applications import fakes as app_fakes
 
@@ -82,3 +89,44 @@ def test_a_pending_step_says_so_in_fedctl_app_status() -> None:
             {"name": "s", "type": "notification", "phase": "pending",
              "message": "Pending on Input: greeting"}]}]}}
     assert "Pending on Input: greeting" in tree("shop", status)
+
+
+ORDERED = {
+    "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+    "metadata": {"name": "shop", "namespace": "shop", "annotations": {}},
+    "spec": {
+        "components": [
+            {"name": "web", "type": "webservice", "dependsOn": ["db"],
+             "properties": {"image": "web:1"}},
+            {"name": "db", "type": "config", "properties": {"data": {"a": "b"}}}],
+        "policies": [{"name": "two", "type": "topology",
+                      "properties": {"clusters": ["member1", "member2"]}}]}}
+
+
+def workflow_status(mc: MC) -> dict[str, Any]:
+    live = mc.find("hub", "Application", "shop", "shop")
+    assert live is not None
+    flow: dict[str, Any] = live["status"]["workflow"]
+    return flow
+
+
+async def test_a_deploy_step_puts_a_component_after_its_dependency_in_each_cluster() -> None:
+    """KubeVela's deploy: web (dependsOn db) is written to a member only once db is
+    healthy there; the step ends when both are everywhere."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    clock = Clock()
+    set_app(mc, ORDERED)
+    reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=clock)
+    await reconciler.reconcile(REQUEST)
+    for member in ("member1", "member2"):
+        assert mc.find(member, "ConfigMap", "db", "shop") is not None
+        assert mc.find(member, "Deployment", "web", "shop") is None
+    assert "web waits for db" in workflow_status(mc)["steps"][0]["message"]
+    for _ in range(4):
+        clock.now += 1
+        ready_everywhere(mc)
+        await reconciler.reconcile(REQUEST)
+    for member in ("member1", "member2"):
+        assert mc.find(member, "Deployment", "web", "shop") is not None
+    flow = workflow_status(mc)
+    assert flow["phase"] == "succeeded", flow["steps"]

@@ -223,3 +223,14 @@ def test_an_apply_component_step_deploys_and_waits_like_a_deploy_step() -> None:
     assert workflow.assignments(state) == {"db": ("member1",)}
     state, _ = workflow.evaluate(state, specs, healthy(("db", "member1")), 2.0)
     assert state.phase == "succeeded"
+
+
+def test_tracker_diff_holds_what_an_ordered_deploy_has_not_put_there_yet() -> None:
+    """The previous release's copy of a component waiting for its dependencies stays."""
+    tracked = [tracker.Entry("m1", "v1", "ConfigMap", "ns", "db", 1, "d"),
+               tracker.Entry("m1", "v1", "ConfigMap", "ns", "web", 1, "d")]
+    desired = {("m1", "d"): [(manifest("db"), 2)]}
+    web = tracker.Entry("m1", "v1", "ConfigMap", "ns", "web", 2, "d").key
+    held = tracker.diff(tracked, desired, hold={web})
+    assert not held.delete and [str(e) for e in held.keep] == ["ConfigMap ns/web in m1"]
+    assert [str(e) for e in tracker.diff(tracked, desired).delete] == ["ConfigMap ns/web in m1"]

@@ -348,3 +348,24 @@ def test_attack_a_secret_read_back_shows_no_data() -> None:
     state, _ = workflow.evaluate(state, (spec,), obs, 2.0)
     assert state.values == {"token": None} and state.steps[0].reason == "Output"
     assert "c2VjcmV0" not in str(workflow.to_status(state, str))
+
+
+def test_a_failed_step_keeps_its_reason_when_an_output_has_no_value() -> None:
+    spec = workflow.StepSpec("a", "suspend", timeout=1.0, outputs=(
+        workflow.DataOutput("o", "nope"),))
+    state = workflow.initial(1, (spec,), 0.0)
+    state, _ = workflow.evaluate(state, (spec,), Observations(), 0.0)
+    state, _ = workflow.evaluate(state, (spec,), Observations(), 2.0)
+    assert state.steps[0].reason == "Timeout" and state.values == {"o": None}
+
+
+def test_a_bug_in_the_evaluator_fails_the_step_not_the_controller(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from federation import cue
+
+    def broken(*args: Any) -> Any:
+        raise AssertionError("a bug")
+
+    monkeypatch.setattr(cue, "evaluate_expression", broken)
+    with pytest.raises(expressions.ExpressionError, match="could not be evaluated"):
+        expressions.evaluate("x", {})

@@ -148,13 +148,85 @@ def test_sub_steps_count_against_the_step_cap() -> None:
                                                 "subSteps": subs}])
 
 
-def test_component_depends_on_with_a_deploy_step_is_refused_not_ignored() -> None:
-    components = [{**WEB, "dependsOn": ["db"]}, {**WEB, "name": "db"}]
-    with pytest.raises(model.AppError, match=r"components\[0\].dependsOn: honoured only when "
+def test_component_depends_on_in_a_deploy_step_orders_components_per_cluster() -> None:
+    """KubeVela's deploy step: in each cluster a component goes once the ones it depends
+    on are healthy there; the step knows what each cluster places."""
+    components = [{**WEB, "name": "web", "dependsOn": ["db"]},
+                  {"name": "db", "type": "config", "properties": {"data": {"a": "b"}}}]
+    found = compile_.compile_app({"components": components, "policies": [
+        {"name": "t", "type": "topology", "properties": {"clusters": ["member1", "member2"]}}]},
+        "app", "ns", {}, FLEET)
+    (deploy,) = found.steps
+    assert deploy.component_deps == {"web": ("db",)}
+    assert deploy.components == {"member1": ("db", "web"), "member2": ("db", "web")}
+
+
+def test_a_dependency_the_deploy_step_does_not_deploy_is_refused() -> None:
+    """It would wait for ever (KubeVela's deploy would say "waiting dependents" for ever)."""
+    components = [{**WEB, "name": "web", "dependsOn": ["db"]},
+                  {"name": "db", "type": "config", "properties": {"data": {"a": "b"}}}]
+    with pytest.raises(model.AppError, match=r"components\[0\].dependsOn\[0\]: 'db' is not "
+                                             "deployed by step deploy"):
+        compile_.compile_app({"components": components, "policies": [
+            {"name": "t", "type": "topology", "properties": {"clusters": ["member1"]}},
+            {"name": "o", "type": "override", "properties": {"selector": ["web"]}}]},
+            "app", "ns", {}, FLEET)
+
+
+def test_component_inputs_with_a_deploy_step_are_refused_not_ignored() -> None:
+    components = [{**WEB, "inputs": [{"from": "x", "parameterKey": "image"}]}]
+    with pytest.raises(model.AppError, match=r"components\[0\].inputs: honoured only when "
                                              "an apply-component step"):
         compile_.compile_app({"components": components, "policies": [
             {"name": "t", "type": "topology", "properties": {"clusters": ["member1"]}}]},
             "app", "ns", {}, FLEET)
+
+
+def test_a_cycle_of_component_dependencies_is_refused() -> None:
+    components = [{**WEB, "name": "a", "dependsOn": ["b"]}, {**WEB, "name": "b",
+                                                            "dependsOn": ["a"]}]
+    with pytest.raises(model.AppError, match=r"components\[0\].dependsOn\[0\]: waits for "
+                                             "ever"):
+        compile_.compile_app({"components": components}, "app", "ns", {}, FLEET, "member1")
+
+
+def test_an_ordered_deploy_releases_components_cluster_by_cluster() -> None:
+    spec = StepSpec("d", "deploy", ("member1", "member2"), 5,
+                    component_deps={"web": ("db",)},
+                    components={"member1": ("db", "web"), "member2": ("db", "web")})
+    state = workflow.initial(1, (spec,), 0.0)
+    state, _ = workflow.evaluate(state, (spec,), Observations(), 1.0)
+    assert state.steps[0].released == (("member1", "db"), ("member2", "db"))
+    assert "member1: web waits for db" in state.steps[0].message
+    # db healthy in member1 only: web goes there, not to member2; member1 is healthy for
+    # what it holds, but not done while web is not there
+    obs = Observations(health={("d", "member1"): ("healthy", "")},
+                       component_health={("d", "member1", "db"): ("healthy", "")})
+    state, _ = workflow.evaluate(state, (spec,), obs, 2.0)
+    assert set(state.steps[0].released) == {("member1", "db"), ("member2", "db"),
+                                            ("member1", "web")}
+    assert state.steps[0].done == ()
+    everything = Observations(
+        health={("d", c): ("healthy", "") for c in ("member1", "member2")},
+        component_health={("d", c, n): ("healthy", "") for c in ("member1", "member2")
+                          for n in ("db", "web")})
+    state, _ = workflow.evaluate(state, (spec,), everything, 3.0)
+    assert state.steps[0].phase == "running"  # member2 got web only now
+    state, _ = workflow.evaluate(state, (spec,), everything, 4.0)
+    assert state.steps[0].phase == "succeeded"
+    assert workflow.from_status(workflow.to_status(state, str)) == state
+
+
+def test_held_splits_a_clusters_objects_by_released_component() -> None:
+    spec = StepSpec("d", "deploy", ("m",), component_deps={"web": ("db",)},
+                    components={"m": ("db", "web")})
+    step = workflow.StepState("d", "deploy", released=(("m", "db"),))
+    objects = [{"metadata": {"name": n, "labels": {"app.oam.dev/component": n}}}
+               for n in ("db", "web")]
+    now, later = workflow.held(spec, step, "m", objects)
+    assert [o["metadata"]["name"] for o in now] == ["db"]
+    assert [o["metadata"]["name"] for o in later] == ["web"]
+    assert workflow.held(StepSpec("d", "deploy"), step, "m", objects) == (objects, [])
 
 
 def test_component_depends_on_without_policies_makes_kubevelas_default_dag() -> None:

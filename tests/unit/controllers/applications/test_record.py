@@ -3,6 +3,7 @@ revision's outcome and garbage collection planned from it; the Application's sta
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -159,3 +160,16 @@ async def test_the_status_says_rolled_back_failed_steps_and_unknown_clusters() -
     many = [tracker.Entry(f"c{n}", "v1", "ConfigMap", "shop", "x") for n in range(7)]
     assert status.unknown_message(many).endswith(
         "('c0', 'c1', 'c2', 'c3', 'c4', ...): kept, and deleted if a member of that name joins")
+
+
+async def test_an_ended_workflow_records_its_outputs_on_its_revision() -> None:
+    """What a rollback to the revision renders its input-taking steps with."""
+    view = FakeView()
+    await kept(view, app())
+    build = await compiled(view)
+    ended(build)
+    assert build.state is not None
+    build.state = dataclasses.replace(build.state, values={"o": None, "p": {"a": 1}})
+    dag = record.plan_record("hub", build, report(), record.Outcome([entry("a")], []))
+    mark = next(v for v in dag if v.obj["kind"] == "ApplicationRevision")
+    assert mark.obj["status"]["outputValues"] == [["o", "null"], ["p", '{"a": 1}']]

@@ -64,3 +64,38 @@ async def test_a_revision_that_no_longer_compiles_is_refused_by_field() -> None:
                                           "workflow": running(2)}))
     with pytest.raises(Problem, match=r"spec\.components\[0\]"):
         await run_through(view, build, rollback.roll_back)
+
+
+IO_SPEC = {
+    "components": [{"name": "a", "type": "config", "properties": {"data": {"k": "v"}}},
+                   {"name": "b", "type": "config", "properties": {"data": {"k": "v"}}}],
+    "workflow": {"steps": [
+        {"name": "make", "type": "apply-component",
+         "properties": {"component": "a", "cluster": "member1"},
+         "outputs": [{"name": "o", "valueFrom": '"from-a"'}]},
+        {"name": "take", "type": "apply-component",
+         "properties": {"component": "b", "cluster": "member1"},
+         "inputs": [{"from": "o", "parameterKey": "properties.data.k"}]}]}}
+
+
+async def test_a_rollback_renders_steps_with_inputs_from_the_revisions_outputs() -> None:
+    """The revision records the outputs its workflow produced when it ended; the
+    rollback renders the step taking them as that revision ran it."""
+    old = revision_doc(1, succeeded=True, spec=IO_SPEC)
+    old["status"]["outputValues"] = [["o", '"from-a"']]
+    view = FakeView([("hub", old)])
+    build = build_of(app("web:2", status={"rollback": {"revision": 1, "from": 2, "time": "t"},
+                                          "workflow": running(2)}))
+    await run_through(view, build, rollback.roll_back)
+    (config_map, _), = build.desired[("member1", "take")]
+    assert config_map["data"] == {"k": "from-a"}
+
+
+async def test_a_rollback_to_a_revision_without_its_outputs_is_refused() -> None:
+    """Rendering the step without its inputs would drop its objects everywhere (every
+    cluster is final in a rollback): refused, naming the step."""
+    view = FakeView([("hub", revision_doc(1, succeeded=False, spec=IO_SPEC))])
+    build = build_of(app("web:2", status={"rollback": {"revision": 1, "from": 2, "time": "t"},
+                                          "workflow": running(2)}))
+    with pytest.raises(Problem, match="rollback: step take of revision 1 takes inputs"):
+        await run_through(view, build, rollback.roll_back)
