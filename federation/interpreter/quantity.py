@@ -96,6 +96,9 @@ def _decimal(value: fractions.Fraction, form: str) -> str:
     return f"{nanos}{suffix[0]}"
 
 
+ZERO = Quantity(fractions.Fraction(0))
+
+
 def milli_cpu(milli: int) -> Quantity:
     return Quantity(fractions.Fraction(milli, 1000), DECIMAL_SI)
 
