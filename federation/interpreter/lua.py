@@ -19,7 +19,11 @@ next, with:
   (Karmada's scripts call ``os.date``), and ``require`` that knows one module, ``kube``
   (:mod:`federation.interpreter.kube`). No ``io``, no ``load``/``loadstring``/``dofile``/
   ``loadfile``, no ``debug``, no metatables (Karmada's list of refused functions raises
-  Karmada's error), and precompiled chunks (``\\27Lua``) are refused before loading.
+  Karmada's error), and precompiled chunks (``\\27Lua``) are refused before loading;
+- a **pattern guard**: Lua's pattern matcher runs in C, out of the hook's reach, and
+  backtracks; ``string.find``/``match``/``gmatch``/``gsub`` refuse a pattern whose
+  worst case (subject length to the power of its quantifiers plus one) exceeds the
+  instruction budget.
 
 Lua never sees a Python object: arguments become Lua tables, results become JSON values
 (the conversion Karmada's ``gopher-json`` does: a table with a sequence part is an array,
@@ -68,6 +72,26 @@ sethook(function()
   if spent > budget then sethook(exhausted, "", 1); exhausted() end
 end, "", every)
 string.dump = nil
+-- A pattern match runs in C, where the hook never fires, and Lua's matcher backtracks:
+-- with k quantifiers a subject of n bytes can cost n^(k+1) steps. Refuse what could cost
+-- more than the whole instruction budget (patterns with plain = true are not patterns).
+local raw_gsub = string.gsub
+local function guarded(match, plain_at)
+  return function(subject, pattern, ...)
+    if type(subject) == "string" and type(pattern) == "string"
+        and not (plain_at and select(plain_at - 2, ...)) then
+      local quantifiers = select(2, raw_gsub(raw_gsub(pattern, "%%%%.", ""), "[%%*%%+%%-%%?]", ""))
+      if (#subject) ^ (quantifiers + 1) > budget then
+        error("pattern too costly for the sandbox: " .. quantifiers ..
+              " quantifiers over " .. #subject .. " bytes", 2)
+      end
+    end
+    return match(subject, pattern, ...)
+  end
+end
+string.find = guarded(string.find, 4)
+string.match, string.gmatch = guarded(string.match), guarded(string.gmatch)
+string.gsub = guarded(string.gsub)
 local env = {}
 for _, name in ipairs({%(base)s}) do env[name] = _G[name] end
 for _, name in ipairs({%(blocked)s}) do

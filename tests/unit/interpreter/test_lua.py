@@ -182,3 +182,19 @@ def test_nothing_leaks_from_one_call_to_the_next() -> None:
 def test_check_reports_a_syntax_error() -> None:
     assert lua.check("function broken(") is not None
     assert lua.check(WIDGETS) is None
+
+
+def test_a_catastrophic_pattern_is_refused_before_it_runs() -> None:
+    """Lua's matcher runs in C, where the budget's hook never fires."""
+    script = """function InterpretHealth(obj)
+      local s = string.rep("a", 5000)
+      return s:find("a*a*a*a*a*a*b") ~= nil
+    end"""
+    started = time.monotonic()
+    with pytest.raises(lua.ScriptError, match="pattern too costly"):
+        health(script)
+    assert time.monotonic() - started < 5
+    assert health('function InterpretHealth(o) return ("a-b"):find("-", 1, true) == 2 end') \
+        == [("healthy", True)]
+    assert health('function InterpretHealth(o) return ("v1.2"):match("%d+%.(%d+)") == "2" end') \
+        == [("healthy", True)]
