@@ -248,6 +248,8 @@ class Wiring:
             ctl.watch(resource, clusters="hub", map=self.on_policy)
         for resource in api.OVERRIDE_POLICY_RESOURCES:
             ctl.watch(resource, clusters="hub", map=self.on_anything)
+        # A customization changes what its target kind's templates mean: all re-reconcile.
+        ctl.watch(api.INTERPRETER_CUSTOMIZATIONS, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)
         # Also the hub cache the reconfigure transformers list the policies from.

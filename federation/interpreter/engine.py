@@ -12,7 +12,8 @@ from federation.interpreter.customizations import Operation
 
 
 def execute(registry: customizations.Registry, operation: Operation,
-            args: declarative.Arguments) -> declarative.Results:
+            args: declarative.Arguments,
+            budget: lua.Budget = declarative.DEFAULT_BUDGET) -> declarative.Results:
     """The operation through the customization whose target the object is (desired for
     Retain, else the one object given), as the control plane would choose it."""
     obj = args.desired if operation is Operation.RETAIN else args.one() \
@@ -27,7 +28,7 @@ def execute(registry: customizations.Registry, operation: Operation,
     results: list[declarative.Results] = []
     for chosen in scripts:
         try:
-            results.append(declarative.run(operation, chosen.script, args))
+            results.append(declarative.run(operation, chosen.script, args, budget))
         except lua.ScriptError as exc:
             raise lua.ScriptError(f"customization {chosen.customization}, "
                                   f"{operation.value}: {exc}") from exc

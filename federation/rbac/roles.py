@@ -70,9 +70,10 @@ CRD_NAMES = (
     "resourcetrackers.core.oam.dev",
     "configconstraints.config.federation.io",
     "reconfigurepolicies.config.federation.io",
+    "resourceinterpretercustomizations.config.karmada.io",
 )
-"""The hub API's CRDs (federation/crds/crds.yaml and karmada.yaml; a unit test keeps them
-equal)."""
+"""The hub API's CRDs (federation/crds/crds.yaml, karmada.yaml and interpreter.yaml; a unit
+test keeps them equal)."""
 
 
 class RBACError(ValueError):

@@ -11,6 +11,7 @@ from federation.contexts.client import ClientError
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Verdict
 from federation.controllers.kit.copies import copy_vertex
+from federation.controllers.propagation import customized
 from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
@@ -28,6 +29,8 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
             build.note_unreachable(cluster, exc)
             continue
         build.live[cluster] = live
+        if live is not None and manifests.same_placer(desired, live):
+            desired = await customized.retain(ctx, desired, live)
         vertex = copy_vertex(cluster, desired, live, overwrite,
                              expect=plan.Identity.of(build.template))
         if vertex is None:

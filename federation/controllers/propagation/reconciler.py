@@ -41,6 +41,7 @@ from federation.controllers.propagation import (
     eviction,
     failover,
     finalise,
+    interpret,
     load_clusters,
     load_policy,
     preserve,
@@ -76,6 +77,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     load_clusters.load_clusters,      # the ClusterSet as placement input
     capacity.estimate_capacity,       # availableReplicas from resource summaries
     failover.apply_failover,          # ready / held / evicted, per policy
+    interpret.interpret_replicas,     # a customization's InterpretReplica, if any
     schedule.schedule,                # the placement engine, off the loop, on a budget
     render.render,                    # per-cluster manifests, overrides, identity
     rollouts.stamp_restarts,          # governed workloads: restartVersion per cluster
