@@ -14,7 +14,7 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
@@ -108,8 +108,12 @@ class Reconciler:
 
     def __init__(self, mc: MultiCluster, clusters: ClusterSet, kinds: Kinds,
                  recorder: events.EventSink,
-                 settings: PropagationSettings | None = None) -> None:
+                 settings: PropagationSettings | None = None,
+                 on_drift: Callable[[str, str], None] | None = None) -> None:
         self.kinds = kinds
+        self.on_drift = on_drift
+        """Told (cluster, kind) of each drift we reverted: the metric that makes a fight
+        with a member's controller visible (a revert at every reconcile)."""
         self.recorder = recorder
         self.settings = settings or PropagationSettings()
         self.hub = clusters.hub.name
@@ -180,8 +184,19 @@ class Reconciler:
         if reservation is None:  # another template's move took the budget since the build
             return Result(requeue_after=self.failover.settings.budget_retry)
         report = await self.execute(build.dag, build.shared)
+        self._count_drift(report)
         self._settle_budget(build, report, reservation)
         return await self._record(build, report, outcome.requeue_after)
+
+    def _count_drift(self, report: plan.Report) -> None:
+        for outcome in report.outcomes.values():
+            vertex = outcome.vertex
+            if outcome.ok and outcome.attempted and vertex.action is plan.Action.UPDATE \
+                    and vertex.reason.startswith("drift at "):
+                log.info("reverted drift in %s: %s (%s)", vertex.cluster, vertex.describe(),
+                         vertex.reason)
+                if self.on_drift is not None:
+                    self.on_drift(vertex.cluster, str(vertex.obj.get("kind")))
 
     def _settle_budget(self, build: Build, report: plan.Report,
                        reservation: disruption.Reservation) -> None:
