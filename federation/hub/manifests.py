@@ -213,6 +213,42 @@ def first_difference(desired: Any, live: Any, path: str = "",
     return None if desired == live else (path or "/")
 
 
+def differences(desired: Any, live: Any, ignored: tuple[str, ...] = (),
+                limit: int = 20) -> list[str]:
+    """Every path (up to ``limit``) where ``live`` lacks or differs from a field of
+    ``desired``, outside ``ignored`` and the fields its members own: what report-only mode
+    records."""
+    patterns = _patterns((*native.retained_paths(desired), *ignored))
+    found: list[str] = []
+    _collect(desired, live, "", patterns, found, limit)
+    return found
+
+
+def _collect(desired: Any, live: Any, path: str, patterns: Patterns, found: list[str],
+             limit: int) -> None:
+    if len(found) >= limit or (patterns and path and _ignored(path, patterns)):
+        return
+    if isinstance(desired, dict) and isinstance(live, dict):
+        for key, value in desired.items():
+            _collect(value, live.get(key), f"{path}/{key}", patterns, found, limit)
+    elif isinstance(desired, list) and isinstance(live, list) and len(desired) == len(live):
+        for index, (want, have) in enumerate(zip(desired, live, strict=True)):
+            _collect(want, have, f"{path}/{index}", patterns, found, limit)
+    elif desired != live:
+        found.append(path or "/")
+
+
+def without_marks(manifest: Mapping[str, Any]) -> JSON:
+    """``manifest`` without our ownership marks: what another's object is compared with."""
+    meta = dict(manifest.get("metadata") or {})
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_BY_LABEL}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in (TEMPLATE_UID_ANNOTATION, APPLIED_HASH_ANNOTATION)}
+    _set_or_drop(meta, "labels", labels)
+    _set_or_drop(meta, "annotations", annotations)
+    return {**manifest, "metadata": meta}
+
+
 def retain(desired: JSON, live: Mapping[str, Any]) -> JSON:
     """``desired`` ready for a PUT over ``live``: version, finalizers and owner references
     kept, and the fields the member owns (an allocated clusterIP, a PVC's volume, replicas

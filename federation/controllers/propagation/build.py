@@ -55,6 +55,8 @@ class Build:
     clusters: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
     decision: decision_.Decision | None = None
     desired: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    report_only: bool = False
+    """``applyStrategy.type: ReportDiff``: nothing was planned for the members but deletes."""
     interpreted_replicas: int | None = None
     """Replicas a ResourceInterpreterCustomization's InterpretReplica gave (None: the
     built-in interpreter's, read from the template)."""

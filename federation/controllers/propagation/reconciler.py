@@ -49,6 +49,7 @@ from federation.controllers.propagation import (
     record,
     removals,
     render,
+    report_only,
     rollouts,
     schedule,
     scheduler_name,
@@ -88,6 +89,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     removals.plan_removals,           # copies on clusters no longer chosen
     eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
     suspension.apply_suspension,      # suspended clusters: no create or update
+    report_only.report_only,          # applyStrategy ReportDiff: differences, no writes
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
 (through the context) and add to the build; they never write, never queue, never change
