@@ -33,7 +33,7 @@ def ns(fleet: TestFleet, control_plane: ControlPlane) -> Iterator[str]:
     yield name
     if control_plane.process is not None and control_plane.process.poll() is not None:
         pytest.fail(f"fedctl run exited:\n{control_plane.log_tail()}")
-    for kinds in ("deployments", "propagationpolicies.policy.federation.io"):
+    for kinds in ("deployments,configmaps", "propagationpolicies.policy.federation.io"):
         fleet.kubectl("hub", "delete", kinds, "--all", "-n", name, "--wait=false", check=False)
 
 
@@ -98,3 +98,63 @@ def test_without_retention_the_revert_is_one_write(fleet: TestFleet, ns: str) ->
     reverts = sum(n for key, n in writes.items()
                   if key[0] == "deployments" and key[1] == "" and key[2] == "PUT")
     assert reverts == 1, breakdown(writes)
+
+
+def config_map(name: str, ns: str, value: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+            "data": {"k": value}}
+
+
+def config_policy(name: str, ns: str, **strategy: Any) -> dict[str, Any]:
+    return {"apiVersion": POLICY_API, "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                            "name": name}],
+                     "placement": {"clusterAffinity": {"clusterNames": ["member1"]},
+                                   "replicaScheduling": {
+                                       "replicaSchedulingType": "Duplicated"}},
+                     "applyStrategy": strategy}}
+
+
+def managed(fleet: TestFleet, name: str, ns: str) -> bool:
+    found = get_or_none(fleet, "member1", "configmap", name, "-n", ns) or {}
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get("federation.io/managed-by") == "federation")
+
+
+def binding_spec(fleet: TestFleet, name: str, ns: str) -> dict[str, Any]:
+    found = get_or_none(fleet, "hub", "resourcebindings.work.federation.io",
+                        f"{name}-configmap", "-n", ns) or {}
+    return found.get("spec") or {}
+
+
+def test_if_no_diff_takes_over_only_an_equal_object(fleet: TestFleet, ns: str) -> None:
+    fleet.kubectl("member1", "create", "namespace", ns, check=False)
+    apply(fleet, "member1", config_map("same", ns, "v"), config_map("other", ns, "theirs"))
+    apply(fleet, "hub", config_map("same", ns, "v"), config_map("other", ns, "ours"),
+          config_policy("same", ns, whenToTakeOver="IfNoDiff"),
+          config_policy("other", ns, whenToTakeOver="IfNoDiff"))
+    wait_for(lambda: managed(fleet, "same", ns), timeout=60, what="the equal one taken over")
+    time.sleep(5)
+    assert not managed(fleet, "other", ns)
+    found = get_or_none(fleet, "member1", "configmap", "other", "-n", ns) or {}
+    assert found.get("data") == {"k": "theirs"}
+
+
+def test_report_only_writes_nothing_and_lists_the_differences(fleet: TestFleet,
+                                                              ns: str) -> None:
+    fleet.kubectl("member1", "create", "namespace", ns, check=False)
+    apply(fleet, "member1", config_map("seen", ns, "theirs"))
+    before = mutating_requests(fleet, "member1")
+    apply(fleet, "hub", config_map("seen", ns, "ours"), config_map("absent", ns, "ours"),
+          config_policy("seen", ns, type="ReportDiff"),
+          config_policy("absent", ns, type="ReportDiff"))
+    wait_for(lambda: binding_spec(fleet, "seen", ns).get("reportedDifferences"), timeout=60,
+             what="differences recorded")
+    wait_for(lambda: binding_spec(fleet, "absent", ns).get("reportedDifferences"),
+             timeout=60, what="the missing one recorded")
+    seen = binding_spec(fleet, "seen", ns)["reportedDifferences"]["member1"]
+    assert seen[0].startswith("not managed by federation") and "/data/k" in seen
+    assert binding_spec(fleet, "absent", ns)["reportedDifferences"] == {"member1": ["missing"]}
+    writes = delta(mutating_requests(fleet, "member1"), before)
+    assert not {k: n for k, n in writes.items() if k[0] == "configmaps"}, breakdown(writes)
