@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
     "install": ("federation.commands.install:install",
                 "Install the hub API (CRDs) and the control plane's RBAC."),
+    "interpret": ("federation.commands.interpret:interpret",
+                  "Run or check a ResourceInterpreterCustomization offline."),
     "join": ("federation.commands.join:join",
              "Register a member cluster with only its own credentials."),
     "local": ("federation.commands.local:local", "Run a local fleet of real API servers."),

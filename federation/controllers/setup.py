@@ -130,14 +130,20 @@ class Wiring:
             queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
                                  self.controller.queue.add_after, settings.deny_list)
-        self.reconciler = propagation.Reconciler(mgr.client, mgr.clusters, self.kinds,
-                                                 self.recorder, settings)
+        self.reconciler = propagation.Reconciler(
+            mgr.client, mgr.clusters, self.kinds, self.recorder, settings,
+            on_drift=self._drift_reverted)
         self._tracking: set[asyncio.Task[None]] = set()
         self.dependents = propagate_deps.Dependents()
         self._following_dependencies = False
 
     async def _reconcile(self, request: Request) -> Any:
         return await self.reconciler.reconcile(request)
+
+    def _drift_reverted(self, cluster: str, kind: str) -> None:
+        """Counted on the manager's metrics (set on the controller when it is added)."""
+        if self.controller.metrics is not None:
+            self.controller.metrics.drift_reverts.labels(cluster, kind).inc()
 
     def on_policy(self, event: Event) -> Iterable[Request]:
         if (event.obj.get("spec") or {}).get("propagateDeps") is True:
@@ -248,6 +254,8 @@ class Wiring:
             ctl.watch(resource, clusters="hub", map=self.on_policy)
         for resource in api.OVERRIDE_POLICY_RESOURCES:
             ctl.watch(resource, clusters="hub", map=self.on_anything)
+        # A customization changes what its target kind's templates mean: all re-reconcile.
+        ctl.watch(api.INTERPRETER_CUSTOMIZATIONS, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)
         # Also the hub cache the reconfigure transformers list the policies from.

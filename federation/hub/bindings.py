@@ -244,6 +244,9 @@ class Behaviour:
     """Copies a ReconfigurePolicy holds: ``{cluster, kind, name, policy}``."""
     when_unclaimed: str | None = None
     """``Keep``: a ``policy.karmada.io`` policy claimed it (copies stay when unclaimed)."""
+    reported_differences: Mapping[str, Any] | None = None
+    """``applyStrategy.type: ReportDiff``: per cluster, the paths where the member's object
+    differs from the copy we would write (nothing is written)."""
 
     @classmethod
     def from_obj(cls, fields: Mapping[str, Any]) -> Behaviour:
@@ -256,18 +259,20 @@ class Behaviour:
                    _object(get("activation"), "spec.activation"),
                    _object(get("suspension"), "spec.suspension"),
                    _each(get("configHeld"), "spec.configHeld", _held),
-                   _optional_string(get("whenUnclaimed"), "spec.whenUnclaimed"))
+                   _optional_string(get("whenUnclaimed"), "spec.whenUnclaimed"),
+                   _object(get("reportedDifferences"), "spec.reportedDifferences"))
 
     def to_obj(self) -> JSON:
         values = (list(self.dependencies), list(self.awaited_dependencies),
                   self.preserve_resources_on_deletion, self.activation, self.suspension,
-                  list(self.config_held), self.when_unclaimed)
+                  list(self.config_held), self.when_unclaimed, self.reported_differences)
         return {key: value for key, value in zip(BEHAVIOUR_KEYS, values, strict=True)
                 if value not in (None, False, [], {})}
 
 
 BEHAVIOUR_KEYS = ("dependencies", "awaitedDependencies", "preserveResourcesOnDeletion",
-                  "activation", "suspension", "configHeld", "whenUnclaimed")
+                  "activation", "suspension", "configHeld", "whenUnclaimed",
+                  "reportedDifferences")
 """The spec keys of :class:`Behaviour`, in the order they are written."""
 
 

@@ -14,7 +14,8 @@ Writes are full replacements (PUT) carrying the member's resourceVersion, so a
 concurrent change is a 409 and a retry, never a lost update, and drift (a
 field someone edited in the member) is reverted exactly. Fields the member's
 API server allocated and will not let us change (a Service's clusterIP, a
-Job's selector) are carried over from the live object first; see :func:`retain`.
+Job's selector, replicas an HPA scales) are carried over from the live object first
+and are not drift; see :func:`retain` and the interpreter (docs/interpreter.md).
 
 A copy needs a write when its applied-hash differs from the digest of the
 desired manifest (the template or decision changed, including removed fields)
@@ -29,6 +30,8 @@ import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from federation.interpreter import native
 
 JSON = dict[str, Any]
 
@@ -148,25 +151,54 @@ def digest(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(encoded).hexdigest()[:16]
 
 
-def needs_write(desired: Mapping[str, Any], live: Mapping[str, Any]) -> str | None:
-    """Why ``live`` must be rewritten to match ``desired``; None when it already does."""
+def needs_write(desired: Mapping[str, Any], live: Mapping[str, Any],
+                ignored: tuple[str, ...] = ()) -> str | None:
+    """Why ``live`` must be rewritten to match ``desired``; None when it already does.
+
+    Fields the member owns (the interpreter's Retain: :func:`retained_paths`) and the JSON
+    pointers in ``ignored`` (``*`` matches one list index or key) are not drift: they are
+    kept from ``live`` when we write, so reverting them would only fight their owner."""
     wanted = desired.get("metadata", {}).get("annotations", {}).get(APPLIED_HASH_ANNOTATION)
     have = (live.get("metadata", {}).get("annotations") or {}).get(APPLIED_HASH_ANNOTATION)
     if wanted != have:
         return "content changed"
-    difference = first_difference(desired, live)
+    skip = (*native.retained_paths(desired), *ignored)
+    difference = first_difference(desired, live, ignored=_patterns(skip))
     if difference is not None:
         return f"drift at {difference}"
     return None
 
 
-def first_difference(desired: Any, live: Any, path: str = "") -> str | None:
-    """The first path where ``live`` lacks or differs from a field of ``desired``."""
+def retained_paths(desired: Mapping[str, Any]) -> tuple[str, ...]:
+    """JSON pointers of the fields of ``desired``'s kind its members own."""
+    return native.retained_paths(desired)
+
+
+Patterns = tuple[tuple[str, ...], ...]
+
+
+def _patterns(pointers: tuple[str, ...]) -> Patterns:
+    return tuple(tuple(p.split("/")[1:]) for p in pointers if p.startswith("/"))
+
+
+def _ignored(path: str, patterns: Patterns) -> bool:
+    parts = path.split("/")[1:]
+    return any(len(parts) == len(pattern) and all(
+        want in ("*", have) for want, have in zip(pattern, parts, strict=True))
+        for pattern in patterns)
+
+
+def first_difference(desired: Any, live: Any, path: str = "",
+                     ignored: Patterns = ()) -> str | None:
+    """The first path where ``live`` lacks or differs from a field of ``desired``, outside
+    the ``ignored`` patterns (JSON pointers split at ``/``, ``*`` matching any part)."""
+    if ignored and path and _ignored(path, ignored):
+        return None
     if isinstance(desired, dict):
         if not isinstance(live, dict):
             return path or "/"
         for key, value in desired.items():
-            found = first_difference(value, live.get(key), f"{path}/{key}")
+            found = first_difference(value, live.get(key), f"{path}/{key}", ignored)
             if found is not None:
                 return found
         return None
@@ -174,53 +206,62 @@ def first_difference(desired: Any, live: Any, path: str = "") -> str | None:
         if not isinstance(live, list) or len(live) != len(desired):
             return path or "/"
         for index, (want, have) in enumerate(zip(desired, live, strict=True)):
-            found = first_difference(want, have, f"{path}/{index}")
+            found = first_difference(want, have, f"{path}/{index}", ignored)
             if found is not None:
                 return found
         return None
     return None if desired == live else (path or "/")
 
 
+def differences(desired: Any, live: Any, ignored: tuple[str, ...] = (),
+                limit: int = 20) -> list[str]:
+    """Every path (up to ``limit``) where ``live`` lacks or differs from a field of
+    ``desired``, outside ``ignored`` and the fields its members own: what report-only mode
+    records."""
+    patterns = _patterns((*native.retained_paths(desired), *ignored))
+    found: list[str] = []
+    _collect(desired, live, "", patterns, found, limit)
+    return found
+
+
+def _collect(desired: Any, live: Any, path: str, patterns: Patterns, found: list[str],
+             limit: int) -> None:
+    if len(found) >= limit or (patterns and path and _ignored(path, patterns)):
+        return
+    if isinstance(desired, dict) and isinstance(live, dict):
+        for key, value in desired.items():
+            _collect(value, live.get(key), f"{path}/{key}", patterns, found, limit)
+    elif isinstance(desired, list) and isinstance(live, list) and len(desired) == len(live):
+        for index, (want, have) in enumerate(zip(desired, live, strict=True)):
+            _collect(want, have, f"{path}/{index}", patterns, found, limit)
+    elif desired != live:
+        found.append(path or "/")
+
+
+def without_marks(manifest: Mapping[str, Any]) -> JSON:
+    """``manifest`` without our ownership marks: what another's object is compared with."""
+    meta = dict(manifest.get("metadata") or {})
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_BY_LABEL}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in (TEMPLATE_UID_ANNOTATION, APPLIED_HASH_ANNOTATION)}
+    _set_or_drop(meta, "labels", labels)
+    _set_or_drop(meta, "annotations", annotations)
+    return {**manifest, "metadata": meta}
+
+
 def retain(desired: JSON, live: Mapping[str, Any]) -> JSON:
-    """``desired`` ready for a PUT over ``live``: version, finalizers, allocated fields kept."""
-    result = copy.deepcopy(desired)
+    """``desired`` ready for a PUT over ``live``: version, finalizers and owner references
+    kept, and the fields the member owns (an allocated clusterIP, a PVC's volume, replicas
+    an HPA scales under ``resourcetemplate.karmada.io/retain-replicas``...) taken from
+    ``live`` by the interpreter's Retain (:func:`federation.interpreter.native.retain`)."""
+    result = copy.deepcopy(native.retain(desired, live))
     live_meta = live.get("metadata", {})
     meta = result.setdefault("metadata", {})
     meta["resourceVersion"] = live_meta.get("resourceVersion")
     for key in ("finalizers", "ownerReferences"):
         if live_meta.get(key):
             meta[key] = live_meta[key]
-    kind = result.get("kind")
-    spec, live_spec = result.get("spec"), live.get("spec") or {}
-    if kind == "Service" and isinstance(spec, dict):
-        _retain_service(spec, live_spec)
-    elif kind == "Job" and isinstance(spec, dict):
-        for key in ("selector",):
-            if key in live_spec:
-                spec[key] = live_spec[key]
-        live_labels = (live_spec.get("template", {}).get("metadata", {}).get("labels") or {})
-        labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault(
-            "labels", {})
-        labels.update({k: v for k, v in live_labels.items()
-                       if k in ("controller-uid", "job-name")})
-    elif kind == "PersistentVolumeClaim" and isinstance(spec, dict):
-        if live_spec.get("volumeName"):
-            spec["volumeName"] = live_spec["volumeName"]
-    elif kind == "ServiceAccount" and live.get("secrets"):
-        result["secrets"] = live["secrets"]
     return result
-
-
-def _retain_service(spec: JSON, live_spec: Mapping[str, Any]) -> None:
-    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
-        if key in live_spec and key not in spec:
-            spec[key] = live_spec[key]
-    live_ports = {(p.get("port"), p.get("protocol", "TCP")): p
-                  for p in live_spec.get("ports") or []}
-    for port in spec.get("ports") or []:
-        match = live_ports.get((port.get("port"), port.get("protocol", "TCP")))
-        if match and match.get("nodePort") and "nodePort" not in port:
-            port["nodePort"] = match["nodePort"]
 
 
 def _drop_allocated(manifest: JSON) -> None:

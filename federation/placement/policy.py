@@ -269,6 +269,18 @@ class SchedulePriority(_Model):
     priority_class_name: str
 
 
+class ApplyStrategy(_Model):
+    """How copies are written and compared (kubefleet's names): ``type`` ClientSideApply
+    (our full writes) or ReportDiff (nothing written; differences recorded in the binding),
+    ``whenToTakeOver`` a member object that exists before us (Always, IfNoDiff: only when
+    it already equals the copy, Never), ``ignoredFields`` JSON pointers (``*`` for one list
+    index or key) never compared nor reverted."""
+
+    type: Literal["ClientSideApply", "ReportDiff"] = "ClientSideApply"
+    when_to_take_over: Literal["Always", "IfNoDiff", "Never"] | None = None
+    ignored_fields: list[str] = Field(default_factory=list, max_length=64)
+
+
 class PropagationSpec(_Model):
     resource_selectors: list[ResourceSelector]
     placement: Placement = Field(default_factory=Placement)
@@ -301,6 +313,19 @@ class PropagationSpec(_Model):
     """Deleting the template leaves its member copies, released from our ownership."""
     schedule_priority: SchedulePriority | None = None
     """Karmada's priority-based scheduling queue (beta): refused by :func:`problems`."""
+    apply_strategy: ApplyStrategy | None = None
+    """Takeover, report-only and ignored fields (docs/interpreter.md, apply strategies)."""
+
+    def take_over(self) -> str:
+        """Always, IfNoDiff or Never: ``whenToTakeOver``, else ``conflictResolution``."""
+        chosen = self.apply_strategy.when_to_take_over if self.apply_strategy else None
+        return chosen or ("Always" if self.conflict_resolution == "Overwrite" else "Never")
+
+    def ignored_fields(self) -> tuple[str, ...]:
+        return tuple(self.apply_strategy.ignored_fields) if self.apply_strategy else ()
+
+    def report_only(self) -> bool:
+        return self.apply_strategy is not None and self.apply_strategy.type == "ReportDiff"
 
 
 class ObjectMeta(BaseModel):
@@ -391,10 +416,32 @@ def problems(policy: Policy) -> list[Problem]:
                       "not supported: state is not carried from the evicted copies to the new "
                       "ones"))
     found += _behaviour_problems(spec)
+    found += _apply_strategy_problems(spec)
     if spec.failover is not None and spec.failover.application is not None:
         found.append(("spec.failover.application",
                       "application failover is not supported; replicas move off NotReady "
                       "clusters with a clusterTolerations entry and spec.failover.cluster"))
+    return found
+
+
+def _apply_strategy_problems(spec: PropagationSpec) -> list[Problem]:
+    strategy = spec.apply_strategy
+    if strategy is None:
+        return []
+    found: list[Problem] = []
+    if spec.conflict_resolution == "Overwrite" and strategy.when_to_take_over in (
+            "IfNoDiff", "Never"):
+        found.append(("spec.applyStrategy.whenToTakeOver",
+                      f"{strategy.when_to_take_over} contradicts conflictResolution: Overwrite"))
+    for i, pointer in enumerate(strategy.ignored_fields):
+        if not pointer.startswith("/") or "//" in pointer or pointer.endswith("/") \
+                or len(pointer) > 256:
+            found.append((f"spec.applyStrategy.ignoredFields[{i}]",
+                          "must be a JSON pointer such as /spec/replicas (* for any one "
+                          "list index or key)"))
+        elif pointer.split("/")[1] in ("apiVersion", "kind", "metadata"):
+            found.append((f"spec.applyStrategy.ignoredFields[{i}]",
+                          "the object's identity and metadata are always compared"))
     return found
 
 

@@ -76,9 +76,10 @@ CRD_NAMES = (
     "reconfigurepolicies.config.federation.io",
     "configconstraints.apps.kubeblocks.io",
     "parametersdefinitions.parameters.kubeblocks.io",
+    "resourceinterpretercustomizations.config.karmada.io",
 )
-"""The hub API's CRDs (federation/crds/crds.yaml and karmada.yaml; a unit test keeps them
-equal)."""
+"""The hub API's CRDs (federation/crds/crds.yaml, karmada.yaml and interpreter.yaml; a unit
+test keeps them equal)."""
 
 
 class RBACError(ValueError):

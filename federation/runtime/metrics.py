@@ -58,6 +58,11 @@ class Metrics:
             "How late the event loop woke the watchdog's timer: time the loop was busy "
             "elsewhere, or the process did not run.", buckets=LOOP_LAG_BUCKETS,
             registry=self.registry)
+        self.drift_reverts = Counter(
+            "federation_drift_reverts",
+            "Member copies rewritten because a field we wrote was changed there, by cluster "
+            "and kind: one that keeps growing is a fight with a member's controller (retain "
+            "the field: docs/interpreter.md).", ["cluster", "kind"], registry=self.registry)
         self.loop_stalls = Counter(
             "federation_event_loop_stalls",
             "Wakes of the watchdog more than its threshold (1 s) late; each is logged.",

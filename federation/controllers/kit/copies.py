@@ -14,15 +14,17 @@ JSON = dict[str, Any]
 
 
 def copy_vertex(cluster: str, desired: JSON, live: ReadOnly | None, overwrite: bool,
-                expect: plan.Identity | None = None) -> plan.Vertex | None:
+                expect: plan.Identity | None = None,
+                ignored: tuple[str, ...] = ()) -> plan.Vertex | None:
     """Create, update or nothing for one copy; None for a foreign object we may not touch.
-    ``expect`` (the template's identity) is what the executor checks before writing."""
+    ``expect`` (the template's identity) is what the executor checks before writing;
+    ``ignored`` JSON pointers are not drift (the policy's ``ignoredFields``)."""
     if live is None:
         return plan.Vertex(cluster, plan.Action.CREATE, desired, reason="missing", expect=expect)
     mine = manifests.same_placer(desired, live)
     if not mine and not overwrite:
         return None
-    why = manifests.needs_write(desired, live) if mine else "taking over"
+    why = manifests.needs_write(desired, live, ignored) if mine else "taking over"
     if why is None:
         return plan.Vertex(cluster, plan.Action.NOOP, desired, reason="up to date")
     return plan.Vertex(cluster, plan.Action.UPDATE, manifests.retain(desired, live), reason=why,

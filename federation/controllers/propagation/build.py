@@ -55,6 +55,11 @@ class Build:
     clusters: list[clusters_.Cluster] = dataclasses.field(default_factory=list)
     decision: decision_.Decision | None = None
     desired: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    report_only: bool = False
+    """``applyStrategy.type: ReportDiff``: nothing was planned for the members but deletes."""
+    interpreted_replicas: int | None = None
+    """Replicas a ResourceInterpreterCustomization's InterpretReplica gave (None: the
+    built-in interpreter's, read from the template)."""
     live: dict[str, ReadOnly | None] = dataclasses.field(default_factory=dict)
     """Each chosen cluster's copy as cached (read-only), None where there is none."""
     unreachable: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -168,8 +173,11 @@ def template_resource(build: Build) -> resources_.Resource:
     (replicas that are not an int32, a kind that is not a string) is bad input, shown as a
     condition, not an exception retried for ever."""
     try:
-        return resources_.from_manifest(build.template)
+        resource = resources_.from_manifest(build.template)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "template"
         raise Problem("Scheduled", "InvalidTemplate", f"{where}: {first['msg']}") from None
+    if build.interpreted_replicas is not None:
+        return resource.model_copy(update={"replicas": build.interpreted_replicas})
+    return resource

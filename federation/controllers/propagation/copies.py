@@ -1,24 +1,31 @@
 """Transformer: create / update / nothing per chosen cluster, against the member cache.
 
 A foreign object, or one an Application placed, is a conflict, never overwritten unless
-the policy says ``conflictResolution: Overwrite``. A copy vertex carries the template's
-identity, which the executor checks before writing.
+the policy says ``conflictResolution: Overwrite`` or ``applyStrategy.whenToTakeOver:
+Always`` (``IfNoDiff``: only when it already equals the copy). Fields the member owns
+(Retain) and the policy's ``applyStrategy.ignoredFields`` are not drift. A copy vertex
+carries the template's identity, which the executor checks before writing.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from federation.contexts.client import ClientError
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Verdict
 from federation.controllers.kit.copies import copy_vertex
+from federation.controllers.propagation import customized
 from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
 
 
 async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
-    overwrite = build.policy is not None and \
-        build.policy.spec.conflict_resolution == "Overwrite"
+    assert build.policy is not None
+    spec = build.policy.spec
+    take_over, ignored = spec.take_over(), spec.ignored_fields()
     for cluster, desired in build.desired.items():
         if cluster in build.unreachable:
             continue
@@ -28,14 +35,20 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
             build.note_unreachable(cluster, exc)
             continue
         build.live[cluster] = live
+        if live is not None and manifests.same_placer(desired, live):
+            desired = await customized.retain(ctx, desired, live)
+            build.desired[cluster] = desired
+        overwrite = take_over == "Always"
+        differs: list[str] = []
+        if take_over == "IfNoDiff" and live is not None and not manifests.same_placer(
+                desired, live):
+            differs = manifests.differences(manifests.without_marks(desired), live, ignored)
+            overwrite = not differs
         vertex = copy_vertex(cluster, desired, live, overwrite,
-                             expect=plan.Identity.of(build.template))
+                             expect=plan.Identity.of(build.template), ignored=ignored)
         if vertex is None:
             assert live is not None
-            build.conflicts[cluster] = (
-                f"{build.resource.kind} {build.namespace + '/' if build.namespace else ''}"
-                f"{build.name} exists and {manifests.placer(live)} "
-                "(set conflictResolution: Overwrite in the policy to take it over)")
+            build.conflicts[cluster] = _conflict(build, live, differs)
             continue
         added = build.dag.add(vertex)
         for other in list(build.dag):
@@ -44,3 +57,11 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
                 build.dag.depend(added, on=other)
     return None
 
+
+def _conflict(build: Build, live: Mapping[str, Any], differs: list[str]) -> str:
+    what = f"{build.resource.kind} {build.namespace + '/' if build.namespace else ''}" \
+        f"{build.name} exists and {manifests.placer(live)}"
+    if differs:
+        return f"{what}, and differs at {', '.join(differs)} (whenToTakeOver: IfNoDiff " \
+            "takes it over only when equal)"
+    return f"{what} (set conflictResolution: Overwrite in the policy to take it over)"

@@ -14,7 +14,7 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from federation.contexts.cache import ReadOnly
@@ -41,6 +41,7 @@ from federation.controllers.propagation import (
     eviction,
     failover,
     finalise,
+    interpret,
     load_clusters,
     load_policy,
     preserve,
@@ -48,6 +49,7 @@ from federation.controllers.propagation import (
     record,
     removals,
     render,
+    report_only,
     rollouts,
     schedule,
     scheduler_name,
@@ -76,6 +78,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     load_clusters.load_clusters,      # the ClusterSet as placement input
     capacity.estimate_capacity,       # availableReplicas from resource summaries
     failover.apply_failover,          # ready / held / evicted, per policy
+    interpret.interpret_replicas,     # a customization's InterpretReplica, if any
     schedule.schedule,                # the placement engine, off the loop, on a budget
     render.render,                    # per-cluster manifests, overrides, identity
     rollouts.stamp_restarts,          # governed workloads: restartVersion per cluster
@@ -86,6 +89,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     removals.plan_removals,           # copies on clusters no longer chosen
     eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
     suspension.apply_suspension,      # suspended clusters: no create or update
+    report_only.report_only,          # applyStrategy ReportDiff: differences, no writes
 )
 """The chain, in order. House rules: one concern per transformer; transformers read
 (through the context) and add to the build; they never write, never queue, never change
@@ -106,8 +110,12 @@ class Reconciler:
 
     def __init__(self, mc: MultiCluster, clusters: ClusterSet, kinds: Kinds,
                  recorder: events.EventSink,
-                 settings: PropagationSettings | None = None) -> None:
+                 settings: PropagationSettings | None = None,
+                 on_drift: Callable[[str, str], None] | None = None) -> None:
         self.kinds = kinds
+        self.on_drift = on_drift
+        """Told (cluster, kind) of each drift we reverted: the metric that makes a fight
+        with a member's controller visible (a revert at every reconcile)."""
         self.recorder = recorder
         self.settings = settings or PropagationSettings()
         self.hub = clusters.hub.name
@@ -178,8 +186,19 @@ class Reconciler:
         if reservation is None:  # another template's move took the budget since the build
             return Result(requeue_after=self.failover.settings.budget_retry)
         report = await self.execute(build.dag, build.shared)
+        self._count_drift(report)
         self._settle_budget(build, report, reservation)
         return await self._record(build, report, outcome.requeue_after)
+
+    def _count_drift(self, report: plan.Report) -> None:
+        for outcome in report.outcomes.values():
+            vertex = outcome.vertex
+            if outcome.ok and outcome.attempted and vertex.action is plan.Action.UPDATE \
+                    and vertex.reason.startswith("drift at "):
+                log.info("reverted drift in %s: %s (%s)", vertex.cluster, vertex.describe(),
+                         vertex.reason)
+                if self.on_drift is not None:
+                    self.on_drift(vertex.cluster, str(vertex.obj.get("kind")))
 
     def _settle_budget(self, build: Build, report: plan.Report,
                        reservation: disruption.Reservation) -> None:

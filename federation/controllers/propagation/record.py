@@ -73,9 +73,12 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
                 **{c: f"conflict: {m}" for c, m in build.conflicts.items()}}
     applied_ok = not problems
     held = rollouts.held_clusters(build)
-    dispatched = [c for c in build.targets if c not in build.suspended and c not in held]
+    dispatched = [c for c in build.targets if c not in build.suspended and c not in held
+                  and not build.report_only]
     applied_message = "applied to " + (", ".join(dispatched) or "no cluster") if applied_ok \
         else "; ".join(f"{c}: {m}" for c, m in sorted(problems.items()))
+    if build.report_only:
+        applied_message += "; report only (applyStrategy ReportDiff): nothing written"
     if held:  # a held copy is not applied: its old content stays until released
         applied_message += "; held by ReconfigurePolicy: " + ", ".join(
             f"{c} ({p})" for c, p in sorted(held.items()))
@@ -95,6 +98,12 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
     if build.conflicts:
         result.append(status.condition("Conflict", True, "ObjectNotManaged", "; ".join(
             f"{c}: {m}" for c, m in sorted(build.conflicts.items())), previous))
+    if build.report_only:
+        reported = build.record.get("reportedDifferences") or {}
+        result.append(status.condition(
+            "Drifted", bool(reported), "Differs" if reported else "NoDifference",
+            "; ".join(f"{c}: {', '.join(paths)}" for c, paths in sorted(reported.items()))
+            or "every member's object equals its copy", previous))
     if pending:
         result.append(pending_condition(pending, previous))
     if build.suspended:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from federation.controllers.kit.chain import Problem, Verdict
+from federation.controllers.propagation import customized
 from federation.controllers.propagation.build import Build, template_resource
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.lookups import load_overrides, stop_if_invalid_selects
@@ -38,6 +39,8 @@ async def render(ctx: TransformContext, build: Build) -> Verdict | None:
     noted: dict[str, list[str]] = {}  # note -> the clusters it holds for, first-seen order
     for cluster, replicas in build.decision.clusters.items():
         manifest = manifests.render(build.template, replicas, divided)
+        if divided and replicas is not None:
+            manifest = await customized.revise(ctx, manifest, replicas)
         try:
             applied = overrides.apply_all(manifest, by_name[cluster], chosen)
         except overrides.OverrideRefused as exc:

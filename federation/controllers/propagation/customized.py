@@ -1,0 +1,70 @@
+"""The hub's ResourceInterpreterCustomizations in propagation: replicas, revision, retain.
+
+Not a transformer but reads several share (as :mod:`.lookups`): :mod:`.interpret` asks
+InterpretReplica before the schedule; render asks ReviseReplica for each cluster's copy
+and plan_copies asks Retain before comparing a copy with the member's object. Each asks only when a
+customization scripts that operation for the template's kind; otherwise the built-in
+interpreter (:mod:`federation.interpreter.native`, through :mod:`federation.hub.manifests`)
+decides. A script that fails, runs out of budget or whose customization does not parse
+stops the reconcile with ``InterpreterFailed``, naming the customization and the operation,
+and nothing is written: a copy written without a member's retained fields would fight its
+owner, a copy with a guessed replica count would misplace the workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from federation.contexts.client import ApiError
+from federation.controllers.kit.chain import Problem
+from federation.controllers.kit.interpreting import InterpretError, Interpreting
+from federation.controllers.propagation.context import TransformContext
+from federation.hub import api
+from federation.interpreter import declarative
+from federation.interpreter.customizations import Operation
+
+JSON = dict[str, Any]
+
+INTERPRETING = Interpreting()
+"""The process's interpreter: its parsed customizations and its thread pool."""
+
+
+async def _customizations(ctx: TransformContext) -> list[Mapping[str, Any]]:
+    try:
+        return list(await ctx.list(api.INTERPRETER_CUSTOMIZATIONS))
+    except ApiError as exc:
+        if exc.status == 404:
+            return []  # the hub does not serve the kind (not installed yet): none exist
+        raise
+
+
+async def ask(ctx: TransformContext, operation: Operation, args: declarative.Arguments,
+               subject: Mapping[str, Any]) -> dict[str, Any] | None:
+    try:
+        return await INTERPRETING.run(await _customizations(ctx), operation, args, subject)
+    except InterpretError as exc:
+        raise Problem("Applied", "InterpreterFailed", str(exc)) from None
+
+
+def as_json(obj: Mapping[str, Any]) -> JSON:
+    return cast(JSON, obj)
+
+
+async def revise(ctx: TransformContext, manifest: JSON, replicas: int) -> JSON:
+    """``manifest`` with ``replicas`` set by its customization's ReviseReplica, if any."""
+    found = await ask(ctx, Operation.REVISE_REPLICA,
+                       declarative.Arguments(desired=manifest, replicas=replicas), manifest)
+    return manifest if found is None else cast(JSON, found["revised"])
+
+
+async def retain(ctx: TransformContext, desired: JSON, live: Mapping[str, Any]) -> JSON:
+    """``desired`` with the fields its customization's Retain takes from ``live``, if any;
+    the digest annotation of what we meant to write is kept as it was."""
+    found = await ask(ctx, Operation.RETAIN,
+                       declarative.Arguments(desired=desired, observed=as_json(live)), desired)
+    if found is None:
+        return desired
+    retained = cast(JSON, found["retained"])
+    retained["metadata"] = desired.get("metadata", {})
+    return retained
