@@ -285,12 +285,11 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
-        leader_election_namespace: str, leader_election_id: str,
+        leader_election_namespace: str, leader_election_id: str, cleanup_wait: float,
         leader_elect_lease_duration: int | None, leader_elect_renew_deadline: float | None,
         leader_elect_retry_period: float | None, cache_sync_timeout: float,
-        cleanup_wait: float, allow_exec: tuple[str, ...],
-        kube_api_qps: float | None, kube_api_burst: int | None, workers: int,
-        propagation_deny: tuple[str, ...], app_local_cluster: str | None,
+        allow_exec: tuple[str, ...], kube_api_qps: float | None, kube_api_burst: int | None,
+        workers: int, propagation_deny: tuple[str, ...], app_local_cluster: str | None,
         definition_namespaces: str, work_bind_address: str, work_hosts: str,
         notification_allow: tuple[str, ...], reloader_allow: tuple[str, ...]) -> None:
     """Run the federation control plane against the hub and member contexts."""
@@ -339,11 +338,15 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         allowed_exec=allow_exec, work=work,
         notification_egress=notification_egress, reloader_egress=reloader_egress,
         applications=applications.ApplicationSettings(
-            local_cluster=app_local_cluster, cleanup_wait=cleanup_wait,
-            definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
-                                        if n.strip())),
+            app_local_cluster, cleanup_wait=cleanup_wait,
+            definition_namespaces=_names(definition_namespaces)),
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated flag's names, in order."""
+    return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
 def _work_server(work_bind_address: str, work_hosts: str,
