@@ -463,7 +463,9 @@ def _clean(obj: Mapping[str, Any]) -> JSON:
 
 def _values(answer: Mapping[str, Any], definition: Definition, where: str) -> JSON:
     if "error" in answer:
-        raise AppError(f"{where}: {definition.ref}: {answer['error']}")
+        # the evaluator names the template (its ref) itself: said once
+        error = str(answer["error"]).removeprefix(f"{definition.ref}: ")
+        raise AppError(f"{where}: {definition.ref}: {error}")
     values = answer.get("values")
     if not isinstance(values, dict):
         raise AppError(f"{where}: {definition.ref}: no values")
