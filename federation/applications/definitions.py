@@ -320,9 +320,11 @@ def _maps(value: Any) -> Iterable[Mapping[str, Any]]:
 
 def request(definition: Definition, parameter: Mapping[str, Any], context: Mapping[str, Any],
             fields: Sequence[str]) -> JSON:
-    """One CUE evaluation: a JSON value, so it can cross a pipe and be hashed."""
-    return {"template": definition.template, "name": definition.ref,
-            "parameter": dict(parameter), "context": dict(context), "fields": list(fields)}
+    """One CUE evaluation: a JSON value, so it can cross a pipe and be hashed. Values YAML
+    reads as other types (a date) are strings, as the API server (JSON) would give them."""
+    data = json.loads(json.dumps({"parameter": parameter, "context": context}, default=str))
+    return {"template": definition.template, "name": definition.ref, **data,
+            "fields": list(fields)}
 
 
 def request_key(req: Mapping[str, Any]) -> str:
