@@ -14,8 +14,9 @@ so a page and its translations and older versions count once). Each YAML documen
 ``Policy`` documents of the same file go with it as its external policies, as dry-run
 reads them, and so do the definitions (ComponentDefinition, TraitDefinition...) of every
 file of its directory: KubeVela's examples keep them beside the Application
-(``docs/examples/application/template.yaml`` next to ``app.yaml``); dry-run takes one
-without a namespace as ``vela-system``'s.
+(``docs/examples/application/template.yaml`` next to ``app.yaml``), or in a
+``definitions`` directory beside it; dry-run takes one without a namespace as
+``vela-system``'s.
 
 Which KubeVela would accept (:func:`upstream_problem`): a document KubeVela's API server
 would refuse (the CRD's required fields, a list that is not a list), one whose YAML does
@@ -275,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             external = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
             apps.append((where, app, external))
     # the definitions beside each (read to the end first: a later file may hold them)
-    apps = [(where, app, [*external, *beside.get(directory(where), [])])
+    apps = [(where, app, [*external, *beside.get(directory(where), []),
+                          *beside.get(f"{directory(where)}/definitions", [])])
             for where, app, external in apps]
     return report(apps, skipped, core_types(args.mirrors), args)
 

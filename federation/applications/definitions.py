@@ -320,9 +320,11 @@ def _maps(value: Any) -> Iterable[Mapping[str, Any]]:
 
 def request(definition: Definition, parameter: Mapping[str, Any], context: Mapping[str, Any],
             fields: Sequence[str]) -> JSON:
-    """One CUE evaluation: a JSON value, so it can cross a pipe and be hashed."""
-    return {"template": definition.template, "name": definition.ref,
-            "parameter": dict(parameter), "context": dict(context), "fields": list(fields)}
+    """One CUE evaluation: a JSON value, so it can cross a pipe and be hashed. Values YAML
+    reads as other types (a date) are strings, as the API server (JSON) would give them."""
+    data = json.loads(json.dumps({"parameter": parameter, "context": context}, default=str))
+    return {"template": definition.template, "name": definition.ref, **data,
+            "fields": list(fields)}
 
 
 def request_key(req: Mapping[str, Any]) -> str:
@@ -463,7 +465,9 @@ def _clean(obj: Mapping[str, Any]) -> JSON:
 
 def _values(answer: Mapping[str, Any], definition: Definition, where: str) -> JSON:
     if "error" in answer:
-        raise AppError(f"{where}: {definition.ref}: {answer['error']}")
+        # the evaluator names the template (its ref) itself: said once
+        error = str(answer["error"]).removeprefix(f"{definition.ref}: ")
+        raise AppError(f"{where}: {definition.ref}: {error}")
     values = answer.get("values")
     if not isinstance(values, dict):
         raise AppError(f"{where}: {definition.ref}: no values")

@@ -9,6 +9,7 @@ refused while ``/healthz`` stays responsive.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import threading
 import uuid
@@ -90,19 +91,25 @@ def deployment(fleet: TestFleet, member: str, ns: str) -> dict[str, Any] | None:
     return get_or_none(fleet, member, "deployment", "backend", "-n", ns)
 
 
+def released(fleet: TestFleet, member: str, ns: str) -> bool:
+    """The member's Deployment has the changed definition's label."""
+    meta = (deployment(fleet, member, ns) or {}).get("metadata") or {}
+    return bool((meta.get("labels") or {}).get("release") == "two")
+
+
 def test_kubevelas_example_definitions_deliver_to_two_members_and_a_change_rolls_out(
         fleet: TestFleet, ns: str) -> None:
     defs = kubevela_definitions()
     apply(fleet, "hub", *defs)
     apply(fleet, "hub", application(ns))
     for member in ("member1", "member2"):
-        found = wait_for(lambda m=member: deployment(fleet, m, ns), timeout=90,
+        found = wait_for(functools.partial(deployment, fleet, member, ns), timeout=90,
                          what=f"the Deployment in {member}")
         pod = found["spec"]["template"]
         assert [c["name"] for c in pod["spec"]["containers"]] == ["backend", "logger"]
         assert pod["metadata"]["labels"]["app"] == "backend"  # kservice's patch
-        service = wait_for(lambda m=member: get_or_none(fleet, m, "service", "backend",
-                                                        "-n", ns),
+        service = wait_for(functools.partial(get_or_none, fleet, member, "service",
+                                             "backend", "-n", ns),
                            timeout=60, what=f"the Service in {member}")
         assert service["spec"]["ports"][0]["port"] == 8080
     assert revisions(fleet, ns) == ["docs-v1"]
@@ -115,8 +122,7 @@ def test_kubevelas_example_definitions_deliver_to_two_members_and_a_change_rolls
     wait_for(lambda: revisions(fleet, ns) == ["docs-v1", "docs-v2"], timeout=60,
              what="a second revision")
     for member in ("member1", "member2"):
-        wait_for(lambda m=member: ((deployment(fleet, m, ns) or {}).get("metadata") or {})
-                 .get("labels", {}).get("release") == "two", timeout=90,
+        wait_for(functools.partial(released, fleet, member, ns), timeout=90,
                  what=f"the new render in {member}")
 
 

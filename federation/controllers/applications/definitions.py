@@ -34,10 +34,11 @@ Runner = Callable[[JSON], Awaitable[JSON]]
 WORK = sandbox.Work("federation.applications.cue_worker", "applications' CUE",
                     doing="evaluating the definition's CUE template",
                     during="evaluating a CUE template")
-MAX_ROUNDS = 12
+MAX_ROUNDS = 64
 """Compiles per reconcile while evaluations are missing: each round asks every evaluation
-the compile could reach, and a component's traits wait for its output (one round per
-trait at most when patches feed each other's ``context.output``)."""
+the compile could reach, and a component's traits wait for its output and for one
+another, so a component with N user traits takes N + 1 rounds the first time (a round
+is one compile, milliseconds; a content already evaluated takes one)."""
 
 
 class Unavailable(RuntimeError):

@@ -93,6 +93,18 @@ def test_a_missing_parameter_is_refused_in_one_line_naming_the_definition() -> N
     assert "\n" not in message
 
 
+def test_a_yaml_date_in_the_properties_is_a_string_as_from_the_api_server() -> None:
+    """The CLI reads YAML, where ``2020-01-01`` is a date: evaluated as the string the
+    API server would store, not a traceback."""
+    import datetime
+    template = 'output: {apiVersion: "v1", kind: "ConfigMap", data: when: parameter.when}\n' \
+        "parameter: when: string"
+    docs = [definition("ComponentDefinition", "c", template)]
+    spec = application([{"name": "x", "type": "c",
+                         "properties": {"when": datetime.date(2020, 1, 1)}}])
+    assert objects(compile_with(spec, docs))[0]["data"] == {"when": "2020-01-01"}
+
+
 def test_the_context_carries_kubevelas_names() -> None:
     template = """
 output: {
@@ -313,3 +325,18 @@ def test_a_revisions_snapshot_renders_as_it_was() -> None:
     user = definitions.Rendering(again, definitions.AppInfo("docs", 1), cue_worker.inline)
     compiled = compile_.compile_app(spec, "docs", "shop", {}, FLEET, None, None, user)
     assert [o["kind"] for o in objects(compiled)] == ["Deployment", "Service"]
+
+
+@pytest.mark.parametrize("properties", [
+    {}, {"image": None}, {"image": 3}, {"image": {"a": 1}}, {"image": "x", "cmd": "ls"},
+    {"image": "x", "cmd": [[1]]}, {"image": "x", "extra": True}, {"image": "x" * 10_000},
+    {"image": "x", "cmd": [2**80]}, {"image": float("nan")}, {"image": "\u0000\n"},
+])
+def test_any_properties_render_or_are_refused_in_one_line(properties: JSON) -> None:
+    """Tenant properties of any shape: a render, or an AppError of one line; never
+    another exception."""
+    spec = application([{"name": "x", "type": "docs-worker", "properties": properties}])
+    try:
+        compile_with(spec, docs_definitions())
+    except model.AppError as exc:
+        assert "\n" not in str(exc)
