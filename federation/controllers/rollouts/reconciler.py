@@ -11,8 +11,10 @@ One reconcile handles one ReconfigurePolicy, level-triggered:
    (:class:`~.sandbox.Analyses`: worker processes with a deadline, each content once); any
    refusal refuses it all, and a refused plan is not planned again until its inputs change.
 3. Each ``Updating`` cluster (as the status last recorded it) is looked at: the copy at V,
-   then by action: restart waits for every governed workload there to carry the restart
-   stamp V and be ready; online calls every reloader of every governed workload with the
+   then by action: restart first pushes online what a constraint asks to push before a
+   restart (KubeBlocks' ``mergeReloadAndRestart: false``,
+   ``reloadStaticParamsBeforeRestart``), then waits for every governed workload there to
+   carry the restart stamp V and be ready; online calls every reloader of every governed workload with the
    changed dynamic parameters (each address through the outbound policy, each call once
    per version, ``finishedAt`` after the last); none waits for the copy only. Past
    ``progressDeadlineSeconds``, or on a reloader's failure, the cluster fails and the
