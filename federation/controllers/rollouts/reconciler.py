@@ -14,11 +14,11 @@ One reconcile handles one ReconfigurePolicy, level-triggered:
    then by action: restart first pushes online what a constraint asks to push before a
    restart (KubeBlocks' ``mergeReloadAndRestart: false``,
    ``reloadStaticParamsBeforeRestart``), then waits for every governed workload there to
-   carry the restart stamp V and be ready; online calls every reloader of every governed workload with the
-   changed dynamic parameters (each address through the outbound policy, each call once
-   per version, ``finishedAt`` after the last); none waits for the copy only. Past
-   ``progressDeadlineSeconds``, or on a reloader's failure, the cluster fails and the
-   rollout stops.
+   carry the restart stamp V and be ready; online calls every reloader of every governed
+   workload with the changed dynamic parameters (each address through the outbound
+   policy, each call once per version, ``finishedAt`` after the last); none waits for the
+   copy only. Past ``progressDeadlineSeconds``, or on a reloader's failure, the cluster
+   fails and the rollout stops.
 4. :func:`.rollout.start` releases the next clusters, and the status is written in one
    merge patch (conditional on the resourceVersion read) when it changed.
 

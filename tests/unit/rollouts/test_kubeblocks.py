@@ -62,7 +62,7 @@ def test_restart_flags_say_what_is_pushed_online_before_a_restart() -> None:
     """KubeBlocks' NeedDynamicReloadAction / ReloadStaticParameters: the default merges
     (restart only); reloadStaticParamsBeforeRestart pushes static and dynamic; without a
     reloadAction nothing can push."""
-    auto = {"reloadAction": {"autoTrigger": {}}}
+    auto: dict[str, Any] = {"reloadAction": {"autoTrigger": {}}}
     both = {ParameterClass.DYNAMIC, ParameterClass.STATIC}
     assert kubeblocks.load(pd(**auto)).spec.before_restart == set()
     assert kubeblocks.load(pd(mergeReloadAndRestart=True, **auto)).spec.before_restart == set()
