@@ -17,8 +17,9 @@ What each field becomes:
 - ``parametersSchema``: ``schemaInJSON`` (an OpenAPI v3 schema of the object named
   ``topLevelKey``) becomes one validation rule per property (``type`` integer, number,
   boolean or string; ``minimum``, ``maximum``, ``enum``, ``pattern``); any other keyword in
-  a property is refused by name. ``cue`` is kept but **not evaluated** (no CUE evaluator
-  here yet): a schema given only as CUE validates no value, which :attr:`Loaded.notes` says.
+  a property is refused by name. ``cue`` is kept but **not evaluated** (docs/rollouts.md,
+  "Not done", says what validating it as KubeBlocks does needs): a schema given only as
+  CUE validates no value, which :attr:`Loaded.notes` says.
 - ``reloadAction``: whether a dynamic change may be applied online, and which action the
   member's reloader runs for it (:class:`Reload`). The control plane never runs anything a
   hub object names: ``shellTrigger``'s ``command``/``scriptConfig``/``toolsSetup`` and
