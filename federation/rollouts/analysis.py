@@ -15,9 +15,10 @@ process boundary (the worker parses hostile input; its answers are not unpickled
   answers ``{"changes": [[name, kind, class], ...], "invalid": [name, ...]}``: every added,
   changed and removed parameter with its class, and the changed or added ones whose new
   value breaks a rule of ``parametersSchema``. Names only, never a value.
-- ``{"op": "online", "constraint": ..., "content": <text>, "names": [name, ...]}`` answers
-  ``{"params": {name: value}}``: the new values, as text, of the named parameters that are
-  dynamic (what a reloader is sent).
+- ``{"op": "online", "constraint": ..., "content": <text>, "names": [name, ...],
+  "classes": [class, ...]}`` answers ``{"params": {name: value}}``: the new values, as
+  text, of the named parameters of those classes (``dynamic`` when not given; ``static``
+  too for a push before a restart): what a reloader is sent.
 - Any failure answers ``{"error": <one line>, "reason": <class>, "side": "new"|"old"|""}``:
   the side whose file failed, the reason class of :class:`formats.Reason` (or ``internal``),
   and a message that quotes nothing from the files.
@@ -33,7 +34,8 @@ import collections
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import IO, Any
 
 import pydantic
@@ -63,10 +65,10 @@ def diff_request(constraint: ConfigConstraintSpec, old: str, new: str) -> JSON:
     return {"op": "diff", "constraint": _spec(constraint), "old": old, "new": new}
 
 
-def online_request(constraint: ConfigConstraintSpec, content: str,
-                   names: Sequence[str]) -> JSON:
+def online_request(constraint: ConfigConstraintSpec, content: str, names: Sequence[str],
+                   classes: Iterable[ParameterClass] = (ParameterClass.DYNAMIC,)) -> JSON:
     return {"op": "online", "constraint": _spec(constraint), "content": content,
-            "names": sorted(set(names))}
+            "names": sorted(set(names)), "classes": sorted({c.value for c in classes})}
 
 
 def _spec(constraint: ConfigConstraintSpec) -> JSON:
@@ -183,8 +185,9 @@ def answer(request: Mapping[str, Any], parsed: _Parsed = _PARSED) -> JSON:
             side = ""
             return _diff(constraint, old, new)
         side = "new"
+        classes = {ParameterClass(c) for c in request.get("classes") or ["dynamic"]}
         return _online(constraint, constraint.named(parsed.parse(fmt, str(request["content"]))),
-                       [str(n) for n in request["names"]])
+                       [str(n) for n in request["names"]], classes)
     except formats.FormatError as err:
         return {"error": str(err), "reason": err.reason.value, "side": side}
     except RecursionError:
@@ -212,9 +215,9 @@ def _diff(constraint: ConfigConstraintSpec, old: formats.Parameters,
 
 
 def _online(constraint: ConfigConstraintSpec, new: formats.Parameters,
-            names: Sequence[str]) -> JSON:
+            names: Sequence[str], classes: AbstractSet[ParameterClass]) -> JSON:
     params = {name: as_text(new[name]) for name in names
-              if name in new and constraint.classify(name) is ParameterClass.DYNAMIC}
+              if name in new and constraint.classify(name) in classes}
     return {"params": params}
 
 

@@ -128,12 +128,33 @@ class ConfigConstraintSpec(_Model):
     online_reload: bool = True
     """False: nothing can apply a change to the running process, so a dynamic change
     restarts too (a KubeBlocks object without ``reloadAction``, as KubeBlocks does)."""
+    merge_reload_and_restart: bool = True
+    """KubeBlocks' field. True: a change that needs a restart is applied by the restart
+    alone. False: its changed dynamic parameters are first pushed online through the
+    reloaders, then the workloads restart."""
+    reload_static_params_before_restart: bool = False
+    """KubeBlocks' field. True: before a restart, the changed static parameters are pushed
+    online too (with the dynamic ones), for engines that take them online and apply them
+    on restart (``ALTER SYSTEM``)."""
 
     @field_validator("dynamic_parameters", "static_parameters", "immutable_parameters",
                      mode="before")
     @classmethod
     def _null_is_empty(cls, value: object) -> object:
         return () if value is None else value
+
+    @property
+    def before_restart(self) -> frozenset[ParameterClass]:
+        """The classes of changed parameters pushed online before a restart, as KubeBlocks
+        decides (``NeedDynamicReloadAction``, ``ReloadStaticParameters``): none without a
+        way to reload online."""
+        if not self.online_reload:
+            return frozenset()
+        if self.reload_static_params_before_restart:
+            return frozenset({ParameterClass.DYNAMIC, ParameterClass.STATIC})
+        if not self.merge_reload_and_restart:
+            return frozenset({ParameterClass.DYNAMIC})
+        return frozenset()
 
     @property
     def file_format(self) -> FileFormat:

@@ -17,8 +17,9 @@ What each field becomes:
 - ``parametersSchema``: ``schemaInJSON`` (an OpenAPI v3 schema of the object named
   ``topLevelKey``) becomes one validation rule per property (``type`` integer, number,
   boolean or string; ``minimum``, ``maximum``, ``enum``, ``pattern``); any other keyword in
-  a property is refused by name. ``cue`` is kept but **not evaluated** (no CUE evaluator
-  here yet): a schema given only as CUE validates no value, which :attr:`Loaded.notes` says.
+  a property is refused by name. ``cue`` is kept but **not evaluated** (docs/rollouts.md,
+  "Not done", says what validating it as KubeBlocks does needs): a schema given only as
+  CUE validates no value, which :attr:`Loaded.notes` says.
 - ``reloadAction``: whether a dynamic change may be applied online, and which action the
   member's reloader runs for it (:class:`Reload`). The control plane never runs anything a
   hub object names: ``shellTrigger``'s ``command``/``scriptConfig``/``toolsSetup`` and
@@ -26,10 +27,12 @@ What each field becomes:
   for us is the member admin's ``fedctl reloader --action`` (docs/security.md, "KubeBlocks
   reload actions"). ``targetPodSelector`` is refused: every ready reloader of a workload
   is called.
-- ``mergeReloadAndRestart`` and ``reloadStaticParamsBeforeRestart``: KubeBlocks' defaults
-  (true, false) are what a restart does here: one restart applies every parameter. The
-  other values ask KubeBlocks to also push changes online just before that restart; here
-  the restart alone applies them, to the same end state, which :attr:`Loaded.notes` says.
+- ``mergeReloadAndRestart`` and ``reloadStaticParamsBeforeRestart``: the same fields of
+  our constraint, honoured as KubeBlocks does: before a restart, the changed dynamic
+  parameters (``false``), or the dynamic and static ones (``true``), are pushed online
+  through the reloaders, then the workloads restart. Without a ``reloadAction`` nothing
+  reloads online, so nothing is pushed (KubeBlocks too only restarts then, unless a
+  ComponentDefinition we do not read supplies a reconfigure action).
 - ``componentDef``, ``serviceVersion``, ``templateName``, ``fileName``: KubeBlocks' choice
   of the component file the definition governs; a ReconfigurePolicy names its file and
   constraint itself, so these select nothing here (:attr:`Loaded.selector` keeps them).
@@ -239,17 +242,19 @@ def load(doc: Mapping[str, Any]) -> Loaded:
         where = ".".join(str(p) for p in ("spec", *first["loc"]))
         raise Refused(where, first["msg"]) from None
     notes: list[str] = []
+    file_format, rules = _format(spec), _schema(spec.parameters_schema, notes)
+    reload = _reload(spec.reload_action, notes)
     constraint = ConfigConstraintSpec(
-        file_format_config=_format(spec), dynamic_parameters=spec.dynamic_parameters,
+        file_format_config=file_format, dynamic_parameters=spec.dynamic_parameters,
         static_parameters=spec.static_parameters,
-        immutable_parameters=spec.immutable_parameters,
-        parameters_schema=_schema(spec.parameters_schema, notes))
-    _restart_notes(spec, notes)
+        immutable_parameters=spec.immutable_parameters, parameters_schema=rules,
+        online_reload=reload.online,
+        merge_reload_and_restart=spec.merge_reload_and_restart is not False,
+        reload_static_params_before_restart=bool(spec.reload_static_params_before_restart))
     selector = {key: value for key, value in (
         ("componentDef", spec.component_def), ("serviceVersion", spec.service_version),
         ("templateName", spec.template_name), ("fileName", spec.file_name)) if value}
-    return Loaded(kind[1], constraint, _reload(spec.reload_action, notes), tuple(notes),
-                  selector)
+    return Loaded(kind[1], constraint, reload, tuple(notes), selector)
 
 
 def _check_kind_fields(kind: tuple[str, str], raw: Mapping[str, Any]) -> None:
@@ -331,15 +336,6 @@ def _rule(name: str, prop: object) -> ParameterSchema:
                                pattern=prop.get("pattern"), enum=enum_values)
     except pydantic.ValidationError as err:
         raise Refused(field, err.errors()[0]["msg"]) from None
-
-
-def _restart_notes(spec: KbSpec, notes: list[str]) -> None:
-    if spec.merge_reload_and_restart is False:
-        notes.append("mergeReloadAndRestart false: dynamic parameters are not pushed online "
-                     "before a restart; the restart applies them")
-    if spec.reload_static_params_before_restart:
-        notes.append("reloadStaticParamsBeforeRestart true: static parameters are not "
-                     "pushed online before a restart; the restart applies them")
 
 
 def _reload(action: ReloadAction | None, notes: list[str]) -> Reload:

@@ -142,16 +142,23 @@ def _rules(constraint: ConfigConstraintSpec, name: str) -> str:
 
 async def online_params(cluster: str, constraints: Mapping[str, ConfigConstraintSpec],
                         hub_files: Mapping[str, str | bytes], changed: tuple[str, ...],
-                        analyses: Analyses) -> dict[str, dict[str, str]] | Refusal:
+                        analyses: Analyses, *, before_restart: bool = False
+                        ) -> dict[str, dict[str, str]] | Refusal:
     """File key -> the changed dynamic parameters with their NEW values as strings (what
     ``OnlineUpgradeParams`` carries), or the refusal of a file that cannot be read. A
-    removed parameter has no new value to send."""
+    removed parameter has no new value to send.
+
+    ``before_restart``: the parameters pushed just before a restart instead, by each
+    file's constraint (:attr:`ConfigConstraintSpec.before_restart`: none by default,
+    KubeBlocks' ``mergeReloadAndRestart: true``)."""
     calls: dict[str, dict[str, str]] = {}
     for key, constraint in constraints.items():
         names = [n.partition(":")[2] for n in changed if n.startswith(f"{key}:")]
-        if not names:
+        classes = constraint.before_restart if before_restart \
+            else frozenset({ParameterClass.DYNAMIC})
+        if not names or not classes:
             continue
-        params = await analyses.online(constraint, _text(hub_files[key]), names)
+        params = await analyses.online(constraint, _text(hub_files[key]), names, classes)
         if isinstance(params, analysis.Failure):
             return _unreadable(cluster, key, params)
         if params:

@@ -11,12 +11,14 @@ One reconcile handles one ReconfigurePolicy, level-triggered:
    (:class:`~.sandbox.Analyses`: worker processes with a deadline, each content once); any
    refusal refuses it all, and a refused plan is not planned again until its inputs change.
 3. Each ``Updating`` cluster (as the status last recorded it) is looked at: the copy at V,
-   then by action: restart waits for every governed workload there to carry the restart
-   stamp V and be ready; online calls every reloader of every governed workload with the
-   changed dynamic parameters (each address through the outbound policy, each call once
-   per version, ``finishedAt`` after the last); none waits for the copy only. Past
-   ``progressDeadlineSeconds``, or on a reloader's failure, the cluster fails and the
-   rollout stops.
+   then by action: restart first pushes online what a constraint asks to push before a
+   restart (KubeBlocks' ``mergeReloadAndRestart: false``,
+   ``reloadStaticParamsBeforeRestart``), then waits for every governed workload there to
+   carry the restart stamp V and be ready; online calls every reloader of every governed
+   workload with the changed dynamic parameters (each address through the outbound
+   policy, each call once per version, ``finishedAt`` after the last); none waits for the
+   copy only. Past ``progressDeadlineSeconds``, or on a reloader's failure, the cluster
+   fails and the rollout stops.
 4. :func:`.rollout.start` releases the next clusters, and the status is written in one
    merge patch (conditional on the resourceVersion read) when it changed.
 
@@ -212,16 +214,22 @@ class Reconciler:
         waiting_for = await self._copy_wait(loaded, cluster.name)
         if waiting_for is None and cluster.action == Action.RESTART.value:
             if cluster.restart_version != loaded.version:
-                return rollout.restart(cluster, loaded.version)
-            waiting_for = await self._restart_wait(loaded, cluster.name)
+                # KubeBlocks' mergeReloadAndRestart false / reloadStaticParamsBeforeRestart:
+                # first the online push (when a constraint asks for one), then the restart.
+                waiting_for, failure = await self._push_before_restart(loaded, cluster.name,
+                                                                       changed)
+                if failure is not None:
+                    return self._failed(loaded, cluster, failure)
+                if waiting_for is None:
+                    return rollout.restart(cluster, loaded.version)
+            else:
+                waiting_for = await self._restart_wait(loaded, cluster.name)
         if waiting_for is None and cluster.action == Action.ONLINE.value:
             waiting_for = await self._reloaders_wait(loaded, cluster.name)
             if waiting_for is None:
                 failure = await self._call_reloaders(loaded, cluster.name, changed)
                 if failure is not None:
-                    log.warning("reconfigure %s/%s: cluster %s failed: %s", loaded.namespace,
-                                loaded.name, cluster.name, failure)
-                    return rollout.fail(cluster, self.view.now(), failure)
+                    return self._failed(loaded, cluster, failure)
         if waiting_for is None:
             workloads = [WorkloadVersion(w.kind.value, w.name, loaded.version)
                          for w in await self._placed_workloads(loaded, cluster.name)]
@@ -236,6 +244,26 @@ class Reconciler:
                         loaded.name, cluster.name, message)
             return rollout.fail(cluster, now, f"ProgressDeadlineExceeded: {message}")
         return rollout.waiting(cluster, f"waiting for {waiting_for}")
+
+    def _failed(self, loaded: Loaded, cluster: ClusterState, failure: str) -> ClusterState:
+        log.warning("reconfigure %s/%s: cluster %s failed: %s", loaded.namespace,
+                    loaded.name, cluster.name, failure)
+        return rollout.fail(cluster, self.view.now(), failure)
+
+    async def _push_before_restart(self, loaded: Loaded, cluster: str,
+                                   changed: tuple[str, ...]) -> tuple[str | None, str | None]:
+        """The online push a restart waits for: (what it waits for, why it failed), both
+        None once every reloader took it or when no constraint asks for one."""
+        calls = await changes.online_params(cluster, loaded.constraints, loaded.files, changed,
+                                            self.analyses, before_restart=True)
+        if isinstance(calls, load.Refusal):
+            return None, f"{calls.reason}: {calls.message}"
+        if not calls:
+            return None, None
+        waiting_for = await self._reloaders_wait(loaded, cluster)
+        if waiting_for is not None:
+            return waiting_for, None
+        return None, await self._send(loaded, cluster, calls)
 
     def _unanswered(self, loaded: Loaded, cluster: ClusterState,
                     exc: ClusterUnavailable) -> ClusterState:
@@ -283,13 +311,19 @@ class Reconciler:
         """Every reloader of every governed workload in ``cluster``, each changed file, each
         once per config version (:attr:`_called`); the first failure (named by workload and
         address), or None when all answered ok."""
-        caller = self.settings.caller
-        if caller is None:
-            return "no reloader client is configured in this control plane"
         calls = await changes.online_params(cluster, loaded.constraints, loaded.files, changed,
                                             self.analyses)
         if isinstance(calls, load.Refusal):
             return f"{calls.reason}: {calls.message}"
+        return await self._send(loaded, cluster, calls)
+
+    async def _send(self, loaded: Loaded, cluster: str,
+                    calls: Mapping[str, Mapping[str, str]]) -> str | None:
+        """``calls`` (file key -> parameters) to every reloader of every governed workload
+        in ``cluster``, each once per config version; the first failure, or None."""
+        caller = self.settings.caller
+        if caller is None:
+            return "no reloader client is configured in this control plane"
         secrets = [v for params in calls.values() for v in params.values()]
         done = _remember(self._called, (loaded.uid, loaded.version, cluster), set())
         for ref in await self._placed_workloads(loaded, cluster):

@@ -31,13 +31,13 @@ from __future__ import annotations
 import collections
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from federation.controllers.kit import sandbox
 from federation.controllers.kit.sandbox import STOPPED, TIMED_OUT, UNAVAILABLE
 from federation.rollouts import analysis, formats
-from federation.rollouts.constraint import ConfigConstraintSpec
+from federation.rollouts.constraint import ConfigConstraintSpec, ParameterClass
 
 log = logging.getLogger("federation.rollouts")
 JSON = dict[str, Any]
@@ -97,11 +97,13 @@ class Analyses:
         return analysis.read_diff(await self._ask(analysis.diff_request(constraint, old, new)))
 
     async def online(self, constraint: ConfigConstraintSpec, content: str,
-                     names: Sequence[str]) -> dict[str, str] | analysis.Failure:
+                     names: Sequence[str],
+                     classes: Iterable[ParameterClass] = (ParameterClass.DYNAMIC,)
+                     ) -> dict[str, str] | analysis.Failure:
         if self._too_large(content):
             return self._large(constraint, "new")
         return analysis.read_online(await self._ask(
-            analysis.online_request(constraint, content, names)))
+            analysis.online_request(constraint, content, names, classes)))
 
     def _too_large(self, content: str) -> bool:
         # Checked here too, so an oversized file costs no pipe copy and no worker.

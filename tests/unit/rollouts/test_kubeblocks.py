@@ -54,8 +54,24 @@ def test_a_parameters_definition_keeps_its_selector_and_maps_its_trigger() -> No
     assert loaded.selector == {"componentDef": "redis-7", "templateName": "redis-config",
                                "fileName": "redis.conf"}
     assert loaded.reload.kind is kubeblocks.ReloadKind.AUTO and loaded.reload.online
-    assert loaded.notes == ("mergeReloadAndRestart false: dynamic parameters are not pushed "
-                            "online before a restart; the restart applies them",)
+    assert loaded.notes == ()
+    assert loaded.spec.before_restart == {ParameterClass.DYNAMIC}
+
+
+def test_restart_flags_say_what_is_pushed_online_before_a_restart() -> None:
+    """KubeBlocks' NeedDynamicReloadAction / ReloadStaticParameters: the default merges
+    (restart only); reloadStaticParamsBeforeRestart pushes static and dynamic; without a
+    reloadAction nothing can push."""
+    auto: dict[str, Any] = {"reloadAction": {"autoTrigger": {}}}
+    both = {ParameterClass.DYNAMIC, ParameterClass.STATIC}
+    assert kubeblocks.load(pd(**auto)).spec.before_restart == set()
+    assert kubeblocks.load(pd(mergeReloadAndRestart=True, **auto)).spec.before_restart == set()
+    assert kubeblocks.load(pd(reloadStaticParamsBeforeRestart=True,
+                              **auto)).spec.before_restart == both
+    assert kubeblocks.load(pd(mergeReloadAndRestart=False, reloadStaticParamsBeforeRestart=True,
+                              **auto)).spec.before_restart == both
+    unloaded = kubeblocks.load(pd(mergeReloadAndRestart=False)).spec
+    assert not unloaded.merge_reload_and_restart and unloaded.before_restart == set()
 
 
 def test_no_reload_action_means_no_online_reload() -> None:

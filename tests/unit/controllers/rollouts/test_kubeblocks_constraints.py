@@ -139,3 +139,108 @@ async def test_a_shell_trigger_command_never_travels_to_a_reloader() -> None:
     for call in caller.calls:
         assert call["params"] == {"max_connections": "500"}
         assert "curl" not in repr(call)
+
+
+# -- mergeReloadAndRestart / reloadStaticParamsBeforeRestart (KubeBlocks' order of steps) --
+
+BOTH_CHANGED = INI_V1.replace("100", "500").replace("128M", "256M")
+"""A dynamic (unlisted: KubeBlocks' rule) and a static parameter changed: a restart."""
+
+
+class Timeline(Caller):
+    """Every reloader call and every restart, in the order they happen, by cluster."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.events: list[tuple[str, str, dict[str, str]]] = []
+
+    async def __call__(self, address: str, **kwargs: Any) -> Any:
+        answer = await super().__call__(address, **kwargs)
+        cluster = MEMBERS[int(address.split(":")[0].rsplit(".", 1)[1]) - 1]
+        self.events.append(("reload", cluster, dict(kwargs["params"])))
+        return answer
+
+    def propagate(self) -> None:
+        before = {c: self.generation(c) for c in MEMBERS}
+        self.fleet.propagate()
+        self.events += [("restart", c, {}) for c in MEMBERS if self.generation(c) > before[c]]
+
+    def generation(self, cluster: str) -> int:
+        live = self.fleet.copies[cluster][("Deployment", "shop", "db")]
+        return int(live["metadata"]["generation"])
+
+
+async def roll(fleet: Fleet, content: str, **spec: Any) -> Timeline:
+    """``content`` rolled over the members, one at a time, to the end (or a failure)."""
+    timeline = Timeline(fleet)
+    rec = reconciler(fleet, timeline)
+    await reconcile(rec)
+    change(fleet, content)
+    await reconcile(rec)
+    assert fleet.status()["action"] == "restart", fleet.status()
+    for cluster in MEMBERS:
+        timeline.propagate()  # the new copy lands
+        await reconcile(rec)  # the push before the restart (if asked), then the stamp
+        timeline.propagate()  # the stamp: the workloads restart
+        fleet.make_ready(cluster)
+        await reconcile(rec)  # Done; the next cluster is released
+        if fleet.states()[cluster] != "Done":
+            break
+    return timeline
+
+
+SIGHUP = {"reloadAction": {"unixSignalTrigger": {"signal": "SIGHUP", "processName": "mysqld"}}}
+
+
+async def test_merge_false_pushes_the_dynamic_parameters_online_then_restarts() -> None:
+    fleet = kubeblocks_fleet(KB_CC, mergeReloadAndRestart=False, **SIGHUP)
+    timeline = await roll(fleet, BOTH_CHANGED)
+    online = {"max_connections": "500"}
+    assert timeline.events == [step for cluster in MEMBERS for step in (
+        ("reload", cluster, online), ("restart", cluster, {}))]
+    assert fleet.status()["phase"] == "Complete"
+
+
+async def test_reload_static_params_before_restart_pushes_static_ones_too() -> None:
+    fleet = kubeblocks_fleet(KB_PD, reloadStaticParamsBeforeRestart=True, **SIGHUP)
+    timeline = await roll(fleet, BOTH_CHANGED)
+    online = {"max_connections": "500", "innodb_buffer_pool_size": "256M"}
+    assert timeline.events == [step for cluster in MEMBERS for step in (
+        ("reload", cluster, online), ("restart", cluster, {}))]
+    assert fleet.status()["phase"] == "Complete"
+
+
+async def test_by_default_a_restart_alone_applies_the_change() -> None:
+    """KubeBlocks' default (mergeReloadAndRestart true): no online call, only restarts."""
+    fleet = kubeblocks_fleet(KB_CC, **SIGHUP)
+    timeline = await roll(fleet, BOTH_CHANGED)
+    assert timeline.events == [("restart", cluster, {}) for cluster in MEMBERS]
+    assert fleet.status()["phase"] == "Complete"
+
+
+async def test_merge_false_with_only_a_static_change_just_restarts() -> None:
+    """No dynamic parameter changed: nothing to push (KubeBlocks sends no empty reload)."""
+    fleet = kubeblocks_fleet(KB_CC, mergeReloadAndRestart=False, **SIGHUP)
+    timeline = await roll(fleet, INI_V1.replace("128M", "256M"))
+    assert timeline.events == [("restart", cluster, {}) for cluster in MEMBERS]
+
+
+async def test_a_failed_push_before_the_restart_fails_the_cluster_unrestarted() -> None:
+    """The restart never follows a push a reloader refused, and the rollout stops there."""
+    fleet = kubeblocks_fleet(KB_CC, mergeReloadAndRestart=False, **SIGHUP)
+    timeline = Timeline(fleet)
+    timeline.fail["127.0.0.1:9901"] = "SET GLOBAL refused"
+    rec = reconciler(fleet, timeline)
+    await reconcile(rec)
+    change(fleet, BOTH_CHANGED)
+    await reconcile(rec)
+    timeline.propagate()
+    await reconcile(rec)
+    timeline.propagate()
+    status = fleet.status()
+    assert status["phase"] == "Failed", status
+    first = status["clusters"][0]
+    assert first["state"] == "Failed" and "restartVersion" not in first
+    assert first["message"].startswith("ReloaderFailed: Deployment db reloader 127.0.0.1:9901")
+    assert timeline.events == [("reload", "member1", {"max_connections": "500"})]
