@@ -155,9 +155,9 @@ def test_names_with_a_star_are_patterns_searched_anywhere() -> None:
     ({"name": "new", "type": "worker", "properties": {"image": 5}},
      "components[0].properties.image"),
     ({"name": "new", "type": "helm", "properties": {}}, "components[0].type: 'helm'"),
-    ({"name": "web", "traits": [{"type": "nocalhost"}]},
+    ({"name": "web", "traits": [{"type": "rollout"}]},
      "spec.components[0] as patched by policy o properties.components[0].traits[1]"
-     ".type: 'nocalhost'"),
+     ".type: 'rollout'"),
     ({"name": "web", "externalRevision": "v1"}, "components[0].externalRevision"),
 ])
 def test_malformed_entries_are_one_line_naming_the_entry(entry: dict[str, Any],
