@@ -33,6 +33,9 @@ class Compiled:
     apply_once: resource_policies.ApplyOnce = dataclasses.field(
         default_factory=resource_policies.ApplyOnce)
     """What of the member objects the controller leaves as it finds them (``apply-once``)."""
+    read_only: resource_policies.ReadOnly = dataclasses.field(
+        default_factory=resource_policies.ReadOnly)
+    """The objects the controller only reads (``read-only``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -69,7 +72,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
-                    resource_policies.apply_once_of(chosen))
+                    resource_policies.apply_once_of(chosen),
+                    resource_policies.read_only_of(chosen))
 
 
 @dataclasses.dataclass(frozen=True)

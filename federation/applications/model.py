@@ -48,7 +48,8 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "podsecuritycontext", "securitycontext", "resource", "service-account",
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
-POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
+POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
+                "read-only")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "apply-object", "apply-deployment")
 
