@@ -102,6 +102,8 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, where)
         names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type in steps.DEPRECATED_STEPS:
+        names, known = steps.deprecated_step(step, spec, known, where)
     else:
         chosen = _one_component(step, context.spec, where)
         namespace = props.get("namespace")

@@ -51,7 +51,8 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
                 "read-only")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
-              "apply-object", "apply-deployment")
+              "apply-object", "apply-deployment", "apply-application", "apply-remaining",
+              "deploy2runtime")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -289,7 +290,9 @@ def _check_step(step: Step, where: str) -> None:
                "notification": {"webhook", "slack", "message"},
                "apply-component": {"component", "cluster", "namespace"},
                "apply-object": {"value", "cluster"},
-               "apply-deployment": {"image", "replicas", "cluster", "cmd"}}[step.type]
+               "apply-deployment": {"image", "replicas", "cluster", "cmd"},
+               "apply-application": set(), "apply-remaining": {"exceptions"},
+               "deploy2runtime": {"clusters"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

@@ -39,8 +39,9 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment"),
 }
-"""The internal definitions built in. Besides: vela-core's deprecated ``raw`` component
-and ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits, and ours:
+"""The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
+``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
+``apply-application``, ``apply-remaining``, ``deploy2runtime`` steps, and ours:
 component ``config``, policy ``health``, step ``approve``."""
 
 REFUSED: dict[Kind, dict[str, str]] = {
