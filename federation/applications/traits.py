@@ -15,7 +15,7 @@ the field is refused by name rather than accepted and lost:
   ``Recreate``), a ``targetAPIVersion`` other than ``apps/v1``; a ``RollingUpdate``
   without ``rollingStrategy`` gets the definition's defaults (25%, 25%, partition 0);
 - ``resource``: ``cpu`` without ``memory`` or the reverse (the definition renders
-  neither alone);
+  neither alone), or either with ``requests``/``limits`` (which it uses instead);
 - ``service-account``: ``privileges`` (Roles and bindings are RBAC objects, which no
   Application writes: the deny list, docs/propagation.md);
 - ``startup-probe``: ``probes[]`` entries need a ``containerName``.
@@ -266,14 +266,17 @@ def resource(params: JSON, pod: JSON, main: str, where: str) -> None:
     the container's, as ``retainKeys``); ``cpu`` with ``memory`` set both."""
     _memory(params, where)
     both = {k: params[k] for k in ("cpu", "memory") if k in params}
-    if both and len(both) == 1 and not {"requests", "limits"} & set(params):
+    if both and {"requests", "limits"} & set(params):
+        raise AppError(f"{where}.{next(iter(both))}: not supported with requests or limits "
+                       "(the definition uses those and drops it)")
+    if len(both) == 1:
         raise AppError(f"{where}.{'memory' if 'cpu' in both else 'cpu'}: required with "
                        f"{next(iter(both))} (the definition renders neither alone)")
     containers = pod.get("containers") or []
     if not containers:
         raise AppError(f"{where}: the workload has no container")
     resources = containers[0].setdefault("resources", {})
-    if len(both) == 2 and not {"requests", "limits"} & set(params):
+    if both:
         resources["requests"] = dict(both)
         resources["limits"] = dict(both)
     for key in ("requests", "limits"):
