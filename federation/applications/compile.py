@@ -36,6 +36,9 @@ class Compiled:
     apply_once: resource_policies.ApplyOnce = dataclasses.field(
         default_factory=resource_policies.ApplyOnce)
     """What of the member objects the controller leaves as it finds them (``apply-once``)."""
+    read_only: resource_policies.ReadOnly = dataclasses.field(
+        default_factory=resource_policies.ReadOnly)
+    """The objects the controller only reads (``read-only``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -89,7 +92,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     chosen = list(known.values())
     return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
-                    resource_policies.apply_once_of(chosen))
+                    resource_policies.apply_once_of(chosen),
+                    resource_policies.read_only_of(chosen))
 
 
 def _compile_step(step: model.Step, context: _Context, where: str
@@ -149,6 +153,8 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, where)
         names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type in steps.DEPRECATED_STEPS:
+        names, known = steps.deprecated_step(step, spec, known, where)
     else:
         chosen = _one_component(step, context.spec, where)
         namespace = props.get("namespace")

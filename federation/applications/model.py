@@ -48,9 +48,11 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "podsecuritycontext", "securitycontext", "resource", "service-account",
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
-POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once")
+POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
+                "read-only")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
-              "step-group", "apply-object", "apply-deployment")
+              "step-group", "apply-object", "apply-deployment", "apply-application",
+              "apply-remaining", "deploy2runtime")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -362,7 +364,9 @@ def _check_step(step: Step, where: str) -> None:
                "apply-component": {"component", "cluster", "namespace"},
                "step-group": set(),
                "apply-object": {"value", "cluster"},
-               "apply-deployment": {"image", "replicas", "cluster", "cmd"}}[step.type]
+               "apply-deployment": {"image", "replicas", "cluster", "cmd"},
+               "apply-application": set(), "apply-remaining": {"exceptions"},
+               "deploy2runtime": {"clusters"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

@@ -10,7 +10,11 @@ container's environment), ``expose`` (a Service for given ports), ``cpuscaler`` 
 HPA), ``json-merge-patch``/``json-patch`` (:mod:`.jsonpatch`); pod-level parameters and
 the sidecar, init-container, command, container-image and hostalias traits live in
 :mod:`.pods`, ``storage`` in :mod:`.storage`, ``gateway`` and the ingress traits in
-:mod:`.ingress`, the field checks they share in :mod:`.fields`. No CUE engine: each type
+:mod:`.ingress`, ``daemon``/``task``/``cron-task`` in :mod:`.workloads`, vela-core's other
+traits in :mod:`.traits` (``raw`` and ``ref-objects``, read before the compile by
+:mod:`.refs`, are ``k8s-objects``' manifests here), the field checks they share in
+:mod:`.fields` and :mod:`.shapes`; :mod:`.vela_core` lists every vela-core definition and
+why one is not built in. No CUE engine: each type
 is a small Python function, so an unknown property is refused by name
 (:class:`~.model.AppError`) instead of being silently dropped by a template that did not
 mention it.

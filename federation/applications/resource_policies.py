@@ -1,7 +1,8 @@
-"""KubeVela's ``apply-once`` policy: which parts of a member object the controller leaves
-as they are, a pure decision (vela-templates/definitions/internal/policy/apply-once.cue;
-what honours it in KubeVela: ``ApplyOncePolicySpec.FindStrategy`` in
-apis/core.oam.dev/v1alpha1 and ``ApplyStrategies``/``StateKeep`` in pkg/resourcekeeper).
+"""KubeVela's ``apply-once`` and ``read-only`` policies: which member objects, or parts of
+them, the controller leaves as they are, a pure decision (apply-once: vela-templates/
+definitions/internal/policy/apply-once.cue; what honours it in KubeVela:
+``ApplyOncePolicySpec.FindStrategy`` in apis/core.oam.dev/v1alpha1 and
+``ApplyStrategies``/``StateKeep`` in pkg/resourcekeeper).
 
 - ``enable: false`` (the default): nothing changes;
 - ``enable: true`` without ``rules``: an object is written when the Application's content
@@ -13,6 +14,11 @@ apis/core.oam.dev/v1alpha1 and ``ApplyStrategies``/``StateKeep`` in pkg/resource
   whole object) when ``strategy.affect`` says so: ``onUpdate`` (a new revision writes
   it), ``onStateKeep`` (the same revision again, undoing drift), ``always`` or "" (both).
   A rule without ``strategy`` keeps nothing.
+
+``read-only`` (policy/read-only.cue; ``isReadOnly`` and ``apply.ReadOnly`` in KubeVela):
+the objects its ``rules[].selector`` match are never written nor deleted, only read for
+health; one that is not in the member is an error (``... is marked as read-only but does
+not exist``), whoever placed one that is.
 
 A selector matches as KubeVela's ``ResourcePolicyRuleSelector``: each list given must hold
 the object's value, and at least one is given. Here ``componentNames``, ``resourceTypes``
@@ -90,19 +96,51 @@ class ApplyOnce:
         return ()
 
 
-def apply_once_of(policies: Sequence[PolicySpec]) -> ApplyOnce:
-    """The Application's ``apply-once`` policy (the first; none: nothing kept)."""
-    policy = next((p for p in policies if p.type == "apply-once"), None)
-    if policy is None:
-        return ApplyOnce()
-    where = f"policy {policy.name} properties"
-    for index, rule in enumerate(policy.properties.get("rules") or []):
+def _no_unlabelled(policy: PolicySpec, where: str) -> None:
+    rules = policy.properties.get("rules")
+    for index, rule in enumerate(rules if isinstance(rules, list) else []):
         selector = rule.get("selector") if isinstance(rule, dict) else None
         for key in _UNLABELLED:
             if isinstance(selector, dict) and key in selector:
                 raise AppError(f"{where}.rules[{index}].selector.{key}: not supported (the "
                                "objects rendered here carry no such label; select by "
                                "componentNames, resourceTypes or resourceNames)")
+
+
+def _selector(raw: Mapping[str, Any] | None) -> Selector:
+    raw = raw or {}
+    return Selector(*(tuple(raw.get(k) or ()) for k in (
+        "componentNames", "resourceTypes", "resourceNames")))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadOnly:
+    selectors: tuple[Selector, ...] = ()
+
+    def match(self, manifest: Mapping[str, Any]) -> bool:
+        return any(selector.match(manifest) for selector in self.selectors)
+
+
+def read_only_of(policies: Sequence[PolicySpec]) -> ReadOnly:
+    """The Application's ``read-only`` policies (every one's rules)."""
+    selectors: list[Selector] = []
+    for policy in policies:
+        if policy.type == "read-only":
+            where = f"policy {policy.name} properties"
+            _no_unlabelled(policy, where)
+            params = shapes.check(policy.properties, {"rules?": [{"selector": _SELECTOR}]},
+                                  where)
+            selectors += [_selector(rule["selector"]) for rule in params.get("rules") or []]
+    return ReadOnly(tuple(selectors))
+
+
+def apply_once_of(policies: Sequence[PolicySpec]) -> ApplyOnce:
+    """The Application's ``apply-once`` policy (the first; none: nothing kept)."""
+    policy = next((p for p in policies if p.type == "apply-once"), None)
+    if policy is None:
+        return ApplyOnce()
+    where = f"policy {policy.name} properties"
+    _no_unlabelled(policy, where)
     params = shapes.check(policy.properties, APPLY_ONCE, where)
     if "rules" not in params:
         return ApplyOnce(params["enable"])
@@ -112,9 +150,7 @@ def apply_once_of(policies: Sequence[PolicySpec]) -> ApplyOnce:
         if strategy is not None:
             for number, path in enumerate(strategy["path"]):
                 parse_path(path, f"{where}.rules[{index}].strategy.path[{number}]")
-        selector = rule.get("selector") or {}
-        rules.append(Rule(Selector(*(tuple(selector.get(k) or ()) for k in (
-            "componentNames", "resourceTypes", "resourceNames"))),
+        rules.append(Rule(_selector(rule.get("selector")),
             tuple(strategy["path"]) if strategy is not None else None,
             strategy["affect"] if strategy is not None else ""))
     return ApplyOnce(params["enable"], tuple(rules))

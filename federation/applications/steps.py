@@ -16,6 +16,12 @@ ready rather than once written).
 - ``apply-deployment``: a Deployment named after the step in the Application's
   namespace, pods labelled ``workflow.oam.dev/step-name: <app>-<step>``, one container of
   ``image`` and ``cmd``, ``replicas`` (1), ``cluster``.
+
+And vela-core's deprecated deploy steps, still in KubeVela's examples, as the deploy steps
+they stand for (vela-templates/definitions/deprecated/): ``apply-application`` (every
+component, by the Application's topology and override policies: the default deploy),
+``apply-remaining`` (the same without the components named in ``exceptions``) and
+``deploy2runtime`` (every component to each of ``clusters``, default every member).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from federation.applications.model import AppError, AppSpec, Component, PolicySp
 
 JSON = dict[str, Any]
 OBJECT_STEPS = ("apply-object", "apply-deployment")
+DEPRECATED_STEPS = ("apply-application", "apply-remaining", "deploy2runtime")
 LOCAL = "local"
 APPLY_DEPLOYMENT = {"image": str, "replicas": shapes.Default(shapes.Range(0, 100000), 1),
                     "cluster": shapes.Default(str, ""), "cmd?": [str]}
@@ -73,3 +80,31 @@ def _deployment(name: str, app: str, props: Mapping[str, Any]) -> JSON:
                      "replicas": props.get("replicas", 1),
                      "template": {"metadata": {"labels": labels},
                                   "spec": {"containers": [container]}}}}
+
+
+def deprecated_step(step: Step, spec: AppSpec, known: Mapping[str, PolicySpec], where: str
+                    ) -> tuple[list[str], dict[str, PolicySpec]]:
+    """The policies a deprecated deploy step stands for, in a deploy step's order, and
+    the policies known with the ones it makes."""
+    here = f"{where}.properties"
+    props = shapes.check(step.properties, {"apply-application": {},
+                                           "apply-remaining": {"exceptions?": [str]},
+                                           "deploy2runtime": {"clusters?": [str]}}[step.type],
+                         here)
+    own = [p.name for p in known.values() if p.type in ("topology", "override")]
+    made: dict[str, PolicySpec] = {}
+    if step.type == "apply-remaining":
+        names = {c.name for c in spec.components}
+        for index, name in enumerate(props.get("exceptions") or []):
+            if name not in names:
+                raise AppError(f"{here}.exceptions[{index}]: names no component of the "
+                               "Application")
+        kept = [c.name for c in spec.components if c.name not in props.get("exceptions", [])]
+        made[f"{where} remaining"] = PolicySpec(name=f"{where} remaining", type="override",
+                                                properties={"selector": kept})
+    if step.type == "deploy2runtime":
+        own = [name for name in own if known[name].type == "override"]
+        clusters = props.get("clusters")
+        made[where] = PolicySpec(name=where, type="topology", properties=(
+            {"clusters": clusters} if clusters is not None else {"clusterLabelSelector": {}}))
+    return [*own, *made], {**known, **made}

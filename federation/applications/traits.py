@@ -15,7 +15,7 @@ the field is refused by name rather than accepted and lost:
   ``Recreate``), a ``targetAPIVersion`` other than ``apps/v1``; a ``RollingUpdate``
   without ``rollingStrategy`` gets the definition's defaults (25%, 25%, partition 0);
 - ``resource``: ``cpu`` without ``memory`` or the reverse (the definition renders
-  neither alone);
+  neither alone), or either with ``requests``/``limits`` (which it uses instead);
 - ``service-account``: ``privileges`` (Roles and bindings are RBAC objects, which no
   Application writes: the deny list, docs/propagation.md);
 - ``startup-probe``: ``probes[]`` entries need a ``containerName``.
@@ -56,11 +56,21 @@ def workloads(objects: Sequence[JSON], trait: Trait, kinds: Sequence[str], where
     return found
 
 
-def pod_of(workload: JSON) -> JSON:
-    spec = workload.setdefault("spec", {})
+def sub(node: JSON, key: str, where: str, kind: type = dict) -> Any:
+    """``node[key]``, made empty when absent; of another shape (a tenant's manifest may
+    hold anything there) a refusal naming it rather than a TypeError."""
+    value = node.setdefault(key, kind())
+    if not isinstance(value, kind):
+        raise AppError(f"{where}: the workload's {key} is not a "
+                       f"{'map' if kind is dict else 'list'}")
+    return value
+
+
+def pod_of(workload: JSON, where: str = "trait") -> JSON:
+    spec = sub(workload, "spec", where)
     if workload.get("kind") == "CronJob":
-        spec = spec.setdefault("jobTemplate", {}).setdefault("spec", {})
-    return spec.setdefault("template", {}).setdefault("spec", {})  # type: ignore[no-any-return]
+        spec = sub(sub(spec, "jobTemplate", where), "spec", where)
+    return sub(sub(spec, "template", where), "spec", where)  # type: ignore[no-any-return]
 
 
 def _container(pod: JSON, name: str, where: str) -> JSON:
@@ -95,7 +105,7 @@ def pod_trait(kinds: Sequence[str], patch: Callable[[JSON, JSON, str, str], None
         params = shapes.check(trait.properties, shape, where) if shape is not None \
             else dict(trait.properties)
         for workload in workloads(objects, trait, kinds, where):
-            patch(params, pod_of(workload), component.name, where)
+            patch(params, pod_of(workload, where), component.name, where)
         return objects
     return apply
 
@@ -138,7 +148,7 @@ def _no_term_namespace(props: Mapping[str, Any], where: str) -> None:
 def affinity(params: JSON, pod: JSON, main: str, where: str) -> None:
     _no_term_namespace(params, where)
     params = shapes.check(params, AFFINITY, where)
-    current = pod.setdefault("affinity", {})
+    current = sub(pod, "affinity", where)
     for kind in ("podAffinity", "podAntiAffinity", "nodeAffinity"):
         if kind in params:
             block = {_SCHEDULING[k]: v for k, v in params[kind].items()}
@@ -164,7 +174,9 @@ def container_ports(params: JSON, pod: JSON, main: str, where: str) -> None:
         container = _container(pod, name, here)
         wanted = {(p["protocol"], p["containerPort"]): p for p in chosen["ports"]}
         ports = []
-        for base in container.get("ports") or []:
+        for base in sub(container, "ports", here, list):
+            if not isinstance(base, dict):
+                raise AppError(f"{here}: the container's ports are not maps")
             key = (base.get("protocol", "TCP"), base.get("containerPort"))
             port = {k: base[k] for k in ("containerPort", "protocol", "name") if k in base}
             port.update({k: v for k, v in wanted.pop(key, {}).items()
@@ -187,7 +199,7 @@ LIFECYCLE = {"postStart?": _HANDLER, "preStop?": _HANDLER}
 def lifecycle(params: JSON, pod: JSON, main: str, where: str) -> None:
     """Every container of the pod gets the hooks (the definition patches ``[...]``)."""
     for container in pod.get("containers") or []:
-        container.setdefault("lifecycle", {}).update(params)
+        sub(container, "lifecycle", where).update(params)
 
 
 _PROFILE = {"type": Enum("RuntimeDefault", "Unconfined", "Localhost"), "localhostProfile?": str}
@@ -197,7 +209,7 @@ POD_SECURITY = {"appArmorProfile?": _PROFILE, "fsGroup?": int, "runAsGroup?": in
 
 
 def pod_security(params: JSON, pod: JSON, main: str, where: str) -> None:
-    pod.setdefault("securityContext", {}).update(params)
+    sub(pod, "securityContext", where).update(params)
 
 
 _SECURITY = {"containerName": Default(str, ""), "addCapabilities?": [str],
@@ -215,7 +227,7 @@ def security(params: JSON, pod: JSON, main: str, where: str) -> None:
                                                 "allowPrivilegeEscalation",
                                                 "readOnlyRootFilesystem", "privileged",
                                                 "runAsNonRoot") if k in chosen})
-        container.setdefault("securityContext", {}).update(context)
+        sub(container, "securityContext", here).update(context)
 
 
 _STARTUP = {"containerName": Default(str, ""), "initialDelaySeconds": Default(int, 0),
@@ -266,14 +278,18 @@ def resource(params: JSON, pod: JSON, main: str, where: str) -> None:
     the container's, as ``retainKeys``); ``cpu`` with ``memory`` set both."""
     _memory(params, where)
     both = {k: params[k] for k in ("cpu", "memory") if k in params}
-    if both and len(both) == 1 and not {"requests", "limits"} & set(params):
+    if both and {"requests", "limits"} & set(params):
+        raise AppError(f"{where}.{next(iter(both))}: not supported with requests or limits "
+                       "(the definition uses those and drops it)")
+    if len(both) == 1:
         raise AppError(f"{where}.{'memory' if 'cpu' in both else 'cpu'}: required with "
                        f"{next(iter(both))} (the definition renders neither alone)")
-    containers = pod.get("containers") or []
-    if not containers:
+    containers = pod.get("containers")
+    if not isinstance(containers, list) or not containers or \
+            not isinstance(containers[0], dict):
         raise AppError(f"{where}: the workload has no container")
-    resources = containers[0].setdefault("resources", {})
-    if len(both) == 2 and not {"requests", "limits"} & set(params):
+    resources = sub(containers[0], "resources", where)
+    if both:
         resources["requests"] = dict(both)
         resources["limits"] = dict(both)
     for key in ("requests", "limits"):
@@ -295,7 +311,7 @@ def service_account(objects: list[JSON], trait: Trait, component: Component, nam
                        "administrator grants the ServiceAccount's rights there)")
     params = shapes.check(trait.properties, SERVICE_ACCOUNT, where)
     for workload in workloads(objects, trait, POD_KINDS, where):
-        pod_of(workload)["serviceAccountName"] = params["name"]
+        pod_of(workload, where)["serviceAccountName"] = params["name"]
     if not params["create"]:
         return objects
     return [*objects, {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -317,7 +333,7 @@ def service_binding(params: JSON, pod: JSON, main: str, where: str) -> None:
         env.append({"name": name, "valueFrom": {"secretKeyRef": {
             "name": ref["secret"], "key": ref.get("key", name)}}})
     container = _container(pod, main, where)
-    current = container.setdefault("env", [])
+    current = sub(container, "env", where, list)
     for entry in env:
         same = next((e for e in current if e.get("name") == entry["name"]), None)
         if same is None:
@@ -359,7 +375,7 @@ def update_strategy(objects: list[JSON], trait: Trait, component: Component, nam
             raise AppError(f"{where}.targetKind: {kind}, but the component's workload is a "
                            f"{workload['kind']}")
         field = "strategy" if kind == "Deployment" else "updateStrategy"
-        workload.setdefault("spec", {})[field] = body
+        sub(workload, "spec", where)[field] = body
     return objects
 
 
@@ -439,13 +455,14 @@ def old_volumes(params: JSON, pod: JSON, main: str, where: str) -> None:
             raise AppError(f"{here}.type: must be emptyDir, pvc, configMap or secret")
         shapes.check({k: v for k, v in entry.items() if k not in _VOLUME_FIELDS[kind]},
                      {"name": str, "type?": str}, here)
-        _merge_named(pod.setdefault("volumes", []), pods.volume(kind, entry, here), here)
+        _merge_named(sub(pod, "volumes", where, list), pods.volume(kind, entry, here), here)
 
 
 def _merge_named(items: list[JSON], item: JSON, where: str) -> None:
     """``+patchKey=name``: appended, or there already the same (CUE unifies; a different
     entry of that name is a conflict)."""
-    same = next((i for i in items if i.get("name") == item["name"]), None)
+    same = next((i for i in items if isinstance(i, dict) and i.get("name") == item["name"]),
+                None)
     if same is None:
         items.append(item)
     elif same != item:
@@ -477,7 +494,7 @@ def pvc(objects: list[JSON], trait: Trait, component: Component, namespace: str,
     block = params["volumeMode"] == "Block"
     field, path = ("volumeDevices", "devicePath") if block else ("volumeMounts", "mountPath")
     for workload in workloads(objects, trait, ("Deployment",), where):
-        pod = pod_of(workload)
+        pod = pod_of(workload, where)
         containers = pod.get("containers") or []
         if not containers:
             raise AppError(f"{where}: the workload has no container")
@@ -486,8 +503,8 @@ def pvc(objects: list[JSON], trait: Trait, component: Component, namespace: str,
             if path not in mount or set(mount) - {"name", path}:
                 raise AppError(f"{here}: {path} (only) with volumeMode "
                                f"{params['volumeMode']}")
-            _merge_named(containers[0].setdefault(field, []), dict(mount), here)
-            _merge_named(pod.setdefault("volumes", []), {
+            _merge_named(sub(containers[0], field, here, list), dict(mount), here)
+            _merge_named(sub(pod, "volumes", here, list), {
                 "name": mount["name"],
                 "persistentVolumeClaim": {"claimName": params["claimName"]}}, here)
     spec = {k: params[k] for k in ("accessModes", "volumeMode", "volumeName",
@@ -508,17 +525,17 @@ def configmap(objects: list[JSON], trait: Trait, component: Component, namespace
     container, and created when ``data`` is given."""
     params = shapes.check(trait.properties, CONFIGMAP, where)
     for workload in workloads(objects, trait, POD_KINDS, where):
-        pod = pod_of(workload)
+        pod = pod_of(workload, where)
         containers = pod.get("containers") or []
         if not containers:
             raise AppError(f"{where}: the workload has no container")
         for index, volume in enumerate(params["volumes"]):
             here = f"{where}.volumes[{index}]"
             name = f"volume-{volume['name']}"
-            _merge_named(containers[0].setdefault("volumeMounts", []), {
+            _merge_named(sub(containers[0], "volumeMounts", here, list), {
                 "name": name, "mountPath": volume["mountPath"],
                 "readOnly": volume["readOnly"]}, here)
-            _merge_named(pod.setdefault("volumes", []),
+            _merge_named(sub(pod, "volumes", here, list),
                          {"name": name, "configMap": {"name": volume["name"]}}, here)
     return [*objects, *({"apiVersion": "v1", "kind": "ConfigMap",
                          "metadata": {"name": v["name"]}, "data": v["data"]}
@@ -584,7 +601,7 @@ def nocalhost(objects: list[JSON], trait: Trait, component: Component, app: str,
     config = {"name": component.name, "serviceType": params["serviceType"],
               "containers": [{"name": component.name, "dev": _dev(params)}]}
     workload = workloads(objects, trait, POD_KINDS, where)[0]
-    workload.setdefault("metadata", {}).setdefault("annotations", {}).update({
+    sub(sub(workload, "metadata", where), "annotations", where).update({
         "dev.nocalhost/application-name": app,
         "dev.nocalhost/application-namespace": namespace,
         "dev.nocalhost": json.dumps(config, separators=(",", ":"))})

@@ -35,12 +35,13 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "hpa", "k8s-update-strategy", "lifecycle", "podsecuritycontext",
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
-    "policy": ("topology", "override", "garbage-collect", "apply-once"),
+    "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group"),
 }
-"""The internal definitions built in. Besides: vela-core's deprecated ``raw`` component
-and ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits, and ours:
+"""The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
+``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
+``apply-application``, ``apply-remaining``, ``deploy2runtime`` steps, and ours:
 component ``config``, policy ``health``, step ``approve``."""
 
 REFUSED: dict[Kind, dict[str, str]] = {
@@ -51,12 +52,13 @@ REFUSED: dict[Kind, dict[str, str]] = {
     "trait": {
     },
     "policy": {
-        "read-only": _CONTROLLER + " (objects read, never written, failing when absent)",
         "take-over": "lets an Application take over an object it did not create: here an "
                      "object in a member that is not ours is never overwritten "
                      "(docs/applications.md, what an Application may not do)",
-        "shared-resource": "one object owned by several Applications: here each object has "
-                           "one writer, and a second one is refused naming the first",
+        "shared-resource": "one object owned by several Applications (KubeVela's examples "
+                           "share Namespaces, which no Application places here); here each "
+                           "object has one writer, and a second one is refused naming the "
+                           "first",
         "resource-update": _CONTROLLER + " (recreate instead of update by rules)",
         "replication": _CONTROLLER + " (components replicated by keys into topologies)",
     },

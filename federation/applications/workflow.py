@@ -37,7 +37,8 @@ HealthState = Literal["healthy", "progressing", "failed"]
 FINISHED = ("succeeded", "failed", "skipped")
 
 
-DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment")
+DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
+             "apply-application", "apply-remaining", "deploy2runtime")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
 

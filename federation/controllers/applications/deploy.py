@@ -41,6 +41,11 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     except ClientError as exc:
         build.problems.append(f"{entry}: {exc}")
         return
+    assert build.compiled is not None
+    if build.compiled.read_only.match(manifest):
+        if live is None:  # KubeVela's words
+            build.problems.append(f"{entry}: is marked as read-only but does not exist")
+        return  # read for health only: never written, never tracked (so never deleted)
     kept = apply_once(build, entry, manifest)
     if kept and live is None and stage_of(build, entry) == "onStateKeep":
         return  # KubeVela's apply-once: an object deleted in the member stays deleted

@@ -93,7 +93,8 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
         return "progressing", f"{what} not created yet"
     wanted = manifests.digest(marked(obj, build.uid, build.owner))
     annotations = live["metadata"].get("annotations") or {}
-    if annotations.get(manifests.APPLIED_HASH_ANNOTATION) != wanted:
+    read_only = build.compiled is not None and build.compiled.read_only.match(obj)
+    if not read_only and annotations.get(manifests.APPLIED_HASH_ANNOTATION) != wanted:
         return "progressing", f"{what} not updated yet"
     if obj["kind"] not in WORKLOAD_KINDS:
         return "healthy", ""

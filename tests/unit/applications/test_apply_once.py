@@ -112,3 +112,17 @@ def test_paths() -> None:
     for bad in ("", ".spec", "spec.", "spec[", "spec]x"):
         with pytest.raises(model.AppError, match="is not a field path"):
             rp.parse_path(bad, "p")
+
+
+def test_read_only_selects_by_its_rules() -> None:
+    only = rp.read_only_of([model.PolicySpec(name="r", type="read-only", properties={
+        "rules": [{"selector": {"resourceTypes": ["Deployment"]}}]})])
+    assert only.match(DEPLOYMENT)
+    assert not only.match({**DEPLOYMENT, "kind": "Service"})
+    assert not rp.read_only_of([]).match(DEPLOYMENT)
+    for properties, words in (({"rules": [{}]}, r"rules\[0\]\.selector: required"),
+                              ({"rules": [{"selector": {"oamTypes": ["TRAIT"]}}]},
+                               r"selector\.oamTypes: not supported")):
+        with pytest.raises(model.AppError, match=words):
+            rp.read_only_of([model.PolicySpec(name="r", type="read-only",
+                                              properties=properties)])

@@ -325,6 +325,8 @@ def test_resource(props: JSON, expected: JSON) -> None:
     ({"memory": "1Gi"}, r"properties\.cpu: required with memory"),
     ({"cpu": 1, "memory": "lots"}, r"properties\.memory: must be a quantity"),
     ({"requests": {"cpu": True}}, r"requests\.cpu: must be a number or a string"),
+    ({"cpu": "1", "memory": "1Gi", "limits": {}},
+     r"properties\.cpu: not supported with requests or limits"),
 ])
 def test_resource_refusals(props: JSON, words: str) -> None:
     with pytest.raises(model.AppError, match=words):

@@ -99,13 +99,68 @@ VALID: list[dict[str, Any]] = [
                        "overriders": {"imageOverrider": [{"component": "Tag",
                                                           "operator": "replace",
                                                           "value": "2"}]}}]}}]},
+    {"components": [  # vela-core's built-ins added for its definitions table
+        {"name": "agent", "type": "daemon",
+         "properties": {"image": "a:1", "ports": [{"port": 80, "expose": True}],
+                        "volumeMounts": {"hostPath": [{"name": "h", "mountPath": "/h",
+                                                       "path": "/h", "readOnly": True}]}},
+         "traits": [{"type": "affinity", "properties": {"tolerations": [{"key": "k"}],
+                                                        "nodeAffinity": {"required": {
+                                                            "nodeSelectorTerms": [{}]}}}},
+                    {"type": "container-ports", "properties": {"ports": [
+                        {"containerPort": 80, "hostPort": 80}]}},
+                    {"type": "lifecycle", "properties": {"preStop": {"exec": {
+                        "command": ["x"]}}}},
+                    {"type": "podsecuritycontext", "properties": {"fsGroup": 1}},
+                    {"type": "securitycontext", "properties": {"runAsUser": 1}},
+                    {"type": "resource", "properties": {"cpu": 1, "memory": "1Gi"}},
+                    {"type": "service-account", "properties": {"name": "sa", "create": True}},
+                    {"type": "startup-probe", "properties": {"tcpSocket": {"port": 80}}},
+                    {"type": "topologyspreadconstraints", "properties": {"constraints": [
+                        {"maxSkew": 1, "topologyKey": "z", "labelSelector": {}}]}},
+                    {"type": "service-binding", "properties": {"envMappings": {
+                        "P": {"secret": "s"}}}},
+                    {"type": "nocalhost", "properties": {"port": 80, "image": "go"}},
+                    {"type": "k8s-update-strategy", "properties": {"targetKind": "DaemonSet"}},
+                    {"type": "configmap", "properties": {"volumes": [
+                        {"name": "c", "mountPath": "/c", "data": {"a": "b"}}]}}]},
+        {"name": "once", "type": "task", "properties": {"image": "b", "count": 2}},
+        {"name": "tick", "type": "cron-task", "properties": {"image": "b", "schedule": "@daily"},
+         "traits": [{"type": "resource", "properties": {"requests": {"cpu": "1"}}}]},
+        {"name": "plain", "type": "raw", "properties": {"apiVersion": "v1",
+                                                        "kind": "ConfigMap"}},
+        {"name": "web", "type": "webservice", "properties": {"image": "w"},
+         "traits": [{"type": "hpa", "properties": {"max": 3}},
+                    {"type": "pure-ingress", "properties": {"domain": "a", "http": {"/": 80}}},
+                    {"type": "volumes", "properties": {"volumes": [{"name": "v"}]}},
+                    {"type": "pvc", "properties": {
+                        "claimName": "c", "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}},
+                        "volumesToMount": [{"name": "p", "mountPath": "/p"}]}}]}],
+     "policies": [
+        {"name": "t", "type": "topology", "properties": {"clusters": ["member1"]}},
+        {"name": "once", "type": "apply-once", "properties": {"enable": True, "rules": [
+            {"selector": {"resourceTypes": ["Deployment"]},
+             "strategy": {"path": ["spec.replicas"]}}]}},
+        {"name": "ro", "type": "read-only", "properties": {"rules": [
+            {"selector": {"resourceNames": ["nothing"]}}]}},
+        {"name": "gc", "type": "garbage-collect", "properties": {"continueOnFailure": True}}],
+     "workflow": {"steps": [
+        {"name": "all", "type": "apply-application"},
+        {"name": "rest", "type": "apply-remaining", "properties": {"exceptions": ["web"]}},
+        {"name": "out", "type": "deploy2runtime", "properties": {"clusters": ["member2"]}},
+        {"name": "obj", "type": "apply-object", "properties": {"value": {
+            "apiVersion": "v1", "kind": "ConfigMap"}}},
+        {"name": "dep", "type": "apply-deployment", "properties": {"image": "x"}}]}},
 ]
 
 FIELDS = ["name", "type", "properties", "traits", "policies", "clusters", "image", "port",
           "ports", "replicas", "objects", "steps", "components", "selector", "placement",
           "overrideRules", "namespace", "env", "data", "metadata", "url", "webhook",
           "mountPath", "disable", "expose", "http", "domain", "if", "timeout", "duration",
-          "clusterLabelSelector", "allowEmpty", "volumeMounts", "livenessProbe"]
+          "clusterLabelSelector", "allowEmpty", "volumeMounts", "livenessProbe", "containers",
+          "spec", "template", "resources", "securityContext", "value", "rules", "strategy",
+          "path", "envMappings", "volumesToMount", "schedule"]
 scalars = (st.none() | st.booleans() | st.integers(-3, 70000) | st.floats(allow_nan=True)
            | st.text(max_size=6)
            | st.sampled_from(["web", "member1", "local", "*", "webservice", "topology",

@@ -71,3 +71,40 @@ def test_refusals(step: dict[str, Any], words: str) -> None:
     kind through a step instead of a component, refused as a component's would be."""
     with pytest.raises(model.AppError, match=words):
         compiled(step)
+
+
+def compiled_with(steps: list[dict[str, Any]], policies: list[dict[str, Any]] | None = None
+                  ) -> compile_.Compiled:
+    spec = {"components": [{"name": n, "type": "webservice", "properties": {"image": "nginx"}}
+                           for n in ("web", "api", "db")],
+            "policies": policies or [], "workflow": {"steps": steps}}
+    return compile_.compile_app(spec, "app", "ns", {}, FLEET, local_cluster="member1")
+
+
+def names(result: compile_.Compiled, step: str, cluster: str) -> list[str]:
+    return [o["metadata"]["name"] for o in result.targets[step].clusters[cluster]
+            if o["kind"] == "Deployment"]
+
+
+def test_deprecated_deploy_steps() -> None:
+    """deprecated/apply-application.cue (the default deploy), apply-remaining.cue (all but
+    the exceptions) and deploy2runtime.cue (each of its clusters, default every member)."""
+    topology = [{"name": "t", "type": "topology", "properties": {"clusters": ["member2"]}}]
+    result = compiled_with([{"name": "all", "type": "apply-application"}], topology)
+    assert names(result, "all", "member2") == ["web", "api", "db"]
+    result = compiled_with([{"name": "rest", "type": "apply-remaining",
+                             "properties": {"exceptions": ["api"]}}])
+    assert list(result.targets["rest"].clusters) == ["member1"]
+    assert names(result, "rest", "member1") == ["web", "db"]
+    result = compiled_with([{"name": "out", "type": "deploy2runtime"}], topology)
+    assert set(result.targets["out"].clusters) == {"member1", "member2"}
+    result = compiled_with([{"name": "out", "type": "deploy2runtime",
+                             "properties": {"clusters": ["member2"]}}])
+    assert list(result.targets["out"].clusters) == ["member2"]
+    with pytest.raises(model.AppError, match=r"exceptions\[0\]: names no component"):
+        compiled_with([{"name": "rest", "type": "apply-remaining",
+                        "properties": {"exceptions": ["cache"]}}])
+    with pytest.raises(model.AppError, match=r"properties\.policies: not supported for a "
+                                             "apply-application step"):
+        compiled_with([{"name": "all", "type": "apply-application",
+                        "properties": {"policies": []}}])

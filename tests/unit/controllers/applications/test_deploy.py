@@ -137,3 +137,29 @@ async def test_a_new_revision_is_written_but_keeps_the_live_paths_a_rule_names()
     assert vertex.action is plan.Action.UPDATE and vertex.reason == "content changed"
     assert vertex.obj["spec"]["replicas"] == 5
     assert vertex.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "web:2"
+
+
+def read_only(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["spec"]["policies"].append({"name": "ro", "type": "read-only", "properties": {
+        "rules": [{"selector": {"resourceTypes": ["Deployment"]}}]}})
+    return doc
+
+
+async def test_a_read_only_object_is_never_written_even_someone_elses() -> None:
+    """read-only: another team's Deployment of that identity is read, not overwritten and
+    not a problem; nothing is planned for it (so it is never tracked, never deleted)."""
+    foreign = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "shop",
+                            "annotations": {"federation.io/application": "shop/other"}},
+               "spec": {"replicas": 9}}
+    build = await planned(FakeView([("member1", NAMESPACE), ("member1", foreign)]),
+                          read_only(app()))
+    assert [v.obj["kind"] for v in build.plan] == ["ApplicationRevision"]
+    assert build.problems == []
+
+
+async def test_a_read_only_object_that_is_not_there_is_a_problem() -> None:
+    build = await planned(FakeView([("member1", NAMESPACE)]), read_only(app()))
+    assert [v.obj["kind"] for v in build.plan] == ["ApplicationRevision"]
+    assert build.problems == ["Deployment shop/web in member1: is marked as read-only but "
+                              "does not exist"]

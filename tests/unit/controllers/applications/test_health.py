@@ -131,3 +131,17 @@ def test_a_stateful_set_needs_its_pods_created_too() -> None:
     assert health.workload_health("s", live, "StatefulSet")[0] == "progressing"
     live["status"]["replicas"] = 2
     assert health.workload_health("s", live, "StatefulSet") == ("healthy", "")
+
+
+async def test_a_read_only_object_is_healthy_by_its_state_whoever_wrote_it() -> None:
+    """read-only: no applied-hash of ours to compare; the workload's state decides."""
+    doc = app(status={"workflow": canary_started()})
+    doc["spec"]["policies"].append({"name": "ro", "type": "read-only", "properties": {
+        "rules": [{"selector": {"resourceTypes": ["Deployment"]}}]}})
+    theirs = live_copy(await rendered())
+    theirs["metadata"]["annotations"]["federation.io/applied-hash"] = "someone else's"
+    assert (await observed(FakeView([("member1", theirs)]), doc))[("canary", "member1")] == \
+        ("healthy", "")
+    theirs = live_copy(await rendered(), ready=False)
+    state, _ = (await observed(FakeView([("member1", theirs)]), doc))[("canary", "member1")]
+    assert state == "progressing"
