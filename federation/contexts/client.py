@@ -36,7 +36,7 @@ standbys.
 
 "As it is sent" has to be placed with care in aiohttp, because a request waits
 in several places after the call begins: the rate limiter, the credentials, a
-free connection of the pool (``pool_size``: watches hold theirs), the TCP and
+free connection of the pool (``pool_size``; watches have their own), the TCP and
 TLS handshakes, and then the task that writes headers and body. A check before
 those waits is what let finding 20 of issue 20 through (two writes of a leader
 resumed after 25 s reached the hub 9 s after the takeover). So the permit is
@@ -284,7 +284,8 @@ class ClientSettings:
     """Seconds to open a connection: loopback and LAN connect in microseconds,
     so 3 s only ever fires on a dead or frozen peer."""
     pool_size: int = 32
-    """Connections per cluster: watches hold one each; writes share the rest."""
+    """Connections per cluster for calls that end (gets, lists, writes); watches, which
+    hold theirs for their life, have a pool of their own without a limit."""
     qps: float | None = None
     """Sustained requests per second to one cluster, or None for no client-side limit
     (the default). API servers from 1.20 on serve API Priority and Fairness, which
@@ -566,6 +567,7 @@ class ClusterClient:
         self._tls = self._make_tls(None, None)
         self._tls_identity: tuple[bytes | None, bytes | None] = (None, None)
         self._session: aiohttp.ClientSession | None = None
+        self._watch_session: aiohttp.ClientSession | None = None
         self._retired: list[aiohttp.ClientSession] = []
 
     def _make_tls(self, cert: bytes | None, key: bytes | None) -> ssl.SSLContext:
@@ -577,17 +579,28 @@ class ClusterClient:
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        """Calls that end (gets, lists, writes): at most ``pool_size`` connections."""
         if self._session is None or self._session.closed:
-            connector = _FencedConnector(self._gate, ssl=self._tls,
-                                         limit=self.settings.pool_size)
-            auth = None
-            if self.context.username and self.context.password:
-                auth = aiohttp.BasicAuth(self.context.username, self.context.password)
-            self._session = aiohttp.ClientSession(
-                connector=connector, auth=auth, json_serialize=json.dumps,
-                trace_configs=self.trace_configs or None,
-            )
+            self._session = self._new_session(self.settings.pool_size)
         return self._session
+
+    @property
+    def watch_session(self) -> aiohttp.ClientSession:
+        """Watches, each holding its connection for its life: a pool of their own, so
+        however many kinds and namespaces are followed, a get or a write never waits for
+        a connection a watch holds (one more informer than ``pool_size`` made every
+        other call to the hub time out)."""
+        if self._watch_session is None or self._watch_session.closed:
+            self._watch_session = self._new_session(0)  # aiohttp: 0 is no limit
+        return self._watch_session
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        connector = _FencedConnector(self._gate, ssl=self._tls, limit=limit)
+        auth = None
+        if self.context.username and self.context.password:
+            auth = aiohttp.BasicAuth(self.context.username, self.context.password)
+        return aiohttp.ClientSession(connector=connector, auth=auth, json_serialize=json.dumps,
+                                     trace_configs=self.trace_configs or None)
 
     def _gate(self, method: str, path: str) -> None:
         """Raise :class:`WriteRefused` unless ``method path`` may be sent now."""
@@ -602,7 +615,7 @@ class ClusterClient:
         return _FencedBody(value, self._gate, method, path, content_type or "application/json")
 
     async def close(self) -> None:
-        for session in [*self._retired, self._session]:
+        for session in [*self._retired, self._session, self._watch_session]:
             if session is not None:
                 await session.close()
         self._retired.clear()
@@ -620,9 +633,10 @@ class ClusterClient:
             except kubeconfig.KubeconfigError as exc:
                 raise CredentialsUnavailable(self.name, str(exc)) from None
             self._tls_identity = identity
-            if self._session is not None:
-                self._retired.append(self._session)  # in-flight watches keep it until close
-                self._session = None
+            for session in (self._session, self._watch_session):
+                if session is not None:
+                    self._retired.append(session)  # in-flight watches keep it until close
+            self._session = self._watch_session = None
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if credential.token:
             headers["Authorization"] = f"Bearer {credential.token}"
@@ -630,8 +644,8 @@ class ClusterClient:
 
     @contextlib.asynccontextmanager
     async def _send(self, method: str, path: str, *, params: Mapping[str, Any] | None,
-                    data: Any, content_type: str | None,
-                    timeout: aiohttp.ClientTimeout) -> AsyncIterator[aiohttp.ClientResponse]:
+                    data: Any, content_type: str | None, timeout: aiohttp.ClientTimeout,
+                    stream: bool = False) -> AsyncIterator[aiohttp.ClientResponse]:
         """Open one call, after the rate limit; renews credentials on 401 and waits out 429.
 
         The observer sees the time to the response headers, so a watch counts
@@ -651,7 +665,8 @@ class ClusterClient:
             body = self._body(method, path, data, content_type)
             started = time.monotonic()
             try:
-                async with self.session.request(
+                session = self.watch_session if stream else self.session
+                async with session.request(
                     method, self.context.server + path, params=_params(params), data=body,
                     headers=headers, timeout=timeout,
                 ) as response:
@@ -784,7 +799,7 @@ class ClusterClient:
         )
         path = resource.path(namespace)
         async with self._send("GET", path, params=query, data=None, content_type=None,
-                              timeout=client_timeout) as response:
+                              timeout=client_timeout, stream=True) as response:
             if response.status >= 400:
                 self._decode(response.status, await response.read())
             try:

@@ -108,3 +108,47 @@ printf '"status":{{"token":"secret-%s"}}}}' $n
         assert json.loads(json.dumps(seen))[-2:] == ["Bearer secret-6", "Bearer secret-7"]
     finally:
         await runner.cleanup()
+
+
+async def test_watches_never_take_the_connections_other_calls_need() -> None:
+    """More watches open than ``pool_size`` allows, and a get still answers at once: a
+    watch holds its connection for its life, so watches have a pool of their own (with
+    one shared pool, the hub's informers outnumbering it made every other call time out
+    in CI)."""
+    import asyncio
+
+    release = asyncio.Event()
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b'{"type": "BOOKMARK", "object": {"metadata": {}}}\n')
+        await release.wait()
+        return response
+
+    async def namespaces(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch"):
+            return await watch(request)
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "x"}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces", namespaces)
+    app.router.add_get("/api/v1/namespaces/x", namespaces)
+    runner, url = await serve(app)
+    try:
+        settings = kube.ClientSettings(pool_size=2)
+        async with kube.connect(kubeconfig.Context(name="t", server=url), settings) as c:
+            async def follow() -> None:
+                async for _ in c.watch(kube.NAMESPACES):
+                    pass
+
+            watches = [asyncio.create_task(follow()) for _ in range(5)]
+            await asyncio.sleep(0)
+            try:
+                answer = await asyncio.wait_for(c.get(kube.NAMESPACES, "x"), timeout=5)
+            finally:
+                release.set()
+            assert answer["metadata"]["name"] == "x"
+            await asyncio.gather(*watches)
+    finally:
+        await runner.cleanup()
