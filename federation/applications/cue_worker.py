@@ -17,13 +17,15 @@ import json
 from collections.abc import Callable, Mapping
 from typing import IO, Any
 
+from federation.rollouts import analysis
 from federation.untrusted.text import one_line
 
 JSON = dict[str, Any]
 
-READY = b'{"ready": true}\n'
-"""The worker's first line: it imported everything and waits for requests."""
-INTERNAL = "internal"
+READY = analysis.READY
+"""The worker's first line: it imported everything and waits for requests (the line
+protocol is the rollouts workers', :func:`serve`)."""
+INTERNAL = analysis.INTERNAL
 REFUSED = "refused"
 
 STEPS = 100_000
@@ -95,23 +97,12 @@ def _patch_directives(template: Any, request: Mapping[str, Any], exported: Any,
 
 def serve(requests: IO[bytes], answers: IO[bytes],
           arm: Callable[[bool], object] = lambda on: None) -> None:
-    """Answer every request line of ``requests`` with one line on ``answers`` after the
-    :data:`READY` line (the worker process's loop over its stdin and stdout); ``arm`` as
-    in :func:`federation.rollouts.analysis.serve`."""
-    from federation import cue  # noqa: F401  (loaded before READY, not in a deadline)
-    answers.write(READY)
-    answers.flush()
-    for line in requests:
-        arm(True)
-        try:
-            request = json.loads(line)
-            reply = answer(request) if isinstance(request, dict) else \
-                {"error": "not a request", "reason": INTERNAL}
-        except ValueError:
-            reply = {"error": "not a request", "reason": INTERNAL}
-        arm(False)
-        answers.write(json.dumps(reply, ensure_ascii=True).encode() + b"\n")
-        answers.flush()
+    """The worker process's loop over its stdin and stdout, the rollouts workers' line
+    protocol (:func:`federation.rollouts.analysis.serve`) answering with :func:`answer`;
+    the evaluator is loaded before the :data:`READY` line, not within a deadline."""
+    from federation import cue  # noqa: F401
+
+    analysis.serve(requests, answers, arm, answer_with=answer)
 
 
 def inline(request: JSON) -> JSON:

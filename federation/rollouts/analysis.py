@@ -231,18 +231,22 @@ def as_text(value: formats.Value) -> str:
 
 
 def serve(requests: IO[bytes], answers: IO[bytes],
-          arm: Callable[[bool], object] = lambda on: None) -> None:
+          arm: Callable[[bool], object] = lambda on: None,
+          answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
     """Answer every request line of ``requests`` with one line on ``answers`` (the worker
     process's loop: its stdin and stdout), after the :data:`READY` line. ``arm(True)``
     before each request and ``arm(False)`` after it: the worker sets an alarm that ends it
-    should a request outlive its deadline while nobody is left to kill it."""
+    should a request outlive its deadline while nobody is left to kill it. ``answer_with``
+    answers a request (default :func:`answer`): the kit's sandbox runs other workers'
+    answers over the same line protocol."""
+    respond = answer if answer_with is None else answer_with
     answers.write(READY)
     answers.flush()
     for line in requests:
         arm(True)
         try:
             request = json.loads(line)
-            reply = answer(request) if isinstance(request, dict) else \
+            reply = respond(request) if isinstance(request, dict) else \
                 {"error": "not a request", "reason": INTERNAL}
         except ValueError:
             reply = {"error": "not a request", "reason": INTERNAL}
