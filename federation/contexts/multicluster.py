@@ -119,6 +119,12 @@ class ClusterWriter:
         """A live read from the server (use the multi-cluster client's cached reads first)."""
         return cache.strip(await self.client.get(resource, name, namespace))
 
+    async def list(self, resource: Resource, namespace: str | None = None, **params: Any
+                   ) -> JSON:
+        """A live list from the server, with the API's own parameters (a field selector):
+        for reads no informer keeps, such as the events the recorder looks up once."""
+        return await self.client.list(resource, namespace, **params)
+
     async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
         resource = await self._resource(obj, resource)
         return await self.client.create(resource, obj)
@@ -186,6 +192,9 @@ class ClusterWrites(Protocol):
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None
                   ) -> JSON: ...
+
+    async def list(self, resource: Resource, namespace: str | None = None, **params: Any
+                   ) -> JSON: ...
 
     async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON: ...
 

@@ -107,6 +107,15 @@ def wait_quiet(read: Callable[[], Counter[Key]], still: float = 3.0,
     raise AssertionError(f"writes did not stop within {timeout}s: {breakdown(last)}")
 
 
+def events_since(fleet: TestFleet, stamp: str) -> list[str]:
+    """The hub's events created at or after ``stamp`` (RFC 3339, UTC), as "namespace
+    kind/name reason: message": what a failed budget names."""
+    listing = get_json(fleet, "hub", "events", "--all-namespaces")
+    return [f"{e['metadata']['namespace']} {e['involvedObject'].get('kind')}/"
+            f"{e['involvedObject'].get('name')} {e.get('reason')}: {e.get('message')}"
+            for e in listing["items"] if e["metadata"]["creationTimestamp"] >= stamp]
+
+
 def hub_writes(fleet: TestFleet) -> Counter[Key]:
     return delta(mutating_requests(fleet, "hub"), Counter(), NOT_OURS)
 
@@ -221,6 +230,7 @@ def test_cold_restart_writes_nothing_and_is_ready_within_10s(
         members_before = {m: mutating_requests(fleet, m) for m in MEMBERS}
 
         started = time.monotonic()
+        restarted_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
         plane.launch()
         assert plane.process is not None
         wait_for(lambda: readyz(plane.health_port), timeout=60, interval=0.1,
@@ -235,7 +245,8 @@ def test_cold_restart_writes_nothing_and_is_ready_within_10s(
                                if k[0] in ("deployments", "resourcebindings", "events")})
         print(f"restart: ready after {ready_after:.2f}s; hub writes: {breakdown(hub)}; "
               + "; ".join(f"{m}: {breakdown(c)}" for m, c in members.items()))
-        assert not propagation, f"hub writes after a cold restart: {breakdown(hub)}"
+        assert not propagation, (f"hub writes after a cold restart: {breakdown(hub)}; "
+                                 f"events since: {events_since(fleet, restarted_at)}")
         assert not any(members.values()), "member writes after a cold restart: " + "; ".join(
             f"{m}: {breakdown(c)}" for m, c in members.items())
         assert not hub, f"other hub writes after a cold restart: {breakdown(hub)}"

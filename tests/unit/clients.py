@@ -94,6 +94,10 @@ class UnservedWrites:
                   ) -> JSON:
         raise refused(self.name, f"live get {resource.plural}")
 
+    async def list(self, resource: Resource, namespace: str | None = None, **params: Any
+                   ) -> JSON:
+        raise refused(self.name, f"live list {resource.plural}")
+
     async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
         raise refused(self.name, f"create {obj.get('kind')}")
 

@@ -2,8 +2,11 @@
 
 Events are emitted when something changes (a new decision, a condition
 turning), not on every reconcile: a recorder remembers the last message per
-(object, reason) and repeats nothing. An event that cannot be written is
-logged and dropped; events are advice, never part of a reconcile's outcome.
+(object, reason) and repeats nothing. Its memory starts empty at each start, so
+the first event per (object, reason) is looked up on the hub first (one list in
+the object's namespace, by field selector): a restarted control plane does not
+repeat what the last one said. An event that cannot be written is logged and
+dropped; events are advice, never part of a reconcile's outcome.
 """
 
 from __future__ import annotations
@@ -20,6 +23,14 @@ from federation.hub import api, status
 log = logging.getLogger("federation.events")
 EventType = Literal["Normal", "Warning"]
 COMPONENT = "federation-controller"
+MESSAGE_LIMIT = 1024
+
+
+def _when(event: Mapping[str, Any]) -> tuple[str, str]:
+    """An event's order: RFC 3339 stamps in UTC compare as strings; the creation stamp
+    breaks ties within one second."""
+    return (str(event.get("lastTimestamp") or ""),
+            str((event.get("metadata") or {}).get("creationTimestamp") or ""))
 
 
 def event_body(obj: Mapping[str, Any], kind: EventType, reason: str,
@@ -35,7 +46,7 @@ def event_body(obj: Mapping[str, Any], kind: EventType, reason: str,
                            "name": meta.get("name"), "namespace": meta.get("namespace"),
                            "uid": meta.get("uid"),
                            "resourceVersion": meta.get("resourceVersion")},
-        "reason": reason, "message": message[:1024], "type": kind,
+        "reason": reason, "message": message[:MESSAGE_LIMIT], "type": kind,
         "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
@@ -69,11 +80,14 @@ class Recorder:
 
     async def emit(self, obj: Mapping[str, Any], kind: EventType, reason: str,
                    message: str) -> None:
+        message = message[:MESSAGE_LIMIT]
         key = (str(obj.get("metadata", {}).get("uid")), reason)
+        if key not in self._last:
+            said = await self._said_last(obj, reason)
+            if said is not None:
+                self._remember(key, said)
         if self._last.get(key) == message:
             return
-        if len(self._last) >= self.memory:
-            self._last.clear()
         try:
             await self.mc.cluster(self.hub).create(event_body(obj, kind, reason, message),
                                                    resource=api.EVENTS)
@@ -81,7 +95,34 @@ class Recorder:
             log.warning("event %s for %s not recorded: %s", reason,
                         obj.get("metadata", {}).get("name"), exc)
             return
+        self._remember(key, message)
+
+    def _remember(self, key: tuple[str, str], message: str) -> None:
+        if key not in self._last and len(self._last) >= self.memory:
+            self._last.clear()
         self._last[key] = message
+
+    async def _said_last(self, obj: Mapping[str, Any], reason: str) -> str | None:
+        """The message of the newest event we posted about ``obj`` for ``reason``, read from
+        the hub (None when there is none or it cannot be read: then the event is posted)."""
+        meta = obj.get("metadata", {})
+        if not meta.get("uid"):
+            return None
+        try:
+            found = await self.mc.cluster(self.hub).list(
+                api.EVENTS, meta.get("namespace") or "default",
+                fieldSelector=f"involvedObject.uid={meta['uid']},reason={reason}")
+        except ClientError as exc:
+            log.debug("events about %s not read: %s", meta.get("name"), exc)
+            return None
+        ours = [e for e in found.get("items") or []
+                if (e.get("involvedObject") or {}).get("uid") == meta["uid"]
+                and e.get("reason") == reason
+                and (e.get("source") or {}).get("component") == COMPONENT]
+        if not ours:
+            return None
+        newest = max(ours, key=_when)
+        return str(newest.get("message", ""))
 
     def forget(self, obj: Mapping[str, Any]) -> None:
         uid = str(obj.get("metadata", {}).get("uid"))

@@ -180,6 +180,18 @@ class FakeWriter:
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         return deepcopy(self._stored(resource, name, namespace))
 
+    async def list(self, resource: Resource, namespace: str | None = None, **params: Any
+                   ) -> JSON:
+        """A live list; a field selector's ``path=value`` terms are matched as the API server
+        matches them (dotted paths into each object)."""
+        self.mc._check(self.name)
+        terms = [t.split("=", 1) for t in str(params.get("fieldSelector") or "").split(",") if t]
+        items = [deepcopy(o) for (c, plural, ns, _), o in sorted(self.mc.objects.items())
+                 if c == self.name and plural == resource.plural
+                 and (namespace is None or ns == namespace)
+                 and all(_field(o, path) == value for path, value in terms)]
+        return {"items": items}
+
     async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
         self.mc._check(self.name)
         resource = resource or KINDS[obj["kind"]]
@@ -370,3 +382,10 @@ def _in_group(obj: JSON, resource: Resource) -> bool:
     if not api_version:
         return resource.group != "policy.karmada.io"
     return api_version.rpartition("/")[0] == resource.group
+
+
+def _field(obj: JSON, path: str) -> str:
+    found: Any = obj
+    for part in path.split("."):
+        found = found.get(part) if isinstance(found, dict) else None
+    return "" if found is None else str(found)

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from federation.contexts.client import ApiError
 from federation.controllers.kit import events
-from tests.unit.controllers.fakes import FakeMC, cluster_set, config_map
+from tests.unit.controllers.fakes import FakeMC, FakeWriter, cluster_set, config_map
 
 JSON = dict[str, Any]
 
@@ -17,6 +18,21 @@ def template() -> JSON:
     found = config_map("a")
     found["metadata"].update(uid="u-1", resourceVersion="3")
     return found
+
+
+class UnreadableEvents:
+    """The fleet's writers, but a list of events is refused (no RBAC to read them)."""
+
+    def __init__(self, mc: FakeMC) -> None:
+        self.mc = mc
+
+    def cluster(self, name: str) -> FakeWriter:
+        writer = self.mc.cluster(name)
+
+        async def refused(*_: Any, **__: Any) -> JSON:
+            raise ApiError(name, 403, "Forbidden", "events is forbidden")
+        writer.list = refused  # type: ignore[method-assign]
+        return writer
 
 
 def recorder(mc: FakeMC, memory: int = 10) -> events.Recorder:
@@ -52,6 +68,38 @@ async def test_each_message_is_posted_once_until_it_changes_or_is_forgotten() ->
     r.forget(template())
     await r.emit(template(), "Normal", "Scheduled", "placed on member2")
     assert len(posted(mc)) == 3
+
+
+async def test_a_restart_does_not_repeat_what_the_last_recorder_said() -> None:
+    """A new recorder (a restarted control plane) reads the newest event per (object,
+    reason) from the hub before posting: the same message is not posted again, a message
+    that differs from the newest is, and an event another component posted is not ours."""
+    mc = FakeMC(cluster_set("member1"))
+    before = recorder(mc)
+    await before.emit(template(), "Normal", "Scheduled", "placed on member1")
+    posted(mc)[0]["lastTimestamp"] = "2026-01-01T00:00:00Z"
+    await before.emit(template(), "Normal", "Scheduled", "placed on member2")
+    await before.emit(template(), "Warning", "ApplyFailed", "x" * 2000)
+    assert len(posted(mc)) == 3
+
+    after = recorder(mc)
+    await after.emit(template(), "Normal", "Scheduled", "placed on member2")
+    await after.emit(template(), "Warning", "ApplyFailed", "x" * 2000)
+    assert len(posted(mc)) == 3
+    await after.emit(template(), "Normal", "Scheduled", "placed on member1")
+    assert len(posted(mc)) == 4
+
+    for found in posted(mc):
+        found["source"] = {"component": "someone-else"}
+    await recorder(mc).emit(template(), "Warning", "ApplyFailed", "x" * 2000)
+    assert len(posted(mc)) == 5
+
+
+async def test_an_unreadable_hub_history_still_posts_the_event() -> None:
+    mc = FakeMC(cluster_set("member1"))
+    r = events.Recorder(UnreadableEvents(mc), "hub")
+    await r.emit(template(), "Normal", "Scheduled", "placed")
+    assert len(posted(mc)) == 1
 
 
 async def test_a_full_memory_starts_again_instead_of_growing() -> None:
