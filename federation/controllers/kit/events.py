@@ -26,11 +26,13 @@ COMPONENT = "federation-controller"
 MESSAGE_LIMIT = 1024
 
 
-def _when(event: Mapping[str, Any]) -> tuple[str, str]:
-    """An event's order: RFC 3339 stamps in UTC compare as strings; the creation stamp
-    breaks ties within one second."""
-    return (str(event.get("lastTimestamp") or ""),
-            str((event.get("metadata") or {}).get("creationTimestamp") or ""))
+def _when(event: Mapping[str, Any]) -> tuple[str, int]:
+    """An event's order: RFC 3339 stamps in UTC compare as strings, but only to the
+    second; within one second the resourceVersion decides (etcd's revision: a number that
+    grows with every write, though the API calls it opaque; one that is not a number
+    counts as oldest)."""
+    version = str((event.get("metadata") or {}).get("resourceVersion") or "")
+    return (str(event.get("lastTimestamp") or ""), int(version) if version.isdigit() else -1)
 
 
 def event_body(obj: Mapping[str, Any], kind: EventType, reason: str,

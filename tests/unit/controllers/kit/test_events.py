@@ -57,7 +57,9 @@ def test_an_event_names_its_object_and_says_who_posted_it() -> None:
     assert cluster_scoped["metadata"]["namespace"] == "default"
 
 
-async def test_each_message_is_posted_once_until_it_changes_or_is_forgotten() -> None:
+async def test_each_message_is_posted_once_until_it_changes() -> None:
+    """Forgetting an object (it was deleted) drops the memory only: the hub's newest event
+    still says what was said, so the same message is not posted again, a new one is."""
     mc = FakeMC(cluster_set("member1"))
     r = recorder(mc)
     await r.emit(template(), "Normal", "Scheduled", "placed on member1")
@@ -66,7 +68,10 @@ async def test_each_message_is_posted_once_until_it_changes_or_is_forgotten() ->
     await r.emit(template(), "Normal", "Scheduled", "placed on member2")
     assert len(posted(mc)) == 2
     r.forget(template())
+    assert r._last == {}
     await r.emit(template(), "Normal", "Scheduled", "placed on member2")
+    assert len(posted(mc)) == 2
+    await r.emit(template(), "Normal", "Scheduled", "placed on member1")
     assert len(posted(mc)) == 3
 
 
