@@ -559,16 +559,22 @@ def summary(decision: decision_.Decision) -> str:
 
 
 def aggregated(copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
-               unreachable: Mapping[str, str]) -> tuple[CopyState, ...]:
-    """Per cluster: the copy applied or the error, its health, the member's status."""
+               unreachable: Mapping[str, str],
+               observed: Mapping[str, tuple[str, Mapping[str, Any] | None]] | None = None
+               ) -> tuple[CopyState, ...]:
+    """Per cluster: the copy applied or the error, its health, the member's status (as
+    ``observed`` gives them by cluster, the resource interpreter's answer: else the
+    built-in health and the status without its conditions)."""
     entries = []
     for cluster in sorted(set(copies) | set(failed) | set(unreachable)):
         copy = copies.get(cluster)
         error = failed.get(cluster) or unreachable.get(cluster)
         state = copy.get("status") if copy is not None else None
+        health, reflected = observed[cluster] if observed and cluster in observed else (
+            status.health(copy),
+            {k: v for k, v in state.items() if k != "conditions"} if state else None)
         entries.append(CopyState(
             cluster, applied=error is None and copy is not None,
-            health=status.health(copy) if error is None else "Unknown",
-            error=error[:1024] if error else None,
-            status={k: v for k, v in state.items() if k != "conditions"} if state else None))
+            health=health if error is None else "Unknown",
+            error=error[:1024] if error else None, status=reflected))
     return tuple(entries)

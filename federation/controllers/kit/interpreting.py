@@ -42,8 +42,9 @@ class Interpreting:
     workers: int = 2
     """Threads running scripts: a stuck call holds one; the loop never waits for it."""
     budget: lua.Budget = dataclasses.field(default_factory=lua.Budget)
-    _parsed: dict[tuple[str, str], customizations.Customization | str] = dataclasses.field(
-        default_factory=dict)
+    _parsed: dict[tuple[str, str, str], customizations.Customization | str] = \
+        dataclasses.field(default_factory=dict)
+    """By (name, uid, resourceVersion): one deleted and made again is parsed again."""
     _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def registry(self, objects: list[Mapping[str, Any]]) -> tuple[customizations.Registry,
@@ -53,7 +54,8 @@ class Interpreting:
         seen = set()
         for obj in objects:
             meta = obj.get("metadata") or {}
-            key = (str(meta.get("name")), str(meta.get("resourceVersion")))
+            key = (str(meta.get("name")), str(meta.get("uid")),
+                   str(meta.get("resourceVersion")))
             seen.add(key)
             if key not in self._parsed:
                 try:

@@ -35,6 +35,7 @@ from federation.controllers.propagation import (
     activation,
     capacity,
     copies,
+    customized,
     dependencies,
     dependent_overrides,
     disruption,
@@ -44,6 +45,7 @@ from federation.controllers.propagation import (
     interpret,
     load_clusters,
     load_policy,
+    observations,
     preserve,
     propagate_deps,
     record,
@@ -61,6 +63,7 @@ from federation.controllers.propagation.build import Build, template_resource
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import api, bindings, deny, preservation, status
+from federation.interpreter.customizations import Operation
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
@@ -219,7 +222,8 @@ class Reconciler:
         pending = sorted((set(build.pending_before) | set(build.removals))
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
-        conds = record.conditions(build, failed, pending, copies_now)
+        observed = await observations.observe(self.context, build.template, copies_now, failed)
+        conds = record.conditions(build, failed, pending, copies_now, observed)
         assert build.decision is not None
         groups = engine.affinity_groups(build.policy, template_resource(build)) \
             if build.policy is not None else (None, None)
@@ -229,11 +233,13 @@ class Reconciler:
             orphan=bindings.orphaned(build.template), policy=build.policy_ref,
             groups=groups, behaviour=record.behaviour(build),
             decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
-            aggregated=bindings.aggregated(copies_now, failed, build.unreachable))
+            aggregated=bindings.aggregated(copies_now, failed, build.unreachable,
+                                           observed.copy_states()))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
-        template_status = record.template_status_write(build.template, copies_now, conds)
+        template_status = record.template_status_write(build.template, copies_now, conds,
+                                                       observed.aggregated)
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
@@ -302,10 +308,13 @@ class Reconciler:
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
-        template_status = status.template_status(build.template, {}, conds)
+        current = build.template.get("status") or {}
+        scripted = await customized.chosen(self.context, Operation.AGGREGATE_STATUS,
+                                           build.template)  # its template has our conditions
+        template_status = status.template_status(build.template, {}, conds,
+                                                 current if scripted else None)
         if template_status is not None:
-            template_status = {**(build.template.get("status") or {}),
-                               "conditions": template_status["conditions"]}
+            template_status = {**current, "conditions": template_status["conditions"]}
             if record.template_status_write(build.template, {}, conds) is not None or \
                     not status.same_status(build.template.get("status"), template_status):
                 record.add_template_status(writes, self.hub, build.template, template_status)

@@ -27,7 +27,10 @@ from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
 JSON = dict[str, Any]
-KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
+WIDGETS = Resource("example.io", "v1", "widgets", "Widget")
+"""A custom kind (a CRD on hub and members) that only a customization explains."""
+KINDS = {r.kind: r for r in (WIDGETS, api.INTERPRETER_CUSTOMIZATIONS,
+                             kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
