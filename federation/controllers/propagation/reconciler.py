@@ -189,19 +189,24 @@ class Reconciler:
         if reservation is None:  # another template's move took the budget since the build
             return Result(requeue_after=self.failover.settings.budget_retry)
         report = await self.execute(build.dag, build.shared)
-        self._count_drift(report)
+        reverted = self._count_drift(report)
         self._settle_budget(build, report, reservation)
-        return await self._record(build, report, outcome.requeue_after)
+        return await self._record(build, report, outcome.requeue_after, reverted)
 
-    def _count_drift(self, report: plan.Report) -> None:
+    def _count_drift(self, report: plan.Report) -> dict[str, int]:
+        """The drift reverts of this round by cluster: logged, counted on the metric, and
+        added to the binding's ``status.driftReverts`` by the record."""
+        reverted: dict[str, int] = {}
         for outcome in report.outcomes.values():
             vertex = outcome.vertex
             if outcome.ok and outcome.attempted and vertex.action is plan.Action.UPDATE \
                     and vertex.reason.startswith("drift at "):
                 log.info("reverted drift in %s: %s (%s)", vertex.cluster, vertex.describe(),
                          vertex.reason)
+                reverted[vertex.cluster] = reverted.get(vertex.cluster, 0) + 1
                 if self.on_drift is not None:
                     self.on_drift(vertex.cluster, str(vertex.obj.get("kind")))
+        return reverted
 
     def _settle_budget(self, build: Build, report: plan.Report,
                        reservation: disruption.Reservation) -> None:
@@ -214,7 +219,8 @@ class Reconciler:
     # -- Record -----------------------------------------------------------------------------
 
     async def _record(self, build: Build, report: plan.Report,
-                      requeue_after: float | None) -> Result | None:
+                      requeue_after: float | None, reverted: Mapping[str, int] | None = None
+                      ) -> Result | None:
         failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
                   if o.vertex.cluster != self.hub}
         removed = [c for c in build.removals if c not in failed
@@ -234,7 +240,9 @@ class Reconciler:
             groups=groups, behaviour=record.behaviour(build),
             decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
             aggregated=bindings.aggregated(copies_now, failed, build.unreachable,
-                                           observed.copy_states()))
+                                           observed.copy_states()),
+            drift_reverts=(build.own_record or bindings.BindingRecord()).reverted(
+                reverted or {}, build.targets))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
@@ -304,7 +312,8 @@ class Reconciler:
             policy=build.policy_ref if build.policy
             else load_policy.claimed_by(build), behaviour=record.behaviour(build),
             decided=bindings.Decided.of(decided) if decided is not None else None,
-            conditions=tuple(conds), aggregated=bindings.aggregated({}, {}, unreachable))
+            conditions=tuple(conds), aggregated=bindings.aggregated({}, {}, unreachable),
+            drift_reverts=build.own_record.drift_reverts if build.own_record else ())
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
