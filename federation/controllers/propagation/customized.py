@@ -18,17 +18,13 @@ from typing import Any, cast
 
 from federation.contexts.client import ApiError
 from federation.controllers.kit.chain import Problem
-from federation.controllers.kit.interpreting import InterpretError, Interpreting
+from federation.controllers.kit.interpreting import InterpretError
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api
 from federation.interpreter import declarative
 from federation.interpreter.customizations import Operation
 
 JSON = dict[str, Any]
-
-INTERPRETING = Interpreting()
-"""The process's interpreter: its parsed customizations and its thread pool."""
-
 
 async def _customizations(ctx: TransformContext) -> list[Mapping[str, Any]]:
     try:
@@ -53,14 +49,14 @@ async def interpret(ctx: TransformContext, operation: Operation, args: declarati
     """``operation`` of the customization for ``subject``'s kind, None when none scripts it
     (the built-in decides); :class:`InterpretError` naming the customization and the
     operation when it fails."""
-    return await INTERPRETING.run(await _customizations(ctx), operation, args, subject)
+    return await ctx.interpreting.run(await _customizations(ctx), operation, args, subject)
 
 
 async def chosen(ctx: TransformContext, operation: Operation,
                  subject: Mapping[str, Any]) -> str | None:
     """The customization whose script answers ``operation`` for ``subject``'s kind, None
     when the built-in does (nothing is run)."""
-    registry, _ = INTERPRETING.registry(await _customizations(ctx))
+    registry, _ = ctx.interpreting.registry(await _customizations(ctx))
     found = registry.choose(subject, operation)
     return found.customization if found is not None else None
 

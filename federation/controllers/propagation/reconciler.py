@@ -30,6 +30,7 @@ from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import chain, events, executor, expectations, plan
 from federation.controllers.kit.chain import Problem
+from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.kit.kinds import Kinds
 from federation.controllers.propagation import (
     activation,
@@ -114,8 +115,12 @@ class Reconciler:
     def __init__(self, mc: MultiCluster, clusters: ClusterSet, kinds: Kinds,
                  recorder: events.EventSink,
                  settings: PropagationSettings | None = None,
-                 on_drift: Callable[[str, str], None] | None = None) -> None:
+                 on_drift: Callable[[str, str], None] | None = None,
+                 interpreting: Interpreting | None = None) -> None:
         self.kinds = kinds
+        self.interpreting = interpreting or Interpreting()
+        """The manager's resource interpreter (the wiring shuts its threads down with the
+        manager); a reconciler made alone has its own."""
         self.on_drift = on_drift
         """Told (cluster, kind) of each drift we reverted: the metric that makes a fight
         with a member's controller visible (a revert at every reconcile)."""
@@ -128,7 +133,8 @@ class Reconciler:
                                               self.settings.schedule_threads)
         self.failover = disruption.Failover()
         self.context: TransformContext = CacheContext(mc, clusters, kinds, self.settings,
-                                                      self.scheduler, self.failover)
+                                                      self.scheduler, self.failover,
+                                                      self.interpreting)
         self.expectations = expectations.Expectations(self.failover.clock)
         """Our hub writes the cache has not shown yet (see :mod:`.expectations`)."""
         self._denials_reported: set[tuple[str, str]] = set()

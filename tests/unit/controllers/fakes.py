@@ -22,6 +22,7 @@ from federation.contexts.multicluster import ListResult, ListView
 from federation.controllers import propagation
 from federation.controllers.kit import kinds as kinds_
 from federation.controllers.kit import view
+from federation.controllers.kit.interpreting import Interpreting
 from federation.hub import api, dependencies, rollouts
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
@@ -327,6 +328,7 @@ class FakeContext:
         self._settings = settings or propagation.PropagationSettings()
         self._failover = failover or disruption.Failover(clock=lambda: now)
         self._scheduler = scheduling.Scheduler(5.0, 1)
+        self._interpreting = Interpreting()
         self._now = now
 
     hub = "hub"
@@ -346,6 +348,10 @@ class FakeContext:
     @property
     def deny_list(self) -> Any:
         return self._settings.deny_list
+
+    @property
+    def interpreting(self) -> Interpreting:
+        return self._interpreting
 
     def now(self) -> float:
         return self._now
