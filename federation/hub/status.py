@@ -16,7 +16,9 @@ Where it goes:
 
 Health of one copy: a workload is Healthy when the member has observed its
 generation and all its replicas are ready, Progressing before that; any other
-kind is Healthy once it exists. A cluster we could not read is Unknown.
+kind is Healthy once it exists. A cluster we could not read is Unknown. These are
+the built-in answers: a ResourceInterpreterCustomization's InterpretHealth and
+AggregateStatus answer first for its kind (propagation's ``observations``).
 """
 
 from __future__ import annotations
