@@ -176,3 +176,23 @@ async def test_a_cleared_failure_takes_its_condition_away() -> None:
     mc.put("hub", customization(**ALL))
     await r.reconcile(request_for(template))
     assert observations.CONDITION not in conditions(record(mc).conditions)
+
+
+async def test_a_problem_reaches_the_template_of_an_aggregated_kind() -> None:
+    """A kind whose status a script aggregates carries our conditions like a Deployment:
+    a problem later (here its InterpretReplica failing) turns Applied False on the
+    template too, its aggregated fields kept."""
+    mc, template = fleet(**ALL)
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    for member in MEMBERS:
+        report(mc, member, 2)
+    await r.reconcile(request_for(template))
+    broken = customization(**ALL, replicaResource="function GetReplicas(o) error('no') end")
+    mc.put("hub", broken)
+    await r.reconcile(request_for(template))
+    stored = mc.find("hub", "Widget", "w", "shop")
+    assert stored is not None
+    applied = conditions(stored["status"]["conditions"])["Applied"]
+    assert (applied["status"], applied["reason"]) == ("False", "InterpreterFailed")
+    assert stored["status"]["readyReplicas"] == 4
