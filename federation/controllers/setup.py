@@ -64,6 +64,7 @@ from federation.controllers import (
     rollouts,
 )
 from federation.controllers.kit import events, secrets
+from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.kit.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
 from federation.hub import api, deny, dependencies, manifests
@@ -130,9 +131,11 @@ class Wiring:
             queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
                                  self.controller.queue.add_after, settings.deny_list)
+        self.interpreting = Interpreting()
+        """The manager's resource interpreter: its threads are shut down with it."""
         self.reconciler = propagation.Reconciler(
             mgr.client, mgr.clusters, self.kinds, self.recorder, settings,
-            on_drift=self._drift_reverted)
+            on_drift=self._drift_reverted, interpreting=self.interpreting)
         self._tracking: set[asyncio.Task[None]] = set()
         self.dependents = propagate_deps.Dependents()
         self._following_dependencies = False
@@ -248,6 +251,7 @@ class Wiring:
                 self.controller.queue.add(request, queue.LOW_PRIORITY)
 
     def install(self) -> None:
+        self.mgr.add_runnable("resource interpreter threads", self.interpreting.keep)
         self.mgr.clusters.on_member_availability(self.on_available)
         ctl = self.controller
         for resource in api.PROPAGATION_POLICY_RESOURCES:  # ours and Karmada's, the same

@@ -320,13 +320,23 @@ def _condition(value: Any, field: str) -> Mapping[str, Any]:
     return _mapping(value, field)  # anyone's conditions: kept as written
 
 
+def _reverts(value: Any) -> tuple[tuple[str, int], ...]:
+    counts = _mapping(value, f"status.{DRIFT_REVERTS}")
+    return tuple(sorted((str(cluster), _count(count, f"status.{DRIFT_REVERTS}.{cluster}"))
+                        for cluster, count in counts.items() if count))
+
+
 # -- the record ------------------------------------------------------------------------------
 
 
 _SPEC_KEYS = frozenset({"resource", "templateDeleted", "pendingCleanup", "clusters", "orphan",
                         "policy", AFFINITY_GROUPS, LEFT_BEFORE_DELETION, *BEHAVIOUR_KEYS,
                         *_DECIDED})
-_STATUS_KEYS = frozenset({"conditions", "aggregatedStatus", "pendingCleanup"})
+DRIFT_REVERTS = "driftReverts"
+"""``status.driftReverts``: per cluster, how many times we put back a copy a member had
+changed (drift reverted). A count that keeps growing is a fight with a member's own
+controller (retain the field, or ignore it: docs/interpreter.md)."""
+_STATUS_KEYS = frozenset({"conditions", "aggregatedStatus", "pendingCleanup", DRIFT_REVERTS})
 _GROUP_KEYS = ("affinityGroup", "antiAffinityGroup")
 
 
@@ -357,6 +367,8 @@ class BindingRecord:
     decided: Decided | None = None
     conditions: tuple[Mapping[str, Any], ...] = ()
     aggregated: tuple[CopyState, ...] = ()
+    drift_reverts: tuple[tuple[str, int], ...] = ()
+    """:data:`DRIFT_REVERTS`, (cluster, count) sorted by cluster, counts above 0 only."""
 
     @classmethod
     def of(cls, binding: Mapping[str, Any] | None) -> BindingRecord:
@@ -390,7 +402,8 @@ class BindingRecord:
             decided=Decided.from_spec(spec),
             conditions=_each(state.get("conditions"), "status.conditions", _condition),
             aggregated=_each(state.get("aggregatedStatus"), "status.aggregatedStatus",
-                             CopyState.from_obj))
+                             CopyState.from_obj),
+            drift_reverts=_reverts(state.get(DRIFT_REVERTS)))
 
     def to_obj(self) -> JSON:
         """``{"spec": ..., "status": ...}``, as the writer has always written them:
@@ -418,8 +431,20 @@ class BindingRecord:
         return spec
 
     def status_obj(self) -> JSON:
-        return {"conditions": list(self.conditions),
-                "aggregatedStatus": [entry.to_obj() for entry in self.aggregated]}
+        state: JSON = {"conditions": list(self.conditions),
+                       "aggregatedStatus": [entry.to_obj() for entry in self.aggregated]}
+        if self.drift_reverts:
+            state[DRIFT_REVERTS] = dict(self.drift_reverts)
+        return state
+
+    def reverted(self, counts: Mapping[str, int], clusters: Iterable[str]) -> tuple[
+            tuple[str, int], ...]:
+        """The drift revert counts after this round's ``counts``, kept for ``clusters``
+        (a cluster the workload left takes its count with it)."""
+        total = dict(self.drift_reverts)
+        for cluster, count in counts.items():
+            total[cluster] = total.get(cluster, 0) + count
+        return tuple(sorted((c, n) for c, n in total.items() if n and c in set(clusters)))
 
     # -- what the readers ask ----------------------------------------------------------------
 
@@ -531,7 +556,8 @@ def replaced(binding: Mapping[str, Any], record: BindingRecord) -> JSON:
 def same_record(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
     """Whether writing ``wanted`` over ``current`` would change what anyone acts on: the
     spec, the labels, each condition's type, status and reason, and per cluster whether the
-    copy is applied and its error. Members' status fields and messages alone never cause a
+    copy is applied and its error, and the drift revert counts (a revert is news: the
+    write of the copy happened already). Members' status fields and messages alone never cause a
     write (they are refreshed with the next write that happens): see the write budget."""
     if current is None:
         return False
@@ -548,7 +574,7 @@ def _significant(record: BindingRecord) -> tuple[Any, ...]:
     conditions = sorted((str(c.get("type")), c.get("status"), c.get("reason"))
                         for c in record.conditions)
     clusters = sorted((e.cluster, e.applied, e.error) for e in record.aggregated)
-    return tuple(conditions), tuple(clusters)
+    return tuple(conditions), tuple(clusters), record.drift_reverts  # a revert is news
 
 
 def summary(decision: decision_.Decision) -> str:
@@ -559,16 +585,22 @@ def summary(decision: decision_.Decision) -> str:
 
 
 def aggregated(copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
-               unreachable: Mapping[str, str]) -> tuple[CopyState, ...]:
-    """Per cluster: the copy applied or the error, its health, the member's status."""
+               unreachable: Mapping[str, str],
+               observed: Mapping[str, tuple[str, Mapping[str, Any] | None]] | None = None
+               ) -> tuple[CopyState, ...]:
+    """Per cluster: the copy applied or the error, its health, the member's status (as
+    ``observed`` gives them by cluster, the resource interpreter's answer: else the
+    built-in health and the status without its conditions)."""
     entries = []
     for cluster in sorted(set(copies) | set(failed) | set(unreachable)):
         copy = copies.get(cluster)
         error = failed.get(cluster) or unreachable.get(cluster)
         state = copy.get("status") if copy is not None else None
+        health, reflected = observed[cluster] if observed and cluster in observed else (
+            status.health(copy),
+            {k: v for k, v in state.items() if k != "conditions"} if state else None)
         entries.append(CopyState(
             cluster, applied=error is None and copy is not None,
-            health=status.health(copy) if error is None else "Unknown",
-            error=error[:1024] if error else None,
-            status={k: v for k, v in state.items() if k != "conditions"} if state else None))
+            health=health if error is None else "Unknown",
+            error=error[:1024] if error else None, status=reflected))
     return tuple(entries)

@@ -16,7 +16,9 @@ Where it goes:
 
 Health of one copy: a workload is Healthy when the member has observed its
 generation and all its replicas are ready, Progressing before that; any other
-kind is Healthy once it exists. A cluster we could not read is Unknown.
+kind is Healthy once it exists. A cluster we could not read is Unknown. These are
+the built-in answers: a ResourceInterpreterCustomization's InterpretHealth and
+AggregateStatus answer first for its kind (propagation's ``observations``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 JSON = dict[str, Any]
-Health = Literal["Healthy", "Progressing", "Unknown"]
+Health = Literal["Healthy", "Progressing", "Unhealthy", "Unknown"]
+"""Unhealthy: a customization's InterpretHealth said false (the built-in says
+Progressing until a workload is ready)."""
 
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "ReplicaSet"})
 SUMMED_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedReplicas",
@@ -34,7 +38,7 @@ SUMMED_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "updatedRepli
 
 
 OUR_CONDITIONS = ("Scheduled", "Applied", "Healthy", "Conflict", "CleanupPending",
-                  "Dispatching")
+                  "Dispatching", "StatusInterpreted")
 """The conditions propagation writes on bindings and templates (others are left alone;
 one of ours that a round no longer states is removed, so a cleared problem goes)."""
 
@@ -98,8 +102,17 @@ def merge_conditions(existing: Sequence[Mapping[str, Any]], ours: Sequence[JSON]
 
 
 def template_status(template: Mapping[str, Any], copies: Mapping[str, Mapping[str, Any] | None],
-                    conditions: Sequence[JSON]) -> JSON | None:
-    """The hub template's new status, for kinds that have one we may fill; else None."""
+                    conditions: Sequence[JSON],
+                    aggregated: Mapping[str, Any] | None = None) -> JSON | None:
+    """The hub template's new status, for kinds that have one we may fill; else None.
+
+    ``aggregated``: the status a customization's AggregateStatus gave (any kind), which
+    then stands for the summed counts; our conditions are merged into it all the same."""
+    if aggregated is not None:
+        scripted = {k: v for k, v in aggregated.items() if k != "conditions"}
+        scripted["conditions"] = merge_conditions(aggregated.get("conditions") or [],
+                                                  list(conditions), drop=OUR_CONDITIONS)
+        return scripted
     if template.get("kind") not in WORKLOAD_KINDS:
         return None
     current = dict(template.get("status") or {})

@@ -293,6 +293,12 @@ def hub_kind_rules(kinds: Sequence[Kind]) -> tuple[Rule, ...]:
     rules += _per_group(status, ("patch",), (
         "Propagated workloads' status on the hub: replicas summed over the members (a "
         "patch of the status subresource)."))
+    custom = [Kind(k.group, f"{k.resource}/status") for k in kinds
+              if k not in STATUS_KINDS and k not in DEFAULT_KINDS]
+    rules += _per_group(custom, ("patch",), (
+        "Kinds given beyond the defaults: the status a ResourceInterpreterCustomization's "
+        "AggregateStatus makes of the members' statuses (a patch of the status "
+        "subresource; written only for a kind a customization aggregates)."))
     return tuple(rules)
 
 

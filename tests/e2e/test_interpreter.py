@@ -98,6 +98,10 @@ def test_without_retention_the_revert_is_one_write(fleet: TestFleet, ns: str) ->
     reverts = sum(n for key, n in writes.items()
                   if key[0] == "deployments" and key[1] == "" and key[2] == "PUT")
     assert reverts == 1, breakdown(writes)
+    counted = wait_for(lambda: (get_or_none(fleet, "hub", "resourcebindings.work.federation.io",
+                                            "web-deployment", "-n", ns) or {}).get(
+        "status", {}).get("driftReverts"), timeout=30, what="the revert counted in the binding")
+    assert counted == {"member1": 1}
 
 
 def config_map(name: str, ns: str, value: str) -> dict[str, Any]:

@@ -1,5 +1,10 @@
 """The resource interpreter for controllers: the hub's customizations, run off the loop.
 
+One :class:`Interpreting` per manager (``fedctl run``'s wiring makes it, hands it to the
+controllers that ask and registers :meth:`Interpreting.keep`, so its threads are shut
+down with the manager), never a module global: two managers in one process, as in tests,
+share no parsed customization and no thread.
+
 Controllers ask :class:`Interpreting` what a customization says about an object (its
 Retain, ReviseReplica, InterpretReplica...). The ``ResourceInterpreterCustomization``
 objects are read from the hub's cache at each question and parsed once per
@@ -42,8 +47,9 @@ class Interpreting:
     workers: int = 2
     """Threads running scripts: a stuck call holds one; the loop never waits for it."""
     budget: lua.Budget = dataclasses.field(default_factory=lua.Budget)
-    _parsed: dict[tuple[str, str], customizations.Customization | str] = dataclasses.field(
-        default_factory=dict)
+    _parsed: dict[tuple[str, str, str], customizations.Customization | str] = \
+        dataclasses.field(default_factory=dict)
+    """By (name, uid, resourceVersion): one deleted and made again is parsed again."""
     _pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def registry(self, objects: list[Mapping[str, Any]]) -> tuple[customizations.Registry,
@@ -53,7 +59,8 @@ class Interpreting:
         seen = set()
         for obj in objects:
             meta = obj.get("metadata") or {}
-            key = (str(meta.get("name")), str(meta.get("resourceVersion")))
+            key = (str(meta.get("name")), str(meta.get("uid")),
+                   str(meta.get("resourceVersion")))
             seen.add(key)
             if key not in self._parsed:
                 try:
@@ -99,10 +106,25 @@ class Interpreting:
                 self.workers, thread_name_prefix="resource interpreter")
         return self._pool
 
+    @property
+    def pool_open(self) -> bool:
+        """Whether threads exist (made at the first script, gone at :meth:`close`)."""
+        return self._pool is not None
+
     def close(self) -> None:
+        """Shut the pool down: queued calls are cancelled, a running one is left to end at
+        its instruction budget (a thread cannot be killed). A later call makes a new pool."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+    async def keep(self) -> None:
+        """A manager runnable: the pool lives while the manager runs (and leads); it is
+        shut down when the manager stops or loses the lead."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.close()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterReader
+from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.kit.kinds import Kinds
 from federation.controllers.kit.view import Member, View, members_of
 from federation.controllers.propagation import disruption, scheduling
@@ -31,7 +32,7 @@ JSON = dict[str, Any]
 class TransformContext(View, Protocol):
     """The kit's :class:`~federation.controllers.kit.view.View` plus what propagation's
     transformers use: their settings, the scheduler, the failover rules, the deny list,
-    and a member copy by the template's identity. No writer."""
+    the resource interpreter, and a member copy by the template's identity. No writer."""
 
     @property
     def settings(self) -> PropagationSettings: ...
@@ -45,6 +46,11 @@ class TransformContext(View, Protocol):
     @property
     def deny_list(self) -> deny.DenyList: ...
 
+    @property
+    def interpreting(self) -> Interpreting:
+        """The manager's resource interpreter: customizations and their threads."""
+        ...
+
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
                    namespace: str | None) -> ReadOnly | None:
         """The member object of the template's identity in ``cluster``, or None. Raises a
@@ -57,8 +63,9 @@ class CacheContext:
 
     def __init__(self, mc: MultiClusterReader, clusters: ClusterSet, kinds: Kinds,
                  settings: PropagationSettings, scheduler: scheduling.Scheduler,
-                 failover: disruption.Failover) -> None:
+                 failover: disruption.Failover, interpreting: Interpreting) -> None:
         self._mc = mc
+        self._interpreting = interpreting
         self._clusters = clusters
         self._kinds = kinds
         self._settings = settings
@@ -84,6 +91,10 @@ class CacheContext:
     @property
     def deny_list(self) -> deny.DenyList:
         return self._settings.deny_list
+
+    @property
+    def interpreting(self) -> Interpreting:
+        return self._interpreting
 
     def now(self) -> float:
         return self._failover.clock()

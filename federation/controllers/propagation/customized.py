@@ -18,17 +18,13 @@ from typing import Any, cast
 
 from federation.contexts.client import ApiError
 from federation.controllers.kit.chain import Problem
-from federation.controllers.kit.interpreting import InterpretError, Interpreting
+from federation.controllers.kit.interpreting import InterpretError
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api
 from federation.interpreter import declarative
 from federation.interpreter.customizations import Operation
 
 JSON = dict[str, Any]
-
-INTERPRETING = Interpreting()
-"""The process's interpreter: its parsed customizations and its thread pool."""
-
 
 async def _customizations(ctx: TransformContext) -> list[Mapping[str, Any]]:
     try:
@@ -41,10 +37,28 @@ async def _customizations(ctx: TransformContext) -> list[Mapping[str, Any]]:
 
 async def ask(ctx: TransformContext, operation: Operation, args: declarative.Arguments,
                subject: Mapping[str, Any]) -> dict[str, Any] | None:
+    """:func:`interpret`, a failure stopping the reconcile (the write path's rule)."""
     try:
-        return await INTERPRETING.run(await _customizations(ctx), operation, args, subject)
+        return await interpret(ctx, operation, args, subject)
     except InterpretError as exc:
         raise Problem("Applied", "InterpreterFailed", str(exc)) from None
+
+
+async def interpret(ctx: TransformContext, operation: Operation, args: declarative.Arguments,
+                    subject: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``operation`` of the customization for ``subject``'s kind, None when none scripts it
+    (the built-in decides); :class:`InterpretError` naming the customization and the
+    operation when it fails."""
+    return await ctx.interpreting.run(await _customizations(ctx), operation, args, subject)
+
+
+async def chosen(ctx: TransformContext, operation: Operation,
+                 subject: Mapping[str, Any]) -> str | None:
+    """The customization whose script answers ``operation`` for ``subject``'s kind, None
+    when the built-in does (nothing is run)."""
+    registry, _ = ctx.interpreting.registry(await _customizations(ctx))
+    found = registry.choose(subject, operation)
+    return found.customization if found is not None else None
 
 
 def as_json(obj: Mapping[str, Any]) -> JSON:

@@ -14,6 +14,13 @@ another binding of the namespace still carries it there or its own policy places
 there. One named but missing on the hub is recorded apart (``spec.awaitedDependencies``),
 so its creation requeues the workload (:class:`Dependents`); no deletion reads that list.
 
+A kind a ``ResourceInterpreterCustomization`` scripts InterpretDependency for (any
+kind: a CloneSet, a Flink job...) takes along what the script names instead
+(:func:`scripted_references`); the script reads the tenant's object, so its answer is
+held to the same rules: v1 ConfigMaps, Secrets, ServiceAccounts and PVCs of the workload's
+own namespace, each by name (another namespace, another kind or a label selector is
+refused by name), then the deny list as below.
+
 A reference can only ever mean an object of the workload's own namespace: a pod
 template has no field naming another namespace, the namespace is never read from the
 reference, and a name that is not a valid object name is refused (it could not name
@@ -37,6 +44,7 @@ from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Problem, Verdict
 from federation.controllers.kit.copies import copy_vertex, release_vertex
+from federation.controllers.propagation import customized
 from federation.controllers.propagation.build import JSON, Build, policy_ref
 from federation.controllers.propagation.context import TransformContext
 from federation.controllers.propagation.lookups import (
@@ -56,6 +64,8 @@ from federation.hub.dependencies import (
     owned_clusters,
     valid_name,
 )
+from federation.interpreter import declarative
+from federation.interpreter.customizations import Operation
 from federation.placement import resources as resources_
 
 _POD_SPEC = {"Pod": ("spec",), "Deployment": ("spec", "template", "spec"),
@@ -158,6 +168,41 @@ def _volume_refs(volume: Mapping[str, Any]) -> Iterator[Ref]:
         yield Ref("Secret", str(publish["name"]))
 
 
+# -- a customization's InterpretDependency ---------------------------------------------------
+
+
+async def scripted_references(ctx: TransformContext, template: Mapping[str, Any],
+                              namespace: str) -> set[Ref] | None:
+    """What ``template`` depends on by its customization's InterpretDependency (Karmada's
+    rule: every customization of the kind that scripts it, united), None when none does
+    (the built-in :func:`references` decides). The tenant rules of the built-in hold:
+    a reference is of the workload's own namespace and of a kind propagateDeps carries;
+    any other is refused by name, never followed, whatever the script (which reads the
+    tenant's object) returned."""
+    found = await customized.ask(ctx, Operation.INTERPRET_DEPENDENCY, declarative.Arguments(
+        desired=customized.as_json(template)), template)
+    if found is None:
+        return None
+    return {_ref(dependency, namespace) for dependency in found["dependencies"]}
+
+
+def _ref(dependency: Mapping[str, Any], namespace: str) -> Ref:
+    kind = str(dependency.get("kind"))
+    what = f"InterpretDependency: dependency {kind} {str(dependency.get('name'))[:64]!r}"
+    if dependency.get("namespace") not in (None, "", namespace):
+        raise Problem("Applied", "DependencyDenied",
+                      f"{what} is in namespace {str(dependency['namespace'])[:64]!r}: a "
+                      f"dependency is always of the workload's own namespace ({namespace})")
+    if dependency.get("apiVersion") != "v1" or kind not in KINDS:
+        raise Problem("Applied", "InvalidDependency",
+                      f"{what} of {str(dependency.get('apiVersion'))[:64]}: propagateDeps "
+                      f"carries only v1 {', '.join(sorted(KINDS))}")
+    if "labelSelector" in dependency:
+        raise Problem("Applied", "InvalidDependency",
+                      f"{what}: a labelSelector dependency is not supported; name each one")
+    return Ref(kind, str(dependency.get("name")))  # its name is checked as every name is
+
+
 # -- the transformer ------------------------------------------------------------------------
 
 
@@ -165,7 +210,8 @@ async def propagate_deps(ctx: TransformContext, build: Build) -> Verdict | None:
     assert build.policy is not None
     wanted: list[Ref] = []
     if build.policy.spec.propagate_deps and build.namespace:
-        wanted = sorted(references(build.template))
+        scripted = await scripted_references(ctx, build.template, build.namespace)
+        wanted = sorted(scripted if scripted is not None else references(build.template))
         for ref in wanted:
             if not valid_name(ref.name):
                 raise Problem("Applied", "InvalidDependency",

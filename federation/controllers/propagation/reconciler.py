@@ -30,11 +30,13 @@ from federation.contexts.multicluster import MultiCluster
 from federation.contexts.scoped import NotGranted
 from federation.controllers.kit import chain, events, executor, expectations, plan
 from federation.controllers.kit.chain import Problem
+from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.kit.kinds import Kinds
 from federation.controllers.propagation import (
     activation,
     capacity,
     copies,
+    customized,
     dependencies,
     dependent_overrides,
     disruption,
@@ -44,6 +46,7 @@ from federation.controllers.propagation import (
     interpret,
     load_clusters,
     load_policy,
+    observations,
     preserve,
     propagate_deps,
     record,
@@ -61,6 +64,7 @@ from federation.controllers.propagation.build import Build, template_resource
 from federation.controllers.propagation.context import CacheContext, TransformContext
 from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import api, bindings, deny, preservation, status
+from federation.interpreter.customizations import Operation
 from federation.placement import engine
 from federation.runtime.reconcile import Request, Result
 
@@ -111,8 +115,12 @@ class Reconciler:
     def __init__(self, mc: MultiCluster, clusters: ClusterSet, kinds: Kinds,
                  recorder: events.EventSink,
                  settings: PropagationSettings | None = None,
-                 on_drift: Callable[[str, str], None] | None = None) -> None:
+                 on_drift: Callable[[str, str], None] | None = None,
+                 interpreting: Interpreting | None = None) -> None:
         self.kinds = kinds
+        self.interpreting = interpreting or Interpreting()
+        """The manager's resource interpreter (the wiring shuts its threads down with the
+        manager); a reconciler made alone has its own."""
         self.on_drift = on_drift
         """Told (cluster, kind) of each drift we reverted: the metric that makes a fight
         with a member's controller visible (a revert at every reconcile)."""
@@ -125,7 +133,8 @@ class Reconciler:
                                               self.settings.schedule_threads)
         self.failover = disruption.Failover()
         self.context: TransformContext = CacheContext(mc, clusters, kinds, self.settings,
-                                                      self.scheduler, self.failover)
+                                                      self.scheduler, self.failover,
+                                                      self.interpreting)
         self.expectations = expectations.Expectations(self.failover.clock)
         """Our hub writes the cache has not shown yet (see :mod:`.expectations`)."""
         self._denials_reported: set[tuple[str, str]] = set()
@@ -186,19 +195,24 @@ class Reconciler:
         if reservation is None:  # another template's move took the budget since the build
             return Result(requeue_after=self.failover.settings.budget_retry)
         report = await self.execute(build.dag, build.shared)
-        self._count_drift(report)
+        reverted = self._count_drift(report)
         self._settle_budget(build, report, reservation)
-        return await self._record(build, report, outcome.requeue_after)
+        return await self._record(build, report, outcome.requeue_after, reverted)
 
-    def _count_drift(self, report: plan.Report) -> None:
+    def _count_drift(self, report: plan.Report) -> dict[str, int]:
+        """The drift reverts of this round by cluster: logged, counted on the metric, and
+        added to the binding's ``status.driftReverts`` by the record."""
+        reverted: dict[str, int] = {}
         for outcome in report.outcomes.values():
             vertex = outcome.vertex
             if outcome.ok and outcome.attempted and vertex.action is plan.Action.UPDATE \
                     and vertex.reason.startswith("drift at "):
                 log.info("reverted drift in %s: %s (%s)", vertex.cluster, vertex.describe(),
                          vertex.reason)
+                reverted[vertex.cluster] = reverted.get(vertex.cluster, 0) + 1
                 if self.on_drift is not None:
                     self.on_drift(vertex.cluster, str(vertex.obj.get("kind")))
+        return reverted
 
     def _settle_budget(self, build: Build, report: plan.Report,
                        reservation: disruption.Reservation) -> None:
@@ -211,7 +225,8 @@ class Reconciler:
     # -- Record -----------------------------------------------------------------------------
 
     async def _record(self, build: Build, report: plan.Report,
-                      requeue_after: float | None) -> Result | None:
+                      requeue_after: float | None, reverted: Mapping[str, int] | None = None
+                      ) -> Result | None:
         failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
                   if o.vertex.cluster != self.hub}
         removed = [c for c in build.removals if c not in failed
@@ -219,7 +234,8 @@ class Reconciler:
         pending = sorted((set(build.pending_before) | set(build.removals))
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
-        conds = record.conditions(build, failed, pending, copies_now)
+        observed = await observations.observe(self.context, build.template, copies_now, failed)
+        conds = record.conditions(build, failed, pending, copies_now, observed)
         assert build.decision is not None
         groups = engine.affinity_groups(build.policy, template_resource(build)) \
             if build.policy is not None else (None, None)
@@ -229,11 +245,15 @@ class Reconciler:
             orphan=bindings.orphaned(build.template), policy=build.policy_ref,
             groups=groups, behaviour=record.behaviour(build),
             decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
-            aggregated=bindings.aggregated(copies_now, failed, build.unreachable))
+            aggregated=bindings.aggregated(copies_now, failed, build.unreachable,
+                                           observed.copy_states()),
+            drift_reverts=(build.own_record or bindings.BindingRecord()).reverted(
+                reverted or {}, build.targets))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
-        template_status = record.template_status_write(build.template, copies_now, conds)
+        template_status = record.template_status_write(build.template, copies_now, conds,
+                                                       observed.aggregated)
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
         raise_for_hub_failure(await self.execute(writes))
@@ -298,14 +318,18 @@ class Reconciler:
             policy=build.policy_ref if build.policy
             else load_policy.claimed_by(build), behaviour=record.behaviour(build),
             decided=bindings.Decided.of(decided) if decided is not None else None,
-            conditions=tuple(conds), aggregated=bindings.aggregated({}, {}, unreachable))
+            conditions=tuple(conds), aggregated=bindings.aggregated({}, {}, unreachable),
+            drift_reverts=build.own_record.drift_reverts if build.own_record else ())
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
-        template_status = status.template_status(build.template, {}, conds)
+        current = build.template.get("status") or {}
+        scripted = await customized.chosen(self.context, Operation.AGGREGATE_STATUS,
+                                           build.template)  # its template has our conditions
+        template_status = status.template_status(build.template, {}, conds,
+                                                 current if scripted else None)
         if template_status is not None:
-            template_status = {**(build.template.get("status") or {}),
-                               "conditions": template_status["conditions"]}
+            template_status = {**current, "conditions": template_status["conditions"]}
             if record.template_status_write(build.template, {}, conds) is not None or \
                     not status.same_status(build.template.get("status"), template_status):
                 record.add_template_status(writes, self.hub, build.template, template_status)

@@ -18,7 +18,7 @@ from typing import Any
 
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit import events, plan
-from federation.controllers.propagation import rollouts
+from federation.controllers.propagation import observations, rollouts
 from federation.controllers.propagation.build import JSON, Build
 from federation.controllers.propagation.load_policy import api_ref
 from federation.hub import bindings, status
@@ -64,7 +64,10 @@ def copies_after(build: Build, report: plan.Report | None) -> dict[str, ReadOnly
 
 
 def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
-               copies: Mapping[str, ReadOnly | None]) -> list[JSON]:
+               copies: Mapping[str, ReadOnly | None],
+               observed: observations.Observations | None = None) -> list[JSON]:
+    """Our conditions after a round; each copy's health as ``observed`` says (the
+    interpreter's answer), else by the built-in rule."""
     previous = build.previous_conditions
     decision = build.decision
     assert decision is not None
@@ -83,8 +86,9 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
         applied_message += "; held by ReconfigurePolicy: " + ", ".join(
             f"{c} ({p})" for c, p in sorted(held.items()))
     refused = any(m.startswith(plan.REFUSED) for m in failed.values())
-    unhealthy = {c: status.health(copy) for c, copy in copies.items()
-                 if status.health(copy) != "Healthy"}
+    health = observed.health if observed is not None else \
+        {c: status.health(copy) for c, copy in copies.items()}
+    unhealthy = {c: h for c, h in health.items() if h != "Healthy"}
     result = [
         status.condition("Scheduled", True, "Scheduled", f"placed {placed}", previous),
         status.condition("Applied", applied_ok, "Applied" if applied_ok else
@@ -95,6 +99,9 @@ def conditions(build: Build, failed: Mapping[str, str], pending: Sequence[str],
                          "all copies healthy" if not unhealthy else ", ".join(
                              f"{c}: {h}" for c, h in sorted(unhealthy.items())), previous),
     ]
+    interpreted = observed.condition(previous) if observed is not None else None
+    if interpreted is not None:
+        result.append(interpreted)
     if build.conflicts:
         result.append(status.condition("Conflict", True, "ObjectNotManaged", "; ".join(
             f"{c}: {m}" for c, m in sorted(build.conflicts.items())), previous))
@@ -134,15 +141,17 @@ def add_binding(writes: plan.Plan, hub: str, wanted: JSON, current: ReadOnly | N
 
 
 def template_status_write(template: ReadOnly, copies: Mapping[str, ReadOnly | None],
-                          conds: Sequence[JSON]) -> JSON | None:
+                          conds: Sequence[JSON],
+                          aggregated: Mapping[str, Any] | None = None) -> JSON | None:
     """The template's new status when it must be written, else None.
 
     Coalesced: written when readiness turns (the Healthy condition; a template without
     our conditions counts as not ready, so a new template is first written when its
     copies are ready), when a problem condition (Scheduled or Applied False, Conflict,
     CleanupPending) appears, goes or changes reason, and while ready when the summed
-    counts or observedGeneration change (a scale). Not per member event."""
-    wanted = status.template_status(template, copies, conds)
+    counts or observedGeneration change (a scale), or the status a customization's
+    AggregateStatus gave (``aggregated``). Not per member event."""
+    wanted = status.template_status(template, copies, conds, aggregated)
     if wanted is None:
         return None
     current = template.get("status") or {}

@@ -22,12 +22,16 @@ from federation.contexts.multicluster import ListResult, ListView
 from federation.controllers import propagation
 from federation.controllers.kit import kinds as kinds_
 from federation.controllers.kit import view
+from federation.controllers.kit.interpreting import Interpreting
 from federation.hub import api, dependencies, rollouts
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers.frozen import freeze
 
 JSON = dict[str, Any]
-KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
+WIDGETS = Resource("example.io", "v1", "widgets", "Widget")
+"""A custom kind (a CRD on hub and members) that only a customization explains."""
+KINDS = {r.kind: r for r in (WIDGETS, api.INTERPRETER_CUSTOMIZATIONS,
+                             kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.EVENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
@@ -324,6 +328,7 @@ class FakeContext:
         self._settings = settings or propagation.PropagationSettings()
         self._failover = failover or disruption.Failover(clock=lambda: now)
         self._scheduler = scheduling.Scheduler(5.0, 1)
+        self._interpreting = Interpreting()
         self._now = now
 
     hub = "hub"
@@ -343,6 +348,10 @@ class FakeContext:
     @property
     def deny_list(self) -> Any:
         return self._settings.deny_list
+
+    @property
+    def interpreting(self) -> Interpreting:
+        return self._interpreting
 
     def now(self) -> float:
         return self._now

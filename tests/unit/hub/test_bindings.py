@@ -384,3 +384,18 @@ def test_replaced_keeps_the_objects_identity() -> None:
     emptied = bindings.replaced(cached, bindings.BindingRecord())
     assert emptied["metadata"] == cached["metadata"]
     assert bindings.BindingRecord.of(emptied) == bindings.BindingRecord()
+
+
+def test_drift_reverts_round_trip_and_a_bad_count_is_named() -> None:
+    """status.driftReverts is read back as written; one that is not a count is refused
+    by name (the binding's other fields are never acted on half-read)."""
+    record = bindings.BindingRecord(drift_reverts=(("member1", 2),))
+    obj = {"spec": record.spec_obj(), "status": record.status_obj()}
+    assert obj["status"]["driftReverts"] == {"member1": 2}
+    assert bindings.BindingRecord.from_obj(obj).drift_reverts == (("member1", 2),)
+    assert record.reverted({"member1": 1, "member2": 1}, ["member1", "member2"]) == \
+        (("member1", 3), ("member2", 1))
+    assert record.reverted({}, ["member2"]) == ()  # the workload left member1
+    obj["status"]["driftReverts"] = {"member1": -1}
+    with pytest.raises(bindings.BindingError, match=r"driftReverts\.member1"):
+        bindings.BindingRecord.from_obj(obj)

@@ -307,6 +307,18 @@ def test_an_extra_kind_is_granted_on_both_sides() -> None:
     assert not allows(member_rules, "delete", "apps", "widgets")
 
 
+def test_an_extra_kind_may_get_its_aggregated_status_and_no_default_kind_more() -> None:
+    """A customization's AggregateStatus is written to the hub template's status: patch of
+    ``widgets/status`` for a kind given beyond the defaults; the default kinds keep only
+    the workloads' status."""
+    settings = roles.Settings(kinds=roles.parse_kinds(["widgets.example.com"]))
+    hub_rules = by_name(roles.hub(settings), "ClusterRole", roles.HUB_ROLE)["rules"]
+    assert allows(hub_rules, "patch", "example.com", "widgets/status")
+    assert not allows(hub_rules, "patch", "", "configmaps/status")
+    assert not allows(hub_rules, "patch", "", "services/status")
+    assert allows(hub_rules, "patch", "apps", "deployments/status")
+
+
 # -- consistent with the rest of the code ------------------------------------------------------
 
 
