@@ -65,8 +65,8 @@ from federation.controllers import (
 )
 from federation.controllers.kit import events, secrets
 from federation.controllers.kit.kinds import KindTracker
-from federation.controllers.propagation import propagate_deps
-from federation.hub import api, deny, dependencies, manifests
+from federation.controllers.propagation import propagate_deps, room
+from federation.hub import api, bindings, deny, dependencies, manifests
 from federation.hub import propagation_policies as policies_
 from federation.hub import rollouts as hub_rollouts
 from federation.runtime import controller, manager, queue
@@ -127,18 +127,48 @@ class Wiring:
         self.recorder = events.Recorder(mgr.client, hub)
         self.controller = controller.Controller(
             "propagation", self._reconcile, workers=settings.workers,
-            queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
+            queue_settings=queue.QueueSettings(max_delay=settings.max_backoff),
+            rank=self.schedule_priority)
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
                                  self.controller.queue.add_after, settings.deny_list)
         self.reconciler = propagation.Reconciler(
             mgr.client, mgr.clusters, self.kinds, self.recorder, settings,
             on_drift=self._drift_reverted)
+        self.rounds = room.Rounds(self.reconciler.waiting_for_room, self.schedule_priority)
         self._tracking: set[asyncio.Task[None]] = set()
         self.dependents = propagate_deps.Dependents()
         self._following_dependencies = False
 
     async def _reconcile(self, request: Request) -> Any:
-        return await self.reconciler.reconcile(request)
+        try:
+            return await self.reconciler.reconcile(request)
+        finally:
+            following = self.rounds.finished(request)
+            if following is not None:
+                self.controller.queue.add(following)
+
+    def schedule_priority(self, request: Request) -> int:
+        """The template's ``schedulePriority`` as its binding records it (0 without one):
+        its rank in the work queue and among templates waiting for room."""
+        hub = self.mgr.clusters.hub
+        resource = api.RESOURCE_BINDINGS if request.namespace else api.CLUSTER_RESOURCE_BINDINGS
+        informer = hub.cache.informers.get(resource) if hub.cache is not None else None
+        if informer is None:
+            return 0
+        kind = request.kind.partition(".")[0]
+        binding = informer.store.get(request.namespace or None,
+                                     bindings.binding_name(request.name, kind))
+        record = bindings.read(binding) if binding is not None else None
+        found = record.behaviour.schedule_priority if record is not None else None
+        return found or 0
+
+    def on_summary(self, event: Event) -> Iterable[Request]:
+        """A member's resource summary changed: room may have appeared for a template
+        waiting for it (the first of a round, :mod:`~...propagation.room`)."""
+        if event.initial:
+            return []
+        following = self.rounds.room_appeared()
+        return [following] if following is not None else []
 
     def _drift_reverted(self, cluster: str, kind: str) -> None:
         """Counted on the manager's metrics (set on the controller when it is added)."""
@@ -258,6 +288,10 @@ class Wiring:
         ctl.watch(api.INTERPRETER_CUSTOMIZATIONS, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)
+        ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_summary,
+                  predicate=summary_changed)
+        # A policy's schedulePriority names one: its value is the templates' priority.
+        ctl.watch(api.PRIORITY_CLASSES, clusters="hub", map=self.on_anything)
         # Also the hub cache the reconfigure transformers list the policies from.
         ctl.watch(hub_rollouts.RECONFIGURE_POLICIES, clusters="hub", map=self.on_reconfigure)
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
@@ -265,6 +299,14 @@ class Wiring:
         self.mgr.cache(api.CRDS, "members")
         self.mgr.cache(kube.NAMESPACES, "all")
         self.mgr.add(ctl)
+
+
+def summary_changed(event: Event) -> bool:
+    """A MemberCluster's ``status.resourceSummary`` changed (room may have appeared)."""
+    def summary(doc: Any) -> Any:
+        return ((doc or {}).get("status") or {}).get("resourceSummary")
+
+    return event.old is not None and summary(event.obj) != summary(event.old)
 
 
 def _named(doc: Any) -> list[tuple[str, str]]:

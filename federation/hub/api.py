@@ -57,6 +57,14 @@ DEFINITIONS = (COMPONENT_DEFINITIONS, TRAIT_DEFINITIONS, POLICY_DEFINITIONS,
                WORKFLOW_STEP_DEFINITIONS)
 """KubeVela's definition kinds (administrators write them in the system namespaces)."""
 EVENTS = Resource("", "v1", "events", "Event")
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
+                            namespaced=False)
+"""Kubernetes PriorityClasses on the hub: a policy's ``schedulePriority`` names one (Karmada's
+``KubePriorityClass`` source) and its ``value`` orders scheduling."""
+WORKLOAD_REBALANCERS = Resource("apps.karmada.io", "v1alpha1", "workloadrebalancers",
+                                "WorkloadRebalancer", namespaced=False)
+"""Karmada's WorkloadRebalancer (cluster-scoped): a fresh re-division of the workloads it
+lists (:mod:`federation.hub.rebalancers`)."""
 INTERPRETER_CUSTOMIZATIONS = Resource("config.karmada.io", "v1alpha1",
                                       "resourceinterpretercustomizations",
                                       "ResourceInterpreterCustomization", namespaced=False)

@@ -32,6 +32,7 @@ KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
                              api.MEMBER_CLUSTERS, api.CRDS, rollouts.RECONFIGURE_POLICIES,
+                             api.PRIORITY_CLASSES, api.WORKLOAD_REBALANCERS,
                              *dependencies.KINDS.values())}
 
 
