@@ -13,6 +13,10 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   and its creation the workloads that name it and waited for it.
   A ReconfigurePolicy event (its status included: a cluster released) requeues the
   templates it names, before and after the change, of kinds already followed.
+  A summary change of a MemberCluster retries the templates waiting for room, highest
+  ``schedulePriority`` first (:mod:`federation.controllers.propagation.room`); a
+  PriorityClass event requeues every template; a binding whose ``rescheduleTriggeredAt``
+  changed requeues its template.
 - ``policy-validation``: the ``Valid`` condition of every policy, the
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started), and
@@ -25,6 +29,9 @@ whichever controller, reads through that one cache.
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup), with propagation's worker count and backoff cap; a binding
   whose template is gone (deleted while nobody watched) goes to propagation.
+- ``workload-rebalancer``: Karmada's WorkloadRebalancers (see
+  :mod:`federation.controllers.rebalancer`): a fresh-division trigger on each listed
+  workload's binding, which propagation follows; status per workload; TTL deletion.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
   (see :mod:`federation.controllers.health`); MemberCluster changes requeue
   templates only when they can change a placement (not a capacity refresh).
@@ -61,6 +68,7 @@ from federation.controllers import (
     membership,
     policy_validation,
     propagation,
+    rebalancer,
     rollouts,
 )
 from federation.controllers.kit import events, secrets
@@ -161,6 +169,22 @@ class Wiring:
         record = bindings.read(binding) if binding is not None else None
         found = record.behaviour.schedule_priority if record is not None else None
         return found or 0
+
+    def on_trigger(self, event: Event) -> Iterable[Request]:
+        """A binding's ``rescheduleTriggeredAt`` changed (a WorkloadRebalancer): its
+        template, of a kind we follow."""
+        if event.initial or event.old is None:
+            return []
+        new, old = bindings.read(event.obj), bindings.read(event.old)
+        if new is None or old is None or new.behaviour.reschedule_triggered_at == \
+                old.behaviour.reschedule_triggered_at:
+            return []
+        ref = new.resource
+        group = ref.api_version.rpartition("/")[0]
+        kind = f"{ref.kind}.{group}" if group else ref.kind
+        if self.kinds.resource(kind) is None:
+            return []
+        return [Request(self.mgr.clusters.hub.name, kind, ref.namespace, ref.name)]
 
     def on_summary(self, event: Event) -> Iterable[Request]:
         """A member's resource summary changed: room may have appeared for a template
@@ -292,6 +316,9 @@ class Wiring:
                   predicate=summary_changed)
         # A policy's schedulePriority names one: its value is the templates' priority.
         ctl.watch(api.PRIORITY_CLASSES, clusters="hub", map=self.on_anything)
+        # A WorkloadRebalancer's trigger on a binding: its template is divided afresh.
+        for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+            ctl.watch(resource, clusters="hub", map=self.on_trigger)
         # Also the hub cache the reconfigure transformers list the policies from.
         ctl.watch(hub_rollouts.RECONFIGURE_POLICIES, clusters="hub", map=self.on_reconfigure)
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
@@ -329,6 +356,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     wiring.install()
     mgr.add(_validation(mgr, wiring.recorder, settings.propagation, access))
     mgr.add(_cleanup(mgr, wiring, settings.propagation))
+    mgr.add(_rebalancer(mgr, wiring.recorder))
     health.install(mgr, wiring.recorder)
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
                        settings.work)
@@ -365,6 +393,14 @@ def _requeue_secret_policies(mgr: manager.Fleet, validation: controller.Controll
                 validation.queue.add(Request(hub.name, group_kind(resource),
                                              str(meta.get("namespace") or ""),
                                              str(meta["name"])))
+
+
+def _rebalancer(mgr: manager.Fleet, recorder: events.EventSink) -> controller.Controller:
+    rebalancing = controller.Controller(
+        "workload-rebalancer",
+        rebalancer.Reconciler(mgr.client, mgr.clusters.hub.name, recorder), workers=1)
+    rebalancing.watch(api.WORKLOAD_REBALANCERS, clusters="hub")
+    return rebalancing
 
 
 def _cleanup(mgr: manager.Fleet, wiring: Wiring,
