@@ -146,7 +146,7 @@ class Reconciler:
     # -- Init -------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
-        arrived = self.waiting_for_room.pop(request, None)
+        arrived = self.waiting_for_room.get(request)
         resource = self.kinds.resource(request.kind)
         if resource is None:
             return None
@@ -171,6 +171,7 @@ class Reconciler:
                     expectations.key_of(binding_resource, binding_name, namespace), binding):
             return Result(requeue_after=expectations.RECHECK)
         if template is None or template["metadata"].get("deletionTimestamp"):
+            self.waiting_for_room.pop(request, None)
             await self._release_legacy(template)
             if template is None:
                 return await self.template_gone(resource, request.name, namespace, binding)
@@ -180,6 +181,7 @@ class Reconciler:
             build.recorded  # noqa: B018  (read once, here: an unreadable record stops all)
         except bindings.BindingError as exc:
             return await self._report_unreadable(build, exc)
+        self.waiting_for_room.pop(request, None)  # until this round says otherwise
         try:
             outcome = await CHAIN.run(ctx, build)
         except Problem as problem:
