@@ -149,3 +149,23 @@ def test_a_summary_during_a_round_starts_another_after_it() -> None:
     del waiting["a"]
     assert rounds.finished("a") == "b"  # the new round starts at once
     assert rounds.finished("other") is None
+
+
+def test_only_a_summary_change_starts_a_round() -> None:
+    """A capacity refresh (the summary) starts a round; a condition flip alone does not
+    (it requeues every template anyway), nor a first list."""
+    from federation.contexts.cache import Event
+    from federation.controllers.setup import summary_changed
+    from federation.hub import api
+
+    def member(pods: str, ready: str = "True") -> JSON:
+        return {"metadata": {"name": "m"},
+                "status": {"conditions": [{"type": "Ready", "status": ready}],
+                           "resourceSummary": {"allocatable": {"pods": pods}}}}
+
+    def event(new: JSON, old: JSON | None) -> Event:
+        return Event("MODIFIED", "hub", api.MEMBER_CLUSTERS, new, old)
+
+    assert summary_changed(event(member("10"), member("0")))
+    assert not summary_changed(event(member("0", "False"), member("0")))
+    assert not summary_changed(event(member("0"), None))
