@@ -13,6 +13,10 @@ caller overwrites, so two managers in one process, as in tests, cannot leak into
   and its creation the workloads that name it and waited for it.
   A ReconfigurePolicy event (its status included: a cluster released) requeues the
   templates it names, before and after the change, of kinds already followed.
+  A summary change of a MemberCluster retries the templates waiting for room, highest
+  ``schedulePriority`` first (:mod:`federation.controllers.propagation.room`); a
+  PriorityClass event requeues every template; a binding whose ``rescheduleTriggeredAt``
+  changed requeues its template.
 - ``policy-validation``: the ``Valid`` condition of every policy, the
   ``Denied`` condition of propagation policies that select what the deny list
   keeps on the hub (those kinds are never followed: no informer is started), and
@@ -25,6 +29,9 @@ whichever controller, reads through that one cache.
 - ``cleanup``: copies left behind by deleted templates (bindings with
   pending cleanup), with propagation's worker count and backoff cap; a binding
   whose template is gone (deleted while nobody watched) goes to propagation.
+- ``workload-rebalancer``: Karmada's WorkloadRebalancers (see
+  :mod:`federation.controllers.rebalancer`): a fresh-division trigger on each listed
+  workload's binding, which propagation follows; status per workload; TTL deletion.
 - ``cluster-health``: MemberCluster conditions, not-ready taints and capacity
   (see :mod:`federation.controllers.health`); MemberCluster changes requeue
   templates only when they can change a placement (not a capacity refresh).
@@ -61,13 +68,14 @@ from federation.controllers import (
     membership,
     policy_validation,
     propagation,
+    rebalancer,
     rollouts,
 )
 from federation.controllers.kit import events, secrets
 from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.kit.kinds import KindTracker
-from federation.controllers.propagation import propagate_deps
-from federation.hub import api, deny, dependencies, manifests
+from federation.controllers.propagation import propagate_deps, room
+from federation.hub import api, bindings, deny, dependencies, manifests
 from federation.hub import propagation_policies as policies_
 from federation.hub import rollouts as hub_rollouts
 from federation.runtime import controller, manager, queue
@@ -128,7 +136,8 @@ class Wiring:
         self.recorder = events.Recorder(mgr.client, hub)
         self.controller = controller.Controller(
             "propagation", self._reconcile, workers=settings.workers,
-            queue_settings=queue.QueueSettings(max_delay=settings.max_backoff))
+            queue_settings=queue.QueueSettings(max_delay=settings.max_backoff),
+            rank=self.schedule_priority)
         self.kinds = KindTracker(mgr.clusters, self.controller.queue.add,
                                  self.controller.queue.add_after, settings.deny_list)
         self.interpreting = Interpreting()
@@ -136,12 +145,57 @@ class Wiring:
         self.reconciler = propagation.Reconciler(
             mgr.client, mgr.clusters, self.kinds, self.recorder, settings,
             on_drift=self._drift_reverted, interpreting=self.interpreting)
+        self.rounds = room.Rounds(self.reconciler.waiting_for_room, self.schedule_priority)
         self._tracking: set[asyncio.Task[None]] = set()
         self.dependents = propagate_deps.Dependents()
         self._following_dependencies = False
 
     async def _reconcile(self, request: Request) -> Any:
-        return await self.reconciler.reconcile(request)
+        try:
+            return await self.reconciler.reconcile(request)
+        finally:
+            following = self.rounds.finished(request)
+            if following is not None:
+                self.controller.queue.add(following)
+
+    def schedule_priority(self, request: Request) -> int:
+        """The template's ``schedulePriority`` as its binding records it (0 without one):
+        its rank in the work queue and among templates waiting for room."""
+        hub = self.mgr.clusters.hub
+        resource = api.RESOURCE_BINDINGS if request.namespace else api.CLUSTER_RESOURCE_BINDINGS
+        informer = hub.cache.informers.get(resource) if hub.cache is not None else None
+        if informer is None:
+            return 0
+        kind = request.kind.partition(".")[0]
+        binding = informer.store.get(request.namespace or None,
+                                     bindings.binding_name(request.name, kind))
+        record = bindings.read(binding) if binding is not None else None
+        found = record.behaviour.schedule_priority if record is not None else None
+        return found or 0
+
+    def on_trigger(self, event: Event) -> Iterable[Request]:
+        """A binding's ``rescheduleTriggeredAt`` changed (a WorkloadRebalancer): its
+        template, of a kind we follow."""
+        if event.initial or event.old is None:
+            return []
+        new, old = bindings.read(event.obj), bindings.read(event.old)
+        if new is None or old is None or new.behaviour.reschedule_triggered_at == \
+                old.behaviour.reschedule_triggered_at:
+            return []
+        ref = new.resource
+        group = ref.api_version.rpartition("/")[0]
+        kind = f"{ref.kind}.{group}" if group else ref.kind
+        if self.kinds.resource(kind) is None:
+            return []
+        return [Request(self.mgr.clusters.hub.name, kind, ref.namespace, ref.name)]
+
+    def on_summary(self, event: Event) -> Iterable[Request]:
+        """A member's resource summary changed: room may have appeared for a template
+        waiting for it (the first of a round, :mod:`~...propagation.room`)."""
+        if event.initial:
+            return []
+        following = self.rounds.room_appeared()
+        return [following] if following is not None else []
 
     def _drift_reverted(self, cluster: str, kind: str) -> None:
         """Counted on the manager's metrics (set on the controller when it is added)."""
@@ -262,6 +316,13 @@ class Wiring:
         ctl.watch(api.INTERPRETER_CUSTOMIZATIONS, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
                   predicate=health.affects_placement)
+        ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_summary,
+                  predicate=summary_changed)
+        # A policy's schedulePriority names one: its value is the templates' priority.
+        ctl.watch(api.PRIORITY_CLASSES, clusters="hub", map=self.on_anything)
+        # A WorkloadRebalancer's trigger on a binding: its template is divided afresh.
+        for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
+            ctl.watch(resource, clusters="hub", map=self.on_trigger)
         # Also the hub cache the reconfigure transformers list the policies from.
         ctl.watch(hub_rollouts.RECONFIGURE_POLICIES, clusters="hub", map=self.on_reconfigure)
         for resource in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS, api.CRDS):
@@ -269,6 +330,14 @@ class Wiring:
         self.mgr.cache(api.CRDS, "members")
         self.mgr.cache(kube.NAMESPACES, "all")
         self.mgr.add(ctl)
+
+
+def summary_changed(event: Event) -> bool:
+    """A MemberCluster's ``status.resourceSummary`` changed (room may have appeared)."""
+    def summary(doc: Any) -> Any:
+        return ((doc or {}).get("status") or {}).get("resourceSummary")
+
+    return event.old is not None and summary(event.obj) != summary(event.old)
 
 
 def _named(doc: Any) -> list[tuple[str, str]]:
@@ -291,6 +360,7 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     wiring.install()
     mgr.add(_validation(mgr, wiring.recorder, settings.propagation, access))
     mgr.add(_cleanup(mgr, wiring, settings.propagation))
+    mgr.add(_rebalancer(mgr, wiring.recorder))
     health.install(mgr, wiring.recorder)
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
                        settings.work)
@@ -327,6 +397,14 @@ def _requeue_secret_policies(mgr: manager.Fleet, validation: controller.Controll
                 validation.queue.add(Request(hub.name, group_kind(resource),
                                              str(meta.get("namespace") or ""),
                                              str(meta["name"])))
+
+
+def _rebalancer(mgr: manager.Fleet, recorder: events.EventSink) -> controller.Controller:
+    rebalancing = controller.Controller(
+        "workload-rebalancer",
+        rebalancer.Reconciler(mgr.client, mgr.clusters.hub.name, recorder), workers=1)
+    rebalancing.watch(api.WORKLOAD_REBALANCERS, clusters="hub")
+    return rebalancing
 
 
 def _cleanup(mgr: manager.Fleet, wiring: Wiring,

@@ -247,6 +247,15 @@ class Behaviour:
     reported_differences: Mapping[str, Any] | None = None
     """``applyStrategy.type: ReportDiff``: per cluster, the paths where the member's object
     differs from the copy we would write (nothing is written)."""
+    schedule_priority: int | None = None
+    """``schedulePriority``: the value of the policy's PriorityClass (written as Karmada's
+    binding carries it, ``{priority: N}``); the work queue hands higher ones out first."""
+    reschedule_triggered_at: str | None = None
+    """Karmada's ``rescheduleTriggeredAt``: set by the WorkloadRebalancer controller (the
+    rebalancer's creation time) to ask for a fresh division; propagation keeps it as is."""
+    fresh_scheduled_for: str | None = None
+    """The ``rescheduleTriggeredAt`` the last fresh division answered (Karmada compares it
+    with ``status.lastScheduledTime``): a later trigger asks again."""
 
     @classmethod
     def from_obj(cls, fields: Mapping[str, Any]) -> Behaviour:
@@ -260,20 +269,41 @@ class Behaviour:
                    _object(get("suspension"), "spec.suspension"),
                    _each(get("configHeld"), "spec.configHeld", _held),
                    _optional_string(get("whenUnclaimed"), "spec.whenUnclaimed"),
-                   _object(get("reportedDifferences"), "spec.reportedDifferences"))
+                   _object(get("reportedDifferences"), "spec.reportedDifferences"),
+                   _priority(get("schedulePriority")),
+                   _optional_string(get("rescheduleTriggeredAt"), "spec.rescheduleTriggeredAt"),
+                   _optional_string(get("freshScheduledFor"), "spec.freshScheduledFor"))
 
     def to_obj(self) -> JSON:
         values = (list(self.dependencies), list(self.awaited_dependencies),
                   self.preserve_resources_on_deletion, self.activation, self.suspension,
-                  list(self.config_held), self.when_unclaimed, self.reported_differences)
+                  list(self.config_held), self.when_unclaimed, self.reported_differences,
+                  None if self.schedule_priority is None else
+                  {"priority": self.schedule_priority},
+                  self.reschedule_triggered_at, self.fresh_scheduled_for)
         return {key: value for key, value in zip(BEHAVIOUR_KEYS, values, strict=True)
                 if value not in (None, False, [], {})}
 
 
 BEHAVIOUR_KEYS = ("dependencies", "awaitedDependencies", "preserveResourcesOnDeletion",
                   "activation", "suspension", "configHeld", "whenUnclaimed",
-                  "reportedDifferences")
+                  "reportedDifferences", "schedulePriority", "rescheduleTriggeredAt",
+                  "freshScheduledFor")
 """The spec keys of :class:`Behaviour`, in the order they are written."""
+
+
+def _priority(value: Any) -> int | None:
+    """``spec.schedulePriority.priority`` (Karmada's binding field), an int32."""
+    field = "spec.schedulePriority"
+    if value is None:
+        return None
+    entry = _mapping(value, field)
+    _known(entry, ("priority",), field)
+    priority = entry.get("priority")
+    if isinstance(priority, bool) or not isinstance(priority, int) or \
+            not -2**31 <= priority < 2**31:
+        raise BindingError(f"{field}.priority is not an int32")
+    return priority
 
 
 def _held(value: Any, field: str) -> Mapping[str, str]:

@@ -441,6 +441,48 @@ def divide_dynamic(
     return _shrink(total, slots, kept, aggregated, descending, notes)
 
 
+def divide_fresh(
+    total: int, slots: Sequence[Slot], partial: bool, aggregated: bool, descending: bool = False
+) -> Division:
+    """Karmada's Fresh assignment (``dynamicFreshScale``): the previous division is set
+    aside and ``total`` is divided as a first placement, each cluster's room being what it
+    could take now plus what it holds (``total`` plus held without an estimate). Asked for
+    by a WorkloadRebalancer; the sticky rules of :func:`divide_dynamic` do not apply."""
+    check_bounds(total, slots)
+    held = {s.name: s.held for s in slots if s.held}
+    notes = [f"fresh division: the previous placement ({sum(held.values())} replicas) is "
+             "not kept; room counts what each cluster holds"]
+    parties = [_fresh_party(s, total) for s in slots]
+    caps = total_cap(p.cap for p in parties)
+    placing, pending = _fit(total, caps, partial, "replicas", "availableReplicas and bounds")
+    if aggregated:
+        # Karmada's candidates come holders first (ClusterLocality), then by room and
+        # name; dynamicFreshScale sorts them by room alone, a stable sort up to 12.
+        keys = [(-p.weight, 0, 0 if p.name in held else 1, p.name) for p in parties]
+        go_order = (lambda: _go_order_fresh(parties, held)) if held else None
+        parties = _fewest(parties, placing, keys, go_order)
+        notes.append(f"aggregated onto {decision_.names_text([p.name for p in parties])}")
+    notes += _capacity_notes([p.name for p in parties if p.cap == 0], {})
+    weights = decision_.pairs_text([(p.name, p.weight) for p in parties])
+    notes.append(f"weights = available replicas plus replicas held: {weights}")
+    return _add({}, webster(placing, parties, descending), pending, notes)
+
+
+def _fresh_party(s: Slot, total: int) -> Party:
+    """Room plus held as weight and cap (Karmada's AllocatableReplicas + assigned)."""
+    room = (total if s.room is None else s.room) + s.held
+    cap = least(room, s.high)
+    return Party(s.name, room, s.low, cap)
+
+
+def _go_order_fresh(parties: list[Party], held: Mapping[str, int]) -> list[Party]:
+    """Karmada's Aggregated order in a fresh division, equal rooms in Go's sort order: the
+    candidates by score (holders first), room and name, then sort.Sort by room."""
+    order = sorted(parties, key=lambda p: (p.name not in held, -p.weight, p.name))
+    gosort.sort(order, lambda a, b: a.weight > b.weight)
+    return order
+
+
 def _scale_up(
     total: int,
     slots: Sequence[Slot],

@@ -120,13 +120,16 @@ def place(
     clusters: clusters_.Fleet | Sequence[clusters_.Cluster],
     previous: Mapping[str, int] | None = None,
     peers: Peers | None = None,
+    fresh: bool = False,
 ) -> decision_.Decision:
     """Decide where ``resource``'s replicas go under ``policy`` (``peers``: what its
-    workload-affinity groups' other members hold, see :class:`Peers`)."""
+    workload-affinity groups' other members hold, see :class:`Peers`). ``fresh``: Karmada's
+    Fresh assignment (a WorkloadRebalancer asked): the dynamic modes divide anew instead of
+    keeping ``previous`` (:func:`~federation.placement.division.divide_fresh`)."""
     fleet = clusters_.as_fleet(clusters)
     held = {name: n for name, n in sorted((previous or {}).items()) if n > 0}
     fleet, peer_lines = _peer_filter(fleet, previous or {}, peers)
-    outcome = _place_terms(resource, policy, fleet, held)
+    outcome = _place_terms(resource, policy, fleet, held, fresh)
     if peer_lines:
         outcome = dataclasses.replace(outcome, explanation=(*peer_lines, *outcome.explanation))
     return outcome
@@ -137,10 +140,11 @@ def _place_terms(
     policy: policy_.Policy,
     fleet: clusters_.Fleet,
     held: Mapping[str, int],
+    fresh: bool = False,
 ) -> decision_.Decision:
     placement = policy.spec.placement
     terms = policy_.affinity_terms(placement)
-    rules = _Rules(policy.api_version == policy_.KARMADA_GROUP_VERSION, resource.uid)
+    rules = _Rules(policy.api_version == policy_.KARMADA_GROUP_VERSION, resource.uid, fresh)
     tried: list[str] = []
     for index, (name, affinity) in enumerate(terms):
         term = placement.cluster_affinities[index] if name is not None else None
@@ -274,6 +278,8 @@ class _Rules:
     karmada: bool
     #: The object's UID; its FNV-32a hash orders Webster's ties (:func:`division.names_descending`).
     uid: str
+    #: Karmada's Fresh assignment: the dynamic modes set the previous division aside.
+    fresh: bool = False
 
     @property
     def descending(self) -> bool:
@@ -390,7 +396,7 @@ def _place_term(
         return decision_.Decision(0, dict.fromkeys(prepared.targets, 0), explanation=tuple(lines))
     if spread is not placement.spread_constraints and placement.spread_constraints:
         lines.append("spreadConstraints are not considered with static weights (as in Karmada)")
-    return _divide(resource, placement, list(prepared.slots), lines, rules.descending)
+    return _divide(resource, placement, list(prepared.slots), lines, rules)
 
 
 def _prepare(
@@ -497,12 +503,12 @@ def _divide(
     placement: policy_.Placement,
     slots: list[division.Slot],
     lines: list[str],
-    descending: bool,
+    rules: _Rules,
 ) -> decision_.Decision:
     mode = policy_.mode(placement)
     strategy = placement.replica_scheduling or policy_.ReplicaSchedulingStrategy()
     try:
-        result = _run(mode, resource.replicas, slots, strategy.allow_partial, descending)
+        result = _run(mode, resource.replicas, slots, strategy.allow_partial, rules)
     except division.DivisionError as error:
         return _failed(resource, lines, str(error), error.unschedulable)
     lines += result.notes
@@ -512,14 +518,15 @@ def _divide(
 
 
 def _run(
-    mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool, descending: bool
+    mode: policy_.Mode, total: int, slots: list[division.Slot], partial: bool, rules: _Rules
 ) -> division.Division:
     if mode is policy_.Mode.DUPLICATED:
         return division.duplicate(total, slots)
-    if mode is policy_.Mode.STATIC:
-        return division.divide_static(total, slots, partial, descending)
+    if mode is policy_.Mode.STATIC:  # never sticky: Fresh changes nothing here (as Karmada)
+        return division.divide_static(total, slots, partial, rules.descending)
     aggregated = mode is policy_.Mode.AGGREGATED
-    return division.divide_dynamic(total, slots, partial, aggregated, descending)
+    divide = division.divide_fresh if rules.fresh else division.divide_dynamic
+    return divide(total, slots, partial, aggregated, rules.descending)
 
 
 # -- bounds and static weights ----------------------------------------------------------------

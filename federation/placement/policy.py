@@ -12,10 +12,10 @@ that honour them (failover, propagation's conflict check); a part of them we do
 not implement (``failover.application``) is refused by :func:`problems`, never
 loaded and ignored. Karmada's behaviour fields (``suspension``,
 ``preserveResourcesOnDeletion``, ``propagateDeps``, ``schedulerName``,
-``activationPreference``, ``preemption``, ``dependentOverrides``) are typed here and
-honoured by propagation (docs/propagation.md, "Karmada policy fields");
-``association`` (deprecated, no effect in Karmada) and ``schedulePriority`` (a
-scheduling queue order we do not have) are refused by :func:`problems`.
+``activationPreference``, ``preemption``, ``dependentOverrides``, ``schedulePriority``)
+are typed here and honoured by propagation (docs/propagation.md, "Karmada policy
+fields"); ``association`` (deprecated, no effect in Karmada) is refused by
+:func:`problems`.
 
 Our extensions live under ``placement.replicaScheduling`` and are documented in
 docs/placement.md: ``replicaBounds`` (per-cluster minReplicas/maxReplicas, for
@@ -263,7 +263,10 @@ class Suspension(_Model):
 
 
 class SchedulePriority(_Model):
-    """Karmada's ``spec.schedulePriority`` (typed so its fields are checked, then refused)."""
+    """Karmada's ``spec.schedulePriority``: the priority of the hub's Kubernetes PriorityClass
+    of that name orders scheduling (the only source Karmada implements, and its CRD's only
+    enum value; the name may be empty, as Karmada's CRD allows: no such class exists then,
+    and the template is not scheduled, saying so)."""
 
     priority_class_source: Literal["KubePriorityClass"]
     priority_class_name: str
@@ -312,7 +315,8 @@ class PropagationSpec(_Model):
     preserve_resources_on_deletion: counts.Flag = False
     """Deleting the template leaves its member copies, released from our ownership."""
     schedule_priority: SchedulePriority | None = None
-    """Karmada's priority-based scheduling queue (beta): refused by :func:`problems`."""
+    """Karmada's priority-based scheduling (beta): templates of higher priority are
+    scheduled first (:mod:`federation.controllers.propagation.priority`)."""
     apply_strategy: ApplyStrategy | None = None
     """Takeover, report-only and ignored fields (docs/interpreter.md, apply strategies)."""
 
@@ -446,7 +450,7 @@ def _apply_strategy_problems(spec: PropagationSpec) -> list[Problem]:
 
 
 def _behaviour_problems(spec: PropagationSpec) -> list[Problem]:
-    """Karmada's webhook rules for the behaviour fields, and the two we refuse."""
+    """Karmada's webhook rules for the behaviour fields, and the one we refuse."""
     found: list[Problem] = []
     suspension = spec.suspension
     if suspension is not None and suspension.dispatching and \
@@ -466,9 +470,6 @@ def _behaviour_problems(spec: PropagationSpec) -> list[Problem]:
     if spec.association:
         found.append(("spec.association", "deprecated in Karmada in favour of propagateDeps "
                       "and without effect there; set propagateDeps: true instead"))
-    if spec.schedule_priority is not None:
-        found.append(("spec.schedulePriority", "priority-based scheduling order is not "
-                      "supported: templates are placed as they come (remove the field)"))
     return found
 
 

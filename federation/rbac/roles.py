@@ -77,9 +77,10 @@ CRD_NAMES = (
     "configconstraints.apps.kubeblocks.io",
     "parametersdefinitions.parameters.kubeblocks.io",
     "resourceinterpretercustomizations.config.karmada.io",
+    "workloadrebalancers.apps.karmada.io",
 )
-"""The hub API's CRDs (federation/crds/crds.yaml, karmada.yaml and interpreter.yaml; a unit
-test keeps them equal)."""
+"""The hub API's CRDs (federation/crds/crds.yaml, karmada.yaml, interpreter.yaml and
+rebalancer.yaml; a unit test keeps them equal)."""
 
 
 class RBACError(ValueError):

@@ -95,12 +95,14 @@ class Controller:
 
     def __init__(self, name: str,
                  reconciler: reconcile.Reconciler | reconcile.ReconcileFunc, *,
-                 workers: int = 2, queue_settings: queue.QueueSettings | None = None) -> None:
+                 workers: int = 2, queue_settings: queue.QueueSettings | None = None,
+                 rank: Callable[[reconcile.Request], int] | None = None) -> None:
         self.name = name
         self.reconcile_func: reconcile.ReconcileFunc = (
             reconciler.reconcile if hasattr(reconciler, "reconcile") else reconciler)
         self.workers = workers
-        self.queue: queue.WorkQueue[reconcile.Request] = queue.WorkQueue(name, queue_settings)
+        self.queue: queue.WorkQueue[reconcile.Request] = queue.WorkQueue(
+            name, queue_settings, rank)
         self.watches: list[Watch] = []
         self.metrics: metrics.Metrics | None = None
         self.reconciles = 0

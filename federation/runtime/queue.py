@@ -19,6 +19,14 @@ priorities of controller-runtime's ``priorityqueue``:
   :meth:`WorkQueue.done` queues it again when the worker lets go, so a key is
   never handed to two workers at once, and a change during a reconcile is never
   lost.
+- Within one priority, a queue given a ``rank`` function orders keys by rank (higher
+  first; propagation ranks a template by its recorded ``schedulePriority``, Karmada's
+  scheduling priority), then first come, first served. The rank is read when the key is
+  queued. A rank can delay keys but never stop them: a key that has waited
+  ``max_wait`` seconds (:class:`QueueSettings`) is handed out before any key of its
+  priority that has waited less, oldest first, whatever its rank. So a namespace that
+  queues high-ranked keys without pause delays the others by at most ``max_wait`` plus
+  the keys that became overdue before them, never for ever.
 - :meth:`WorkQueue.add_after` keeps one timer per key, the earliest asked for,
   with the highest priority asked for.
 - :meth:`WorkQueue.add_rate_limited` (after a failed reconcile) waits the larger
@@ -36,7 +44,7 @@ import collections
 import dataclasses
 import heapq
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from federation.contexts.ratelimit import TokenBucket
@@ -65,6 +73,10 @@ class QueueSettings:
     away and a thousand keys fail at once, retries trickle instead of stampeding."""
     burst: int = 100
     """Retries allowed at once above ``qps`` (controller-runtime's default)."""
+    max_wait: float = 60.0
+    """A key waiting this long is handed out before younger keys of its priority whatever
+    their rank: ranks order the queue, they cannot starve it. 60 s is well above a queue
+    drained normally (seconds) and below Karmada's 5 minutes in its unschedulable queue."""
 
 
 class ShutDown(Exception):
@@ -95,13 +107,19 @@ class RateLimiter(Generic[K]):
 class WorkQueue(Generic[K]):
     """Keys waiting for workers, highest priority first; see the module docstring."""
 
-    def __init__(self, name: str, settings: QueueSettings | None = None) -> None:
+    def __init__(self, name: str, settings: QueueSettings | None = None,
+                 rank: Callable[[K], int] | None = None) -> None:
         self.name = name
-        self.limiter: RateLimiter[K] = RateLimiter(settings or QueueSettings())
-        self._heap: list[tuple[int, int, K]] = []
-        """(-priority, order, key); an entry whose (priority, order) is no longer the key's
-        in :attr:`_queued` is stale (the key was promoted or handed out) and is skipped."""
+        self.settings = settings or QueueSettings()
+        self.limiter: RateLimiter[K] = RateLimiter(self.settings)
+        self.rank = rank
+        """The key's rank within its priority (higher first), read when it is queued."""
+        self._heap: list[tuple[int, int, int, K]] = []
+        """(-priority, -rank, order, key); an entry whose (priority, order) is no longer the
+        key's in :attr:`_queued` is stale (the key was promoted or handed out): skipped."""
         self._queued: dict[K, tuple[int, int]] = {}
+        self._since: dict[int, dict[K, float]] = {}
+        """Per priority, the keys waiting and since when, oldest first (insertion order)."""
         self._order = itertools.count()
         self._dirty: dict[K, int] = {}
         self._processing: dict[K, int] = {}
@@ -143,9 +161,22 @@ class WorkQueue(Generic[K]):
         self._push(key, priority, queued[1] if queued is not None else next(self._order))
 
     def _push(self, key: K, priority: int, order: int) -> None:
+        previous = self._queued.get(key)
+        since = self._now()
+        if previous is not None:  # promoted: it keeps the time it has waited
+            since = self._since[previous[0]].pop(key, since)
         self._queued[key] = (priority, order)
-        heapq.heappush(self._heap, (-priority, order, key))
+        self._since.setdefault(priority, {})[key] = since
+        rank = self.rank(key) if self.rank is not None else 0
+        heapq.heappush(self._heap, (-priority, -rank, order, key))
         self._notify()
+
+    @staticmethod
+    def _now() -> float:
+        try:
+            return asyncio.get_running_loop().time()
+        except RuntimeError:  # queued before the loop runs (a test, a start): time 0
+            return 0.0
 
     def _notify(self) -> None:
         while self._waiters:
@@ -204,14 +235,27 @@ class WorkQueue(Generic[K]):
                 if waiter.done() and not waiter.cancelled() and self._queued:
                     self._notify()  # pass the wake-up on to another worker
                 raise
-        while True:
-            negative, order, key = heapq.heappop(self._heap)
-            if self._queued.get(key) == (-negative, order):
-                break
+        key, priority = self._next()
         del self._queued[key]
-        priority = self._dirty.pop(key, -negative)
+        self._since[priority].pop(key, None)
+        priority = self._dirty.pop(key, priority)
         self._processing[key] = priority
         return key, priority
+
+    def _next(self) -> tuple[K, int]:
+        """The head of the heap (stale entries dropped), unless a key of its priority has
+        waited ``max_wait``: then the oldest such key."""
+        while True:
+            negative, _, order, key = self._heap[0]
+            if self._queued.get(key) == (-negative, order):
+                break
+            heapq.heappop(self._heap)
+        waiting = self._since[-negative]
+        oldest = next(iter(waiting))
+        if oldest != key and self._now() - waiting[oldest] >= self.settings.max_wait:
+            return oldest, -negative  # its heap entry goes stale and is dropped later
+        heapq.heappop(self._heap)
+        return key, -negative
 
     def done(self, key: K) -> None:
         self._processing.pop(key, None)
@@ -224,6 +268,7 @@ class WorkQueue(Generic[K]):
         self._shutting_down = True
         self._heap.clear()
         self._queued.clear()
+        self._since.clear()
         for _, timer, _ in self._timers.values():
             timer.cancel()
         self._timers.clear()

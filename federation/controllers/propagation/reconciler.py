@@ -13,6 +13,7 @@ plans too; one a ``policy.karmada.io`` policy had claimed keeps its copies
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -48,6 +49,7 @@ from federation.controllers.propagation import (
     load_policy,
     observations,
     preserve,
+    priority,
     propagate_deps,
     record,
     removals,
@@ -76,6 +78,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     load_policy.load_policy,          # the winning policy; none (or denied): stop
     activation.lazy_activation,       # Lazy: the recorded spec until the template changes
     scheduler_name.check_scheduler_name,  # another scheduler's policy: not ours to place
+    priority.resolve_priority,        # schedulePriority: the PriorityClass's value, recorded
     dependent_overrides.wait_for_overrides,  # the named override policies exist first
     preserve.record_preservation,     # preserveResourcesOnDeletion, kept in the binding
     unclaimed.record_rule,            # policy.karmada.io: copies stay when unclaimed
@@ -137,6 +140,10 @@ class Reconciler:
                                                       self.interpreting)
         self.expectations = expectations.Expectations(self.failover.clock)
         """Our hub writes the cache has not shown yet (see :mod:`.expectations`)."""
+        self.waiting_for_room: dict[Request, int] = {}
+        """Templates the engine could not place for want of room (or placed in part), by
+        arrival: retried when a member's summary changes (:mod:`.room`), not on a timer."""
+        self._arrivals = itertools.count()
         self._denials_reported: set[tuple[str, str]] = set()
         """(policy uid, deny rule) pairs already reported by an event on the policy."""
 
@@ -148,6 +155,7 @@ class Reconciler:
     # -- Init -------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
+        arrived = self.waiting_for_room.get(request)
         resource = self.kinds.resource(request.kind)
         if resource is None:
             return None
@@ -172,6 +180,7 @@ class Reconciler:
                     expectations.key_of(binding_resource, binding_name, namespace), binding):
             return Result(requeue_after=expectations.RECHECK)
         if template is None or template["metadata"].get("deletionTimestamp"):
+            self.waiting_for_room.pop(request, None)
             await self._release_legacy(template)
             if template is None:
                 return await self.template_gone(resource, request.name, namespace, binding)
@@ -181,10 +190,13 @@ class Reconciler:
             build.recorded  # noqa: B018  (read once, here: an unreadable record stops all)
         except bindings.BindingError as exc:
             return await self._report_unreadable(build, exc)
+        self.waiting_for_room.pop(request, None)  # until this round says otherwise
         try:
             outcome = await CHAIN.run(ctx, build)
         except Problem as problem:
+            self._note_room(request, build, arrived)
             return await self._report_problem(build, problem)
+        self._note_room(request, build, arrived)
         if build.policy is None:
             if build.denied is not None:
                 await self._report_denied(build, *build.denied)
@@ -198,6 +210,14 @@ class Reconciler:
         reverted = self._count_drift(report)
         self._settle_budget(build, report, reservation)
         return await self._record(build, report, outcome.requeue_after, reverted)
+
+    def _note_room(self, request: Request, build: Build, arrived: int | None) -> None:
+        """Remember a template short of room (unschedulable, or pending replicas), keeping
+        the place it had among those waiting."""
+        decision = build.decision
+        if decision is not None and (decision.unschedulable > 0 or decision.pending > 0):
+            self.waiting_for_room[request] = next(self._arrivals) if arrived is None \
+                else arrived
 
     def _count_drift(self, report: plan.Report) -> dict[str, int]:
         """The drift reverts of this round by cluster: logged, counted on the metric, and

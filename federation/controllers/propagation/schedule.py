@@ -4,7 +4,11 @@ off the event loop within its budget (:mod:`federation.controllers.propagation.s
 A policy with ``placement.workloadAffinity`` also feeds the engine the placements of the
 template's peers (:class:`~federation.placement.engine.Peers`): the other bindings of its
 namespace whose recorded ``workloadAffinityGroups`` name the same group, read from the
-bindings cache, as Karmada's WorkloadAffinity plugins read its binding indexer."""
+bindings cache, as Karmada's WorkloadAffinity plugins read its binding indexer.
+
+A binding whose ``rescheduleTriggeredAt`` (set by a WorkloadRebalancer) is not the one its
+last fresh division answered (``freshScheduledFor``) is divided fresh once (Karmada's Fresh
+assignment, :func:`federation.placement.division.divide_fresh`), then Steady again."""
 
 from __future__ import annotations
 
@@ -31,13 +35,15 @@ async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
     # The resource carries the template's metadata.uid: its hash orders Webster's ties, as
     # Karmada's tieBreakerByUID does, so a template divides here as it would in Karmada.
     resource = template_resource(build)
-    key = schedule_key(build, resource)
+    trigger = fresh_trigger(build)
+    key = (*schedule_key(build, resource), str(trigger))
     why = ctx.scheduler.timed_out(key)
     if why is None:
         try:
             decision = await ctx.scheduler.run(engine.place, resource, build.policy,
                                                build.clusters, build.previous,
-                                               await peers(ctx, build, resource), key=key)
+                                               await peers(ctx, build, resource),
+                                               trigger is not None, key=key)
         except scheduling.BudgetExceeded as exc:
             why = str(exc)
     if why is not None:
@@ -48,7 +54,21 @@ async def schedule(ctx: TransformContext, build: Build) -> Verdict | None:
     build.decision = decision
     if not decision.ok:
         raise Problem("Scheduled", "ScheduleFailed", f"{decision.error}")
+    if trigger is not None:
+        build.record[FRESH_FIELD] = trigger
     return None
+
+
+FRESH_FIELD = "freshScheduledFor"
+
+
+def fresh_trigger(build: Build) -> str | None:
+    """The WorkloadRebalancer's trigger a fresh division is owed to, or None (Steady)."""
+    record = build.own_record
+    if record is None:
+        return None
+    asked = record.behaviour.reschedule_triggered_at
+    return asked if asked and asked != record.behaviour.fresh_scheduled_for else None
 
 
 def schedule_key(build: Build, resource: resources_.Resource) -> tuple[str, ...]:

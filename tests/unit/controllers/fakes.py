@@ -36,6 +36,7 @@ KINDS = {r.kind: r for r in (WIDGETS, api.INTERPRETER_CUSTOMIZATIONS,
                              api.PROPAGATION_POLICIES, api.CLUSTER_PROPAGATION_POLICIES,
                              api.OVERRIDE_POLICIES, api.CLUSTER_OVERRIDE_POLICIES,
                              api.MEMBER_CLUSTERS, api.CRDS, rollouts.RECONFIGURE_POLICIES,
+                             api.PRIORITY_CLASSES, api.WORKLOAD_REBALANCERS,
                              *dependencies.KINDS.values())}
 
 

@@ -16,9 +16,10 @@ What is modelled: every candidate cluster passed the filters (ready, affinity, t
 out of scope here), the only scheduler plugins that score are Karmada's defaults
 (ClusterLocality: 100 for a cluster in the binding's ``spec.clusters``, ClusterAffinity:
 0), there is one estimator whose answer per cluster is given (None = the estimator has no
-answer, ``UnauthenticReplica``), no spread constraints, no overflow affinities and
-``assignmentMode`` Steady (no ``rescheduleTriggeredAt``). Static weights target clusters
-by name.
+answer, ``UnauthenticReplica``), no spread constraints, no overflow affinities; ``assignmentMode``
+Steady, or Fresh with ``fresh=True`` (``rescheduleTriggeredAt`` later than the last
+schedule: ``dynamicFreshScale``, ported from Karmada's division_algorithm.go, read not
+copied). Static weights target clusters by name.
 
 Go's ``sort.Sort`` is not stable; for 12 elements or fewer it is an insertion sort, which
 is, and :func:`sort_sort` ports it. Beyond 12 it is pdqsort, whose order among equal
@@ -371,6 +372,7 @@ class assignState:
     availableClusters: list[TargetCluster] = field(default_factory=list)
     availableReplicas: int = 0
     targetReplicas: int = 0
+    fresh: bool = False
 
     def buildScheduledClusters(self) -> None:
         candidateClusterSet = {c.Name for c in self.candidates}
@@ -477,9 +479,29 @@ def dynamicScaleUp(state: assignState) -> list[TargetCluster]:
     return dynamicDivideReplicas(state)
 
 
+def dynamicFreshScale(state: assignState) -> list[TargetCluster]:
+    state.targetReplicas = state.spec.Replicas
+
+    def calculator(clusters: list[ClusterDetailInfo], _: Spec) -> list[TargetCluster]:
+        clusterAvailableReplicas = [TargetCluster(c.Name, c.AllocatableReplicas) for c in clusters]
+        for scheduledCluster in state.scheduledClusters:
+            for availableCluster in clusterAvailableReplicas:
+                if availableCluster.Name != scheduledCluster.Name:
+                    continue
+                availableCluster.Replicas += scheduledCluster.Replicas
+                break
+        sort_sort(clusterAvailableReplicas, target_clusters_list_less)
+        return clusterAvailableReplicas
+
+    state.buildAvailableClusters(calculator)
+    state.scheduledClusters = []
+    return dynamicDivideReplicas(state)
+
+
 def assignByDynamicStrategy(state: assignState) -> list[TargetCluster]:
     state.buildScheduledClusters()
-    # assignmentMode is Steady (Fresh needs rescheduleTriggeredAt, which is not modelled)
+    if state.fresh:  # spec.rescheduleTriggeredAt after status.lastScheduledTime
+        return dynamicFreshScale(state)
     if state.assignedReplicas > state.spec.Replicas:
         return dynamicScaleDown(state)
     if state.assignedReplicas < state.spec.Replicas:
@@ -511,6 +533,7 @@ def schedule(
     previous: Sequence[tuple[str, int]] = (),
     uid: str = "",
     static_weights: Sequence[StaticClusterWeight] | None = None,
+    fresh: bool = False,
 ) -> dict[str, int]:
     """Karmada's division: cluster -> replicas (clusters with replicas only).
 
@@ -524,6 +547,7 @@ def schedule(
     if spec.Replicas == 0:  # AssignReplicas: not a workload, every candidate with no replicas
         return {}
     state = assignState(
-        candidates, spec, strategy, list(static_weights) if static_weights is not None else None
+        candidates, spec, strategy, list(static_weights) if static_weights is not None else None,
+        fresh=fresh,
     )
     return {c.Name: c.Replicas for c in assignReplicasToClusters(state)}

@@ -70,9 +70,36 @@ def test_refused_fields_are_named_with_the_reason() -> None:
     assert "spec.association" in refusal(association=True)
     assert "propagateDeps" in refusal(association=True)
     assert load(association=False).spec.association is False
-    message = refusal(schedulePriority={"priorityClassSource": "KubePriorityClass",
-                                        "priorityClassName": "high"})
-    assert "spec.schedulePriority" in message and "not supported" in message
+
+
+
+def test_schedule_priority_loads_as_karmadas_crd_allows() -> None:
+    """KubePriorityClass is the one source (the CRD's enum); both fields are required; an
+    empty name is accepted as Karmada's webhook accepts it (no webhook rule exists)."""
+    loaded = load(schedulePriority={"priorityClassSource": "KubePriorityClass",
+                                    "priorityClassName": "high"})
+    assert loaded.spec.schedule_priority is not None
+    assert loaded.spec.schedule_priority.priority_class_name == "high"
+    assert load(schedulePriority={"priorityClassSource": "KubePriorityClass",
+                                  "priorityClassName": ""}).spec.schedule_priority is not None
+    assert "priorityClassName" in refusal(
+        schedulePriority={"priorityClassSource": "KubePriorityClass"})
+    assert "spec.schedulePriority.priorityClassSource" in refusal(
+        schedulePriority={"priorityClassSource": "FederatedPriorityClass",
+                          "priorityClassName": "x"})  # not yet implemented in Karmada
+
+
+def test_preemption_with_an_unnamed_selector_is_refused_as_karmadas_webhook() -> None:
+    """Karmada's validateResourceSelectorsIfPreemptionEnabled: with preemption Always each
+    selector must name its resource (an empty name could preempt unexpected ones)."""
+    doc = make_policy(selectors=[{"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "name": "web"},
+                                 {"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "labelSelector": {"matchLabels": {"app": "x"}}}]
+                      ).model_dump(by_alias=True, exclude_none=True)
+    doc["spec"]["preemption"] = "Always"
+    with pytest.raises(loader.LoadError, match=r"resourceSelectors\[1\]\.name"):
+        loader.parse_policy(doc, "p.yaml")
 
 
 def policy_named(name: str, *, kind: str = "PropagationPolicy", priority: int = 0,

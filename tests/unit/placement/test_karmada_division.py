@@ -262,3 +262,67 @@ def test_a_no_schedule_cluster_holding_replicas_keeps_its_estimate_for_karmada_p
     mine = engine.place(resource, builders.make_policy(builders.dynamic()), fleet,
                         {"a": 4, "b": 2})
     assert mine.nonzero() == {"a": 4, "b": 6}
+
+
+# -- Fresh (a WorkloadRebalancer's re-division) -----------------------------------------------
+
+
+def karmada_fresh(case: Case) -> dict[str, int] | None:
+    strategy = ref.DynamicWeightStrategy if case.mode == "dynamic" else ref.AggregatedStrategy
+    try:
+        return ref.schedule(strategy, case.replicas, case.estimates, case.previous, case.uid,
+                            fresh=True)
+    except ref.Unschedulable:
+        return None
+
+
+def ours_fresh(case: Case) -> dict[str, int] | None:
+    resource = builders.deployment(replicas=case.replicas).model_copy(update={"uid": case.uid})
+    chosen = builders.make_policy(placement_of(case), api_version=case.group)
+    fleet = [builders.cluster(n, e) for n, e in case.estimates]
+    decision = engine.place(resource, chosen, fleet, dict(case.previous), fresh=True)
+    if decision.error is not None:
+        assert decision.error.startswith("unschedulable"), decision.error
+        return None
+    return decision.nonzero()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(cases(("dynamic", "aggregated")))
+@example(  # room ties between a holder and a newcomer: the holder first (ClusterLocality)
+    Case("aggregated", 5, (("a", 5), ("b", 0)), (), (("b", 5),), "", KARMADA)
+)
+@example(  # no estimate: spec.replicas plus what the cluster holds
+    Case("dynamic", 10, (("a", None), ("b", 4)), (), (("a", 3), ("b", 7)), "", KARMADA)
+)
+def test_fresh_division_is_karmadas(case: Case) -> None:
+    """Karmada's dynamicFreshScale, replica for replica, in both dynamic modes."""
+    assert ours_fresh(case) == karmada_fresh(case), case
+
+
+@settings(max_examples=400, deadline=None)
+@given(crowded())
+def test_fresh_aggregated_over_many_equal_clusters_picks_as_go_sorts(case: Case) -> None:
+    assert ours_fresh(case) == karmada_fresh(case), case
+
+
+def test_fresh_sets_a_drifted_steady_division_aside() -> None:
+    """Steady keeps 9:1 after room changed; Fresh divides 10 by room plus held (5+9, 9+1)."""
+    resource = builders.deployment(replicas=10)
+    chosen = builders.make_policy(builders.dynamic(), api_version=KARMADA)
+    fleet = [builders.cluster("a", 5), builders.cluster("b", 9)]
+    previous = {"a": 9, "b": 1}
+    assert engine.place(resource, chosen, fleet, previous).nonzero() == previous
+    fresh = engine.place(resource, chosen, fleet, previous, fresh=True)
+    assert fresh.nonzero() == {"a": 6, "b": 4}
+    assert any(line.startswith("fresh division") for line in fresh.explanation)
+
+
+def test_fresh_changes_nothing_with_static_weights() -> None:
+    """Static weights never keep the previous division (Karmada): Fresh is the same."""
+    resource = builders.deployment(replicas=7)
+    chosen = builders.make_policy(placement_of(Case("static", 7, (), (("a", 2), ("b", 1)),
+                                                    (), "", KARMADA)), api_version=KARMADA)
+    fleet = [builders.cluster("a", 1), builders.cluster("b", 1)]
+    steady = engine.place(resource, chosen, fleet, {"b": 7})
+    assert engine.place(resource, chosen, fleet, {"b": 7}, fresh=True) == steady
