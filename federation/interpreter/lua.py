@@ -23,7 +23,9 @@ next, with:
 - a **pattern guard**: Lua's pattern matcher runs in C, out of the hook's reach, and
   backtracks; ``string.find``/``match``/``gmatch``/``gsub`` refuse a pattern whose
   worst case (subject length to the power of its quantifiers plus one) exceeds the
-  instruction budget.
+  instruction budget; and the two other C loops no budget bounds: ``string.rep`` of more
+  copies than the instruction budget (of an empty string it allocates nothing) and
+  ``table.insert`` at a position below 1.
 
 Lua never sees a Python object: arguments become Lua tables, results become JSON values
 (the conversion Karmada's ``gopher-json`` does: a table with a sequence part is an array,
@@ -92,6 +94,27 @@ end
 string.find = guarded(string.find, 4)
 string.match, string.gmatch = guarded(string.match), guarded(string.gmatch)
 string.gsub = guarded(string.gsub)
+-- Two more loops in C that neither the hook nor the memory budget bounds: string.rep of an
+-- empty string (n appends of nothing: 2^31 of them run for half a minute) and
+-- table.insert at a position below 1 (every index from #t down to it shifted, 2^31 of them
+-- for minutes). More repetitions than the instruction budget, or such a position, is refused.
+local raw_rep, raw_insert, tonumber = string.rep, table.insert, tonumber
+string.rep = function(s, n, ...)
+  local count = tonumber(n)
+  if count and count > budget then
+    error("string.rep of " .. count .. " copies is too costly for the sandbox", 2)
+  end
+  return raw_rep(s, n, ...)
+end
+table.insert = function(t, ...)
+  if select("#", ...) >= 2 then
+    local position = tonumber((...))
+    if position and position < 1 then
+      error("bad argument #2 to 'insert' (position out of bounds)", 2)
+    end
+  end
+  return raw_insert(t, ...)
+end
 local env = {}
 for _, name in ipairs({%(base)s}) do env[name] = _G[name] end
 for _, name in ipairs({%(blocked)s}) do
