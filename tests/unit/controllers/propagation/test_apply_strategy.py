@@ -121,8 +121,9 @@ def owned(live: JSON, *entries: tuple[str, str, JSON]) -> JSON:
     return {**live, "metadata": meta}
 
 
-OUR_APPLY = ("federation", "Apply", {"f:data": {"f:a": {}}, "f:metadata": {"f:labels": {}}})
-THEIR_K = ("member-controller", "Apply", {"f:data": {"f:k": {}}})
+OUR_APPLY: tuple[str, str, JSON] = ("federation", "Apply", {"f:data": {"f:a": {}},
+                                                            "f:metadata": {"f:labels": {}}})
+THEIR_K: tuple[str, str, JSON] = ("member-controller", "Apply", {"f:data": {"f:k": {}}})
 
 
 def ssa_build(**data: str) -> propagation.Build:
