@@ -216,3 +216,17 @@ def test_a_loop_in_c_is_refused_before_it_runs(loop: str) -> None:
     assert health('function InterpretHealth(o) local t = {"b"} table.insert(t, 1, "a") '
                   'table.insert(t, "c") return table.concat(t) .. ("x"):rep(2) == "abcxx" end'
                   ) == [("healthy", True)]
+
+
+def test_work_in_c_between_instructions_is_held_to_the_cpu_budget() -> None:
+    """Lua 5.1 interns every string and hashes 32 characters of a long one: strings that
+    differ at their end collide, so each new one is compared with all before it. 64 MiB
+    of them took minutes in a few hundred thousand instructions."""
+    script = """function InterpretHealth(obj)
+      local t = {} local s = string.rep("x", 1024)
+      for i = 1, 1e9 do t[i] = s .. i end
+    end"""
+    started = time.process_time()
+    with pytest.raises(lua.ScriptError, match="CPU time budget exhausted"):
+        health(script, lua.Budget(cpu_seconds=0.3))
+    assert time.process_time() - started < 3
