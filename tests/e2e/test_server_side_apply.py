@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import TestFleet, kubectl_binary
 from tests.e2e.conftest import ControlPlane
 from tests.e2e.helpers import apply, get_or_none, wait_for
-from tests.e2e.test_write_budget import Key, breakdown, delta, mutating_requests
+from tests.e2e.test_write_budget import NOT_OURS, Key, breakdown, delta, mutating_requests
 
 POLICY_API = "policy.federation.io/v1alpha1"
 QUIET = 20
@@ -127,6 +127,7 @@ def test_what_each_strategy_writes(fleet: TestFleet, ns: str, strategy: str) -> 
     and nothing while it is settled. Printed for docs/interpreter.md's table."""
     counts: dict[str, str] = {}
     before = mutating_requests(fleet, "member1")
+    hub_before = mutating_requests(fleet, "hub")
     apply(fleet, "hub", *workload(ns, "nginx:1", strategy))
     for step, want in (("create", "nginx:1"), ("first change", "nginx:2"),
                        ("second change", "nginx:3"), ("settled", "nginx:3")):
@@ -141,4 +142,6 @@ def test_what_each_strategy_writes(fleet: TestFleet, ns: str, strategy: str) -> 
         expected = {"create": 1, "first change": 2 if strategy == "ServerSideApply" else 1,
                     "second change": 1, "settled": 0}[step]
         assert total == expected, f"{strategy} {step}: {breakdown(writes)}"
-    print(f"{strategy}: " + "; ".join(f"{k}: {v}" for k, v in counts.items()))
+    hub = delta(mutating_requests(fleet, "hub"), hub_before, NOT_OURS)
+    print(f"{strategy}: " + "; ".join(f"{k}: {v}" for k, v in counts.items())
+          + f"; hub, all steps: {breakdown(hub)}")
