@@ -160,6 +160,9 @@ def adopted(managed_fields: Sequence[Mapping[str, Any]], api_version: str,
     first apply to an object we created or replaced, so that apply owns (and removes,
     when the template drops them) every field we wrote."""
     mine, _ = trees(managed_fields, managers)
+    # Status is not ours to apply (a status writer may share our User-Agent's name, as the
+    # local fleet's simulator does): an apply entry owning it would claim to remove it.
+    mine.pop("f:status", None)
     others = [dict(entry) for entry in managed_fields if entry.get("manager") not in managers]
     return [*others, {"manager": APPLY_MANAGER, "operation": "Apply",
                       "apiVersion": api_version, "fieldsType": "FieldsV1", "fieldsV1": mine}]

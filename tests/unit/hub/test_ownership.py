@@ -53,8 +53,10 @@ def test_without_removes_by_list_key_not_index() -> None:
 
 def test_our_update_entries_are_adopted_into_one_apply_entry() -> None:
     assert ownership.updated_by_us([OURS, HPA])
+    status = entry("fedctl", {"f:status": {"f:replicas": {}}})
     adopted = ownership.adopted([OURS, entry("federation", {"f:data": {"f:x": {}}}, "Apply"),
-                                 HPA], "apps/v1")
+                                 HPA, status], "apps/v1")
+    assert "f:status" not in adopted[1]["fieldsV1"]
     assert adopted[0] == HPA
     assert adopted[1]["manager"] == "federation" and adopted[1]["operation"] == "Apply"
     assert adopted[1]["fieldsV1"]["f:data"] == {"f:x": {}}
