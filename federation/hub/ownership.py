@@ -148,8 +148,11 @@ def updated_by_us(managed_fields: Sequence[Mapping[str, Any]],
                   managers: frozenset[str] = OURS) -> bool:
     """Whether some of our fields are owned through a create or full update (operation
     ``Update``) rather than an apply: server-side apply removes only fields its own apply
-    entry owns, so those would outlive their removal from the template."""
+    entry owns, so those would outlive their removal from the template. An entry of status
+    alone does not count (a status writer may share our User-Agent's name, as the local
+    fleet's simulator does; status is never applied)."""
     return any(entry.get("manager") in managers and entry.get("operation") != "Apply"
+               and set(entry.get("fieldsV1") or {}) - {"f:status"}
                for entry in managed_fields)
 
 

@@ -57,6 +57,7 @@ def test_our_update_entries_are_adopted_into_one_apply_entry() -> None:
     adopted = ownership.adopted([OURS, entry("federation", {"f:data": {"f:x": {}}}, "Apply"),
                                  HPA, status], "apps/v1")
     assert "f:status" not in adopted[1]["fieldsV1"]
+    assert not ownership.updated_by_us([*adopted, status])
     assert adopted[0] == HPA
     assert adopted[1]["manager"] == "federation" and adopted[1]["operation"] == "Apply"
     assert adopted[1]["fieldsV1"]["f:data"] == {"f:x": {}}
