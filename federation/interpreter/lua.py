@@ -13,6 +13,9 @@ next, with:
   (``debug`` is gone by then, so the script cannot remove it; ``coroutine`` is gone, so
   it cannot run where the hook is not). Once spent the hook fires at every instruction,
   so an error caught by ``pcall`` is raised again at the next instruction outside it;
+- a **CPU time budget**, checked by the same hook: work in C between two instructions
+  that no instruction count reflects (Lua 5.1's string interning turns quadratic on long
+  strings that differ near their end) stops within a hook's interval of it;
 - a **memory budget** (lupa's ``max_memory``, the state's whole allocation);
 - **globals by allow-list**: the base functions a pure script needs, ``string`` without
   ``dump``, ``table``, ``math``, ``os`` with only ``date``/``time``/``clock``/``difftime``
@@ -23,7 +26,9 @@ next, with:
 - a **pattern guard**: Lua's pattern matcher runs in C, out of the hook's reach, and
   backtracks; ``string.find``/``match``/``gmatch``/``gsub`` refuse a pattern whose
   worst case (subject length to the power of its quantifiers plus one) exceeds the
-  instruction budget.
+  instruction budget; and the two other C loops no budget bounds: ``string.rep`` of more
+  copies than the instruction budget (of an empty string it allocates nothing) and
+  ``table.insert`` at a position below 1.
 
 Lua never sees a Python object: arguments become Lua tables, results become JSON values
 (the conversion Karmada's ``gopher-json`` does: a table with a sequence part is an array,
@@ -53,7 +58,13 @@ MEMORY = 64 * 2**20
 HOOK_EVERY = 1000
 """Instructions between two hook calls: the budget's granularity (cheap: 0.1% of them)."""
 
+CPU_SECONDS = 1.0
+"""Process CPU seconds per call (os.clock: the whole process's, so the budget is spent
+sooner, never later, while other threads run): four times the instruction budget's
+quarter second, for work in C between instructions that no instruction counts."""
+
 EXHAUSTED = "instruction budget exhausted"
+CPU_EXHAUSTED = "CPU time budget exhausted: "
 _BLOCKED = ("collectgarbage", "dofile", "getfenv", "getmetatable", "load", "loadfile",
             "loadstring", "rawequal", "rawget", "rawset", "setfenv", "setmetatable",
             "module", "newproxy")
@@ -63,13 +74,17 @@ _BASE = ("assert", "error", "ipairs", "next", "pairs", "pcall", "select",
 # Runs in a fresh state with the full libraries, then leaves only the allow-list. The hook
 # is set here, while ``debug`` exists; the script's chunk gets ``env`` as its globals.
 _PRELUDE = """
-local budget, every, kube_functions = ...
-local sethook, error = debug.sethook, error
-local spent = 0
-local function exhausted() error("%(exhausted)s", 0) end
+local budget, every, kube_functions, cpu = ...
+local sethook, error, clock = debug.sethook, error, os.clock
+local spent, started, why = 0, clock(), "%(exhausted)s"
+local function exhausted() error(why, 0) end
+-- Instructions can be cheap for the VM and dear in C (Lua 5.1 interns every string, and
+-- its hash samples 32 characters of a long one: strings differing near their end collide,
+-- and each new one is compared with all of its bucket), so the hook also spends CPU time.
 sethook(function()
   spent = spent + every
-  if spent > budget then sethook(exhausted, "", 1); exhausted() end
+  if clock() - started > cpu then why = "%(cpu_exhausted)s" .. cpu .. " s" end
+  if spent > budget or why ~= "%(exhausted)s" then sethook(exhausted, "", 1); exhausted() end
 end, "", every)
 string.dump = nil
 -- A pattern match runs in C, where the hook never fires, and Lua's matcher backtracks:
@@ -92,6 +107,27 @@ end
 string.find = guarded(string.find, 4)
 string.match, string.gmatch = guarded(string.match), guarded(string.gmatch)
 string.gsub = guarded(string.gsub)
+-- Two more loops in C that neither the hook nor the memory budget bounds: string.rep of an
+-- empty string (n appends of nothing: 2^31 of them run for half a minute) and
+-- table.insert at a position below 1 (every index from #t down to it shifted, 2^31 of them
+-- for minutes). More repetitions than the instruction budget, or such a position, is refused.
+local raw_rep, raw_insert, tonumber = string.rep, table.insert, tonumber
+string.rep = function(s, n, ...)
+  local count = tonumber(n)
+  if count and count > budget then
+    error("string.rep of " .. count .. " copies is too costly for the sandbox", 2)
+  end
+  return raw_rep(s, n, ...)
+end
+table.insert = function(t, ...)
+  if select("#", ...) >= 2 then
+    local position = tonumber((...))
+    if position and position < 1 then
+      error("bad argument #2 to 'insert' (position out of bounds)", 2)
+    end
+  end
+  return raw_insert(t, ...)
+end
 local env = {}
 for _, name in ipairs({%(base)s}) do env[name] = _G[name] end
 for _, name in ipairs({%(blocked)s}) do
@@ -123,6 +159,7 @@ class ScriptError(Exception):
 class Budget:
     instructions: int = INSTRUCTIONS
     memory: int = MEMORY
+    cpu_seconds: float = CPU_SECONDS
 
 
 def available() -> bool:
@@ -176,7 +213,8 @@ def run(script: str, function: str, args: Sequence[Any], results: int,
 def _call(runtime: Any, script: str, function: str, args: Sequence[Any], results: int,
           kube: Mapping[str, Callable[..., Any]], budget: Budget) -> list[Any]:
     functions = runtime.table_from({name: _bridge(runtime, call) for name, call in kube.items()})
-    env = runtime.execute(_prelude(), budget.instructions, HOOK_EVERY, functions)
+    env = runtime.execute(_prelude(), budget.instructions, HOOK_EVERY, functions,
+                          budget.cpu_seconds)
     loader = runtime.eval("function(source, env) local chunk, problem = loadstring(source, "
                           "'=script') if not chunk then return nil, problem end "
                           "setfenv(chunk, env) return chunk, '' end")
@@ -196,7 +234,7 @@ def _call(runtime: Any, script: str, function: str, args: Sequence[Any], results
 
 def _prelude() -> str:
     quoted = ", ".join
-    return _PRELUDE % {"exhausted": EXHAUSTED,
+    return _PRELUDE % {"exhausted": EXHAUSTED, "cpu_exhausted": CPU_EXHAUSTED,
                        "base": quoted(f'"{name}"' for name in _BASE),
                        "blocked": quoted(f'"{name}"' for name in _BLOCKED)}
 

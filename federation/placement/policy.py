@@ -274,12 +274,14 @@ class SchedulePriority(_Model):
 
 class ApplyStrategy(_Model):
     """How copies are written and compared (kubefleet's names): ``type`` ClientSideApply
-    (our full writes) or ReportDiff (nothing written; differences recorded in the binding),
+    (our full writes), ServerSideApply (server-side apply under our field manager; fields
+    another field manager owns are neither applied nor drift) or ReportDiff (nothing
+    written; differences recorded in the binding),
     ``whenToTakeOver`` a member object that exists before us (Always, IfNoDiff: only when
     it already equals the copy, Never), ``ignoredFields`` JSON pointers (``*`` for one list
     index or key) never compared nor reverted."""
 
-    type: Literal["ClientSideApply", "ReportDiff"] = "ClientSideApply"
+    type: Literal["ClientSideApply", "ServerSideApply", "ReportDiff"] = "ClientSideApply"
     when_to_take_over: Literal["Always", "IfNoDiff", "Never"] | None = None
     ignored_fields: list[str] = Field(default_factory=list, max_length=64)
 
@@ -330,6 +332,10 @@ class PropagationSpec(_Model):
 
     def report_only(self) -> bool:
         return self.apply_strategy is not None and self.apply_strategy.type == "ReportDiff"
+
+    def server_side_apply(self) -> bool:
+        return self.apply_strategy is not None and \
+            self.apply_strategy.type == "ServerSideApply"
 
 
 class ObjectMeta(BaseModel):

@@ -304,12 +304,14 @@ def hub_kind_rules(kinds: Sequence[Kind]) -> tuple[Rule, ...]:
 
 
 def member_kind_rules(kinds: Sequence[Kind]) -> tuple[Rule, ...]:
-    """The copies: cached, created, replaced, deleted; patched by `unjoin --orphan`."""
+    """The copies: cached, created, replaced, deleted; patched by server-side apply and
+    `unjoin --orphan`."""
     return tuple(_per_group(
         kinds, ("get", "list", "watch", "create", "update", "patch", "delete"),
         "Copies of the propagated kinds: cached (drift, status), created, replaced and "
-        "deleted when no longer placed; patched only by `fedctl unjoin --orphan`, which "
-        "removes our marks with the stored credentials."))
+        "deleted when no longer placed; patched by server-side apply (a policy's "
+        "applyStrategy ServerSideApply) and by `fedctl unjoin --orphan`, which removes our "
+        "marks with the stored credentials."))
 
 
 def _per_group(kinds: Iterable[Kind], verbs: tuple[str, ...], why: str) -> list[Rule]:

@@ -115,8 +115,24 @@ class Writer:
         return self._written(cluster, await self.mc.cluster(cluster).update(obj))
 
     async def apply(self, cluster: str, obj: JSON) -> JSON:
+        """Server-side apply under our field manager, forcing (the fields sent are ours:
+        another manager's were left out by the planner). The object's resourceVersion
+        makes it conditional. An object carrying :data:`~.plan.ADOPT` first gets those
+        ``managedFields`` (a merge patch, conditional too), then the apply, conditional on
+        the patch's answer: two writes, once per object."""
         await self._check(cluster, obj)
-        return self._written(cluster, await self.mc.cluster(cluster).apply(obj))
+        writer = self.mc.cluster(cluster)
+        adopt = obj.get(plan.ADOPT)
+        body = {key: value for key, value in obj.items() if key != plan.ADOPT}
+        if adopt is not None:
+            meta = body["metadata"]
+            patched = await writer.patch(
+                await writer.resource(body), meta["name"], {"metadata": {"managedFields": adopt}},
+                namespace=meta.get("namespace"), resource_version=meta.get("resourceVersion"))
+            version = (self._written(cluster, patched).get("metadata") or {}).get(
+                "resourceVersion")
+            body = {**body, "metadata": {**meta, "resourceVersion": version}}
+        return self._written(cluster, await writer.apply(body))
 
     async def patch_status(self, cluster: str, obj: JSON) -> JSON:
         writer = self.mc.cluster(cluster)

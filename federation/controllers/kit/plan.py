@@ -70,6 +70,9 @@ class Action(enum.Enum):
     """POST: the object must not exist (someone else's object is never taken over)."""
     UPDATE = "update"
     """PUT with the live resourceVersion: a concurrent change fails instead of being lost."""
+    APPLY = "apply"
+    """Server-side apply under our field manager, with the live resourceVersion: a
+    concurrent change fails instead of being lost (``applyStrategy: ServerSideApply``)."""
     STATUS = "status"
     """Merge patch of the status subresource."""
     DELETE = "delete"
@@ -128,6 +131,11 @@ def reference(obj: Mapping[str, Any], exact: bool = False) -> JSON:
                                 if key in kept}
     return found
 
+
+ADOPT = "adoptManagedFields"
+"""The field of an APPLY vertex's object with the ``managedFields`` the writer first sets
+(a merge patch conditional on the object's resourceVersion) so that the apply owns every
+field we wrote before with a create or a full update (:func:`federation.hub.ownership.adopted`)."""
 
 PRECONDITIONS = "preconditions"
 """The field of a DELETE vertex's reference whose resourceVersion the writer sends as a
@@ -197,7 +205,6 @@ class Writer(Protocol):
 
     async def update(self, cluster: str, obj: JSON) -> JSON: ...
 
-    # No action uses it any more; kept while propagation's SharedCreates still forwards it.
     async def apply(self, cluster: str, obj: JSON) -> JSON: ...
 
     async def patch_status(self, cluster: str, obj: JSON) -> JSON: ...
@@ -298,5 +305,6 @@ def _not_attempted(before: Outcome) -> str:
 
 async def _write(writer: Writer, vertex: Vertex) -> JSON:
     verbs = {Action.CREATE: writer.create, Action.UPDATE: writer.update,
-             Action.STATUS: writer.patch_status, Action.DELETE: writer.delete}
+             Action.APPLY: writer.apply, Action.STATUS: writer.patch_status,
+             Action.DELETE: writer.delete}
     return await verbs[vertex.action](vertex.cluster, vertex.obj)

@@ -11,10 +11,11 @@ multi-cluster client; its writer-capable parts are private to it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from federation.contexts.cache import ReadOnly
-from federation.contexts.client import Resource
+from federation.contexts.client import ApiError, Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import MultiClusterReader
 from federation.controllers.kit.interpreting import Interpreting
@@ -55,6 +56,14 @@ class TransformContext(View, Protocol):
                    namespace: str | None) -> ReadOnly | None:
         """The member object of the template's identity in ``cluster``, or None. Raises a
         :class:`~federation.contexts.client.ClientError` when the member cannot be read."""
+        ...
+
+    async def managed_fields(self, hub_resource: Resource, cluster: str, name: str,
+                             namespace: str | None) -> Sequence[ReadOnly] | None:
+        """The ``managedFields`` of that member object, read from its API server (caches
+        keep none); None when the member records none (a pull member's mirror, an
+        object gone). Raises a :class:`~federation.contexts.client.ClientError` when the
+        member cannot be read."""
         ...
 
 
@@ -128,3 +137,18 @@ class CacheContext:
             self._clusters.get(cluster).check_writable()
             return None
         return await self._mc.get(resource, name, namespace, cluster=cluster, copy=False)
+
+    async def managed_fields(self, hub_resource: Resource, cluster: str, name: str,
+                             namespace: str | None) -> Sequence[ReadOnly] | None:
+        resource = self._kinds.member_resource(cluster, group_kind(hub_resource))
+        if resource is None:
+            return None
+        try:
+            live = await self._clusters.get(cluster).check_writable().get(
+                resource, name, namespace)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        found = (live.get("metadata") or {}).get("managedFields")
+        return list(found) if isinstance(found, list) and found else None

@@ -3,7 +3,9 @@
 A foreign object, or one an Application placed, is a conflict, never overwritten unless
 the policy says ``conflictResolution: Overwrite`` or ``applyStrategy.whenToTakeOver:
 Always`` (``IfNoDiff``: only when it already equals the copy). Fields the member owns
-(Retain) and the policy's ``applyStrategy.ignoredFields`` are not drift. A copy vertex
+(Retain) and the policy's ``applyStrategy.ignoredFields`` are not drift. Under
+``applyStrategy.type: ServerSideApply`` a copy of ours is applied (:mod:`.server_side`),
+and fields other field managers own are not drift either. A copy vertex
 carries the template's identity, which the executor checks before writing.
 """
 
@@ -16,7 +18,7 @@ from federation.contexts.client import ClientError
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Verdict
 from federation.controllers.kit.copies import copy_vertex
-from federation.controllers.propagation import customized
+from federation.controllers.propagation import customized, server_side
 from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
@@ -44,8 +46,18 @@ async def plan_copies(ctx: TransformContext, build: Build) -> Verdict | None:
                 desired, live):
             differs = manifests.differences(manifests.without_marks(desired), live, ignored)
             overwrite = not differs
-        vertex = copy_vertex(cluster, desired, live, overwrite,
-                             expect=plan.Identity.of(build.template), ignored=ignored)
+        expect = plan.Identity.of(build.template)
+        if live is not None and spec.server_side_apply() and \
+                manifests.same_placer(desired, live):
+            try:
+                vertex: plan.Vertex | None = await server_side.vertex(
+                    ctx, build, cluster, desired, live, ignored, expect)
+            except ClientError as exc:
+                build.note_unreachable(cluster, exc)
+                continue
+        else:
+            vertex = copy_vertex(cluster, desired, live, overwrite, expect=expect,
+                                 ignored=ignored)
         if vertex is None:
             assert live is not None
             build.conflicts[cluster] = _conflict(build, live, differs)

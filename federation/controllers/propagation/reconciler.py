@@ -225,7 +225,8 @@ class Reconciler:
         reverted: dict[str, int] = {}
         for outcome in report.outcomes.values():
             vertex = outcome.vertex
-            if outcome.ok and outcome.attempted and vertex.action is plan.Action.UPDATE \
+            if outcome.ok and outcome.attempted and \
+                    vertex.action in (plan.Action.UPDATE, plan.Action.APPLY) \
                     and vertex.reason.startswith("drift at "):
                 log.info("reverted drift in %s: %s (%s)", vertex.cluster, vertex.describe(),
                          vertex.reason)

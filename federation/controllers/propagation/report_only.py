@@ -17,7 +17,8 @@ from federation.controllers.propagation.context import TransformContext
 from federation.hub import manifests
 
 FIELD = "reportedDifferences"
-HELD_BACK = (plan.Action.CREATE, plan.Action.UPDATE, plan.Action.NOOP)
+HELD_BACK = (plan.Action.CREATE, plan.Action.UPDATE, plan.Action.APPLY,
+             plan.Action.NOOP)
 
 
 def _differences(build: Build, cluster: str, ignored: tuple[str, ...]) -> list[str]:

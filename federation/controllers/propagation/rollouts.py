@@ -99,7 +99,8 @@ async def hold_config(ctx: TransformContext, build: Build) -> Verdict | None:
 
 def _config_update(vertex: plan.Vertex, namespace: str) -> bool:
     obj = vertex.obj
-    return vertex.action is plan.Action.UPDATE and obj.get("apiVersion") == "v1" and \
+    return vertex.action in (plan.Action.UPDATE, plan.Action.APPLY) and \
+        obj.get("apiVersion") == "v1" and \
         obj.get("kind") in rollouts.CONFIG_KINDS and \
         (obj.get("metadata") or {}).get("namespace") == namespace
 

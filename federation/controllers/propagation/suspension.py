@@ -18,7 +18,7 @@ from federation.controllers.kit.chain import Verdict
 from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 
-HELD_BACK = (plan.Action.CREATE, plan.Action.UPDATE, plan.Action.NOOP)
+HELD_BACK = (plan.Action.CREATE, plan.Action.UPDATE, plan.Action.APPLY, plan.Action.NOOP)
 """What suspension drops from the plan: writes (and their no-op twins, so that nothing
 reports a copy that a suspended cluster may not have); deletes are left alone."""
 

@@ -241,8 +241,21 @@ class FakeWriter:
         return await self.patch(resource, name, patch, namespace=namespace,
                                 resource_version=resource_version, subresource="status")
 
-    async def apply(self, obj: JSON, **_: Any) -> JSON:
-        raise NotImplementedError
+    async def apply(self, obj: JSON, *, resource: Resource | None = None, **_: Any) -> JSON:
+        """Server-side apply, as far as the controllers rely on it: conditional on the
+        body's resourceVersion; the fields sent replace the stored ones, the others stay
+        (ownership itself is the API server's; :mod:`federation.hub.ownership` is tested
+        on its own)."""
+        resource = resource or KINDS[obj["kind"]]
+        meta = obj["metadata"]
+        stored = self._stored(resource, meta["name"], meta.get("namespace"))
+        version = meta.get("resourceVersion")
+        if version and version != stored["metadata"]["resourceVersion"]:
+            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
+        updated = {**deepcopy(stored), **deepcopy(obj)}
+        updated["metadata"] = {**stored["metadata"], **deepcopy(meta)}
+        self._record("apply", resource, meta["name"])
+        return self.mc.put(self.name, updated)
 
     async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
                      resource_version: str | None = None, uid: str | None = None,
@@ -325,6 +338,7 @@ class FakeContext:
         self.lists = lists or {}
         self.copies = copies or {}
         self.down: set[str] = set()
+        self.ownership_reads = 0
         self._members = [view.Member(m, False, True) for m in members]
         self._settings = settings or propagation.PropagationSettings()
         self._failover = failover or disruption.Failover(clock=lambda: now)
@@ -383,6 +397,16 @@ class FakeContext:
             raise ClusterUnavailable(cluster, "unavailable")
         found = self.copies.get(cluster)
         return cast(ReadOnly, freeze(found)) if found is not None else None
+
+    async def managed_fields(self, hub_resource: Resource, cluster: str, name: str,
+                             namespace: str | None) -> Sequence[ReadOnly] | None:
+        """The copy's ``metadata.managedFields`` (the caches strip them; the API server
+        answers them), or None as for a member that records none."""
+        if cluster in self.down:
+            raise ClusterUnavailable(cluster, "unavailable")
+        self.ownership_reads += 1
+        found = ((self.copies.get(cluster) or {}).get("metadata") or {}).get("managedFields")
+        return [freeze(entry) for entry in found] if found else None
 
 
 def _in_group(obj: JSON, resource: Resource) -> bool:

@@ -137,7 +137,8 @@ def test_a_huge_allocation_is_stopped_by_the_memory_budget() -> None:
     with pytest.raises(lua.ScriptError, match="memory budget"):
         health(script, lua.Budget(instructions=10**9, memory=8 * 2**20))
     with pytest.raises(lua.ScriptError, match="memory budget"):
-        health('function InterpretHealth(obj) return string.rep("x", 2^30) end')
+        health('function InterpretHealth(obj) return string.rep("x", 2^30) end',
+               lua.Budget(instructions=2**31, memory=8 * 2**20))
 
 
 @pytest.mark.parametrize("call", [
@@ -198,3 +199,34 @@ def test_a_catastrophic_pattern_is_refused_before_it_runs() -> None:
         == [("healthy", True)]
     assert health('function InterpretHealth(o) return ("v1.2"):match("%d+%.(%d+)") == "2" end') \
         == [("healthy", True)]
+
+
+@pytest.mark.parametrize("loop", [
+    'string.rep("", 2^31 - 1)', '(""):rep(2^31 - 1)', 'string.rep("", "2147483647")',
+    'table.insert({}, -2^31 + 1, 1)', 'table.insert({}, "-2147483647", 1)',
+])
+def test_a_loop_in_c_is_refused_before_it_runs(loop: str) -> None:
+    """C loops the hook never reaches and the memory budget never bounds (no allocation):
+    each call ran for tens of seconds; in a Lua loop, for hours, holding its thread."""
+    started = time.monotonic()
+    with pytest.raises(lua.ScriptError, match=r"too costly|out of bounds"):
+        health(f"function InterpretHealth(obj) for i = 1, 1e9 do {loop} end end",
+               lua.Budget())
+    assert time.monotonic() - started < 5
+    assert health('function InterpretHealth(o) local t = {"b"} table.insert(t, 1, "a") '
+                  'table.insert(t, "c") return table.concat(t) .. ("x"):rep(2) == "abcxx" end'
+                  ) == [("healthy", True)]
+
+
+def test_work_in_c_between_instructions_is_held_to_the_cpu_budget() -> None:
+    """Lua 5.1 interns every string and hashes 32 characters of a long one: strings that
+    differ at their end collide, so each new one is compared with all before it. 64 MiB
+    of them took minutes in a few hundred thousand instructions."""
+    script = """function InterpretHealth(obj)
+      local t = {} local s = string.rep("x", 1024)
+      for i = 1, 1e9 do t[i] = s .. i end
+    end"""
+    started = time.process_time()
+    with pytest.raises(lua.ScriptError, match="CPU time budget exhausted"):
+        health(script, lua.Budget(cpu_seconds=0.3))
+    assert time.process_time() - started < 3

@@ -126,13 +126,15 @@ async def test_an_exact_delete_also_carries_the_resource_version() -> None:
 
 
 async def test_apply_is_checked_against_the_deny_list_too() -> None:
-    """The one verb no action uses still refuses a denied object before any request."""
+    """Server-side apply (applyStrategy ServerSideApply) refuses a denied object before any
+    request, its ownership patch included."""
     mc = FakeMC(cluster_set("member1"))
     secret = {"apiVersion": "v1", "kind": "Secret",
-              "metadata": {"name": "t", "namespace": "kube-system"}}
+              "metadata": {"name": "t", "namespace": "kube-system"}, plan.ADOPT: []}
     with pytest.raises(deny.Denied):
         await writer(mc).apply("member1", secret)
-    with pytest.raises(NotImplementedError):  # allowed: reaches the client (the fake's)
+    assert mc.writes == []
+    with pytest.raises(ApiError, match="not found"):  # allowed: reaches the client (the fake's)
         await writer(mc).apply("member1", config_map("a"))
 
 
