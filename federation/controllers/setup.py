@@ -66,7 +66,7 @@ from federation.controllers import (
 from federation.controllers.kit import events, secrets
 from federation.controllers.kit.kinds import KindTracker
 from federation.controllers.propagation import propagate_deps
-from federation.hub import api, deny, dependencies, manifests
+from federation.hub import api, bindings, deny, dependencies, manifests
 from federation.hub import propagation_policies as policies_
 from federation.hub import rollouts as hub_rollouts
 from federation.runtime import controller, manager, queue
@@ -294,6 +294,39 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                          settings.propagation.deny_list, settings.notification_egress)
     rollouts.install(mgr, dataclasses.replace(settings.reconfigure,
                                               egress=settings.reloader_egress))
+    shard(mgr.controllers)
+
+
+def template_key(request: Request) -> str:
+    """A template's shard key: its binding's ``namespace/name``, so the template and its
+    binding (clean-up) are the same key, owned by the same replica."""
+    kind = request.kind.partition(".")[0]
+    return f"{request.namespace}/{bindings.binding_name(request.name, kind)}"
+
+
+def object_key(request: Request) -> str:
+    """``namespace/name`` of the hub object a request is about (a binding, an
+    Application, a ReconfigurePolicy)."""
+    return f"{request.namespace}/{request.name}"
+
+
+SHARD_KEYS = {"propagation": template_key, "cleanup": object_key,
+              "applications": object_key, "reconfigure": object_key}
+"""The controllers whose work ``fedctl run --shards`` divides, and each one's key. The rest
+are cluster-wide duties kept by the elected leader: cluster health and MemberCluster
+status (one judge per cluster, or two replicas would flip its conditions), policy,
+constraint and definition validation (cheap, and written on shared objects)."""
+EVERY_REPLICA = frozenset({"membership"})
+"""Run on every replica when sharding: each replica must engage the clusters joined at
+runtime to write to them (its events and status writes pass only on the leader)."""
+
+
+def shard(controllers: Iterable[controller.Controller]) -> None:
+    """Mark which controllers are sharded (by what key) and which run on every replica;
+    nothing changes unless ``fedctl run --shards`` (the manager reads the marks)."""
+    for ctl in controllers:
+        ctl.shard_key = SHARD_KEYS.get(ctl.name)
+        ctl.every_replica = ctl.name in EVERY_REPLICA
 
 
 def _validation(mgr: manager.Fleet, recorder: events.EventSink,
