@@ -164,7 +164,7 @@ class Peers:
                     return False
                 await self._read_all()
                 if self.shard is None:
-                    await self._take(started)
+                    await self._take()
         except (ClientError, TimeoutError) as exc:
             log.warning("%s: shard round failed: %s", self.identity, exc)
             return False
@@ -227,14 +227,15 @@ class Peers:
     def _live(self) -> tuple[str, ...]:
         return tuple(name for name in self.names if name == self.shard or not self._free(name))
 
-    async def _take(self, started: float) -> None:
+    async def _take(self) -> None:
         for name in self.names:
             if self._free(name) and await self._write(name, self._leases.get(name)):
                 self.shard = name
-                # Holders that computed ownership without this shard read the hub before
-                # our write; their permits for the keys moving here end within their renew
-                # deadline of it. Claiming a lease duration later leaves that margin.
-                self.claim_from = started + self.settings.lease_duration
+                # Holders that computed ownership without this shard read its Lease before
+                # our write landed; their permits for the keys moving here end within their
+                # renew deadline of that. Claiming a lease duration after the write's answer
+                # (a clock reading taken after it landed) leaves the same margin as a takeover.
+                self.claim_from = self.clock() + self.settings.lease_duration
                 log.info("%s: took shard %s; claiming its keys in %.0fs", self.identity,
                          name, self.settings.lease_duration)
                 return
