@@ -492,14 +492,19 @@ class Manager:
     def _prepare_shards(self) -> None:
         """Before any informer starts: sharded queues park what this replica does not own
         (nothing yet), and a handover queues what it gains."""
-        self.peers = peers.Peers(self._own_client(self._hub_client().settings),
-                                 self.settings.leader, self.settings.shards, self.identity)
+        self.peers = self._make_peers()
         for ctl in self.controllers:
             if ctl.shard_key is not None:
                 ctl.shard(self.peers.owns)
         self.peers.listeners.append(self._handover)
         self.metrics.registry.register(metrics.ShardCollector(
             lambda: self.peers, lambda: self.controllers))
+
+    def _make_peers(self) -> peers.Peers:
+        """This replica's shard membership, on a hub client of its own (its Lease writes
+        answer to their own permit, as the elector's)."""
+        return peers.Peers(self._own_client(self._hub_client().settings),
+                           self.settings.leader, self.settings.shards, self.identity)
 
     def _handover(self) -> None:
         """The keys this replica owns may have changed: queue the parked ones it owns now
