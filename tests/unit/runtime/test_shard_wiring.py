@@ -37,5 +37,6 @@ def test_a_template_and_its_binding_are_one_key() -> None:
 
 
 def test_cluster_wide_duties_are_not_sharded() -> None:
-    assert set(setup.SHARD_KEYS) == {"propagation", "cleanup", "applications", "reconfigure"}
-    assert "cluster-health" not in setup.SHARD_KEYS and "membership" in setup.EVERY_REPLICA
+    keys = setup.shard_keys()
+    assert set(keys) == {"propagation", "cleanup", "applications", "reconfigure"}
+    assert "cluster-health" not in keys and setup.runs_on_every_replica("membership")
