@@ -591,8 +591,7 @@ class Manager:
             _, pending = await asyncio.wait(workers, timeout=max(deadline - time.monotonic(), 0))
             for task in pending:
                 log.warning("%s did not finish in time; cancelling", task.get_name())
-        if not lost:
-            await self._release(deadline)
+        await self._release(deadline, lost)
         if self.elector is not None:
             self.elector.fence.revoke("shutting down")
         if self.peers is not None and self.peers.revoked is None:
@@ -605,10 +604,12 @@ class Manager:
             await asyncio.wait_for(self.close(), max(deadline - time.monotonic(), 0.1))
         log.info("manager stopped")
 
-    async def _release(self, deadline: float) -> None:
-        """Clean shutdown: give the shard and the leadership up so others take over now."""
+    async def _release(self, deadline: float, lost: bool) -> None:
+        """Give the shard and the leadership up so others take over now. After a loss only
+        the shard (if its own permit still holds: ``Peers.release`` checks), since the
+        leadership may be someone else's; a lost shard is never released."""
         for release in (self.peers.release if self.peers else None,
-                        self.elector.release if self.elector else None):
+                        None if lost else self.elector.release if self.elector else None):
             if release is not None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(release(), max(deadline - time.monotonic(), 0.1))

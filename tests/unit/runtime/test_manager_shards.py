@@ -101,3 +101,26 @@ def test_two_replicas_split_the_keys_and_the_leader_runs_the_rest(
         await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 40)
 
     virtual.run(scenario())
+
+
+def test_a_deposed_leader_exits_and_gives_its_shard_up_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leadership lost: the process exits (LeadershipLost), and its shard, still validly
+    held, is released on the way so its keys move at the others' next round."""
+
+    async def scenario() -> None:
+        hub = Hub()
+        mgr, _ = sharded_manager(hub, monkeypatch, "r1", rival_leads=False)
+        running = asyncio.create_task(mgr.run())
+        await asyncio.sleep(20)
+        assert mgr.is_leader
+        election = hub.leases["federation-controller-manager"]
+        election["spec"]["holderIdentity"] = "rival"
+        hub.version += 1
+        election["metadata"]["resourceVersion"] = str(hub.version)
+        with pytest.raises(manager.LeadershipLost):
+            await asyncio.wait_for(running, 10)
+        assert hub.leases["federation-controller-manager-shard-0"]["spec"][
+            "holderIdentity"] == ""
+
+    virtual.run(scenario())
