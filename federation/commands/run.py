@@ -189,6 +189,15 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
         await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
+def _sharding(shards: int, work_bind_address: str) -> bool:
+    """Whether ``--shards`` asks for a leader (it always does: cluster-wide duties); refused
+    with a work server, which one replica's agents stream to."""
+    if shards and work_bind_address != "0":
+        _fail("--shards with --work-bind-address is not supported yet: a pull member's agent "
+              "streams to one replica, so the others could not write to it")
+    return bool(shards)
+
+
 def leader_settings(leader_elect: bool, namespace: str, name: str,
                     timings: dict[str, float | None]) -> leader.LeaderSettings:
     """The election's settings from the flags (None: the default); a timing given without
@@ -302,10 +311,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    if shards and work_bind_address != "0":
-        _fail("--shards with --work-bind-address is not supported yet: a pull member's agent "
-              "streams to one replica, so the others could not write to it")
-    leader_elect = leader_elect or bool(shards)
+    leader_elect = leader_elect or _sharding(shards, work_bind_address)
     try:
         election = leader_settings(leader_elect, leader_election_namespace, leader_election_id,
                                    {"lease_duration": leader_elect_lease_duration,

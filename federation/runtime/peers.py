@@ -286,7 +286,11 @@ class Peers:
         name, lease = self.shard, self._leases.get(self.shard or "")
         if self.revoked is not None or name is None or lease is None or \
                 self.clock() >= self.view.valid_until:
-            return  # lapsed: the shard may be someone else's by now
+            # Lapsed: the shard may be someone else's by now; it expires on its own.
+            log.info("%s: not releasing shard %s (%s)", self.identity, name,
+                     self.revoked or "not held" if name is None or self.revoked else
+                     f"{self.clock() - self.view.valid_until:.1f}s past its renew deadline")
+            return
         self.revoked = "released the shard"
         self.view = View(self.view.live, -math.inf)
         try:
