@@ -189,6 +189,15 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
         await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
+def _sharding(shards: int, work_bind_address: str) -> bool:
+    """Whether ``--shards`` asks for a leader (it always does: cluster-wide duties); refused
+    with a work server, which one replica's agents stream to."""
+    if shards and work_bind_address != "0":
+        _fail("--shards with --work-bind-address is not supported yet: a pull member's agent "
+              "streams to one replica, so the others could not write to it")
+    return bool(shards)
+
+
 def leader_settings(leader_elect: bool, namespace: str, name: str,
                     timings: dict[str, float | None]) -> leader.LeaderSettings:
     """The election's settings from the flags (None: the default); a timing given without
@@ -241,6 +250,11 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
                    "writing; less than the lease duration (default 10).")
 @click.option("--leader-elect-retry-period", type=float, default=None,
               help="Seconds between attempts to acquire or renew the Lease (default 2).")
+@click.option("--shards", type=click.IntRange(0, 16), default=0, show_default=True,
+              help="Active-active: divide templates, Applications, rollouts and clean-up "
+                   "among up to N replicas, each holding one shard Lease (implies "
+                   "--leader-elect: cluster-wide duties stay with the leader). Run N "
+                   "replicas; more stand by. 0: one replica does all (docs/runtime.md).")
 @click.option("--cache-sync-timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for each cluster's caches before starting controllers.")
 @click.option("--cleanup-wait", type=float, default=30.0, show_default=True,
@@ -289,7 +303,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
         leader_election_namespace: str, leader_election_id: str, cleanup_wait: float,
         leader_elect_lease_duration: int | None, leader_elect_renew_deadline: float | None,
-        leader_elect_retry_period: float | None, cache_sync_timeout: float,
+        leader_elect_retry_period: float | None, shards: int, cache_sync_timeout: float,
         allow_exec: tuple[str, ...], kube_api_qps: float | None, kube_api_burst: int | None,
         workers: int, propagation_deny: tuple[str, ...], app_local_cluster: str | None,
         definition_namespaces: str, work_bind_address: str, work_hosts: str,
@@ -297,6 +311,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
+    leader_elect = leader_elect or _sharding(shards, work_bind_address)
     try:
         election = leader_settings(leader_elect, leader_election_namespace, leader_election_id,
                                    {"lease_duration": leader_elect_lease_duration,
@@ -308,7 +323,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address, metrics_secure=metrics_secure,
         metrics_cert_dir=metrics_cert_dir, leader_elect=leader_elect, leader=election,
-        cache_sync_timeout=cache_sync_timeout)
+        cache_sync_timeout=cache_sync_timeout, shards=shards)
     from federation.hub import deny
 
     try:

@@ -25,7 +25,9 @@ Failures are sorted into kinds a caller can act on:
 election a :class:`Fence`, permission to write that is valid until a monotonic
 deadline which each successful renewal pushes forward (``renew +
 renew_deadline``). Permits compose (:class:`AllOf`), so a second kind of
-ownership (a shard of the keys) is one more permit, not another code path.
+ownership is one more permit, not another code path: with sharding
+(:class:`ShardedPermit`) a write made for a key (:data:`WRITING_FOR`) needs the key's
+shard, and one made for no key the leader's fence.
 Every mutating call (POST, PUT, PATCH, DELETE) consults the permit **as it is
 sent**, on every attempt, and raises instead of sending when it says no. The
 deadline is compared with a clock reading taken at that moment, never with a
@@ -83,6 +85,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import json
 import logging
@@ -192,6 +195,18 @@ class NotLeader(WriteRefused):
     """
 
 
+class NotShardOwner(WriteRefused):
+    """A write refused because this replica does not hold the shard of the key it is
+    made for (never held it, or its ownership ended): another replica owns that key."""
+
+
+WRITING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "federation_writing_for", default=None)
+"""The key (``namespace/name``) the current task writes for, set by a sharded controller
+around each reconcile; tasks started inside inherit it (asyncio copies the context), so a
+write carries its key's shard to :class:`ShardedPermit` wherever it is sent from."""
+
+
 class WritePermit(Protocol):
     """Permission to send writes: leadership (:class:`Fence`), and later shard ownership.
 
@@ -212,6 +227,29 @@ class AllOf:
     def check(self, cluster: str, method: str, path: str) -> None:
         for permit in self.permits:
             permit.check(cluster, method, path)
+
+
+class ShardedPermit:
+    """Shard ownership as a :class:`WritePermit`: a write made for a key (:data:`WRITING_FOR`)
+    needs that key's shard, one made for none (a cluster-wide duty) needs ``unkeyed`` (the
+    leader's :class:`Fence`).
+
+    ``holds(key)`` returns None when the key may be written now, or why not; it reads the
+    clock itself, like the fence, so a replica paused past its lease refuses on resume.
+    """
+
+    def __init__(self, holds: Callable[[str], str | None], unkeyed: WritePermit) -> None:
+        self.holds = holds
+        self.unkeyed = unkeyed
+
+    def check(self, cluster: str, method: str, path: str) -> None:
+        key = WRITING_FOR.get()
+        if key is None:
+            self.unkeyed.check(cluster, method, path)
+            return
+        why = self.holds(key)
+        if why is not None:
+            raise NotShardOwner(cluster, f"{method} {path} refused, not sent: {why}")
 
 
 class Fence:

@@ -53,7 +53,7 @@ import asyncio
 import dataclasses
 import logging
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from federation.contexts import client as kube
@@ -368,6 +368,45 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
                          settings.propagation.deny_list, settings.notification_egress)
     rollouts.install(mgr, dataclasses.replace(settings.reconfigure,
                                               egress=settings.reloader_egress))
+    shard(mgr.controllers)
+
+
+def template_key(request: Request) -> str:
+    """A template's shard key: its binding's ``namespace/name``, so the template and its
+    binding (clean-up) are the same key, owned by the same replica."""
+    kind = request.kind.partition(".")[0]
+    return f"{request.namespace}/{bindings.binding_name(request.name, kind)}"
+
+
+def object_key(request: Request) -> str:
+    """``namespace/name`` of the hub object a request is about (a binding, an
+    Application, a ReconfigurePolicy)."""
+    return f"{request.namespace}/{request.name}"
+
+
+def shard_keys() -> dict[str, Callable[[Request], str]]:
+    """The controllers whose work ``fedctl run --shards`` divides, and each one's key. The
+    rest are cluster-wide duties kept by the elected leader: cluster health and MemberCluster
+    status (one judge per cluster, or two replicas would flip its conditions), policy,
+    constraint and definition validation (cheap, and written on shared objects)."""
+    return {"propagation": template_key, "cleanup": object_key,
+            "applications": object_key, "reconfigure": object_key}
+
+
+def runs_on_every_replica(name: str) -> bool:
+    """Run on every replica when sharding: each replica must engage the clusters joined at
+    runtime to write to them (membership's events and status writes pass only on the
+    leader)."""
+    return name == "membership"
+
+
+def shard(controllers: Iterable[controller.Controller]) -> None:
+    """Mark which controllers are sharded (by what key) and which run on every replica;
+    nothing changes unless ``fedctl run --shards`` (the manager reads the marks)."""
+    keys = shard_keys()
+    for ctl in controllers:
+        ctl.shard_key = keys.get(ctl.name)
+        ctl.every_replica = runs_on_every_replica(ctl.name)
 
 
 def _validation(mgr: manager.Fleet, recorder: events.EventSink,

@@ -92,6 +92,10 @@ class Options:
     """Two: one leads, one waits with warm caches (a handover within the lease)."""
     election: leader.LeaderSettings = dataclasses.field(default_factory=leader.LeaderSettings)
     """Lease timings, ``fedctl run``'s defaults."""
+    shards: int = 0
+    """0: the replicas elect one leader that does everything. N: ``fedctl run --shards N``,
+    active-active (``config/overlays/sharded``: N replicas, N shards); without the pull
+    agents' work server, which ``--shards`` refuses (docs/runtime.md, "Sharding")."""
 
     @property
     def image_ref(self) -> str:
@@ -139,6 +143,9 @@ def work_hosts(options: Options) -> list[str]:
 
 def manager_args(options: Options) -> list[str]:
     s, e = options.rbac, options.election
+    sharding = [f"--shards={options.shards}"] if options.shards else \
+        [f"--work-bind-address=0.0.0.0:{WORK_PORT}",
+         f"--work-hosts={','.join(work_hosts(options))}"]
     return ["run",
             "--leader-elect",
             f"--leader-election-namespace={s.leader_election_namespace}",
@@ -149,8 +156,7 @@ def manager_args(options: Options) -> list[str]:
             f"--health-probe-bind-address=:{HEALTH_PORT}",
             f"--metrics-bind-address=:{METRICS_PORT}",
             "--metrics-secure",
-            f"--work-bind-address=0.0.0.0:{WORK_PORT}",
-            f"--work-hosts={','.join(work_hosts(options))}"]
+            *sharding]
 
 
 def probe(path: str, port: str, period: int, failures: int) -> JSON:
@@ -250,6 +256,15 @@ def services(options: Options) -> list[JSON]:
     ns = options.rbac.namespace
     return [service(METRICS_SERVICE, ns, METRICS_PORT, "metrics", "control-plane"),
             service(WORK_SERVICE, ns, WORK_PORT, "work", "control-plane")]
+
+
+def sharded_patch(options: Options) -> JSON:
+    """``config/overlays/sharded``'s patch of the Deployment: ``options.shards`` replicas,
+    each running ``--shards`` of that many (a strategic merge: ``args`` is replaced whole)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": options.rbac.namespace},
+            "spec": {"replicas": options.shards, "template": {"spec": {"containers": [
+                {"name": "manager", "args": manager_args(options)}]}}}}
 
 
 def disruption_budget(options: Options) -> JSON:

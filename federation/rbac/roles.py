@@ -259,9 +259,21 @@ def _fixed() -> dict[str, dict[str, list[JSON]]]:
     return document
 
 
+SHARD_LEASES = 16
+"""`fedctl run --shards` takes at most this many shard Leases (federation.runtime.peers)."""
+
+
+def shard_lease_names(election_id: str) -> tuple[str, ...]:
+    """The Leases of `fedctl run --shards`: one per shard, and the one keeping the seed."""
+    return (*(f"{election_id}-shard-{index}" for index in range(SHARD_LEASES)),
+            f"{election_id}-shard-seed")
+
+
 def fixed_rules(cluster: str, scope: str, settings: Settings) -> tuple[Rule, ...]:
     """The rules of ``rules.yaml`` for (hub|member, cluster|namespace|leaderElection)."""
-    values = {"crd_names": CRD_NAMES, "leader_election_id": (settings.leader_election_id,)}
+    values = {"crd_names": CRD_NAMES,
+              "leader_election_id": (settings.leader_election_id,
+                                     *shard_lease_names(settings.leader_election_id))}
     rules = []
     for entry in _fixed()[cluster][scope]:
         names = entry.get("resourceNames", ())

@@ -27,6 +27,14 @@ exception is a write refused by a write permit
 :class:`~federation.contexts.client.NotLeader`): this process may not make that
 write (it has lost leadership and is shutting down), so the key is not retried
 and no traceback is logged.
+
+**Sharding.** A controller whose :attr:`Controller.shard_key` is set is sharded: the
+manager gives it :attr:`Controller.owns` (does this replica hold the key's shard now?),
+its queue parks the requests of keys it does not own (and queues them when a handover
+brings them), a request whose key moved away while it waited is parked instead of
+reconciled, and each reconcile runs with
+:data:`~federation.contexts.client.WRITING_FOR` set to its key, so every write it makes,
+in whatever task, is checked against that key's shard as it is sent.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from federation.contexts.cache import Event
-from federation.contexts.client import ClusterUnavailable, Resource, WriteRefused
+from federation.contexts.client import WRITING_FOR, ClusterUnavailable, Resource, WriteRefused
 from federation.runtime import metrics, queue, reconcile
 
 log = logging.getLogger("federation.controller")
@@ -107,6 +115,27 @@ class Controller:
         self.metrics: metrics.Metrics | None = None
         self.reconciles = 0
         self.errors = 0
+        self.shard_key: Callable[[reconcile.Request], str] | None = None
+        """The key a request is sharded by (``namespace/name`` of the object it is about);
+        None: the controller is not sharded (a cluster-wide duty, run by the leader)."""
+        self.every_replica = False
+        """Not sharded, but run by every replica when sharding (membership: each replica
+        engages the clusters joined at runtime; its hub writes stay the leader's)."""
+        self.owns: Callable[[str], bool] | None = None
+        """Set by the manager when sharding: whether this replica owns a key now."""
+
+    def shard(self, owns: Callable[[str], bool]) -> None:
+        """Reconcile only the keys ``owns`` says are ours (the manager calls it)."""
+        key_of = self.shard_key
+        assert key_of is not None, f"{self.name} is not sharded"
+        self.owns = owns
+        self.queue.admit = lambda request: owns(key_of(request))
+
+    def keys_held(self) -> int:
+        """Distinct keys seen by this controller that this replica owns now."""
+        if self.owns is None or self.shard_key is None:
+            return 0
+        return len({k for k in map(self.shard_key, self.queue.known) if self.owns(k)})
 
     def watch(self, resource: Resource, *, clusters: ClusterScope = "members",
               map: Mapper | None = None, predicate: Predicate | None = None) -> Controller:
@@ -141,8 +170,13 @@ class Controller:
 
     async def _process(self, request: reconcile.Request,
                        priority: int = queue.DEFAULT_PRIORITY) -> None:
+        key = self.shard_key(request) if self.shard_key is not None else None
+        if key is not None and self.owns is not None and not self.owns(key):
+            self.queue.park(request)  # moved to another shard while it waited
+            return
         started = time.monotonic()
         outcome = "success"
+        token = WRITING_FOR.set(key)
         try:
             result = await self.reconcile_func(request)
         except Exception as exc:
@@ -165,6 +199,7 @@ class Controller:
                 outcome = "requeue_after"
                 self.queue.add_after(request, result.requeue_after, priority)
         finally:
+            WRITING_FOR.reset(token)
             self.reconciles += 1
             if self.metrics is not None:
                 seconds = time.monotonic() - started

@@ -124,7 +124,7 @@ class LeaseWrites:
         raise NotLeader(cluster, f"{method} {path} refused, not sent: {why}")
 
 
-def _now() -> str:
+def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -240,7 +240,7 @@ class LeaderElector:
 
     async def _write(self, lease: JSON | None) -> bool:
         s = self.settings
-        now = _now()
+        now = now_rfc3339()
         spec: dict[str, Any] = {"holderIdentity": self.identity,
                                 "leaseDurationSeconds": int(s.lease_duration),
                                 "renewTime": now}
@@ -279,7 +279,7 @@ class LeaderElector:
         """Clear the holder (within the renew deadline, as any write of ours)."""
         for _ in range(2):
             spec = {**(lease.get("spec") or {}), "holderIdentity": "",
-                    "leaseDurationSeconds": 1, "renewTime": _now()}
+                    "leaseDurationSeconds": 1, "renewTime": now_rfc3339()}
             try:
                 await self.client.replace(LEASES, {**lease, "spec": spec})
                 log.info("%s: released the lease", self.identity)

@@ -68,7 +68,7 @@ from federation.contexts.cache import CachedResource
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiCluster, MultiClusterClient
-from federation.runtime import auth, leader, metrics, watchdog
+from federation.runtime import auth, leader, metrics, peers, watchdog
 from federation.runtime import controller as controllers
 
 log = logging.getLogger("federation.manager")
@@ -123,6 +123,16 @@ class ManagerSettings:
     default), inside Kubernetes' 30 s termination grace period."""
     field_manager: str = "federation"
     """The server-side apply field manager of every write this manager makes."""
+    shards: int = 0
+    """0: one replica does everything (the leader, with ``leader_elect``). N > 0: the
+    sharded controllers' keys are divided among up to N replicas holding shard Leases
+    (:mod:`federation.runtime.peers`); cluster-wide duties stay with the elected leader,
+    so it needs ``leader_elect``."""
+
+    def __post_init__(self) -> None:
+        if self.shards and not self.leader_elect:
+            raise ValueError("shards need leader election: cluster-wide duties (membership "
+                             "status, cluster health, policy validation) stay with one leader")
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -202,8 +212,12 @@ class Manager:
                                                "hub-synced": self._hub_synced,
                                                "hub-available": self._hub_available}
         self.elector: leader.LeaderElector | None = None
-        self.fence: kube.Fence | None = None
-        """Set once leader election starts: every cluster client consults it before writing."""
+        self.fence: kube.WritePermit | None = None
+        """Set once leader election starts: every cluster client consults it before writing
+        (the leader's fence; with shards, a :class:`~federation.contexts.client.ShardedPermit`
+        over it)."""
+        self.peers: peers.Peers | None = None
+        """This replica's shard, when sharding (set as the manager starts)."""
         self.reviewer: auth.Reviewer | None = None
         self.caches_started = False
         self.started = asyncio.Event()
@@ -450,6 +464,8 @@ class Manager:
         lost = False
         try:
             self._spawn(self.watchdog.run(), "event-loop watchdog")
+            if self.settings.shards:
+                self._prepare_shards()
             await self._serve("health", self.settings.health_probe_bind_address,
                               [("/healthz", self._healthz), ("/readyz", self._readyz)])
             await self._serve_metrics()
@@ -460,7 +476,8 @@ class Manager:
             self.caches_started = True
             self.started.set()
             if not self._stop.is_set():
-                lost = await self._lead_and_run()
+                lost = await (self._share_and_run() if self.peers is not None
+                              else self._lead_and_run())
         finally:
             await self._shutdown(lost)
         if lost:
@@ -471,6 +488,60 @@ class Manager:
         permit (the renew deadline), not to the controllers' fence."""
         lease_client = self._own_client(self._hub_client().settings)
         return leader.LeaderElector(lease_client, self.settings.leader, self.identity)
+
+    def _prepare_shards(self) -> None:
+        """Before any informer starts: sharded queues park what this replica does not own
+        (nothing yet), and a handover queues what it gains."""
+        self.peers = self._make_peers()
+        for ctl in self.controllers:
+            if ctl.shard_key is not None:
+                ctl.shard(self.peers.owns)
+        self.peers.listeners.append(self._handover)
+        self.metrics.registry.register(metrics.ShardCollector(
+            lambda: self.peers, lambda: self.controllers))
+
+    def _make_peers(self) -> peers.Peers:
+        """This replica's shard membership, on a hub client of its own (its Lease writes
+        answer to their own permit, as the elector's)."""
+        return peers.Peers(self._own_client(self._hub_client().settings),
+                           self.settings.leader, self.settings.shards, self.identity)
+
+    def _handover(self) -> None:
+        """The keys this replica owns may have changed: queue the parked ones it owns now
+        (those it lost are parked as workers reach them)."""
+        for ctl in self.controllers:
+            if ctl.owns is not None:
+                ctl.queue.unpark()
+
+    def _runs_everywhere(self, ctl: controllers.Controller) -> bool:
+        return ctl.shard_key is not None or ctl.every_replica
+
+    async def _share_and_run(self) -> bool:
+        """Sharded: hold a shard and run the sharded controllers (and the runnables, which
+        serve them) on every replica at once; the rest once elected. True if either the
+        shard or the leadership was lost."""
+        assert self.peers is not None
+        self.elector = self._make_elector()
+        self.fence = kube.ShardedPermit(self.peers.holds, self.elector.fence)
+        for cluster in self.clusters.clusters.values():
+            self._adopt(cluster)
+        shard = self._spawn(self.peers.run(), "shard membership")
+        election = self._spawn(self.elector.run(), "leader election")
+        for ctl in filter(self._runs_everywhere, self.controllers):
+            self._spawn(ctl.run(), f"controller {ctl.name}")
+        for name, runnable in self.runnables:
+            self._spawn(runnable(), name)
+        ending = (self._stop, self.peers.lost, self.elector.lost, shard, election)
+        await _first(self.elector.elected, *ending)
+        if self.elector.elected.is_set() and not self.elector.lost.is_set():
+            self.metrics.leader.inc()
+            for ctl in self.controllers:
+                if not self._runs_everywhere(ctl):
+                    self._spawn(ctl.run(), f"controller {ctl.name}")
+            await _first(*ending)
+        for task in (shard, election):
+            _report_crash(task)
+        return not self._stop.is_set()
 
     async def _lead_and_run(self) -> bool:
         """Run controllers (after winning the election, if enabled); True if leadership was lost."""
@@ -520,12 +591,11 @@ class Manager:
             _, pending = await asyncio.wait(workers, timeout=max(deadline - time.monotonic(), 0))
             for task in pending:
                 log.warning("%s did not finish in time; cancelling", task.get_name())
-        if self.elector is not None and not lost:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.elector.release(),
-                                       max(deadline - time.monotonic(), 0.1))
-        if self.fence is not None:
-            self.fence.revoke("shutting down")
+        await self._release(deadline, lost)
+        if self.elector is not None:
+            self.elector.fence.revoke("shutting down")
+        if self.peers is not None and self.peers.revoked is None:
+            self.peers.revoked = "shutting down"
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -533,6 +603,16 @@ class Manager:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.close(), max(deadline - time.monotonic(), 0.1))
         log.info("manager stopped")
+
+    async def _release(self, deadline: float, lost: bool) -> None:
+        """Give the shard and the leadership up so others take over now. After a loss only
+        the shard (if its own permit still holds: ``Peers.release`` checks), since the
+        leadership may be someone else's; a lost shard is never released."""
+        for release in (self.peers.release if self.peers else None,
+                        None if lost else self.elector.release if self.elector else None):
+            if release is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(release(), max(deadline - time.monotonic(), 0.1))
 
     async def close(self) -> None:
         """Close servers, caches and every connection; safe to call more than once, and on

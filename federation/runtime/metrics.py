@@ -21,6 +21,7 @@ from federation.contexts import cache, clusters
 
 if TYPE_CHECKING:
     from federation.runtime.controller import Controller
+    from federation.runtime.peers import Peers
 
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -164,3 +165,37 @@ class StateCollector(Collector):
 def _resource_label(informer: cache.CachedResource) -> str:
     group = informer.resource.group
     return f"{informer.resource.plural}.{group}" if group else informer.resource.plural
+
+
+class ShardCollector(Collector):
+    """With shards: this replica's shard, the live shards, keys held per sharded controller
+    and handovers (reconciles per replica are ``federation_reconcile_total``)."""
+
+    def __init__(self, peers: Callable[[], Peers | None],
+                 controllers: Callable[[], list[Controller]]) -> None:
+        self.peers = peers
+        self.controllers = controllers
+
+    def collect(self) -> Iterator[Metric]:
+        peers = self.peers()
+        if peers is None:
+            return
+        held = GaugeMetricFamily("federation_shard_keys_held",
+                                 "Keys seen by a sharded controller that this replica owns now.",
+                                 labels=["controller"])
+        for controller in self.controllers():
+            if controller.owns is not None:
+                held.add_metric([controller.name], float(controller.keys_held()))
+        shard = GaugeMetricFamily("federation_shard_held",
+                                  "1 for the shard this replica holds (none: a standby).",
+                                  labels=["shard"])
+        if peers.shard is not None:
+            shard.add_metric([peers.shard], 1.0)
+        live = GaugeMetricFamily("federation_shard_live", "Shards alive by this replica's "
+                                 "last reading of the hub.")
+        live.add_metric([], float(len(peers.view.live)))
+        handovers = CounterMetricFamily("federation_shard_handovers",
+                                        "Changes of the live shards (or of this replica's "
+                                        "claim) that moved keys to or from it.")
+        handovers.add_metric([], float(peers.handovers))
+        yield from (held, shard, live, handovers)

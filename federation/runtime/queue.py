@@ -35,6 +35,10 @@ priorities of controller-runtime's ``priorityqueue``:
   the retry rate when many keys fail together. :meth:`WorkQueue.forget` (after
   a success) resets the key's backoff. Retries and requeues keep the priority
   the key was handed out with (:meth:`WorkQueue.get_with_priority`).
+- With an :attr:`WorkQueue.admit` test (a sharded controller: does this replica own
+  the key's shard now?) a key it refuses is **parked**, not queued, and every key
+  added is remembered in :attr:`WorkQueue.known`. :meth:`WorkQueue.unpark` queues the
+  parked keys admitted now, at :data:`LOW_PRIORITY` (a handover is a backlog, not news).
 """
 
 from __future__ import annotations
@@ -128,6 +132,11 @@ class WorkQueue(Generic[K]):
         self._shutting_down = False
         self.adds = 0
         self.retries = 0
+        self.admit: Callable[[K], bool] | None = None
+        """When set, a key it refuses is parked instead of queued (see the module doc)."""
+        self.parked: set[K] = set()
+        self.known: set[K] = set()
+        """Every key added since :attr:`admit` was set (the keys a replica may come to own)."""
 
     def __len__(self) -> int:
         """Keys waiting for a worker (the queue depth)."""
@@ -149,6 +158,12 @@ class WorkQueue(Generic[K]):
     def add(self, key: K, priority: int = DEFAULT_PRIORITY) -> None:
         if self._shutting_down:
             return
+        if self.admit is not None:
+            self.known.add(key)
+            if not self.admit(key):
+                self.parked.add(key)
+                return
+            self.parked.discard(key)
         current = self._dirty.get(key)
         if current is not None and current >= priority:
             return
@@ -207,6 +222,18 @@ class WorkQueue(Generic[K]):
     def _fire(self, key: K) -> None:
         _, _, priority = self._timers.pop(key)
         self.add(key, priority)
+
+    def park(self, key: K) -> None:
+        """Keep ``key`` for later: it was handed out but is no longer admitted."""
+        self.parked.add(key)
+
+    def unpark(self) -> int:
+        """Queue every parked key admitted now (low priority); how many there were."""
+        ready = [key for key in self.parked if self.admit is None or self.admit(key)]
+        for key in ready:
+            self.parked.discard(key)
+            self.add(key, LOW_PRIORITY)
+        return len(ready)
 
     def add_rate_limited(self, key: K, priority: int = DEFAULT_PRIORITY) -> None:
         self.retries += 1
