@@ -247,6 +247,11 @@ class Behaviour:
     reported_differences: Mapping[str, Any] | None = None
     """``applyStrategy.type: ReportDiff``: per cluster, the paths where the member's object
     differs from the copy we would write (nothing is written)."""
+    eviction_tasks: tuple[Mapping[str, Any], ...] = ()
+    """Karmada's ``gracefulEvictionTasks``: clusters a failover evicted the template from,
+    read and checked by :mod:`federation.hub.eviction_tasks`."""
+    unhealthy_since: Mapping[str, Any] | None = None
+    """Application failover: per cluster, when its copy was first seen unhealthy."""
 
     @classmethod
     def from_obj(cls, fields: Mapping[str, Any]) -> Behaviour:
@@ -260,19 +265,22 @@ class Behaviour:
                    _object(get("suspension"), "spec.suspension"),
                    _each(get("configHeld"), "spec.configHeld", _held),
                    _optional_string(get("whenUnclaimed"), "spec.whenUnclaimed"),
-                   _object(get("reportedDifferences"), "spec.reportedDifferences"))
+                   _object(get("reportedDifferences"), "spec.reportedDifferences"),
+                   _each(get("gracefulEvictionTasks"), "spec.gracefulEvictionTasks", _mapping),
+                   _object(get("unhealthySince"), "spec.unhealthySince"))
 
     def to_obj(self) -> JSON:
         values = (list(self.dependencies), list(self.awaited_dependencies),
                   self.preserve_resources_on_deletion, self.activation, self.suspension,
-                  list(self.config_held), self.when_unclaimed, self.reported_differences)
+                  list(self.config_held), self.when_unclaimed, self.reported_differences,
+                  list(self.eviction_tasks), self.unhealthy_since)
         return {key: value for key, value in zip(BEHAVIOUR_KEYS, values, strict=True)
                 if value not in (None, False, [], {})}
 
 
 BEHAVIOUR_KEYS = ("dependencies", "awaitedDependencies", "preserveResourcesOnDeletion",
                   "activation", "suspension", "configHeld", "whenUnclaimed",
-                  "reportedDifferences")
+                  "reportedDifferences", "gracefulEvictionTasks", "unhealthySince")
 """The spec keys of :class:`Behaviour`, in the order they are written."""
 
 
@@ -559,13 +567,18 @@ def summary(decision: decision_.Decision) -> str:
 
 
 def aggregated(copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
-               unreachable: Mapping[str, str]) -> tuple[CopyState, ...]:
-    """Per cluster: the copy applied or the error, its health, the member's status."""
+               unreachable: Mapping[str, str], before: Sequence[CopyState] = ()
+               ) -> tuple[CopyState, ...]:
+    """Per cluster: the copy applied or the error, its health, the member's status. An
+    unreachable cluster keeps the status last observed there (``before``): state
+    preservation reads it when a cluster failover evicts the copy."""
+    last = {entry.cluster: entry.status for entry in before}
     entries = []
     for cluster in sorted(set(copies) | set(failed) | set(unreachable)):
         copy = copies.get(cluster)
         error = failed.get(cluster) or unreachable.get(cluster)
-        state = copy.get("status") if copy is not None else None
+        state = copy.get("status") if copy is not None else \
+            last.get(cluster) if cluster in unreachable else None
         entries.append(CopyState(
             cluster, applied=error is None and copy is not None,
             health=status.health(copy) if error is None else "Unknown",

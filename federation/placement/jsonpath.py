@@ -56,6 +56,12 @@ def problem(path: str) -> str | None:
     return None
 
 
+def _has(value: Any, step: str | int) -> bool:
+    if isinstance(step, int):
+        return isinstance(value, Sequence) and not isinstance(value, str) and step < len(value)
+    return isinstance(value, Mapping) and step in value
+
+
 def evaluate(path: str, status: Any) -> str:
     """The value at ``path`` in ``status``, printed as kubectl prints it (strings as they
     are, other scalars and objects as JSON). Raises :class:`PathError` when it is missing."""
@@ -64,13 +70,9 @@ def evaluate(path: str, status: Any) -> str:
         raise PathError(problem(path) or "unsupported path")
     value = status
     for step in found:
-        if isinstance(step, int) and isinstance(value, Sequence) and \
-                not isinstance(value, str) and step < len(value):
-            value = value[step]
-        elif isinstance(step, str) and isinstance(value, Mapping) and step in value:
-            value = value[step]
-        else:
+        if not _has(value, step):
             raise PathError(f"{step} is not found")
+        value = value[step]
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -33,12 +33,14 @@ from federation.controllers.kit.chain import Problem
 from federation.controllers.kit.kinds import Kinds
 from federation.controllers.propagation import (
     activation,
+    application_failover,
     capacity,
     copies,
     dependencies,
     dependent_overrides,
     disruption,
     eviction,
+    eviction_tasks,
     failover,
     finalise,
     interpret,
@@ -78,9 +80,11 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     load_clusters.load_clusters,      # the ClusterSet as placement input
     capacity.estimate_capacity,       # availableReplicas from resource summaries
     failover.apply_failover,          # ready / held / evicted, per policy
+    application_failover.apply_application_failover,  # unhealthy copies; eviction tasks
     interpret.interpret_replicas,     # a customization's InterpretReplica, if any
     schedule.schedule,                # the placement engine, off the loop, on a budget
     render.render,                    # per-cluster manifests, overrides, identity
+    eviction_tasks.inject_preserved_state,  # statePreservation labels on the new copy
     rollouts.stamp_restarts,          # governed workloads: restartVersion per cluster
     dependencies.plan_dependencies,   # Namespace and CRD first
     copies.plan_copies,               # create / update / nothing; conflicts
@@ -88,6 +92,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     rollouts.hold_config,             # governed config: no update until released there
     removals.plan_removals,           # copies on clusters no longer chosen
     eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
+    eviction_tasks.plan_eviction_tasks,  # tasks assessed; Gracefully/Never keep old copies
     suspension.apply_suspension,      # suspended clusters: no create or update
     report_only.report_only,          # applyStrategy ReportDiff: differences, no writes
 )
@@ -229,7 +234,9 @@ class Reconciler:
             orphan=bindings.orphaned(build.template), policy=build.policy_ref,
             groups=groups, behaviour=record.behaviour(build),
             decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
-            aggregated=bindings.aggregated(copies_now, failed, build.unreachable))
+            aggregated=bindings.aggregated(copies_now, failed, build.unreachable,
+                                           build.own_record.aggregated
+                                           if build.own_record is not None else ()))
         writes = self._legacy_marks(build.template)
         record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
                            build.binding)
