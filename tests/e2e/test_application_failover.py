@@ -1,18 +1,21 @@
 """Application failover and state preservation on the local fleet (Karmada's semantics).
 
-A Deployment placed on member1 (``clusterAffinities``: member1 first, member2 as the
-fallback) is made unhealthy in member1 alone: the simulator is told so by the
-``federation.io/simulate-unhealthy`` annotation on member1's copy, and member1 itself stays
+A Deployment of 2 replicas Aggregated over two members runs in one of them (``old``); its
+copy there is made unhealthy alone: the simulator is told so by the
+``federation.io/simulate-unhealthy`` annotation on that copy, and the member itself stays
 Ready. Then, per ``purgeMode``:
 
 - ``Gracefully``: after ``tolerationSeconds`` the binding records a graceful-eviction task
-  and the workload moves to member2; member1's copy stays until member2's is healthy;
-- ``Never``: the workload is placed on member2 too, and member1's copy is never deleted
-  (the task's ``suppressDeletion``), until a user clears it.
+  and the workload moves to the other member (``new``); the old copy stays until the new
+  one is healthy;
+- ``Never``: the workload is placed on the other member, and the old copy is never
+  deleted (the task's ``suppressDeletion``), until a user clears it.
 
-And cluster failover with ``statePreservation``: member2 frozen past its toleration, the
-new copy in member3 is created with the label whose value was read from member2's copy's
-last observed status; the label goes when the task ends (the new copy healthy).
+And cluster failover with ``statePreservation``: the member running it frozen past its
+toleration, the copy created in the other member carries the label whose value was read
+from the frozen copy's last observed status; the label goes when the task ends (the new
+copy healthy). Aggregated is sticky, so the workload stays where it moved once the task
+ends (Karmada does not re-schedule then either).
 """
 
 from __future__ import annotations
@@ -58,16 +61,18 @@ def deployment(namespace: str) -> dict[str, Any]:
                                                            "image": "registry.local/app:1"}]}}}}
 
 
-def policy(namespace: str, first: str, then: str, **spec: Any) -> dict[str, Any]:
+def policy(namespace: str, members: tuple[str, str],
+           tolerations: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": POLICY_API, "kind": "PropagationPolicy",
             "metadata": {"name": "web", "namespace": namespace},
             "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
                                             "name": "web"}],
                      "propagateDeps": True,
-                     "placement": {"clusterAffinities": [
-                         {"affinityName": "primary", "clusterNames": [first]},
-                         {"affinityName": "backup", "clusterNames": [then]}],
-                         "replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
+                     "placement": {"clusterAffinity": {"clusterNames": list(members)},
+                                   "clusterTolerations": tolerations or [],
+                                   "replicaScheduling": {
+                                       "replicaSchedulingType": "Divided",
+                                       "replicaDivisionPreference": "Aggregated"}},
                      **spec}}
 
 
@@ -99,11 +104,15 @@ def ready(fleet: TestFleet, member: str, namespace: str) -> int | None:
     return None if copy is None else int((copy.get("status") or {}).get("readyReplicas") or 0)
 
 
-def place_on_member1(fleet: TestFleet, ns: str, purge_mode: str) -> None:
-    apply(fleet, "hub", deployment(ns),
-          policy(ns, "member1", "member2", failover=application(purge_mode)))
-    wait_for(lambda: ready(fleet, "member1", ns) == 2, timeout=60, what="2 ready in member1")
-    assert set(decision(fleet, ns)) == {"member1"}
+def placed(fleet: TestFleet, ns: str, members: tuple[str, str],
+           tolerations: list[dict[str, Any]] | None = None, **spec: Any) -> tuple[str, str]:
+    """Apply the workload and its policy; (the member it runs in, the other one)."""
+    apply(fleet, "hub", deployment(ns), policy(ns, members, tolerations, **spec))
+    chosen = wait_for(lambda: (d := {c for c, r in decision(fleet, ns).items() if r})
+                      and len(d) == 1 and d, timeout=60, what="placed on one member")
+    [old] = chosen
+    wait_for(lambda: ready(fleet, old, ns) == 2, timeout=60, what=f"2 ready in {old}")
+    return old, next(m for m in members if m != old)
 
 
 def make_unhealthy(fleet: TestFleet, member: str, ns: str) -> float:
@@ -121,40 +130,42 @@ def member_ready(fleet: TestFleet, name: str) -> bool:
 
 def test_gracefully_moves_and_keeps_the_old_copy_until_the_new_is_healthy(
         fleet: TestFleet, ns: str) -> None:
-    place_on_member1(fleet, ns, "Gracefully")
-    started = make_unhealthy(fleet, "member1", ns)
-    wait_for(lambda: set(decision(fleet, ns)) == {"member2"}, timeout=TOLERATION + 30,
-             interval=0.3, what="moved to member2")
+    old, new = placed(fleet, ns, ("member1", "member2"), failover=application("Gracefully"))
+    started = make_unhealthy(fleet, old, ns)
+    wait_for(lambda: set(decision(fleet, ns)) == {new}, timeout=TOLERATION + 30,
+             interval=0.3, what=f"moved to {new}")
     moved = time.monotonic() - started
     assert moved >= TOLERATION - 1, f"moved {moved:.1f}s after turning unhealthy"
-    [task] = tasks(fleet, ns)
-    assert (task["fromCluster"], task["purgeMode"], task["reason"],
-            task["gracePeriodSeconds"]) == ("member1", "Gracefully", "ApplicationFailure", 600)
-    assert member_ready(fleet, "member1"), "member1 itself must stay Ready"
-    # member1's copy is deleted only once member2's is healthy: the first look that finds
-    # it gone finds member2's copy ready.
+    found = tasks(fleet, ns)
+    assert [(t["fromCluster"], t["purgeMode"], t["reason"], t["gracePeriodSeconds"])
+            for t in found] in ([], [(old, "Gracefully", "ApplicationFailure", 600)])
+    assert member_ready(fleet, old), f"{old} itself must stay Ready"
+    # The old copy is deleted only once the new one is healthy: the first look that
+    # finds it gone finds the new copy ready.
     while True:
-        old, new = ready(fleet, "member1", ns), ready(fleet, "member2", ns)
-        if old is None:
-            assert new == 2, "member1's copy went before member2's was healthy"
+        before, after = ready(fleet, old, ns), ready(fleet, new, ns)
+        if before is None:
+            assert after == 2, f"{old}'s copy went before {new}'s was healthy"
             break
-        assert time.monotonic() - started < 90, "member1's copy was never deleted"
+        assert time.monotonic() - started < 90, f"{old}'s copy was never deleted"
         time.sleep(0.2)
     wait_for(lambda: not tasks(fleet, ns), timeout=30, what="the task ended")
-    print(f"\nmeasured: unhealthy in member1 -> moved to member2 in {moved:.1f}s "
+    time.sleep(2)  # sticky: nothing moves back once the task has ended
+    assert set(decision(fleet, ns)) == {new}
+    print(f"\nmeasured: unhealthy in {old} -> moved to {new} in {moved:.1f}s "
           f"(tolerationSeconds {TOLERATION})")
 
 
 def test_never_keeps_the_old_copy(fleet: TestFleet, ns: str) -> None:
-    place_on_member1(fleet, ns, "Never")
-    make_unhealthy(fleet, "member1", ns)
-    wait_for(lambda: ready(fleet, "member2", ns) == 2, timeout=TOLERATION + 30,
-             what="placed on member2 as well")
+    old, new = placed(fleet, ns, ("member1", "member2"), failover=application("Never"))
+    make_unhealthy(fleet, old, ns)
+    wait_for(lambda: ready(fleet, new, ns) == 2, timeout=TOLERATION + 30,
+             what=f"placed on {new}")
     [task] = tasks(fleet, ns)
     assert (task["fromCluster"], task["purgeMode"], task["suppressDeletion"]) == \
-        ("member1", "Never", True)
+        (old, "Never", True)
     time.sleep(3)  # the new copy is healthy: a task that could end would have ended
-    assert ready(fleet, "member1", ns) == 0, "member1's copy was evicted under Never"
+    assert ready(fleet, old, ns) == 0, f"{old}'s copy was evicted under Never"
     assert tasks(fleet, ns) == [task]
     # Karmada's way out: a user confirms by clearing suppressDeletion.
     fleet.kubectl("hub", "patch", "resourcebindings.work.federation.io", "web-deployment",
@@ -162,8 +173,8 @@ def test_never_keeps_the_old_copy(fleet: TestFleet, ns: str) -> None:
                       {"op": "replace", "path": "/spec/gracefulEvictionTasks/0/suppressDeletion",
                        "value": False}]))
     fleet.kubectl("hub", "annotate", "deployment", "web", "-n", ns, "touch=1")
-    wait_for(lambda: ready(fleet, "member1", ns) is None, timeout=30,
-             what="member1's copy deleted once confirmed")
+    wait_for(lambda: ready(fleet, old, ns) is None, timeout=30,
+             what=f"{old}'s copy deleted once confirmed")
 
 
 @contextlib.contextmanager
@@ -191,33 +202,31 @@ def watching(fleet: TestFleet, member: str, ns: str) -> Iterator[list[dict[str, 
 
 
 def test_cluster_failover_carries_preserved_state(fleet: TestFleet, ns: str) -> None:
-    """member2 frozen past the toleration: the copy created in member3 carries the label
-    read from member2's copy's last observed status; it goes when the task ends."""
+    """The member running it frozen past the toleration: the copy created in the other
+    carries the label read from the frozen copy's last observed status; it goes when the
+    task ends."""
     preserve = {"cluster": {"purgeMode": "Directly", "statePreservation": {"rules": [
         {"aliasLabelName": JOB_LABEL, "jsonPath": "{ .readyReplicas }"}]}}}
-    spec = policy(ns, "member2", "member3", failover=preserve)
-    spec["spec"]["placement"]["clusterTolerations"] = [
-        {"key": NOT_READY, "operator": "Exists", "effect": "NoExecute",
-         "tolerationSeconds": TOLERATION}]
-    apply(fleet, "hub", deployment(ns), spec)
-    wait_for(lambda: ready(fleet, "member2", ns) == 2, timeout=60, what="2 ready in member2")
-    wait_for(lambda: any(e.get("cluster") == "member2" and
+    tolerate = [{"key": NOT_READY, "operator": "Exists", "effect": "NoExecute",
+                 "tolerationSeconds": TOLERATION}]
+    old, new = placed(fleet, ns, ("member2", "member3"), tolerate, failover=preserve)
+    wait_for(lambda: any(e.get("cluster") == old and
                          (e.get("status") or {}).get("readyReplicas") == 2
                          for e in binding(fleet, ns)["status"].get("aggregatedStatus") or []),
-             timeout=30, what="member2's status recorded on the binding")
-    with watching(fleet, "member3", ns) as seen:
-        fleet.freeze("member2")
+             timeout=30, what=f"{old}'s status recorded on the binding")
+    with watching(fleet, new, ns) as seen:
+        fleet.freeze(old)
         try:
-            wait_for(lambda: ready(fleet, "member3", ns) == 2, timeout=TOLERATION + 60,
-                     interval=0.5, what="moved to member3")
+            wait_for(lambda: ready(fleet, new, ns) == 2, timeout=TOLERATION + 60,
+                     interval=0.5, what=f"moved to {new}")
             wait_for(lambda: not tasks(fleet, ns), timeout=60, what="the task ended")
             wait_for(lambda: JOB_LABEL not in (get_json(
-                fleet, "member3", "deployment", "web", "-n", ns)["metadata"].get("labels")
+                fleet, new, "deployment", "web", "-n", ns)["metadata"].get("labels")
                 or {}), timeout=30, what="the preserved label removed")
         finally:
-            fleet.thaw("member2")
+            fleet.thaw(old)
     labelled = [obj["metadata"].get("labels", {}).get(JOB_LABEL) for obj in seen
                 if obj.get("metadata", {}).get("name") == "web"]
-    assert "2" in labelled, f"no version of member3's copy carried {JOB_LABEL}: {labelled}"
-    assert labelled[0] == "2", "the new copy was created without the preserved label"
-    wait_for(lambda: member_ready(fleet, "member2"), timeout=60, what="member2 Ready again")
+    assert labelled and labelled[0] == "2", \
+        f"{new}'s copy was not created with {JOB_LABEL}=2: {labelled}"
+    wait_for(lambda: member_ready(fleet, old), timeout=60, what=f"{old} Ready again")
