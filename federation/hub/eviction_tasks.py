@@ -178,14 +178,16 @@ def evicting(tasks: Iterable[Task]) -> set[str]:
 # -- application failover: when a copy has been unhealthy long enough ---------------------
 
 
-def observe(since: Mapping[str, float], unhealthy: Iterable[str], judged: Iterable[str],
+def observe(since: Mapping[str, float], unhealthy: Iterable[str], fine: Iterable[str],
             now: float) -> dict[str, float]:
     """The first-seen-unhealthy moments after this look: unhealthy copies keep theirs (or
-    start now); every other cluster judged (healthy, unknown, gone) forgets its own."""
-    unhealthy = set(unhealthy)
-    kept = {c: t for c, t in since.items() if c in unhealthy}
-    kept.update({c: now for c in unhealthy if c not in kept})
-    return {c: t for c, t in kept.items() if c in set(judged) | unhealthy}
+    start now), ``fine`` ones (healthy, of unknown health, gone, or on a cluster that is
+    not ready) forget theirs, and a copy that could not be read keeps its own."""
+    fine = set(fine)
+    kept = {c: t for c, t in since.items() if c not in fine}
+    for cluster in unhealthy:
+        kept.setdefault(cluster, now)
+    return kept
 
 
 def due(since: Mapping[str, float], tolerate: int, now: float

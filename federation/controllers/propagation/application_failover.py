@@ -60,8 +60,9 @@ async def apply_application_failover(ctx: TransformContext, build: Build) -> Ver
     failover = build.policy.spec.failover
     application = failover.application if failover is not None else None
     if application is not None:
-        judged, unhealthy, copies = await look(ctx, build, tasks_.evicting(tasks))
-        since = tasks_.observe(recorded_since(build), unhealthy, judged, now)
+        fine, unhealthy, copies = await look(ctx, build, tasks_.evicting(tasks))
+        since = {c: t for c, t in tasks_.observe(recorded_since(build), unhealthy, fine,
+                                                 now).items() if c in build.previous}
         tolerate = application.decision_conditions.toleration_seconds
         evict, next_at = tasks_.due(since, tolerate, now)
         for cluster in evict:
@@ -92,14 +93,16 @@ def evict_unhealthy(build: Build, application: policy_.ApplicationFailoverBehavi
 
 async def look(ctx: TransformContext, build: Build, evicting: set[str]
                ) -> tuple[list[str], list[str], dict[str, ReadOnly | None]]:
-    """The clusters of the last decision whose copy could be judged, those unhealthy, and
-    the copies read."""
-    judged, unhealthy = [], []
+    """Over the clusters of the last decision: those whose clock stops (a copy healthy, of
+    unknown health or gone; a cluster not ready), those whose copy is unhealthy, and the
+    copies read. A copy that cannot be read is in neither."""
+    fine: list[str] = []
+    unhealthy: list[str] = []
     copies: dict[str, ReadOnly | None] = {}
-    for cluster in sorted(build.previous):
+    for cluster in sorted(set(build.previous) - evicting):
         judgement = build.failover.judgements.get(cluster)
-        if cluster in evicting or judgement is None or \
-                judgement.state is not rules.State.READY:
+        if judgement is None or judgement.state is not rules.State.READY:
+            fine.append(cluster)  # cluster failover's, not ours
             continue
         try:
             copy = await ctx.copy(build.resource, cluster, build.name, build.namespace)
@@ -107,10 +110,8 @@ async def look(ctx: TransformContext, build: Build, evicting: set[str]
             continue  # not readable now: neither healthy nor unhealthy
         copies[cluster] = copy
         verdict = await customized.healthy(ctx, copy) if copy is not None else None
-        judged.append(cluster)
-        if verdict is False:
-            unhealthy.append(cluster)
-    return judged, unhealthy, copies
+        (unhealthy if verdict is False else fine).append(cluster)
+    return fine, unhealthy, copies
 
 
 def cluster_failover_tasks(build: Build, tasks: list[tasks_.Task], now: float

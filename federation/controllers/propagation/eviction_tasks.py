@@ -50,7 +50,7 @@ async def plan_eviction_tasks(ctx: TransformContext, build: Build) -> Verdict | 
     build.record[tasks_.TASKS] = [task.to_obj() for task in kept]
     after = tasks_.next_look(kept, now)
     verdict = requeue(after) if after is not None else None
-    if len(kept) < len(tasks):
+    if any(task.preserved_label_state for task in tasks if task not in kept):
         verdict = either(verdict, requeue(0.1))  # render again without the ended labels
     return verdict
 

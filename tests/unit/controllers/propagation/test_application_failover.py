@@ -270,3 +270,25 @@ async def test_a_malformed_task_in_the_binding_is_a_condition() -> None:
     with pytest.raises(propagation.Problem) as caught:
         await application_failover.apply_application_failover(FakeContext(now=T0), found)
     assert "creationTimestamp" in str(caught.value)
+
+
+async def test_a_copy_that_cannot_be_read_keeps_its_clock() -> None:
+    """member1 unreadable for a moment: its clock neither stops nor restarts."""
+    found = build(app(), {tasks_.SINCE: {"member1": failover.format_time(T0)}})
+    ctx = FakeContext(copies={"member1": deployment(False)}, now=T0 + 10)
+    ctx.down.add("member1")
+    await application_failover.apply_application_failover(ctx, found)
+    assert found.record[tasks_.SINCE] == {"member1": failover.format_time(T0)}
+    assert found.eviction_tasks == []
+
+
+async def test_every_unhealthy_cluster_is_evicted_and_healthy_ones_stay() -> None:
+    since = {c: failover.format_time(T0) for c in ("member1", "member2")}
+    found = build(app("Directly"), {tasks_.SINCE: since},
+                  decision={"member1": 1, "member2": 1, "member3": 1})
+    copies: dict[str, Any] = {"member1": deployment(False), "member2": deployment(False),
+                              "member3": deployment(True)}
+    await application_failover.apply_application_failover(
+        FakeContext(copies=copies, now=T0 + 31), found)
+    assert [t.from_cluster for t in found.eviction_tasks] == ["member1", "member2"]
+    assert [c.name for c in found.clusters if c.ready] == ["member3"]
