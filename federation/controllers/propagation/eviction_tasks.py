@@ -10,7 +10,8 @@ graceful-eviction controller does (kept while deletion is suppressed, until ever
 copy is healthy, or until its grace period ends); while one is kept and its purge mode
 keeps the old copy (Gracefully, Never), the delete of that copy is dropped from the plan
 and the cluster stays in the pending clean-up. A task that ends is left out of the record,
-and the template is looked at again at once, so its labels leave the new copy.
+and the template is looked at again at once: its cluster is a candidate again and its
+labels leave the new copy.
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ async def plan_eviction_tasks(ctx: TransformContext, build: Build) -> Verdict | 
     build.record[tasks_.TASKS] = [task.to_obj() for task in kept]
     after = tasks_.next_look(kept, now)
     verdict = requeue(after) if after is not None else None
-    if any(task.preserved_label_state for task in tasks if task not in kept):
-        verdict = either(verdict, requeue(0.1))  # render again without the ended labels
+    if len(kept) < len(tasks):
+        # At once, not at the next unrelated event: the cluster is a candidate again and
+        # the ended task's labels leave the new copy.
+        verdict = either(verdict, requeue(0.1))
     return verdict
 
 
