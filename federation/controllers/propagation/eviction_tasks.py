@@ -24,6 +24,7 @@ from federation.controllers.propagation import customized
 from federation.controllers.propagation.build import Build
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import eviction_tasks as tasks_
+from federation.hub import manifests
 
 JSON = dict[str, Any]
 
@@ -34,6 +35,9 @@ async def inject_preserved_state(ctx: TransformContext, build: Build) -> Verdict
         if labels:
             meta: JSON = desired.setdefault("metadata", {})
             meta["labels"] = {**(meta.get("labels") or {}), **labels}
+            # Marked again: the labels are part of the content's digest, so the copy is
+            # rewritten without them once the task ends (an extra label is no drift).
+            build.desired[cluster] = manifests.mark(desired, build.uid)
     return None
 
 

@@ -12,7 +12,7 @@ from federation.controllers import propagation
 from federation.controllers.kit import plan
 from federation.controllers.propagation import application_failover, eviction_tasks
 from federation.hub import eviction_tasks as tasks_
-from federation.hub import failover
+from federation.hub import failover, manifests
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
 from federation.placement import policy as policy_
@@ -128,6 +128,12 @@ async def assess(found: propagation.Build, now: float, new_healthy: bool) -> lis
     return sorted(v.cluster for v in found.dag if v.action is plan.Action.DELETE)
 
 
+def theirs(copy: dict[str, Any]) -> dict[str, str]:
+    """The copy's labels that are not ours."""
+    return {k: v for k, v in copy["metadata"].get("labels", {}).items()
+            if k != manifests.MANAGED_BY_LABEL}
+
+
 def _decision(clusters: dict[str, int]) -> decision_.Decision:
     return decision_.Decision(replicas=2, clusters=clusters)
 
@@ -190,8 +196,25 @@ async def test_application_failover_preserves_state_into_the_new_copy() -> None:
     found.decision = _decision({"member2": 2})
     found.desired = {"member2": deployment(True)}
     await eviction_tasks.inject_preserved_state(FakeContext(now=T0 + 31), found)
-    assert found.desired["member2"]["metadata"]["labels"] == {
-        "failover.example.com/job-id": "j-42"}
+    assert theirs(found.desired["member2"]) == {"failover.example.com/job-id": "j-42"}
+
+
+async def test_the_labels_are_part_of_the_copys_digest() -> None:
+    """Injected after render's marks, the labels are marked again: without them (the task
+    ended) the copy's digest differs, so it is rewritten without them (an extra label on a
+    member object is no drift, and would otherwise stay for ever)."""
+    state: dict[str, Any] = {"preservedLabelState": {"a.example.com/x": "1"},
+                             "clustersBeforeFailover": ["member1"]}
+    found = build(app("Directly"), {tasks_.TASKS: [task("Directly", **state)]}, decision={})
+    await application_failover.apply_application_failover(FakeContext(now=T0), found)
+    found.decision = _decision({"member2": 2})
+    plain = manifests.mark(deployment(True), "")
+    found.desired = {"member2": manifests.mark(deployment(True), "")}
+    await eviction_tasks.inject_preserved_state(FakeContext(now=T0), found)
+    injected = found.desired["member2"]
+    assert injected["metadata"]["labels"]["a.example.com/x"] == "1"
+    assert injected["metadata"]["labels"][manifests.MANAGED_BY_LABEL] == manifests.MANAGER
+    assert manifests.needs_write(plain, injected) == "content changed"
 
 
 async def test_no_labels_with_several_targets_or_gracefully() -> None:
@@ -219,7 +242,9 @@ async def test_attack_a_forged_task_cannot_set_our_labels() -> None:
     found.decision = _decision({"member2": 2})
     found.desired = {"member2": deployment(True)}
     await eviction_tasks.inject_preserved_state(FakeContext(now=T0), found)
-    assert found.desired["member2"]["metadata"]["labels"] == {"a.example.com/x": "1"}
+    labels = found.desired["member2"]["metadata"]["labels"]
+    assert labels[manifests.MANAGED_BY_LABEL] == manifests.MANAGER
+    assert theirs(found.desired["member2"]) == {"a.example.com/x": "1"}
 
 
 async def test_attack_a_json_path_reads_only_the_copys_status() -> None:
