@@ -256,6 +256,11 @@ class Behaviour:
     fresh_scheduled_for: str | None = None
     """The ``rescheduleTriggeredAt`` the last fresh division answered (Karmada compares it
     with ``status.lastScheduledTime``): a later trigger asks again."""
+    eviction_tasks: tuple[Mapping[str, Any], ...] = ()
+    """Karmada's ``gracefulEvictionTasks``: clusters a failover evicted the template from,
+    read and checked by :mod:`federation.hub.eviction_tasks`."""
+    unhealthy_since: Mapping[str, Any] | None = None
+    """Application failover: per cluster, when its copy was first seen unhealthy."""
 
     @classmethod
     def from_obj(cls, fields: Mapping[str, Any]) -> Behaviour:
@@ -272,7 +277,9 @@ class Behaviour:
                    _object(get("reportedDifferences"), "spec.reportedDifferences"),
                    _priority(get("schedulePriority")),
                    _optional_string(get("rescheduleTriggeredAt"), "spec.rescheduleTriggeredAt"),
-                   _optional_string(get("freshScheduledFor"), "spec.freshScheduledFor"))
+                   _optional_string(get("freshScheduledFor"), "spec.freshScheduledFor"),
+                   _each(get("gracefulEvictionTasks"), "spec.gracefulEvictionTasks", _mapping),
+                   _object(get("unhealthySince"), "spec.unhealthySince"))
 
     def to_obj(self) -> JSON:
         values = (list(self.dependencies), list(self.awaited_dependencies),
@@ -280,7 +287,8 @@ class Behaviour:
                   list(self.config_held), self.when_unclaimed, self.reported_differences,
                   None if self.schedule_priority is None else
                   {"priority": self.schedule_priority},
-                  self.reschedule_triggered_at, self.fresh_scheduled_for)
+                  self.reschedule_triggered_at, self.fresh_scheduled_for,
+                  list(self.eviction_tasks), self.unhealthy_since)
         return {key: value for key, value in zip(BEHAVIOUR_KEYS, values, strict=True)
                 if value not in (None, False, [], {})}
 
@@ -288,7 +296,7 @@ class Behaviour:
 BEHAVIOUR_KEYS = ("dependencies", "awaitedDependencies", "preserveResourcesOnDeletion",
                   "activation", "suspension", "configHeld", "whenUnclaimed",
                   "reportedDifferences", "schedulePriority", "rescheduleTriggeredAt",
-                  "freshScheduledFor")
+                  "freshScheduledFor", "gracefulEvictionTasks", "unhealthySince")
 """The spec keys of :class:`Behaviour`, in the order they are written."""
 
 
@@ -616,11 +624,14 @@ def summary(decision: decision_.Decision) -> str:
 
 def aggregated(copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[str, str],
                unreachable: Mapping[str, str],
-               observed: Mapping[str, tuple[str, Mapping[str, Any] | None]] | None = None
-               ) -> tuple[CopyState, ...]:
+               observed: Mapping[str, tuple[str, Mapping[str, Any] | None]] | None = None,
+               before: Sequence[CopyState] = ()) -> tuple[CopyState, ...]:
     """Per cluster: the copy applied or the error, its health, the member's status (as
     ``observed`` gives them by cluster, the resource interpreter's answer: else the
-    built-in health and the status without its conditions)."""
+    built-in health and the status without its conditions). An unreachable cluster keeps
+    the status last observed there (``before``): state preservation reads it when a
+    cluster failover evicts the copy."""
+    last = {entry.cluster: entry.status for entry in before}
     entries = []
     for cluster in sorted(set(copies) | set(failed) | set(unreachable)):
         copy = copies.get(cluster)
@@ -629,6 +640,8 @@ def aggregated(copies: Mapping[str, Mapping[str, Any] | None], failed: Mapping[s
         health, reflected = observed[cluster] if observed and cluster in observed else (
             status.health(copy),
             {k: v for k, v in state.items() if k != "conditions"} if state else None)
+        if copy is None and cluster in unreachable:
+            reflected = last.get(cluster)
         entries.append(CopyState(
             cluster, applied=error is None and copy is not None,
             health=health if error is None else "Unknown",

@@ -54,7 +54,10 @@ SIMULATED_LABEL = "federation.io/simulated"
 UNHEALTHY_ANNOTATION = "federation.io/simulate-unhealthy"
 """On a workload or its pod template, ``"true"``: no replica ever becomes ready and a
 Deployment reports ``Progressing=False`` (``ProgressDeadlineExceeded``), as a release whose
-pods crash would: how tests make a rollout fail."""
+pods crash would: how tests make a rollout fail. Put on one member's copy (``kubectl
+--context member1 annotate deployment web federation.io/simulate-unhealthy=true``) it makes
+that copy alone unhealthy while its member stays Ready: application failover's fault
+(propagation leaves the extra annotation alone, it is no field of the copy it writes)."""
 
 
 def unhealthy(workload: JSON) -> bool:

@@ -7,10 +7,9 @@ and ``clusterTolerations`` are validated exactly as Karmada's webhook does (only
 ``Lt``/``Gt`` refused). Models use Karmada's camelCase names as
 aliases over snake_case attributes and forbid unknown fields, so a typo such as
 ``clusterAfinity`` is an error naming its path rather than a silently ignored
-key. ``failover`` and ``conflictResolution`` are typed here for the controllers
-that honour them (failover, propagation's conflict check); a part of them we do
-not implement (``failover.application``) is refused by :func:`problems`, never
-loaded and ignored. Karmada's behaviour fields (``suspension``,
+key. ``failover`` (cluster and application failover, state preservation) and
+``conflictResolution`` are typed here for the controllers that honour them, and
+validated as Karmada's webhook does (:func:`problems`). Karmada's behaviour fields (``suspension``,
 ``preserveResourcesOnDeletion``, ``propagateDeps``, ``schedulerName``,
 ``activationPreference``, ``preemption``, ``dependentOverrides``, ``schedulePriority``)
 are typed here and honoured by propagation (docs/propagation.md, "Karmada policy
@@ -37,7 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from federation.placement import counts
+from federation.placement import counts, jsonpath
 
 GROUP_VERSION = "policy.federation.io/v1alpha1"
 KARMADA_GROUP_VERSION = "policy.karmada.io/v1alpha1"
@@ -203,32 +202,51 @@ class ClusterFailoverBehavior(_Model):
     """Our extension: the longest a graceful eviction waits (None: the controller's
     default, 600 s as Karmada's graceful eviction timeout)."""
     state_preservation: StatePreservation | None = None
-    """Karmada's: typed so a Karmada policy is read exactly, then refused by
-    :func:`problems` (we carry no state from the old copies to the new ones)."""
+    """Karmada's: each rule's ``jsonPath`` read from the evicted copy's last observed
+    status, injected as the ``aliasLabelName`` label into the new copy
+    (:mod:`federation.hub.eviction_tasks`)."""
 
 
 class DecisionConditions(_Model):
-    toleration_seconds: counts.Seconds | None = None
+    toleration_seconds: counts.Int32 = 300
+    """Seconds a copy stays unhealthy before it is evicted (Karmada's default, 300)."""
 
 
 class StatePreservationRule(_Model):
-    alias_label_name: str = Field(min_length=1)
+    alias_label_name: str
     json_path: str = Field(min_length=1)
+    """Read from the copy's ``status`` (``{.jobStatus.jobID}``), never the whole object."""
 
 
 class StatePreservation(_Model):
     rules: list[StatePreservationRule]
 
 
+APPLICATION_GRACE_PERIOD = 600
+"""Karmada's mutating webhook sets ``gracePeriodSeconds`` to 600 for ``Gracefully``."""
+
+
 class ApplicationFailoverBehavior(_Model):
-    """Karmada's ``spec.failover.application`` (moving an unhealthy workload). Typed so
-    a Karmada policy is read exactly, then refused by :func:`problems`: we do not
-    implement it, and a field we load is honoured or refused."""
+    """Karmada's ``spec.failover.application``: a copy unhealthy for ``tolerationSeconds``
+    on a cluster that is itself fine is evicted and placed elsewhere; the old copy goes
+    at once (Directly), once the new ones are healthy or the grace period ends
+    (Gracefully), or never (Never: kept until a user clears the eviction task's
+    ``suppressDeletion``). Karmada's values and defaults; the webhook's rules are in
+    :func:`problems`."""
 
     decision_conditions: DecisionConditions
-    purge_mode: Literal["Immediately", "Graciously", "Never"] = "Graciously"
-    grace_period_seconds: counts.PositiveSeconds | None = None
+    purge_mode: Literal["Directly", "Gracefully", "Never"] = "Gracefully"
+    grace_period_seconds: counts.Int32 | None = None
     state_preservation: StatePreservation | None = None
+
+    @property
+    def grace_period(self) -> int | None:
+        """The grace period in force: Karmada's webhook default of 600 s for Gracefully."""
+        if self.purge_mode != "Gracefully":
+            return None
+        if self.grace_period_seconds is None:
+            return APPLICATION_GRACE_PERIOD
+        return self.grace_period_seconds
 
 
 class FailoverBehavior(_Model):
@@ -420,17 +438,56 @@ def problems(policy: Policy) -> list[Problem]:
             path = f"spec.resourceSelectors[{i}].labelSelector"
             found += _label_selector_problems(path, selector.label_selector)
     found += _placement_problems("spec.placement", spec.placement)
-    cluster_failover = spec.failover.cluster if spec.failover is not None else None
-    if cluster_failover is not None and cluster_failover.state_preservation is not None:
-        found.append(("spec.failover.cluster.statePreservation",
-                      "not supported: state is not carried from the evicted copies to the new "
-                      "ones"))
+    if spec.failover is not None:
+        found += _failover_problems("spec.failover", spec.failover)
     found += _behaviour_problems(spec)
     found += _apply_strategy_problems(spec)
-    if spec.failover is not None and spec.failover.application is not None:
-        found.append(("spec.failover.application",
-                      "application failover is not supported; replicas move off NotReady "
-                      "clusters with a clusterTolerations entry and spec.failover.cluster"))
+    return found
+
+
+RESERVED_LABEL_DOMAIN = "federation.io"
+"""Our own labels' domain (``hub.manifests.DOMAIN``): a preserved-state label may not
+be one, or a policy could rewrite the ownership marks of a copy."""
+
+
+def _failover_problems(path: str, failover: FailoverBehavior) -> list[Problem]:
+    """Karmada's webhook (ValidateFailover), word for word where it has a rule."""
+    found: list[Problem] = []
+    application = failover.application
+    if application is not None:
+        where = f"{path}.application"
+        if application.decision_conditions.toleration_seconds < 0:
+            found.append((f"{where}.decisionConditions.tolerationSeconds",
+                          "must be greater than or equal to 0"))
+        grace = application.grace_period_seconds
+        if application.purge_mode != "Gracefully" and grace is not None:
+            found.append((f"{where}.gracePeriodSeconds",
+                          "only takes effect when purgeMode is gracefully"))
+        if grace is not None and grace <= 0:
+            found.append((f"{where}.gracePeriodSeconds", "must be greater than 0"))
+        found += _preservation_problems(f"{where}.statePreservation",
+                                        application.state_preservation)
+    if failover.cluster is not None:
+        found += _preservation_problems(f"{path}.cluster.statePreservation",
+                                        failover.cluster.state_preservation)
+    return found
+
+
+def _preservation_problems(path: str, preservation: StatePreservation | None
+                           ) -> list[Problem]:
+    found: list[Problem] = []
+    for i, rule in enumerate(preservation.rules if preservation is not None else ()):
+        where = f"{path}.rules[{i}]"
+        problems_of_key = _label_key_problems(f"{where}.aliasLabelName", rule.alias_label_name)
+        found += problems_of_key
+        prefix, slash, _ = rule.alias_label_name.partition("/")
+        prefix = prefix.casefold()
+        if not problems_of_key and slash and (
+                prefix == RESERVED_LABEL_DOMAIN or prefix.endswith("." + RESERVED_LABEL_DOMAIN)):
+            found.append((f"{where}.aliasLabelName",
+                          f"labels of {RESERVED_LABEL_DOMAIN} are the control plane's own"))
+        if jsonpath.problem(rule.json_path) is not None:
+            found.append((f"{where}.jsonPath", str(jsonpath.problem(rule.json_path))))
     return found
 
 

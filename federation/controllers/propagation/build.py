@@ -26,6 +26,7 @@ from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Problem
 from federation.controllers.propagation import disruption
 from federation.hub import bindings, deny
+from federation.hub import eviction_tasks as eviction_tasks_
 from federation.hub import failover as failover_
 from federation.placement import clusters as clusters_
 from federation.placement import decision as decision_
@@ -73,6 +74,8 @@ class Build:
     """Keys of dependency creates (a Namespace, a CRD) that other templates may make too."""
     failover: failover_.Outcome = dataclasses.field(default_factory=failover_.Outcome)
     """Per-cluster failover judgements and old copies kept by graceful eviction."""
+    eviction_tasks: list[eviction_tasks_.Task] = dataclasses.field(default_factory=list)
+    """The binding's graceful-eviction tasks as this round leaves them (Karmada's)."""
     budget: disruption.Claim = dataclasses.field(default_factory=disruption.Claim)
     """What this round asks of the disruption budget: settled after the plan ran, never
     while it is built."""

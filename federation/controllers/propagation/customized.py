@@ -1,7 +1,8 @@
 """The hub's ResourceInterpreterCustomizations in propagation: replicas, revision, retain.
 
 Not a transformer but reads several share (as :mod:`.lookups`): :mod:`.interpret` asks
-InterpretReplica before the schedule; render asks ReviseReplica for each cluster's copy
+InterpretReplica before the schedule; application failover and the eviction tasks ask
+InterpretHealth (:func:`healthy`); render asks ReviseReplica for each cluster's copy
 and plan_copies asks Retain before comparing a copy with the member's object. Each asks only when a
 customization scripts that operation for the template's kind; otherwise the built-in
 interpreter (:mod:`federation.interpreter.native`, through :mod:`federation.hub.manifests`)
@@ -21,7 +22,7 @@ from federation.controllers.kit.chain import Problem
 from federation.controllers.kit.interpreting import InterpretError
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import api
-from federation.interpreter import declarative
+from federation.interpreter import declarative, native
 from federation.interpreter.customizations import Operation
 
 JSON = dict[str, Any]
@@ -82,3 +83,14 @@ async def retain(ctx: TransformContext, desired: JSON, live: Mapping[str, Any]) 
     retained = cast(JSON, found["retained"])
     retained["metadata"] = desired.get("metadata", {})
     return retained
+
+
+async def healthy(ctx: TransformContext, copy: Mapping[str, Any]) -> bool | None:
+    """InterpretHealth of a member copy: its customization's, else the built-in one; None
+    for a kind no interpreter knows (Karmada does not fail such a workload over)."""
+    args = declarative.Arguments(observed=as_json(copy))
+    found = await ask(ctx, Operation.INTERPRET_HEALTH, args, copy)
+    if found is not None:
+        return bool(found["healthy"])
+    check = native.HEALTH.get(str(copy.get("kind")))
+    return None if check is None else check(copy)

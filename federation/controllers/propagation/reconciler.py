@@ -35,6 +35,7 @@ from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.kit.kinds import Kinds
 from federation.controllers.propagation import (
     activation,
+    application_failover,
     capacity,
     copies,
     customized,
@@ -42,6 +43,7 @@ from federation.controllers.propagation import (
     dependent_overrides,
     disruption,
     eviction,
+    eviction_tasks,
     failover,
     finalise,
     interpret,
@@ -85,9 +87,11 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     load_clusters.load_clusters,      # the ClusterSet as placement input
     capacity.estimate_capacity,       # availableReplicas from resource summaries
     failover.apply_failover,          # ready / held / evicted, per policy
+    application_failover.apply_application_failover,  # unhealthy copies; eviction tasks
     interpret.interpret_replicas,     # a customization's InterpretReplica, if any
     schedule.schedule,                # the placement engine, off the loop, on a budget
     render.render,                    # per-cluster manifests, overrides, identity
+    eviction_tasks.inject_preserved_state,  # statePreservation labels on the new copy
     rollouts.stamp_restarts,          # governed workloads: restartVersion per cluster
     dependencies.plan_dependencies,   # Namespace and CRD first
     copies.plan_copies,               # create / update / nothing; conflicts
@@ -95,6 +99,7 @@ TRANSFORMERS: tuple[Transformer, ...] = (
     rollouts.hold_config,             # governed config: no update until released there
     removals.plan_removals,           # copies on clusters no longer chosen
     eviction.plan_graceful_eviction,  # old copies kept until the new ones are ready
+    eviction_tasks.plan_eviction_tasks,  # tasks assessed; Gracefully/Never keep old copies
     suspension.apply_suspension,      # suspended clusters: no create or update
     report_only.report_only,          # applyStrategy ReportDiff: differences, no writes
 )
@@ -267,7 +272,9 @@ class Reconciler:
             groups=groups, behaviour=record.behaviour(build),
             decided=bindings.Decided.of(build.decision), conditions=tuple(conds),
             aggregated=bindings.aggregated(copies_now, failed, build.unreachable,
-                                           observed.copy_states()),
+                                           observed.copy_states(),
+                                           build.own_record.aggregated
+                                           if build.own_record is not None else ()),
             drift_reverts=(build.own_record or bindings.BindingRecord()).reverted(
                 reverted or {}, build.targets))
         writes = self._legacy_marks(build.template)

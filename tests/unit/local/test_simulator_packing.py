@@ -249,3 +249,19 @@ async def test_a_version_whose_status_is_right_is_not_computed_again() -> None:
     deployment["metadata"]["resourceVersion"] = "7"
     await member._write_statuses()
     assert len(client.patches) == 2
+
+
+def test_one_copy_told_unhealthy_reports_unhealthy_while_its_member_stays() -> None:
+    """Application failover's fault: the annotation on one member's copy (not the hub
+    template) makes only that copy report no replica ready, and the built-in
+    InterpretHealth then calls it unhealthy; its neighbours are untouched."""
+    from federation.interpreter import native
+
+    told = workload("a", 2, "t")
+    told["metadata"]["annotations"] = {simulator.UNHEALTHY_ANNOTATION: "true"}
+    status = simulator.workload_status("Deployment", told, ready=2)
+    assert (status["readyReplicas"], status["availableReplicas"]) == (0, 0)
+    assert native.HEALTH["Deployment"]({**told, "status": status}) is False
+    other = workload("b", 2, "t")
+    healthy = simulator.workload_status("Deployment", other, ready=2)
+    assert native.HEALTH["Deployment"]({**other, "status": healthy}) is True

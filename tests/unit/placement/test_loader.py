@@ -108,9 +108,10 @@ def test_bad_failover_is_reported_with_path() -> None:
     message = error([("p.yaml", bad)])
     assert message.startswith("p.yaml: spec.failover.cluster.purgeMode: ")
     assert "'Gracefully' or 'Directly'" in message
-    bad = POLICY + "  failover: {application: {decisionConditions: {}}}\n"
-    assert error([("p.yaml", bad)]).startswith(
-        "p.yaml: spec.failover.application: application failover is not supported")
+    bad = POLICY + "  failover: {application: {decisionConditions: {}, purgeMode: Never, " \
+                   "gracePeriodSeconds: 5}}\n"
+    assert error([("p.yaml", bad)]) == ("p.yaml: spec.failover.application.gracePeriodSeconds: "
+                                        "only takes effect when purgeMode is gracefully")
 
 
 def test_several_problems_are_counted_on_one_line() -> None:

@@ -95,18 +95,82 @@ def test_bad_failover_or_conflict_resolution_is_refused_at_its_path(
     assert caught.value.errors()[0]["loc"] == loc
 
 
-def test_application_failover_is_read_then_refused() -> None:
-    """Karmada's application failover parses (so typos are named) but is a problem: we do
-    not move unhealthy workloads, and a field we load is honoured or refused."""
-    doc = with_spec(failover={"application": {
-        "decisionConditions": {"tolerationSeconds": 60}, "purgeMode": "Never",
-        "gracePeriodSeconds": 30,
-        "statePreservation": {"rules": [{"aliasLabelName": "a", "jsonPath": "{.x}"}]}}})
-    loaded = policy.Policy.model_validate(doc)
-    assert loaded.spec.failover is not None and loaded.spec.failover.application is not None
-    found = policy.problems(loaded)
-    assert [path for path, _ in found] == ["spec.failover.application"]
-    assert "not supported" in found[0][1]
+def test_application_failover_has_karmadas_defaults() -> None:
+    """decisionConditions alone: tolerationSeconds 300, purgeMode Gracefully, and the
+    webhook's gracePeriodSeconds 600 for Gracefully."""
+    loaded = policy.Policy.model_validate(with_spec(failover={"application": {
+        "decisionConditions": {}}}))
+    assert loaded.spec.failover is not None
+    application = loaded.spec.failover.application
+    assert application is not None
+    assert application.decision_conditions.toleration_seconds == 300
+    assert application.purge_mode == "Gracefully"
+    assert application.grace_period == 600
+    assert policy.problems(loaded) == []
+
+
+def problems_of(failover: dict[str, Any]) -> list[tuple[str, str]]:
+    return policy.problems(policy.Policy.model_validate(with_spec(failover=failover)))
+
+
+@pytest.mark.parametrize(("application", "path", "message"), [
+    ({"decisionConditions": {"tolerationSeconds": -1}},
+     "decisionConditions.tolerationSeconds", "must be greater than or equal to 0"),
+    ({"decisionConditions": {}, "purgeMode": "Directly", "gracePeriodSeconds": 30},
+     "gracePeriodSeconds", "only takes effect when purgeMode is gracefully"),
+    ({"decisionConditions": {}, "purgeMode": "Never", "gracePeriodSeconds": 30},
+     "gracePeriodSeconds", "only takes effect when purgeMode is gracefully"),
+    ({"decisionConditions": {}, "gracePeriodSeconds": 0},
+     "gracePeriodSeconds", "must be greater than 0"),
+])
+def test_application_failover_is_validated_as_karmadas_webhook(
+        application: dict[str, Any], path: str, message: str) -> None:
+    """ValidateApplicationFailover's rules, with its messages."""
+    assert problems_of({"application": application}) == [
+        (f"spec.failover.application.{path}", message)]
+
+
+@pytest.mark.parametrize("purge_mode", ["Immediately", "Graciously", "Later"])
+def test_purge_modes_karmada_removed_are_refused(purge_mode: str) -> None:
+    """Karmada's CRD enum is Directly, Gracefully, Never (Immediately and Graciously were
+    removed): the API server refuses the others before any webhook, and so do we."""
+    with pytest.raises(pydantic.ValidationError) as caught:
+        policy.Policy.model_validate(with_spec(failover={"application": {
+            "decisionConditions": {}, "purgeMode": purge_mode}}))
+    assert caught.value.errors()[0]["loc"][-1] == "purgeMode"
+
+
+@pytest.mark.parametrize("where", ["application", "cluster"])
+@pytest.mark.parametrize(("alias", "json_path", "field", "message"), [
+    ("bad key!", "{.x}", "aliasLabelName", "is not a valid label key"),
+    ("", "{.x}", "aliasLabelName", "is not a valid label key"),
+    ("federation.io/managed-by", "{.x}", "aliasLabelName", "the control plane's own"),
+    ("x.federation.io/owner", "{.x}", "aliasLabelName", "the control plane's own"),
+    ("failover.example.com/job", "{.items[?(@.a)]}", "jsonPath", "one JSONPath field path"),
+    ("failover.example.com/job", ".jobID", "jsonPath", "one JSONPath field path"),
+])
+def test_state_preservation_rules_are_validated(where: str, alias: str, json_path: str,
+                                                 field: str, message: str) -> None:
+    """aliasLabelName is a label name (Karmada's ValidateLabelName) and never one of our
+    own labels (the attack: a tenant's rule overwriting federation.io/managed-by on the
+    new copy); jsonPath is a field path we can evaluate."""
+    block: dict[str, Any] = {"statePreservation": {"rules": [
+        {"aliasLabelName": alias, "jsonPath": json_path}]}}
+    if where == "application":
+        block["decisionConditions"] = {}
+    found = problems_of({where: block})
+    assert [path for path, _ in found] == [
+        f"spec.failover.{where}.statePreservation.rules[0].{field}"]
+    assert message in found[0][1]
+
+
+def test_karmadas_documented_state_preservation_loads() -> None:
+    """The stateful failover proposal's rules."""
+    assert problems_of({"cluster": {"purgeMode": "Directly", "statePreservation": {"rules": [
+        {"aliasLabelName": "failover.karmada.io/failover-jobid",
+         "jsonPath": "{ .jobStatus.jobID }"},
+        {"aliasLabelName": "failover.karmada.io/replicas", "jsonPath": "{ .replicas }"}]}}}) \
+        == []
 
 
 def test_unknown_fields_are_rejected_with_their_path() -> None:
