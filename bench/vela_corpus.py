@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import re
 import subprocess
@@ -48,6 +49,8 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
+from federation.applications import definitions as definitions_
+from federation.applications.definition_files import from_cue_file
 from federation.cli import cli
 from federation.untrusted import documents
 
@@ -119,6 +122,82 @@ def _definitions(where: str, chunk: str, beside: dict[str, list[JSON]]) -> None:
     beside.setdefault(directory(where), []).extend(
         d for d in docs if isinstance(d, dict) and d.get("kind") in DEFINITION_KINDS
         and not _PLACEHOLDER.search(json.dumps(d, default=str)))
+
+
+_ADDON_DEFINITIONS = re.compile(r"^((?:experimental/)?addons/([^/]+))/definitions/[^/]+$")
+_FIRST_LABEL = re.compile(r'^"?([A-Za-z0-9_.-]+)"?\s*:', re.MULTILINE)
+
+
+@dataclasses.dataclass
+class Addons:
+    """The catalog's addons as ``vela addon enable`` would install their definitions:
+    each addon's ``definitions/`` directory, ``.cue`` files converted by
+    :func:`from_cue_file` (as vela-core's ``FromCUEString``), ``.yaml``/``.yml`` files as
+    they are, all in ``vela-system``."""
+
+    docs: dict[str, list[JSON]] = dataclasses.field(default_factory=dict)
+    """addon path -> its definition objects."""
+    provider: dict[str, str] = dataclasses.field(default_factory=dict)
+    """type name -> the addon defining it (``addons/`` before ``experimental/addons/``)."""
+    unconverted: dict[str, str] = dataclasses.field(default_factory=dict)
+    """type name -> why its ``.cue`` file does not convert (one line)."""
+
+    def needed(self, app: JSON, known: set[str]) -> list[str]:
+        """The addons an Application needs: those providing a type it names that is
+        neither vela-core's nor defined beside it."""
+        return sorted({self.provider[t] for t in types_of(app) - known if t in self.provider})
+
+    def unconvertible(self, app: JSON, known: set[str]) -> str | None:
+        return next((f"addon definition {t!r} not converted: {self.unconverted[t]}"
+                     for t in sorted(types_of(app) - known) if t in self.unconverted
+                     and t not in self.provider), None)
+
+
+def addons(mirrors: Sequence[Path]) -> Addons:
+    found = Addons()
+    for mirror in mirrors:
+        names = subprocess.run(["git", "--git-dir", str(mirror), "ls-tree", "-r",
+                                "--name-only", "HEAD"], capture_output=True, text=True).stdout
+        # addons/ first: an experimental addon of the same type name does not win
+        for name in sorted(names.splitlines(), key=lambda n: (n.startswith("experimental"), n)):
+            match = _ADDON_DEFINITIONS.match(name)
+            if match and name.endswith((".cue", ".yaml", ".yml")):
+                _addon_file(found, match[1], name, _show(mirror, name))
+    return found
+
+
+def _show(mirror: Path, name: str) -> str:
+    blob = subprocess.run(["git", "--git-dir", str(mirror), "show", f"HEAD:{name}"],
+                          check=True, capture_output=True).stdout
+    try:
+        return documents.decode(blob)
+    except documents.TextError:
+        return ""
+
+
+def _addon_file(found: Addons, addon: str, name: str, text: str) -> None:
+    docs: list[Any] = []
+    if name.endswith(".cue"):
+        try:
+            docs = [from_cue_file(text, name)]
+        except definitions_.DefinitionError as exc:
+            label = _FIRST_LABEL.search(text)
+            if label and label[1] not in ("import", "package"):
+                found.unconverted.setdefault(label[1], str(exc))
+            return
+    else:
+        try:
+            docs = documents.yaml_documents(text)
+        except documents.TextError:
+            return
+    for doc in docs:
+        if not isinstance(doc, dict) or doc.get("kind") not in DEFINITION_KINDS or \
+                not isinstance(doc.get("metadata"), dict):
+            continue
+        # addon enable puts every definition in vela-system, whatever the file says
+        doc["metadata"] = {**doc["metadata"], "namespace": "vela-system"}
+        found.docs.setdefault(addon, []).append(doc)
+        found.provider.setdefault(str(doc["metadata"].get("name")), addon)
 
 
 def upstream_problem(app: Any, text: str) -> str | None:
@@ -254,6 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="the counts as JSON")
     parser.add_argument("--markdown", action="store_true",
                         help="the refusals as docs/applications.md lists them")
+    parser.add_argument("--no-addons", action="store_true",
+                        help="do not enable the catalog's addons (the measure before them)")
     args = parser.parse_args(argv)
     seen: set[str] = set()
     skipped: collections.Counter[str] = collections.Counter()
@@ -279,23 +360,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     apps = [(where, app, [*external, *beside.get(directory(where), []),
                           *beside.get(f"{directory(where)}/definitions", [])])
             for where, app, external in apps]
-    return report(apps, skipped, core_types(args.mirrors), args)
+    enabled = Addons() if args.no_addons else addons(args.mirrors)
+    return report(apps, skipped, core_types(args.mirrors), enabled, args)
+
+
+def with_addons(app: JSON, given: list[JSON], core: set[str], enabled: Addons
+                ) -> tuple[list[JSON], list[str], str | None]:
+    """The documents dry-run gets (the Application's own, then the definitions of every
+    addon it needs), those addons, and why not when a definition it needs does not
+    convert. A type defined beside the Application is its own, not an addon's."""
+    known = core | {str((d.get("metadata") or {}).get("name")) for d in given
+                    if d.get("kind") in DEFINITION_KINDS}
+    needed = enabled.needed(app, known)
+    docs = [*given, *(doc for addon in needed for doc in enabled.docs[addon])]
+    return docs, needed, enabled.unconvertible(app, known)
 
 
 def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counter[str],
-           core: set[str], args: argparse.Namespace) -> int:
+           core: set[str], enabled: Addons, args: argparse.Namespace) -> int:
     refusals: collections.Counter[str] = collections.Counter()
     examples: dict[str, str] = {}
     accepted = 0
     core_total = core_accepted = 0
+    by_addon: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         clusters = workdir / "clusters.yaml"
         clusters.write_text(yaml.safe_dump({"clusters": fleet([(a, e) for _, a, e in apps])}))
         for where, app, external in apps:
-            line = run(where, [app, *external], clusters, workdir)
+            docs, needed, problem = with_addons(app, external, core, enabled)
+            line = f"error: {problem}" if problem else run(where, [app, *docs], clusters,
+                                                            workdir)
             only_core = bool(core) and types_of(app) <= core
             core_total += only_core
+            for addon in needed:
+                by_addon[addon][0] += 1
+                by_addon[addon][1] += line is None
             if line is None:
                 accepted += 1
                 core_accepted += only_core
@@ -307,6 +407,8 @@ def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counte
     if args.json:
         print(json.dumps({"valid_upstream": total, "accepted": accepted,
                           "core_only": core_total, "core_only_accepted": core_accepted,
+                          "addons": {a: {"needed_by": n, "accepted": k}
+                                     for a, (n, k) in sorted(by_addon.items())},
                           "skipped": dict(skipped), "refusals": dict(refusals)}, indent=1))
         return 0
     if args.markdown:
@@ -318,6 +420,8 @@ def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counte
     if core:
         print(f"of the {core_total} using only vela-core's built-in definitions: "
               f"{core_accepted} ({100 * core_accepted / max(core_total, 1):.0f}%)")
+    for addon, (needed, ok) in sorted(by_addon.items(), key=lambda i: -i[1][0]):
+        print(f"needing addon {addon}: {needed}, accepted {ok}")
     print("refused, by reason:")
     for group, count in refusals.most_common():
         shown = f"   e.g. {examples[group]}" if args.show else ""
