@@ -420,8 +420,8 @@ def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counte
     if core:
         print(f"of the {core_total} using only vela-core's built-in definitions: "
               f"{core_accepted} ({100 * core_accepted / max(core_total, 1):.0f}%)")
-    for addon, (needed, ok) in sorted(by_addon.items(), key=lambda i: -i[1][0]):
-        print(f"needing addon {addon}: {needed}, accepted {ok}")
+    for addon, (users, ok) in sorted(by_addon.items(), key=lambda i: -i[1][0]):
+        print(f"needing addon {addon}: {users}, accepted {ok}")
     print("refused, by reason:")
     for group, count in refusals.most_common():
         shown = f"   e.g. {examples[group]}" if args.show else ""
