@@ -20,7 +20,12 @@ file of its directory: KubeVela's examples keep them beside the Application
 
 Which KubeVela would accept (:func:`upstream_problem`): a document KubeVela's API server
 would refuse (the CRD's required fields, a list that is not a list), one whose YAML does
-not parse, or one with placeholders (``<your-image>``) is skipped and counted apart.
+not parse, or one with placeholders (``<your-image>``, the load test's ``sed`` templates)
+is skipped and counted apart; so is one needing an addon ``vela addon enable`` refuses.
+
+Addons (:class:`Addons`): an Application naming a type that is neither vela-core's nor
+defined beside it gets the definitions of the catalog addon providing it, as ``vela addon
+enable`` installs them (``--no-addons``: none).
 
 How each is run: the real command (``fedctl app dry-run -f FILE --clusters CLUSTERS
 --local-cluster local --target-namespaces '*'``, in process), with a clusters file holding
@@ -50,7 +55,7 @@ import yaml
 from click.testing import CliRunner
 
 from federation.applications import definitions as definitions_
-from federation.applications.definition_files import from_cue_file
+from federation.applications.definition_files import KUBEVELA_REFUSES, from_cue_file
 from federation.cli import cli
 from federation.untrusted import documents
 
@@ -124,14 +129,15 @@ def _definitions(where: str, chunk: str, beside: dict[str, list[JSON]]) -> None:
         and not _PLACEHOLDER.search(json.dumps(d, default=str)))
 
 
-_ADDON_DEFINITIONS = re.compile(r"^((?:experimental/)?addons/([^/]+))/definitions/[^/]+$")
+_ADDON_DEFINITIONS = re.compile(r"^((?:experimental/)?addons/([^/]+))/definitions/.+$")
 _FIRST_LABEL = re.compile(r'^"?([A-Za-z0-9_.-]+)"?\s*:', re.MULTILINE)
 
 
 @dataclasses.dataclass
 class Addons:
     """The catalog's addons as ``vela addon enable`` would install their definitions:
-    each addon's ``definitions/`` directory, ``.cue`` files converted by
+    each addon's ``definitions/`` directory and those below it (as vela-core's reader
+    lists them), ``.cue`` files converted by
     :func:`from_cue_file` (as vela-core's ``FromCUEString``), ``.yaml``/``.yml`` files as
     they are, all in ``vela-system``."""
 
@@ -141,11 +147,19 @@ class Addons:
     """type name -> the addon defining it (``addons/`` before ``experimental/addons/``)."""
     unconverted: dict[str, str] = dataclasses.field(default_factory=dict)
     """type name -> why its ``.cue`` file does not convert (one line)."""
+    not_enabled: dict[str, str] = dataclasses.field(default_factory=dict)
+    """addon path -> why ``vela addon enable`` itself fails on it (a definition vela-core's
+    conversion refuses: the whole addon is not installed)."""
 
     def needed(self, app: JSON, known: set[str]) -> list[str]:
         """The addons an Application needs: those providing a type it names that is
         neither vela-core's nor defined beside it."""
         return sorted({self.provider[t] for t in types_of(app) - known if t in self.provider})
+
+    def upstream_problem(self, app: JSON, known: set[str]) -> str | None:
+        """Why KubeVela could not run ``app``: an addon it needs does not enable there."""
+        return next((f"needs addon {a}, which vela addon enable refuses"
+                     for a in self.needed(app, known) if a in self.not_enabled), None)
 
     def unconvertible(self, app: JSON, known: set[str]) -> str | None:
         return next((f"addon definition {t!r} not converted: {self.unconverted[t]}"
@@ -181,6 +195,8 @@ def _addon_file(found: Addons, addon: str, name: str, text: str) -> None:
         try:
             docs = [from_cue_file(text, name)]
         except definitions_.DefinitionError as exc:
+            if KUBEVELA_REFUSES in str(exc):
+                found.not_enabled.setdefault(addon, str(exc))
             label = _FIRST_LABEL.search(text)
             if label and label[1] not in ("import", "package"):
                 found.unconverted.setdefault(label[1], str(exc))
@@ -344,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="the counts as JSON")
     parser.add_argument("--markdown", action="store_true",
                         help="the refusals as docs/applications.md lists them")
+    parser.add_argument("--core-only", action="store_true",
+                        help="list the refusals of the core-only Applications only")
     parser.add_argument("--no-addons", action="store_true",
                         help="do not enable the catalog's addons (the measure before them)")
     args = parser.parse_args(argv)
@@ -372,7 +390,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                           *beside.get(f"{directory(where)}/definitions", [])])
             for where, app, external in apps]
     enabled = Addons() if args.no_addons else addons(args.mirrors)
-    return report(apps, skipped, core_types(args.mirrors), enabled, args)
+    core = core_types(args.mirrors)
+    runnable = []
+    for where, app, given in apps:
+        problem = enabled.upstream_problem(app, known_types(given, core))
+        if problem:
+            skipped[problem] += 1
+        else:
+            runnable.append((where, app, given))
+    return report(runnable, skipped, core, enabled, args)
+
+
+def known_types(given: list[JSON], core: set[str]) -> set[str]:
+    """vela-core's types and those defined beside the Application: no addon's."""
+    return core | {str((d.get("metadata") or {}).get("name")) for d in given
+                   if d.get("kind") in DEFINITION_KINDS}
 
 
 def with_addons(app: JSON, given: list[JSON], core: set[str], enabled: Addons
@@ -380,8 +412,7 @@ def with_addons(app: JSON, given: list[JSON], core: set[str], enabled: Addons
     """The documents dry-run gets (the Application's own, then the definitions of every
     addon it needs), those addons, and why not when a definition it needs does not
     convert. A type defined beside the Application is its own, not an addon's."""
-    known = core | {str((d.get("metadata") or {}).get("name")) for d in given
-                    if d.get("kind") in DEFINITION_KINDS}
+    known = known_types(given, core)
     needed = enabled.needed(app, known)
     docs = [*given, *(doc for addon in needed for doc in enabled.docs[addon])]
     return docs, needed, enabled.unconvertible(app, known)
@@ -410,6 +441,8 @@ def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counte
             if line is None:
                 accepted += 1
                 core_accepted += only_core
+                continue
+            if args.core_only and not only_core:
                 continue
             group = reason(line)
             refusals[group] += 1

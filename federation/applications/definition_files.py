@@ -35,6 +35,19 @@ DESCRIPTION = "definition.oam.dev/description"
 ALIAS = "definition.oam.dev/alias"
 USER_PREFIX = "custom.definition.oam.dev/"
 METADATA_KEYS = ("type", "alias", "description", "annotations", "labels", "attributes")
+SPEC_FIELDS = {
+    "ComponentDefinition": ("version", "workload", "childResourceKinds", "revisionLabel",
+                            "podSpecPath", "status", "extension"),
+    "TraitDefinition": ("definitionRef", "revisionEnabled", "workloadRefPath", "podDisruptive",
+                        "appliesToWorkloads", "conflictsWith", "status", "extension",
+                        "manageWorkload", "controlPlaneOnly", "stage", "version"),
+    "PolicyDefinition": ("definitionRef", "manageHealthCheck", "version", "scope", "global",
+                         "priority"),
+    "WorkflowStepDefinition": ("definitionRef", "version"),
+}
+"""The spec fields of each kind in vela-core's API (``apis/core.oam.dev/v1beta1``) but
+``schematic``: its conversion refuses any other (a strict unmarshal), and so do we."""
+KUBEVELA_REFUSES = "vela-core's conversion refuses it too"
 
 
 def from_cue_file(source: str, where: str, namespace: str = SYSTEM_NAMESPACES[0]) -> JSON:
@@ -64,6 +77,10 @@ def from_cue_file(source: str, where: str, namespace: str = SYSTEM_NAMESPACES[0]
     if "schematic" in spec:
         raise DefinitionError(f"{here}.attributes.schematic: not allowed (the template field "
                               "is the schematic)")
+    for key in spec:
+        if key not in SPEC_FIELDS[kind]:
+            raise DefinitionError(f"{here}.attributes.{key}: not a {kind} field "
+                                  f"({KUBEVELA_REFUSES})")
     metadata: JSON = {"name": parts.name, "namespace": namespace}
     if annotations:
         metadata["annotations"] = annotations

@@ -88,6 +88,9 @@ def test_each_type_gives_its_kind(kind: str, expected: str) -> None:
     ('x: {type: "component", labels: a: 1}\ntemplate: {}', "x.labels.a: a string"),
     ('x: {type: "component", description: 1}\ntemplate: {}', "x.description: a string"),
     ('x: {type: "component"}', "no template field"),
+    # the elasticsearch-operator addon's traits carry a workload: vela addon enable fails
+    ('x: {type: "trait", attributes: workload: type: "a"}\ntemplate: {}',
+     "x.attributes.workload: not a TraitDefinition field (vela-core's conversion refuses it"),
 ])
 def test_what_kubevela_would_drop_or_refuse_is_refused_by_name(source: str, message: str
                                                               ) -> None:
