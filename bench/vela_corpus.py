@@ -147,6 +147,8 @@ class Addons:
     """type name -> the addon defining it (``addons/`` before ``experimental/addons/``)."""
     unconverted: dict[str, str] = dataclasses.field(default_factory=dict)
     """type name -> why its ``.cue`` file does not convert (one line)."""
+    unconverted_in: dict[str, str] = dataclasses.field(default_factory=dict)
+    """type name -> the addon whose ``.cue`` file for it does not convert."""
     not_enabled: dict[str, str] = dataclasses.field(default_factory=dict)
     """addon path -> why ``vela addon enable`` itself fails on it (a definition vela-core's
     conversion refuses: the whole addon is not installed)."""
@@ -158,8 +160,11 @@ class Addons:
 
     def upstream_problem(self, app: JSON, known: set[str]) -> str | None:
         """Why KubeVela could not run ``app``: an addon it needs does not enable there."""
+        wanted = types_of(app) - known
+        addons = {*self.needed(app, known),
+                  *(self.unconverted_in[t] for t in wanted if t in self.unconverted_in)}
         return next((f"needs addon {a}, which vela addon enable refuses"
-                     for a in self.needed(app, known) if a in self.not_enabled), None)
+                     for a in sorted(addons) if a in self.not_enabled), None)
 
     def unconvertible(self, app: JSON, known: set[str]) -> str | None:
         return next((f"addon definition {t!r} not converted: {self.unconverted[t]}"
@@ -200,6 +205,7 @@ def _addon_file(found: Addons, addon: str, name: str, text: str) -> None:
             label = _FIRST_LABEL.search(text)
             if label and label[1] not in ("import", "package"):
                 found.unconverted.setdefault(label[1], str(exc))
+                found.unconverted_in.setdefault(label[1], addon)
             return
     else:
         try:
@@ -319,20 +325,28 @@ def reason(line: str) -> str:
 _UNKNOWN = re.compile(r"^(\S+): '([^']*)' is not a built-in (type|trait|policy|step)$")
 
 
+_REFUSED_DEFINITION = re.compile(r"^\S+: '…': (\w+) [\w-]+/(\S+): (.*)$")
+
+
 def markdown(refusals: collections.Counter[str]) -> str:
-    """A table: one row per kind of missing built-in (its names with counts), then every
-    other reason as it is."""
+    """A table: one row per kind of missing built-in (its names with counts), one per
+    reason a definition is refused (the definitions with counts), then every other reason
+    as it is."""
     missing: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     rows: list[tuple[int, str]] = []
     for group, count in refusals.items():
         match = _UNKNOWN.match(group)
+        refused = _REFUSED_DEFINITION.match(group)
         if match:
             missing[match[3]][match[2]] += count
+        elif refused:
+            missing[f"{refused[1]} refused, `{refused[3]}`:"][refused[2]] += count
         else:
             rows.append((count, f"`{group}`"))
     for kind, names in missing.items():
         listed = ", ".join(f"`{n}` {c}" for n, c in names.most_common())
-        rows.append((sum(names.values()), f"{kind} not built in: {listed}"))
+        what = kind if kind.endswith(":") else f"{kind} not built in:"
+        rows.append((sum(names.values()), f"{what} {listed}"))
     lines = ["| Applications | first refusal |", "|---:|---|"]
     lines += [f"| {count} | {text} |" for count, text in sorted(rows, key=lambda r: -r[0])]
     return "\n".join(lines)
