@@ -240,6 +240,21 @@ def upstream_problem(app: Any, text: str) -> str | None:
     workflow = spec.get("workflow")
     if workflow is not None and not isinstance(workflow, dict):
         return "spec.workflow not a map"
+    return _outputs_problem(spec)
+
+
+def _outputs_problem(spec: JSON) -> str | None:
+    """The CRD's ``outputs`` items require ``name`` and ``valueFrom`` (the older
+    ``fromKey`` spelling is refused by KubeVela's API server)."""
+    workflow = spec.get("workflow") if isinstance(spec.get("workflow"), dict) else {}
+    steps = [s for s in (workflow or {}).get("steps") or [] if isinstance(s, dict)]
+    steps += [sub for s in steps for sub in s.get("subSteps") or [] if isinstance(sub, dict)]
+    holders = [*steps, *(c for c in spec.get("components") or [] if isinstance(c, dict))]
+    for holder in holders:
+        for item in holder.get("outputs") or []:
+            if not isinstance(item, dict) or not all(isinstance(item.get(f), str)
+                                                     for f in ("name", "valueFrom")):
+                return "outputs[] without name or valueFrom"
     return None
 
 

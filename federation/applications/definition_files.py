@@ -63,7 +63,7 @@ def from_cue_file(source: str, where: str, namespace: str = SYSTEM_NAMESPACES[0]
         if key not in METADATA_KEYS:
             raise DefinitionError(f"{here}.{key}: not a definition file field "
                                   f"({', '.join(METADATA_KEYS)})")
-    kind = KIND_OF_TYPE.get(meta.get("type"))  # type: ignore[arg-type]
+    kind = KIND_OF_TYPE.get(str(meta.get("type")))
     if kind is None:
         raise DefinitionError(f"{here}.type: one of {', '.join(KIND_OF_TYPE)} (WorkloadDefinitions "
                               "are not served by this control plane)")

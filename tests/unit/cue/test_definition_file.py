@@ -72,6 +72,11 @@ def test_a_one_line_template_and_a_quoted_name() -> None:
     ('x: {type: string}\ntemplate: {}', "incomplete"),
     ('x: {type: "trait"\ntemplate: {}', "f.cue:"),
     ('import "vela/op"\nx: {type: "workflow-step"}\ntemplate: {}', "'vela/op' is not supported"),
+    # attacks: a definition file that would run a command or reach a URL
+    ('import "tool/exec"\nx: {type: "component"}\ntemplate: {}', "'tool/exec' is not supported"),
+    ('import "tool/http"\nx: {type: "component", description: http.Get & {url: "http://a"}}'
+     '\ntemplate: {}', "'tool/http' is not supported"),
+    ('import "tool/file"\nx: {type: "component"}\ntemplate: {}', "'tool/file' is not supported"),
     ('x: {attributes: status: healthPolicy: {isHealth: true}}\ntemplate: {}',
      "x.attributes.status.healthPolicy: only a string is supported"),
 ])
