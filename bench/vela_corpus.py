@@ -489,10 +489,10 @@ def report(apps: list[tuple[str, JSON, list[JSON]]], skipped: collections.Counte
         return 0
     print(f"Applications KubeVela accepts: {total} (skipped: {sum(skipped.values())}: "
           f"{dict(skipped.most_common())})")
-    print(f"accepted by fedctl app dry-run: {accepted} ({100 * accepted / max(total, 1):.0f}%)")
+    print(f"accepted by fedctl app dry-run: {accepted} ({100 * accepted / max(total, 1):.1f}%)")
     if core:
         print(f"of the {core_total} using only vela-core's built-in definitions: "
-              f"{core_accepted} ({100 * core_accepted / max(core_total, 1):.0f}%)")
+              f"{core_accepted} ({100 * core_accepted / max(core_total, 1):.1f}%)")
     for addon, (users, ok) in sorted(by_addon.items(), key=lambda i: -i[1][0]):
         print(f"needing addon {addon}: {users}, accepted {ok}")
     print("refused, by reason:")
