@@ -19,7 +19,8 @@ file of its directory: KubeVela's examples keep them beside the Application
 ``vela-system``'s.
 
 Which KubeVela would accept (:func:`upstream_problem`): a document KubeVela's API server
-would refuse (the CRD's required fields, a list that is not a list), one whose YAML does
+would refuse (the CRD's required fields, a list that is not a list, a name its admission
+webhook finds twice), one whose YAML does
 not parse, or one with placeholders (``<your-image>``, the load test's ``sed`` templates)
 is skipped and counted apart; so is one needing an addon ``vela addon enable`` refuses.
 
@@ -240,7 +241,20 @@ def upstream_problem(app: Any, text: str) -> str | None:
     workflow = spec.get("workflow")
     if workflow is not None and not isinstance(workflow, dict):
         return "spec.workflow not a map"
-    return _outputs_problem(spec)
+    return _duplicates(spec) or _outputs_problem(spec)
+
+
+def _duplicates(spec: JSON) -> str | None:
+    """KubeVela's admission webhook (``application/validation.go``) refuses a component
+    name or a step name used twice."""
+    names = [c["name"] for c in spec.get("components") or []]
+    steps = [s for s in (spec.get("workflow") or {}).get("steps") or [] if isinstance(s, dict)]
+    if len(set(names)) < len(names):
+        return "duplicated component name (KubeVela's webhook)"
+    step_names = [s.get("name") for s in steps]
+    if len(set(step_names)) < len(step_names):
+        return "duplicated step name (KubeVela's webhook)"
+    return None
 
 
 def _outputs_problem(spec: JSON) -> str | None:
