@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from federation.applications import definitions
 from federation.applications.definition_files import from_cue_file
@@ -128,3 +130,26 @@ def test_dry_run_names_a_broken_cue_file_in_one_line(tmp_path: Path) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     last = result.output.strip().splitlines()[-1]
     assert last.startswith(f"error: {tmp_path / 'bad.cue'}:")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet='ab:{}[]()"#\n\t /*+=.|&_!?,0123456789tyemplatr', max_size=120))
+def test_any_text_is_an_object_or_one_line(text: str) -> None:
+    """No input makes the converter raise anything but a one-line DefinitionError."""
+    try:
+        doc = from_cue_file(text, "x.cue")
+    except definitions.DefinitionError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert doc["apiVersion"] == "core.oam.dev/v1beta1"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=0, max_value=len(SYNCER) - 1), st.integers(min_value=1, max_value=8))
+def test_a_cut_definition_file_is_an_object_or_one_line(start: int, length: int) -> None:
+    """The file with a piece cut out (unbalanced braces, a half string...)."""
+    text = SYNCER[:start] + SYNCER[start + length:]
+    try:
+        from_cue_file(text, "x.cue")
+    except definitions.DefinitionError as exc:
+        assert "\n" not in str(exc)
