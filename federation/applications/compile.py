@@ -177,7 +177,8 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     return target, workflow.StepSpec(step.name, step.type, tuple(clusters),
                                      int(props.get("parallelism", 5)), timeout,
                                      step.if_ == "always", rollback_on_failure=rollback,
-                                     component_deps=deps, components=placed)
+                                     component_deps=deps, components=placed,
+                                     approval=props.get("auto", True) is False)
 
 
 def _component_order(spec: model.AppSpec, target: policies.Target, step: model.Step,

@@ -379,9 +379,8 @@ def _check_step(step: Step, where: str) -> None:
         policies = props.get("policies", [])
         if not isinstance(policies, list) or not all(isinstance(p, str) for p in policies):
             raise AppError(f"{where}.properties.policies: must be a list of policy names")
-        if props.get("auto", True) is not True:
-            raise AppError(f"{where}.properties.auto: only true is supported (use a suspend "
-                           "step before the deploy)")
+        if not isinstance(props.get("auto", True), bool):
+            raise AppError(f"{where}.properties.auto: true or false")
     if step.type == "apply-component":
         for key in ("component", "cluster", "namespace"):
             if key in props and not isinstance(props[key], str):

@@ -89,6 +89,9 @@ class StepSpec:
     values the state holds (a compile from a stale state renders it again)."""
     failure: str = ""
     """Why compiling it with its inputs failed: it fails when it would start."""
+    approval: bool = False
+    """A deploy step's ``auto: false``: it waits for a resume before it deploys anything
+    (KubeVela's deploy suspends first, "Waiting approval to the deploy step")."""
     component_deps: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """deploy: component -> the components it waits for in each cluster (``dependsOn``);
     empty: a started cluster gets every component at once."""
@@ -478,6 +481,10 @@ def _fail(step: StepState, spec: StepSpec, now: float, reason: str, message: str
 def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, resume: bool
              ) -> tuple[StepState, list[Action], bool]:
     if spec.type in DEPLOYING:
+        if spec.approval and not step.started and step.reason != "Approved":
+            if not resume:
+                return _awaiting_approval(step, spec, now), [], resume
+            step, resume = dataclasses.replace(step, reason="Approved"), False
         new, actions = _deploy(step, spec, obs, now)
         return new, actions, resume
     if spec.type in ("suspend", "approve"):
@@ -504,6 +511,13 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
     raise ValueError(f"unknown step type {spec.type!r}")
+
+
+def _awaiting_approval(step: StepState, spec: StepSpec, now: float) -> StepState:
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"not approved within {spec.timeout:.0f}s")[0]
+    return dataclasses.replace(step, phase="suspended", reason="Suspended",
+                               message=f'Waiting approval to the deploy step "{spec.name}"')
 
 
 def _deploy(step: StepState, spec: StepSpec, obs: Observations, now: float

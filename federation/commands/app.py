@@ -24,7 +24,7 @@ import click
 import yaml
 
 from federation.applications import compile as compile_
-from federation.applications import cue_worker, definitions, model, refs, scope
+from federation.applications import cue_worker, definition_files, definitions, model, refs, scope
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
@@ -50,9 +50,11 @@ def app() -> None:
 @click.option("--local-cluster", default=None, help="What KubeVela's `local` names.")
 @click.option("--definitions", "definition_paths", multiple=True,
               type=click.Path(path_type=Path),
-              help="A file, or a directory of .yaml/.yml/.json files, of ComponentDefinitions "
-                   "and TraitDefinitions (repeatable; definitions in the -f file count too; "
-                   "one without a namespace is taken as vela-system's).")
+              help="A file, or a directory of .yaml/.yml/.json/.cue files, of "
+                   "ComponentDefinitions and TraitDefinitions, as objects or as KubeVela's "
+                   "CUE definition files, as `vela def apply` and addons take them "
+                   "(repeatable; definitions in the -f file count too; one without a "
+                   "namespace is taken as vela-system's).")
 @click.option("--target-namespaces", default=None, metavar="NS[,NS...]",
               help="Member namespaces granted to the Application's namespace, as the "
                    f"hub Namespace's {scope.TARGETS_ANNOTATION} annotation would "
@@ -92,10 +94,12 @@ def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...]
     (each evaluation within the CUE budget)."""
     found = [d for d in docs if _is_definition(d)]
     for given in paths:
-        files = sorted(p for p in given.iterdir() if p.suffix in (".yaml", ".yml", ".json")) \
+        files = sorted(p for p in given.iterdir()
+                       if p.suffix in (".yaml", ".yml", ".json", ".cue")) \
             if given.is_dir() else [given]
         for file in files:
-            found += [d for d in _documents(file) if _is_definition(d)]
+            found += [_cue_definition(file)] if file.suffix == ".cue" else \
+                [d for d in _documents(file) if _is_definition(d)]
     for doc in found:
         meta = doc.get("metadata")
         if isinstance(meta, dict) and not meta.get("namespace"):
@@ -109,6 +113,17 @@ def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...]
                                tuple(c for c in components or [] if isinstance(c, dict))
                                if isinstance(components, list) else ())
     return definitions.Rendering(catalog, info, cue_worker.inline)
+
+
+def _cue_definition(path: Path) -> JSON:
+    """A CUE definition file as the object ``vela def apply`` would install."""
+    try:
+        text = documents.decode(_read(path))
+        return definition_files.from_cue_file(text, str(path))
+    except documents.TextError as exc:
+        _fail(f"{path}: {exc}")
+    except definitions.DefinitionError as exc:
+        _fail(str(exc))
 
 
 def _is_definition(doc: Any) -> bool:

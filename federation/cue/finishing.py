@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from federation.cue import syntax as s
@@ -118,6 +119,8 @@ def decide_disjunction(ev: Evaluator, vertex: Vertex) -> None:
             survivors.append((candidate, mark))
     marked = [c for c, m in survivors if m]
     chosen = marked if marked else [c for c, _ in survivors]
+    if len(chosen) > 1 and same_values(ev, chosen):
+        chosen = chosen[:1]  # CUE drops a disjunct equal to another: ([] | [...]) & []
     if len(chosen) == 1:
         adopt(vertex, chosen[0])
     elif not chosen:
@@ -125,6 +128,18 @@ def decide_disjunction(ev: Evaluator, vertex: Vertex) -> None:
     else:
         vertex.err = Bottom(f"{path_text(vertex.path)}: ambiguous disjunction of structs",
                             incomplete=True)
+
+
+def same_values(ev: Evaluator, candidates: list[Vertex]) -> bool:
+    """Every candidate concrete and equal to the first (JSON text, so ``1`` is not
+    ``true`` nor ``1.0``, as in CUE)."""
+    from federation.cue.exporting import Incomplete, plain
+
+    try:
+        texts = {json.dumps(plain(ev, c), sort_keys=True) for c in candidates}
+    except Incomplete:
+        return False
+    return len(texts) == 1
 
 
 def adopt(vertex: Vertex, winner: Vertex) -> None:

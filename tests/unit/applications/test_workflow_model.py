@@ -443,3 +443,33 @@ def test_no_step_starts_before_what_it_waits_for_ended(
             assert all(s.phase in workflow.FINISHED for s in state.steps)
         assert all(by_name[s.name].type == s.type for s in state.steps)
         previous = state
+
+
+# -- deploy auto: false ----------------------------------------------------------------------
+
+
+def test_a_deploy_with_auto_false_waits_for_a_resume_before_it_deploys() -> None:
+    """KubeVela's deploy.cue: ``auto: false`` suspends the step ("Waiting approval to the
+    deploy step") and deploys once resumed (docs' multicluster deploy example)."""
+    found = compiled([{"name": "prod", "type": "deploy", "properties": {"auto": False}}])
+    (spec,) = found.steps
+    assert spec.approval
+    state = workflow.initial(1, found.steps, 0.0)
+    state, actions = workflow.evaluate(state, found.steps, Observations(), 1.0)
+    (step,) = state.steps
+    assert (state.phase, step.phase) == ("suspended", "suspended")
+    assert step.message == 'Waiting approval to the deploy step "prod"'
+    assert not any(isinstance(a, workflow.Deploy) for a in actions)
+    state, actions = workflow.evaluate(state, found.steps, Observations(), 2.0)
+    assert state.steps[0].phase == "suspended"  # nothing happens without a resume
+    state, actions = workflow.evaluate(state, found.steps, Observations(resume=True), 3.0)
+    assert state.steps[0].phase == "running"
+    assert [a.clusters for a in actions if isinstance(a, workflow.Deploy)] == [("member1",)]
+    healthy_now = Observations(health={("prod", "member1"): ("healthy", "")})
+    state, _ = workflow.evaluate(state, found.steps, healthy_now, 4.0)
+    assert state.steps[0].phase == "succeeded"
+
+
+def test_auto_must_be_a_boolean() -> None:
+    refused("properties.auto: true or false",
+            [{"name": "prod", "type": "deploy", "properties": {"auto": "no"}}])

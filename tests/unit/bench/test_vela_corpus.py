@@ -84,3 +84,59 @@ def test_counts_and_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 ])
 def test_reasons_drop_paths_indices_and_names(line: str, group: str) -> None:
     assert corpus.reason(line) == group
+
+
+SYNCER = """syncer: {
+	type: "component"
+	attributes: workload: type: "autodetects.core.oam.dev"
+}
+template: {
+	output: {apiVersion: "sync.example.com/v1", kind: "Sync", spec: url: parameter.url}
+	parameter: url: string
+}
+"""
+BROKEN_TRAIT = """watcher: {
+	type: "trait"
+	attributes: workload: type: "autodetects.core.oam.dev"
+}
+template: {patch: {}}
+"""
+
+
+def _catalog(tmp_path: Path) -> Path:
+    """A catalog of our own: an addon whose definition converts, one whose trait vela-core's
+    conversion refuses (so vela addon enable would fail), Applications using each."""
+    work = tmp_path / "catalog"
+    (work / "addons" / "syncer" / "definitions" / "nested").mkdir(parents=True)
+    (work / "addons" / "syncer" / "definitions" / "nested" / "syncer.cue").write_text(SYNCER)
+    (work / "experimental" / "addons" / "watch" / "definitions").mkdir(parents=True)
+    (work / "experimental" / "addons" / "watch" / "definitions" / "w.cue").write_text(
+        BROKEN_TRAIT)
+    (work / "examples").mkdir()
+    uses = GOOD.replace("type: webservice, properties: {image: nginx}",
+                        "type: syncer, properties: {url: 'https://x'}")
+    (work / "examples" / "sync.yaml").write_text(uses)
+    watched = GOOD.replace("{image: nginx}", "{image: nginx}, traits: [{type: watcher}]")
+    (work / "examples" / "watched.yaml").write_text(watched)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "catalog"], check=True)
+    return work / ".git"
+
+
+def test_addons_are_enabled_as_vela_addon_enable_would(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An Application naming an addon's type gets that addon's converted definitions and
+    counts only if they render it; one needing an addon vela-core cannot enable is
+    skipped; without addons the first is refused."""
+    mirror = str(_catalog(tmp_path))
+    assert corpus.main([mirror, "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert (counts["valid_upstream"], counts["accepted"]) == (1, 1)
+    assert counts["addons"] == {"addons/syncer": {"needed_by": 1, "accepted": 1}}
+    assert counts["skipped"] == {
+        "needs addon experimental/addons/watch, which vela addon enable refuses": 1}
+    assert corpus.main([mirror, "--json", "--no-addons"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert (counts["valid_upstream"], counts["accepted"]) == (2, 0)

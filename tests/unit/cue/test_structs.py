@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from federation.cue import CueError
@@ -96,3 +98,23 @@ def test_a_fill_cannot_reach_a_hidden_field_or_a_definition_of_the_template() ->
               "out: [parameter._fixed, parameter.#D.a]\n")
     assert run(source, fill={"parameter": {"_fixed": "tenant", "#D": {"a": 2}}},
                fields=["out"]) == {"out": ["template", 1]}
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # the zookeeper-operator addon's `containers: [] | [...]`, filled with []
+    ("p: {c: [] | [...]}\np: c: []\nx: p.c", []),
+    ("x: [] | [...]", []),
+    ("x: [1] | [1, ...]", [1]),
+    ("x: {a: 1} | {a: int}\nx: a: 1", {"a": 1}),
+])
+def test_disjuncts_that_end_equal_are_one_value_as_in_cue(source: str, expected: Any) -> None:
+    """CUE (v0.4.3, the oracle) drops a disjunct equal to another instead of calling the
+    disjunction ambiguous."""
+    assert run(source, fields=["x"]) == {"x": expected}
+
+
+def test_disjuncts_that_differ_stay_ambiguous() -> None:
+    with pytest.raises(CueError, match="ambiguous disjunction"):
+        run("x: {a: 1} | {b: 1}", fields=["x"])
+    with pytest.raises(CueError, match="ambiguous disjunction"):
+        run("x: {a: 1} | {a: true}", fields=["x"])
