@@ -45,7 +45,9 @@ from federation.hub import api
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 STATIC = Path(__file__).resolve().parent / "static"
-COOKIE = "fedctl-dashboard"
+COOKIE = "fedctl-dashboard-{port}"
+"""Per port: browsers share cookies across the ports of one host, and two dashboards (two
+users, two hubs) must not overwrite each other's session."""
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 SECURITY_HEADERS = {
@@ -82,6 +84,10 @@ class Settings:
     def origin(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
+
+    @property
+    def cookie(self) -> str:
+        return COOKIE.format(port=self.port)
 
     def hosts(self) -> set[str]:
         """The Host headers accepted: the address served (and localhost's names for it)."""
@@ -126,9 +132,9 @@ async def _checked(settings: Settings, request: web.Request, handler: Handler
         kept = {k: v for k, v in request.query.items() if k != "token"}
         target = request.path + ("?" + urllib.parse.urlencode(kept) if kept else "")
         found = web.Response(status=303, headers={"Location": target})
-        found.set_cookie(COOKIE, settings.token, httponly=True, samesite="Strict", path="/")
+        found.set_cookie(settings.cookie, settings.token, httponly=True, samesite="Strict", path="/")
         return found
-    cookie = request.cookies.get(COOKIE, "")
+    cookie = request.cookies.get(settings.cookie, "")
     if not hmac.compare_digest(cookie.encode(), settings.token.encode()):
         return _refuse(401, "no session: open the link fedctl dashboard printed")
     if request.method not in ("GET", "HEAD"):
