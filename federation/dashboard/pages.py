@@ -68,8 +68,10 @@ def _condition(doc: Mapping[str, Any], kind: str) -> str:
 
 
 def badge(value: str) -> Html:
-    good = value in ("True", "Ready", "healthy", "succeeded", "Complete", "Done", "running")
-    bad = value in ("False", "failed", "Failed", "NotReady", "unhealthy", "Warning")
+    good = value in ("True", "Ready", "Healthy", "healthy", "succeeded", "Complete", "Done",
+                     "running")
+    bad = value in ("False", "failed", "Failed", "Refused", "NotReady", "unhealthy", "Warning",
+                    "workflowFailed")
     return el("span", value, class_="badge " + ("good" if good else "bad" if bad else "other"))
 
 
@@ -356,9 +358,9 @@ def rollouts(policies: Sequence[JSON], found: Mapping[str, str]) -> Html:
     for policy in policies:
         status = policy.get("status") or {}
         clusters = [c for c in status.get("clusters") or [] if isinstance(c, Mapping)]
-        in_progress = [str(c.get("name")) for c in clusters if c.get("state") == "updating"]
+        in_progress = [str(c.get("name")) for c in clusters if c.get("state") == "Updating"]
         rows = [el("tr", el("th", str(c.get("name")), scope="row"),
-                   el("td", badge(str(c.get("state") or "pending"))),
+                   el("td", badge(str(c.get("state") or "Pending"))),
                    el("td", str(c.get("releasedVersion") or "-")),
                    el("td", str(c.get("action") or "")),
                    el("td", str(c.get("startedAt") or "")),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import logging
@@ -67,6 +68,20 @@ KEEPALIVE = 15.0
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Review = Callable[[str, str], Awaitable[apps.Permission]]
 WhatIf = Callable[[str, str, str], Awaitable[Html]]
+
+
+EMPTY = Html("")
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """A page: its title, the part the live stream replaces, and what stays around it
+    (the events' filter above, the what-if below)."""
+
+    title: str
+    live: Html
+    before: Html = EMPTY
+    after: Html = EMPTY
 
 
 class Settings:
@@ -132,7 +147,8 @@ async def _checked(settings: Settings, request: web.Request, handler: Handler
         kept = {k: v for k, v in request.query.items() if k != "token"}
         target = request.path + ("?" + urllib.parse.urlencode(kept) if kept else "")
         found = web.Response(status=303, headers={"Location": target})
-        found.set_cookie(settings.cookie, settings.token, httponly=True, samesite="Strict", path="/")
+        found.set_cookie(settings.cookie, settings.token, httponly=True, samesite="Strict",
+                         path="/")
         return found
     cookie = request.cookies.get(settings.cookie, "")
     if not hmac.compare_digest(cookie.encode(), settings.token.encode()):
@@ -170,32 +186,33 @@ class Dashboard:
             web.get("/rollouts", self.page), web.get("/events", self.page),
             web.get("/stream", self.stream),
             web.get("/static/{file}", self.static),
+            web.get("/favicon.ico", self.no_icon),
         ])
         return server
 
     # -- pages ---------------------------------------------------------------------------
 
-    async def render(self, path: str, query: Any) -> tuple[str, Html, Html]:
-        """(title, the live part, the rest) of the page at ``path``."""
+    async def render(self, path: str, query: Any) -> Page:
+        """The page at ``path``."""
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
         found = self.mirror.notes
         if parts == [""]:
-            return "Fleet", pages.fleet(self.mirror.items("members"), self._bindings(),
-                                        found), Html("")
+            return Page("Fleet", pages.fleet(self.mirror.items("members"), self._bindings(),
+                                             found))
         if parts == ["workloads"]:
-            return "Workloads", pages.workloads(pages.workloads_of(self._bindings()),
-                                                found), Html("")
+            return Page("Workloads", pages.workloads(pages.workloads_of(self._bindings()),
+                                                     found))
         if parts == ["applications"]:
-            return "Applications", apps.applications(self.mirror.items("applications"),
-                                                     found), Html("")
+            return Page("Applications", apps.applications(self.mirror.items("applications"),
+                                                          found))
         if parts == ["rollouts"]:
-            return "Configuration rollouts", pages.rollouts(
-                self.mirror.items("rollouts"), found), Html("")
+            return Page("Configuration rollouts", pages.rollouts(
+                self.mirror.items("rollouts"), found))
         if parts == ["events"]:
             chosen = pages.EventFilter(str(query.get("q", "")), str(query.get("type", "")),
                                        str(query.get("namespace", "")))
-            return "Events", pages.events(self._events(), chosen, found), \
-                pages.event_form(chosen)
+            return Page("Events", pages.events(self._events(), chosen, found),
+                        before=pages.event_form(chosen))
         if len(parts) == 3 and parts[0] == "workload":
             return await self._workload(parts[1], parts[2], query.get("fail"))
         if len(parts) == 3 and parts[0] == "application":
@@ -203,8 +220,9 @@ class Dashboard:
         raise web.HTTPNotFound(text="no such page\n")
 
     async def page(self, request: web.Request) -> web.Response:
-        title, live, rest = await self.render(request.rel_url.raw_path, request.query)
-        document = pages.layout(title, request.path, join([rest, pages.live(live)]),
+        found = await self.render(request.rel_url.raw_path, request.query)
+        document = pages.layout(found.title, request.path,
+                                join([found.before, pages.live(found.live), found.after]),
                                 self.settings.csrf, self._identity())
         return web.Response(text=document, content_type="text/html", charset="utf-8")
 
@@ -218,8 +236,7 @@ class Dashboard:
     def _events(self) -> list[JSON]:
         return sorted(self.mirror.items("events"), key=event_time, reverse=True)
 
-    async def _workload(self, namespace: str, name: str, fail: str | None
-                        ) -> tuple[str, Html, Html]:
+    async def _workload(self, namespace: str, name: str, fail: str | None) -> Page:
         source = "bindings" if namespace != "_" else "clusterbindings"
         binding = self.mirror.objects[source].get(("" if namespace == "_" else namespace,
                                                    name))
@@ -234,7 +251,8 @@ class Dashboard:
         answer = await self.what_if(namespace, name, chosen) if chosen else None
         title = f"{ref.kind} {ref.namespace + '/' if ref.namespace else ''}{ref.name}" \
             if ref else name
-        return title, pages.workload(item, events), pages.what_if(members, chosen, answer)
+        return Page(title, pages.workload(item, events),
+                    after=pages.what_if(members, chosen, answer))
 
     async def _what_if(self, namespace: str, name: str, failed: str) -> Html:
         """The placement ``fedctl plan --live --fail`` computes, for this one template."""
@@ -258,15 +276,14 @@ class Dashboard:
                                             item.wanted() if item else {}, lines)
         return el("p", "no policy places this template now", class_="note")
 
-    async def _application(self, namespace: str, name: str, done: str
-                           ) -> tuple[str, Html, Html]:
+    async def _application(self, namespace: str, name: str, done: str) -> Page:
         item = self.mirror.objects["applications"].get((namespace, name))
         if item is None:
             raise web.HTTPNotFound(text="no such Application (or not visible to you)\n")
         permission = await self.permission(namespace, name)
         said = f"{done} requested" if done in apps.ACTIONS else ""
-        return f"Application {namespace}/{name}", apps.application(
-            item, permission, self.settings.csrf, said), Html("")
+        return Page(f"Application {namespace}/{name}", apps.application(
+            item, permission, self.settings.csrf, said))
 
     # -- permissions and actions ------------------------------------------------------------
 
@@ -340,7 +357,7 @@ class Dashboard:
             async for version in self._versions(seen):
                 seen = version
                 try:
-                    _, live, _ = await self.render(target.path or "/", query)
+                    live = (await self.render(target.path or "/", query)).live
                 except web.HTTPNotFound:
                     live = el("p", "this object is gone (or no longer visible to you)",
                               class_="note")
@@ -362,6 +379,9 @@ class Dashboard:
             await asyncio.sleep(COALESCE)
             seen = max(version, self.mirror.version)
             yield seen
+
+    async def no_icon(self, request: web.Request) -> web.Response:
+        return web.Response(status=204)
 
     async def static(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["file"]
