@@ -65,6 +65,7 @@ PERMISSION_TTL = 10.0
 COALESCE = 0.25
 """Seconds the live stream waits after a change for the rest of a burst."""
 KEEPALIVE = 15.0
+WILDCARDS = ("0.0.0.0", "::")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Review = Callable[[str, str], Awaitable[apps.Permission]]
 WhatIf = Callable[[str, str, str], Awaitable[Html]]
@@ -104,12 +105,16 @@ class Settings:
     def cookie(self) -> str:
         return COOKIE.format(port=self.port)
 
-    def hosts(self) -> set[str]:
-        """The Host headers accepted: the address served (and localhost's names for it)."""
+    def accepts(self, host: str) -> bool:
+        """Whether a request's Host header names the address served (localhost's names for
+        loopback). Served on a wildcard address, the names it is reached by are unknown: any
+        is taken, and the session cookie (bound to the name in the link) still guards."""
+        if self.host in WILDCARDS:
+            return host.endswith(f":{self.port}")
         names = {self.host, f"[{self.host}]"}
         if self.host in ("127.0.0.1", "::1", "localhost"):
             names |= {"127.0.0.1", "localhost", "[::1]"}
-        return {f"{name}:{self.port}" for name in names}
+        return host in {f"{name}:{self.port}" for name in names}
 
     def link(self) -> str:
         return f"{self.origin}/?token={self.token}"
@@ -138,7 +143,8 @@ def guard(settings: Settings) -> Middleware:
 
 async def _checked(settings: Settings, request: web.Request, handler: Handler
                    ) -> web.StreamResponse:
-    if request.headers.get("Host", "") not in settings.hosts():
+    host = request.headers.get("Host", "")
+    if not settings.accepts(host):
         return _refuse(421, "unexpected Host header: open the address fedctl dashboard printed")
     offered = request.query.get("token")
     if offered is not None and request.method == "GET":
@@ -154,7 +160,7 @@ async def _checked(settings: Settings, request: web.Request, handler: Handler
     if not hmac.compare_digest(cookie.encode(), settings.token.encode()):
         return _refuse(401, "no session: open the link fedctl dashboard printed")
     if request.method not in ("GET", "HEAD"):
-        if request.headers.get("Origin") != settings.origin:
+        if request.headers.get("Origin") != f"http://{host}":
             return _refuse(403, "cross-origin request refused (Origin)")
         form = await request.post()
         if not hmac.compare_digest(str(form.get("csrf", "")).encode(), settings.csrf.encode()):

@@ -320,3 +320,13 @@ async def _event(response: Any) -> str:
             return "\n".join(lines)
         if line.startswith("data: "):
             lines.append(line[len("data: "):].rstrip("\n"))
+
+
+def test_the_host_names_accepted() -> None:
+    loop = server.Settings(context(), "127.0.0.1", 8090)
+    assert loop.accepts("127.0.0.1:8090") and loop.accepts("localhost:8090")
+    assert not loop.accepts("evil.example:8090") and not loop.accepts("127.0.0.1:8091")
+    one = server.Settings(context(), "192.0.2.7", 8090)
+    assert one.accepts("192.0.2.7:8090") and not one.accepts("localhost:8090")
+    wildcard = server.Settings(context(), "0.0.0.0", 8090)
+    assert wildcard.accepts("dash.example:8090") and not wildcard.accepts("dash.example:1")
