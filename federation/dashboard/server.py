@@ -42,6 +42,7 @@ from federation.dashboard import apps, pages
 from federation.dashboard.html import Html, el, join
 from federation.dashboard.mirror import Mirror, event_time
 from federation.hub import api
+from federation.placement import loader
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -265,7 +266,7 @@ class Dashboard:
         try:
             state = await plan_live.read(self.settings.context)
             planned = plan_live.what_if(state, [failed])
-        except (kube.ClientError, ValueError) as exc:
+        except (kube.ClientError, loader.LoadError, ValueError, OSError) as exc:
             return el("p", f"what-if unavailable: {exc}", class_="note")
         binding = self.mirror.objects["bindings"].get((namespace, name)) or \
             self.mirror.objects["clusterbindings"].get(("", name)) or {}

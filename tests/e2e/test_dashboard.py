@@ -135,6 +135,16 @@ def screenshot(browser: WebDriver, shots: Path, name: str, full: bool = True) ->
         shutil.copy(path, DOCS_IMAGES / f"dashboard-{name}.png")
 
 
+def visit(browser: WebDriver, url: str, css: str, timeout: float = 30) -> None:
+    """Open ``url`` until it shows ``css`` (the dashboard's own watch may be a moment behind
+    kubectl's answer: a page for an object it has not seen yet is 404)."""
+    def shown() -> bool:
+        if not browser.find_elements(By.CSS_SELECTOR, css):
+            browser.get(url)
+        return bool(browser.find_elements(By.CSS_SELECTOR, css))
+    wait_for(shown, timeout=timeout, interval=0.5, what=f"{css} on {url}")
+
+
 def mark(browser: WebDriver) -> None:
     browser.execute_script("window.__notReloaded = true;")
 
@@ -225,7 +235,7 @@ def test_scaling_a_hub_deployment_moves_its_bars_without_a_reload(
     binding = bindings_.binding_name("web", "Deployment")
     wait_for(lambda: get_or_none(fleet, "hub", "resourcebindings", binding, "-n", ns),
              timeout=60, what="the binding")
-    browser.get(f"{admin_dashboard.origin}/workload/{ns}/{binding}")
+    visit(browser, f"{admin_dashboard.origin}/workload/{ns}/{binding}", "#replica-bars")
     wait_for(lambda: wanted_sum(browser) == 3, timeout=60, what="bars of 3 replicas")
     mark(browser)
     fleet.kubectl("hub", "scale", "deployment", "web", "-n", ns, "--replicas=9")
@@ -254,7 +264,7 @@ def test_an_application_is_approved_from_its_page_and_its_timeline_advances(
     apply(fleet, "hub", approve_app("shop", ns))
     wait_for(lambda: app_phase(fleet, ns, "shop") == "workflowSuspending", timeout=90,
              what="the Application waiting at its approve step")
-    browser.get(f"{admin_dashboard.origin}/application/{ns}/shop")
+    visit(browser, f"{admin_dashboard.origin}/application/{ns}/shop", "#timeline")
     wait_for(lambda: texts(browser, "li.step[data-step=approval] > .badge") == ["suspended"],
              timeout=30, what="the approve step suspended on the page")
     approve = browser.find_element(By.CSS_SELECTOR, "button[data-action=approve]")
@@ -364,7 +374,7 @@ def test_a_user_with_one_namespace_sees_it_only_and_may_not_act(
         assert other not in browser.page_source
         assert f"namespace {mine} only" in browser.page_source
         screenshot(browser, shots, "viewer-workloads")
-        browser.get(f"{viewer.origin}/application/{mine}/gated")
+        visit(browser, f"{viewer.origin}/application/{mine}/gated", "#timeline")
         approve = wait_for(lambda: browser.find_elements(
             By.CSS_SELECTOR, "button[data-action=approve]"), timeout=30, what="the button")[0]
         assert not approve.is_enabled()
