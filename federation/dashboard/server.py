@@ -354,7 +354,8 @@ class Dashboard:
         target = urllib.parse.urlsplit(request.query.get("page", "/"))
         if target.scheme or target.netloc:
             raise web.HTTPBadRequest(text="page: a path of this dashboard\n")
-        query = dict(urllib.parse.parse_qsl(target.query))
+        # the what-if is not part of the live content: never recomputed on a change
+        query = {k: v for k, v in urllib.parse.parse_qsl(target.query) if k != "fail"}
         await self.render(target.path or "/", query)  # 404 before the stream starts
         response = web.StreamResponse(headers={**SECURITY_HEADERS,
                                                "Content-Type": "text/event-stream"})

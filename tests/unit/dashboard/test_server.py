@@ -330,3 +330,27 @@ def test_the_host_names_accepted() -> None:
     assert one.accepts("192.0.2.7:8090") and not one.accepts("localhost:8090")
     wildcard = server.Settings(context(), "0.0.0.0", 8090)
     assert wildcard.accepts("dash.example:8090") and not wildcard.accepts("dash.example:1")
+
+
+async def test_the_stream_does_not_recompute_the_what_if() -> None:
+    """The what-if reads the whole hub: a change must not repeat it for each open page."""
+    async with serving() as site:
+        asked: list[str] = []
+
+        async def what_if(namespace: str, name: str, failed: str) -> Html:
+            asked.append(failed)
+            return el("p", "answer")
+
+        site.dashboard.what_if = what_if
+        await page(site, "/workload/shop/web-deployment?fail=member2")
+        assert asked == ["member2"]
+        response = await site.client.get(
+            "/stream?page=/workload/shop/web-deployment%3Ffail%3Dmember2")
+        await _event(response)
+        changed = binding("web")
+        changed["status"]["aggregatedStatus"][0]["status"]["readyReplicas"] = 4
+        site.dashboard.mirror.objects["bindings"][("shop", "web-deployment")] = changed
+        await site.dashboard.mirror._bump()
+        assert "4 ready of 4" in await _event(response)
+        response.close()
+        assert asked == ["member2"]
