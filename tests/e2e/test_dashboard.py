@@ -28,7 +28,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -154,7 +154,30 @@ def not_reloaded(browser: WebDriver) -> bool:
 
 
 def texts(browser: WebDriver, css: str) -> list[str]:
-    return [e.text for e in browser.find_elements(By.CSS_SELECTOR, css)]
+    """The elements' text, read in one script (the live part may be replaced between two
+    WebDriver calls, leaving a stale element)."""
+    found: list[str] = browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText.trim());",
+        css)
+    return found
+
+
+def attributes(browser: WebDriver, css: str, name: str) -> list[str]:
+    found: list[str] = browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]),"
+        " e => e.getAttribute(arguments[1]));", css, name)
+    return found
+
+
+def click(browser: WebDriver, css: str) -> None:
+    """Click with the keyboard's and mouse's path, again if the live part replaced it."""
+    def clicked() -> bool:
+        try:
+            browser.find_element(By.CSS_SELECTOR, css).click()
+        except StaleElementReferenceException:
+            return False
+        return True
+    wait_for(clicked, timeout=10, what=f"a click on {css}")
 
 
 def namespace(fleet: TestFleet) -> str:
@@ -220,8 +243,7 @@ def test_the_fleet_page_shows_the_members(admin_dashboard: Dashboard, browser: W
     first_paint = time.monotonic() - started
     wait_for(lambda: texts(browser, "td[data-member-ready]") == ["True"] * 3, timeout=60,
              what="3 ready members on the fleet page")
-    assert [e.get_attribute("data-member") for e in
-            browser.find_elements(By.CSS_SELECTOR, "tr[data-member]")] == \
+    assert attributes(browser, "tr[data-member]", "data-member") == \
         ["member1", "member2", "member3"]
     assert "3 members, 3 ready" in browser.page_source
     print(f"fleet page loaded in {first_paint:.2f}s")
@@ -267,10 +289,9 @@ def test_an_application_is_approved_from_its_page_and_its_timeline_advances(
     visit(browser, f"{admin_dashboard.origin}/application/{ns}/shop", "#timeline")
     wait_for(lambda: texts(browser, "li.step[data-step=approval] > .badge") == ["suspended"],
              timeout=30, what="the approve step suspended on the page")
-    approve = browser.find_element(By.CSS_SELECTOR, "button[data-action=approve]")
-    assert approve.is_enabled()
+    assert attributes(browser, "button[data-action=approve]", "disabled") == [None]
     screenshot(browser, shots, "application-waiting")
-    approve.click()
+    click(browser, "button[data-action=approve]")
     wait_for(lambda: "approve requested" in browser.page_source, timeout=30,
              what="the approval acknowledged")
     mark(browser)
@@ -375,17 +396,15 @@ def test_a_user_with_one_namespace_sees_it_only_and_may_not_act(
         assert f"namespace {mine} only" in browser.page_source
         screenshot(browser, shots, "viewer-workloads")
         visit(browser, f"{viewer.origin}/application/{mine}/gated", "#timeline")
-        approve = wait_for(lambda: browser.find_elements(
-            By.CSS_SELECTOR, "button[data-action=approve]"), timeout=30, what="the button")[0]
-        assert not approve.is_enabled()
-        why = browser.find_element(By.ID, "why-approve").text
+        assert attributes(browser, "button[data-action=approve]", "disabled") == [""]
+        [why] = texts(browser, "#why-approve")
         assert why.startswith("the hub says you may not patch this Application"), why
         # the attack: re-enable the button in the page; the hub refuses the write itself
-        browser.execute_script("arguments[0].disabled = false;", approve)
-        approve.click()
+        browser.execute_script("const b = document.querySelector("
+                               "'button[data-action=approve]'); b.disabled = false; b.click();")
         wait_for(lambda: browser.find_elements(By.ID, "outcome"), timeout=30,
                  what="the refusal shown")
-        said = browser.find_element(By.ID, "outcome").text
+        [said] = texts(browser, "#outcome")
         assert said.startswith("approve refused by the hub: hub: 403 Forbidden"), said
         assert "dash-viewer" in said
         screenshot(browser, shots, "viewer-refused")
