@@ -197,7 +197,12 @@ def deployment(name: str, ns: str, replicas: int) -> list[dict[str, Any]]:
              "metadata": {"name": name, "namespace": ns},
              "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
                                              "name": name}],
-                      "placement": {"replicaScheduling": {
+                      "placement": {
+                          # opted into failover, so a failed member's replicas move
+                          "clusterTolerations": [{
+                              "key": "cluster.federation.io/not-ready", "operator": "Exists",
+                              "effect": "NoExecute", "tolerationSeconds": 10}],
+                          "replicaScheduling": {
                           "replicaSchedulingType": "Divided",
                           "replicaDivisionPreference": "Weighted"}}}}]
 
