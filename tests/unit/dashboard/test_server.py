@@ -167,7 +167,7 @@ async def test_every_answer_has_the_security_headers() -> None:
             assert "frame-ancestors 'none'" in csp
             assert response.headers["X-Content-Type-Options"] == "nosniff"
             assert response.headers["X-Frame-Options"] == "DENY"
-            assert response.headers["Referrer-Policy"] == "no-referrer"
+            assert response.headers["Referrer-Policy"] == "same-origin"
 
 
 async def test_without_the_session_link_nothing_is_served() -> None:
