@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "Run a pull member's agent: dial the hub's work server, apply its work."),
     "completion": ("federation.commands.completion:completion",
                    "Print a shell completion script (bash, zsh, fish)."),
+    "dashboard": ("federation.dashboard.command:dashboard",
+                  "Serve the fleet dashboard in a browser, as you (127.0.0.1)."),
     "get": ("federation.commands.get:get", "Show objects of a kind across member clusters."),
     "install": ("federation.commands.install:install",
                 "Install the hub API (CRDs) and the control plane's RBAC."),

@@ -35,6 +35,8 @@ cat <<'NEXT'
 
 Try next (`local up` put the fleet's contexts into your kubeconfig with hub current, unless
 it warned above: then add --kubeconfig kubeconfigs/local.yaml; `make down` takes them out):
+  .venv/bin/fedctl dashboard                           # the fleet in a browser: open the
+                                                       #   link it prints (127.0.0.1, as you)
   .venv/bin/fedctl get clusters                        # the members, ready and labelled
   .venv/bin/fedctl get deploy -n shop -w               # every copy; -w follows changes
   .venv/bin/fedctl plan --live --fail member1          # what-if: member1 fails

@@ -6,6 +6,8 @@
 #   mmdebstrap, buildah          - `make image`: Debian bases, then the Containerfile
 #   podman, runc                 - tests/image run the built image (runc: crun refuses
 #                                  the hybrid cgroup hierarchy of these machines)
+#   chromium, chromium-driver    - tests/e2e/test_dashboard.py: `fedctl dashboard` in a
+#                                  real headless browser, driven by selenium
 # kube-apiserver and etcd themselves come from `fedctl local install`.
 set -euo pipefail
 need=()
@@ -17,6 +19,8 @@ command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 command -v buildah >/dev/null 2>&1 || need+=(buildah)
 command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo -n"

@@ -153,7 +153,7 @@ COMMANDS = [
     ["run", "--kubeconfig"], ["install", "--kubeconfig"],
     ["get", "deployments", "--kubeconfig"], ["join", "edge", "--kubeconfig"],
     ["unjoin", "edge", "--kubeconfig"], ["app", "status", "shop", "--kubeconfig"],
-    ["plan", "--live", "--kubeconfig"],
+    ["plan", "--live", "--kubeconfig"], ["dashboard", "--kubeconfig"],
 ]
 
 
