@@ -187,15 +187,18 @@ class FakeWriter:
 
     async def list(self, resource: Resource, namespace: str | None = None, **params: Any
                    ) -> JSON:
-        """A live list; a field selector's ``path=value`` terms are matched as the API server
-        matches them (dotted paths into each object)."""
+        """A live list (the fleet's, for this cluster); a field selector's ``path=value``
+        terms are matched as the API server matches them (dotted paths into each object)."""
         self.mc._check(self.name)
         terms = [t.split("=", 1) for t in str(params.get("fieldSelector") or "").split(",") if t]
-        items = [deepcopy(o) for (c, plural, ns, _), o in sorted(self.mc.objects.items())
-                 if c == self.name and plural == resource.plural
-                 and (namespace is None or ns == namespace)
-                 and all(_field(o, path) == value for path, value in terms)]
-        return {"items": items}
+        listed = await self.mc.list(resource, namespace, clusters=[self.name])
+        return {"items": [o for o in listed.items[self.name]
+                          if all(_field(o, path) == value for path, value in terms)]}
+
+    def _unchanged_since(self, stored: JSON, version: str | None) -> None:
+        """A write conditional on ``version`` (none: unconditional) meets the server's 409."""
+        if version and version != stored["metadata"]["resourceVersion"]:
+            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
 
     async def create(self, obj: JSON, *, resource: Resource | None = None) -> JSON:
         self.mc._check(self.name)
@@ -212,8 +215,7 @@ class FakeWriter:
         meta = obj["metadata"]
         stored = self._stored(resource, meta["name"], meta.get("namespace"))
         version = meta.get("resourceVersion")
-        if version and version != stored["metadata"]["resourceVersion"]:
-            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
+        self._unchanged_since(stored, version)
         updated = deepcopy(obj)
         updated["metadata"]["uid"] = stored["metadata"]["uid"]
         if resource not in (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS):
@@ -226,8 +228,7 @@ class FakeWriter:
                     namespace: str | None = None, resource_version: str | None = None,
                     subresource: str | None = None, **_: Any) -> JSON:
         stored = self._stored(resource, name, namespace)
-        if resource_version and resource_version != stored["metadata"]["resourceVersion"]:
-            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
+        self._unchanged_since(stored, resource_version)
         updated = deepcopy(stored)
         for key, value in patch.items():
             if key != "metadata":
@@ -250,8 +251,7 @@ class FakeWriter:
         meta = obj["metadata"]
         stored = self._stored(resource, meta["name"], meta.get("namespace"))
         version = meta.get("resourceVersion")
-        if version and version != stored["metadata"]["resourceVersion"]:
-            raise ApiError(self.name, 409, "Conflict", "the object has been modified")
+        self._unchanged_since(stored, version)
         updated = {**deepcopy(stored), **deepcopy(obj)}
         updated["metadata"] = {**stored["metadata"], **deepcopy(meta)}
         self._record("apply", resource, meta["name"])
