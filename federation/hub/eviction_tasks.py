@@ -32,6 +32,7 @@ whatever a binding says.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -182,11 +183,14 @@ def observe(since: Mapping[str, float], unhealthy: Iterable[str], fine: Iterable
             now: float) -> dict[str, float]:
     """The first-seen-unhealthy moments after this look: unhealthy copies keep theirs (or
     start now), ``fine`` ones (healthy, of unknown health, gone, or on a cluster that is
-    not ready) forget theirs, and a copy that could not be read keeps its own."""
+    not ready) forget theirs, and a copy that could not be read keeps its own.
+
+    A clock starts at the next whole second: the record holds RFC 3339 seconds, and a
+    start cut down to the second before would evict up to a second early."""
     fine = set(fine)
     kept = {c: t for c, t in since.items() if c not in fine}
     for cluster in unhealthy:
-        kept.setdefault(cluster, now)
+        kept.setdefault(cluster, float(math.ceil(now)))
     return kept
 
 

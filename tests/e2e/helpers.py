@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.conftest import TestFleet, kubectl_binary
@@ -28,6 +28,37 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30, interval: float 
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout}s")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def watched(fleet: TestFleet, context: str, *args: str
+            ) -> Iterator[list[tuple[float, dict[str, Any]]]]:
+    """Every version of what ``kubectl get -w <args>`` shows while the block runs, each with
+    the monotonic time it arrived (a watch: a version that lives a moment is still seen,
+    and its time is when the server sent it, not when a poll happened to look)."""
+    process = subprocess.Popen(
+        [kubectl_binary(), "--kubeconfig", str(fleet.kubeconfig), "--context", context,
+         "get", *args, "-w", "-o", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seen: list[tuple[float, dict[str, Any]]] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        lines: list[str] = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.rstrip("\n") == "}":  # kubectl indents all but an object's own braces
+                seen.append((time.monotonic(), json.loads("".join(lines))))
+                lines = []
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        yield seen
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        reader.join(timeout=30)
 
 
 def get_json(fleet: TestFleet, context: str, *args: str) -> dict[str, Any]:

@@ -20,9 +20,7 @@ ends (Karmada does not re-schedule then either).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,9 +28,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TestFleet, kubectl_binary
+from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
-from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
+from tests.e2e.helpers import apply, get_json, get_or_none, wait_for, watched
 
 POLICY_API = "policy.karmada.io/v1alpha1"
 UNHEALTHY = "federation.io/simulate-unhealthy"
@@ -88,7 +86,10 @@ def binding(fleet: TestFleet, namespace: str) -> dict[str, Any]:
 
 
 def decision(fleet: TestFleet, namespace: str) -> dict[str, int]:
-    return {e["name"]: e["replicas"] for e in binding(fleet, namespace)["spec"].get("clusters")
+    """The binding's clusters and replicas ({} until the binding exists)."""
+    found = get_or_none(fleet, "hub", "resourcebindings.work.federation.io", "web-deployment",
+                        "-n", namespace)
+    return {e["name"]: e["replicas"] for e in (found or {"spec": {}})["spec"].get("clusters")
             or []}
 
 
@@ -112,7 +113,19 @@ def placed(fleet: TestFleet, ns: str, members: tuple[str, str],
                       and len(d) == 1 and d, timeout=60, what="placed on one member")
     [old] = chosen
     wait_for(lambda: ready(fleet, old, ns) == 2, timeout=60, what=f"2 ready in {old}")
+    # The control plane has seen it healthy too: a copy turned unhealthy before that look
+    # would be one that never stopped being unhealthy (it was, while it started).
+    wait_for(lambda: recorded_health(fleet, ns).get(old) == "Healthy", timeout=30,
+             what=f"the copy in {old} recorded healthy")
     return old, next(m for m in members if m != old)
+
+
+def recorded_health(fleet: TestFleet, namespace: str) -> dict[str, str]:
+    """Each copy's health as the binding's aggregated status records it."""
+    found = get_or_none(fleet, "hub", "resourcebindings.work.federation.io", "web-deployment",
+                        "-n", namespace) or {}
+    return {e["cluster"]: e.get("health", "") for e in
+            (found.get("status") or {}).get("aggregatedStatus") or []}
 
 
 def make_unhealthy(fleet: TestFleet, member: str, ns: str) -> float:
@@ -120,6 +133,12 @@ def make_unhealthy(fleet: TestFleet, member: str, ns: str) -> float:
     wait_for(lambda: ready(fleet, member, ns) == 0, timeout=30,
              what=f"the copy in {member} unhealthy")
     return time.monotonic()
+
+
+def moved_at(versions: list[tuple[float, dict[str, Any]]], member: str) -> float | None:
+    """When the watched binding first placed the workload on ``member`` alone."""
+    return next((at for at, obj in versions
+                 if {e["name"] for e in obj["spec"].get("clusters") or []} == {member}), None)
 
 
 def member_ready(fleet: TestFleet, name: str) -> bool:
@@ -131,11 +150,20 @@ def member_ready(fleet: TestFleet, name: str) -> bool:
 def test_gracefully_moves_and_keeps_the_old_copy_until_the_new_is_healthy(
         fleet: TestFleet, ns: str) -> None:
     old, new = placed(fleet, ns, ("member1", "member2"), failover=application("Gracefully"))
-    started = make_unhealthy(fleet, old, ns)
-    wait_for(lambda: set(decision(fleet, ns)) == {new}, timeout=TOLERATION + 30,
-             interval=0.3, what=f"moved to {new}")
-    moved = time.monotonic() - started
-    assert moved >= TOLERATION - 1, f"moved {moved:.1f}s after turning unhealthy"
+    # Both moments come from watches (the copy's status going unhealthy in its member, the
+    # binding's decision moving on the hub): polls would add their own lag to one side.
+    with watched(fleet, old, "deployment", "web", "-n", ns) as copy, \
+            watched(fleet, "hub", "resourcebindings.work.federation.io", "web-deployment",
+                    "-n", ns) as decisions:
+        started = make_unhealthy(fleet, old, ns)
+        wait_for(lambda: set(decision(fleet, ns)) == {new}, timeout=TOLERATION + 30,
+                 interval=0.3, what=f"moved to {new}")
+        wait_for(lambda: moved_at(decisions, new) is not None, timeout=10,
+                 what="the move seen by the watch")
+    unhealthy_at = next(at for at, obj in copy
+                        if not (obj.get("status") or {}).get("readyReplicas"))
+    moved = (moved_at(decisions, new) or 0.0) - unhealthy_at
+    assert moved >= TOLERATION - 0.5, f"moved {moved:.1f}s after turning unhealthy"
     found = tasks(fleet, ns)
     assert [(t["fromCluster"], t["purgeMode"], t["reason"], t["gracePeriodSeconds"])
             for t in found] in ([], [(old, "Gracefully", "ApplicationFailure", 600)])
@@ -177,30 +205,6 @@ def test_never_keeps_the_old_copy(fleet: TestFleet, ns: str) -> None:
              what=f"{old}'s copy deleted once confirmed")
 
 
-@contextlib.contextmanager
-def watching(fleet: TestFleet, member: str, ns: str) -> Iterator[list[dict[str, Any]]]:
-    """Every version of the copy in ``member`` while the block runs (a kubectl watch: a
-    label that lives a second is still seen)."""
-    process = subprocess.Popen(
-        [kubectl_binary(), "--kubeconfig", str(fleet.kubeconfig), "--context", member,
-         "get", "deployments", "-n", ns, "-w", "-o", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    seen: list[dict[str, Any]] = []
-    try:
-        yield seen
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=30)
-        decoder, at = json.JSONDecoder(), 0
-        while at < len(output):
-            while at < len(output) and output[at].isspace():
-                at += 1
-            if at >= len(output):
-                break
-            obj, at = decoder.raw_decode(output, at)
-            seen.append(obj)
-
-
 def test_cluster_failover_carries_preserved_state(fleet: TestFleet, ns: str) -> None:
     """The member running it frozen past the toleration: the copy created in the other
     carries the label read from the frozen copy's last observed status; it goes when the
@@ -214,7 +218,7 @@ def test_cluster_failover_carries_preserved_state(fleet: TestFleet, ns: str) -> 
                          (e.get("status") or {}).get("readyReplicas") == 2
                          for e in binding(fleet, ns)["status"].get("aggregatedStatus") or []),
              timeout=30, what=f"{old}'s status recorded on the binding")
-    with watching(fleet, new, ns) as seen:
+    with watched(fleet, new, "deployments", "-n", ns) as seen:
         fleet.freeze(old)
         try:
             wait_for(lambda: ready(fleet, new, ns) == 2, timeout=TOLERATION + 60,
@@ -225,7 +229,7 @@ def test_cluster_failover_carries_preserved_state(fleet: TestFleet, ns: str) -> 
                 or {}), timeout=30, what="the preserved label removed")
         finally:
             fleet.thaw(old)
-    labelled = [obj["metadata"].get("labels", {}).get(JOB_LABEL) for obj in seen
+    labelled = [obj["metadata"].get("labels", {}).get(JOB_LABEL) for _, obj in seen
                 if obj.get("metadata", {}).get("name") == "web"]
     assert labelled and labelled[0] == "2", \
         f"{new}'s copy was not created with {JOB_LABEL}=2: {labelled}"

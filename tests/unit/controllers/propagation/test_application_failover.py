@@ -83,6 +83,26 @@ async def test_an_unhealthy_copy_is_evicted_after_toleration_seconds() -> None:
     assert later.record[tasks_.SINCE] == {}
 
 
+async def test_a_clock_started_within_a_second_is_never_cut_short() -> None:
+    """The record holds whole seconds: a copy first seen unhealthy at T0+0.4 has its clock
+    start at T0+1, so it is still tolerated at T0+30.7 (a start cut down to T0 would have
+    evicted it 0.3 s early) and evicted after T0+31."""
+    copies: dict[str, Any] = {"member1": deployment(False)}
+    first = build(app())
+    verdict = await application_failover.apply_application_failover(
+        FakeContext(copies=copies, now=T0 + 0.4), first)
+    assert first.record[tasks_.SINCE] == {"member1": failover.format_time(T0 + 1)}
+    assert verdict is not None and verdict.requeue_after == pytest.approx(30.7)
+    early = build(app(), {tasks_.SINCE: first.record[tasks_.SINCE]})
+    await application_failover.apply_application_failover(
+        FakeContext(copies=copies, now=T0 + 30.7), early)
+    assert early.eviction_tasks == []
+    late = build(app(), {tasks_.SINCE: first.record[tasks_.SINCE]})
+    await application_failover.apply_application_failover(
+        FakeContext(copies=copies, now=T0 + 31.2), late)
+    assert [t.from_cluster for t in late.eviction_tasks] == ["member1"]
+
+
 async def test_a_healthy_copy_forgets_its_clock_and_nothing_moves() -> None:
     found = build(app(), {tasks_.SINCE: {"member1": failover.format_time(T0)}})
     await application_failover.apply_application_failover(
