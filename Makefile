@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 FEDCTL := $(BIN)/fedctl
 
-.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image manifests coverage
+.PHONY: run test unit e2e lint bench deps down clean proto lock check-latest image manifests coverage floors
 
 # Installs are reproducible: every package (runtime and dev) comes from requirements.lock,
 # exact versions with their hashes, and the project itself is installed without resolving
@@ -53,18 +53,25 @@ deps: $(VENV)/.installed
 run: deps
 	scripts/run-local.sh
 
-## The whole test suite: lint, types, unit and e2e tests, then the coverage floors.
+## The whole test suite: lint, types, the unit tests on both cores (measuring the controllers'
+## coverage as they run), the e2e tests one at a time on a real local fleet (the slowest
+## printed), then the coverage floors.
 test: deps lint
-	$(BIN)/pytest
-	$(MAKE) coverage
+	$(BIN)/pytest -m "not e2e" -n 2 --cov=federation.controllers --cov-report=
+	$(BIN)/pytest -m e2e --durations=25
+	$(MAKE) floors
 
-## Unit coverage floors of the controller kit (95%) and the applications controller (90%),
-## from the controllers', the Application model's and the scoped Secret informers' unit tests.
+## Unit coverage floors of the controller kit (95%) and the applications controller (90%).
+floors: $(VENV)/.installed
+	$(BIN)/coverage report --include='federation/controllers/kit/*' --fail-under=95
+	$(BIN)/coverage report --include='federation/controllers/applications/*' --fail-under=90
+
+## The same floors from the controllers', the Application model's and the scoped Secret
+## informers' own unit tests alone (stricter: no other test's coverage counts).
 coverage: $(VENV)/.installed
 	$(BIN)/pytest -q -m "not e2e" -p no:randomly --cov=federation.controllers --cov-report= \
 		tests/unit/controllers tests/unit/applications tests/unit/contexts/test_scoped_secrets.py
-	$(BIN)/coverage report --include='federation/controllers/kit/*' --fail-under=95
-	$(BIN)/coverage report --include='federation/controllers/applications/*' --fail-under=90
+	$(MAKE) floors
 
 unit: $(VENV)/.installed
 	$(BIN)/pytest -m "not e2e"

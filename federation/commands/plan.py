@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -306,7 +307,9 @@ def _placement_json(planned: engine.Planned) -> dict[str, Any]:
 
 def as_table(planned: Sequence[engine.Planned], explain: bool) -> str:
     """The ``-o table`` rendering, with explanations below the table when asked."""
-    width = shutil.get_terminal_size((120, 24)).columns
+    # A terminal wraps to its width; piped output (a file, a test, CI) is not wrapped at an
+    # inherited width, as `fedctl get` does.
+    width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 200
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, highlight=False)
     table = Table(box=None, pad_edge=False)
