@@ -621,6 +621,7 @@ class Bench:
             await clients.hub_create(kube.DEPLOYMENTS, deployment(name, namespace, replicas))
             accepted[name] = time.monotonic()
 
+        await self.window_opened("ours")
         started = time.monotonic()
         with self.data_plane_paused(pause_data_plane):
             if interval is None:
@@ -635,6 +636,7 @@ class Bench:
             deadline = started + self.args.timeout
             present = await watch.wait(names, ready=False, deadline=deadline)
             owners = cpu_by_owner(self.fleet, self.plane.pid)
+            await self.window_closed("ours")
         window_cpu = {k: v - owners_before.get(k, 0.0) for k, v in owners.items()}
         hub_present, members_present = await clients.writes()
         window_writes = (sum(delta(hub_present, hub_before).values())
@@ -694,6 +696,14 @@ class Bench:
         log(f"{scenario}: hub writes {breakdown(run.hub_writes)} (the bench's own: "
             f"{run.own_writes}); member writes {breakdown(run.member_writes)}")
 
+    async def window_opened(self, label: str) -> None:
+        """A window's copies are about to be written (``raw``: by the bench, ``ours``: through
+        the control plane); bench/member_profile.py profiles a member from here."""
+
+    async def window_closed(self, label: str) -> None:
+        """The window's last copy has been seen (its CPU read); nothing is written until this
+        returns."""
+
     # -- scenarios --------------------------------------------------------------------
 
     async def raw_rate(self, count: int) -> tuple[float, dict[str, float]]:
@@ -717,11 +727,13 @@ class Bench:
         await watch.start()
         owners_before = cpu_by_owner(self.fleet, None)
         with self.data_plane_paused(self.args.data_plane == "paused"):
+            await self.window_opened("raw")
             started = time.monotonic()
             await asyncio.gather(*(bounded(calls, self.args.concurrency)
                                    for calls in per_member))
             await watch.wait(names, ready=False, deadline=started + self.args.timeout)
             owners = cpu_by_owner(self.fleet, None)
+            await self.window_closed("raw")
         watch.stop()
         elapsed = max(t for n in names if (t := watch.all_present(n)) is not None) - started
         cpu = {k: v - owners_before.get(k, 0.0) for k, v in owners.items()

@@ -153,6 +153,9 @@ class FleetConfig:
     """The control plane was started from the shipped manifests (``up --control-plane
     --in-cluster``): the pull members' agents are their Deployments' pods, run by the pod
     runner, not host processes."""
+    profiling: bool = False
+    """The API servers serve ``/debug/pprof`` (off unless asked: the benchmarks' member
+    profiles need it; the fleet otherwise runs as a hardened cluster would)."""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=2)
@@ -165,7 +168,7 @@ class FleetConfig:
             simulator=SimulatorSettings(**data.get("simulator", {})),
             pull=list(data.get("pull") or []), work_port=int(data.get("work_port") or 0),
             agent_ports={k: int(v) for k, v in (data.get("agent_ports") or {}).items()},
-            in_cluster=bool(data.get("in_cluster")),
+            in_cluster=bool(data.get("in_cluster")), profiling=bool(data.get("profiling")),
         )
 
     @property
@@ -340,9 +343,13 @@ class Fleet:
 
     def up(self, members: int = 3, base_port: int | None = None, *,
            simulator: SimulatorSettings | None = None,
-           progress: Progress = lambda _: None) -> FleetConfig:
+           progress: Progress = lambda _: None, profiling: bool = False) -> FleetConfig:
+        """Start (or top up) the fleet; ``profiling`` applies to a new fleet only (its API
+        servers serve ``/debug/pprof``), as the simulator's settings do."""
         kube = binaries.find_binaries()
         config = self._plan(members, base_port, simulator)
+        if profiling and not self.exists():
+            config.profiling = True
         self._save(config)
         for cluster in config.clusters:
             pki.ensure(self.pki(cluster.name).directory, cluster.name)
@@ -446,7 +453,8 @@ class Fleet:
                             self._log_file(cluster.name, "etcd"))
             progress(f"{cluster.name}: etcd started on :{cluster.etcd_client_port}")
         if "kube-apiserver" in missing:
-            processes.spawn(self._apiserver_argv(cluster, kube.kube_apiserver),
+            processes.spawn(self._apiserver_argv(cluster, kube.kube_apiserver,
+                                                 self.load().profiling),
                             self._pid_file(cluster.name, "kube-apiserver"),
                             self._log_file(cluster.name, "kube-apiserver"))
             progress(f"{cluster.name}: kube-apiserver started on :{cluster.apiserver_port}")
@@ -467,7 +475,8 @@ class Fleet:
             "--log-level=warn",
         ]
 
-    def _apiserver_argv(self, cluster: ClusterSpec, apiserver: Path) -> list[str]:
+    def _apiserver_argv(self, cluster: ClusterSpec, apiserver: Path,
+                        profiling: bool = False) -> list[str]:
         keys = self.pki(cluster.name)
         return [
             str(apiserver),
@@ -490,7 +499,7 @@ class Fleet:
             f"--audit-log-path={self.cluster_dir(cluster.name) / 'audit.log'}",
             f"--audit-log-maxsize={AUDIT_LOG_MAX_MB}",
             "--audit-log-maxbackup=1",
-            "--profiling=false",
+            f"--profiling={'true' if profiling else 'false'}",
             "--v=0",
         ]
 
