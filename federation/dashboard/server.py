@@ -344,7 +344,8 @@ class Dashboard:
         body = apps.application(item, await self.permission(namespace, name),
                                 self.settings.csrf, f"{action} refused by the hub: {why}")
         document = pages.layout(f"Application {namespace}/{name}", request.path,
-                                pages.live(body), self.settings.csrf, self._identity())
+                                pages.live(body), self.settings.csrf, self._identity(),
+                                live_page=pages.href("application", namespace, name))
         status = exc.status if isinstance(exc, kube.ApiError) and exc.status < 500 else 502
         return web.Response(status=status, text=document, content_type="text/html",
                             charset="utf-8")
