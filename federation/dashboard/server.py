@@ -186,17 +186,7 @@ class Dashboard:
 
     def app(self) -> web.Application:
         server = web.Application(middlewares=[guard(self.settings)], client_max_size=64 * 1024)
-        server.add_routes([
-            web.get("/", self.page), web.get("/workloads", self.page),
-            web.get("/workload/{namespace}/{name}", self.page),
-            web.get("/applications", self.page),
-            web.get("/application/{namespace}/{name}", self.page),
-            web.post("/application/{namespace}/{name}/{action}", self.act),
-            web.get("/rollouts", self.page), web.get("/events", self.page),
-            web.get("/stream", self.stream),
-            web.get("/static/{file}", self.static),
-            web.get("/favicon.ico", self.no_icon),
-        ])
+        server.add_routes(routes(lambda request: self))
         return server
 
     # -- pages ---------------------------------------------------------------------------
@@ -395,12 +385,39 @@ class Dashboard:
         return web.Response(status=204)
 
     async def static(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["file"]
-        types = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
-        if name not in types:
-            raise web.HTTPNotFound()
-        return web.Response(body=(STATIC / name).read_bytes(), content_type=types[name],
-                            charset="utf-8")
+        return static_file(request.match_info["file"])
+
+
+def static_file(name: str) -> web.Response:
+    """The dashboard's script or style sheet (the same for everyone, nothing of the hub)."""
+    types = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+    if name not in types:
+        raise web.HTTPNotFound()
+    return web.Response(body=(STATIC / name).read_bytes(), content_type=types[name],
+                        charset="utf-8")
+
+
+def routes(pick: Callable[[web.Request], Dashboard]) -> list[web.RouteDef]:
+    """The dashboard's routes, each served by the :class:`Dashboard` ``pick`` gives for the
+    request: the one dashboard of ``fedctl dashboard``, or the user's own in-cluster."""
+
+    def by(method: str) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            served: web.StreamResponse = await getattr(pick(request), method)(request)
+            return served
+        return handler
+
+    return [
+        web.get("/", by("page")), web.get("/workloads", by("page")),
+        web.get("/workload/{namespace}/{name}", by("page")),
+        web.get("/applications", by("page")),
+        web.get("/application/{namespace}/{name}", by("page")),
+        web.post("/application/{namespace}/{name}/{action}", by("act")),
+        web.get("/rollouts", by("page")), web.get("/events", by("page")),
+        web.get("/stream", by("stream")),
+        web.get("/static/{file}", by("static")),
+        web.get("/favicon.ico", by("no_icon")),
+    ]
 
 
 def _about(event: JSON, kind: str, namespace: str, name: str) -> bool:
