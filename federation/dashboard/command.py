@@ -109,8 +109,8 @@ async def serve_users(context: kubeconfig.Context, address: str, port: int,
     settings = auth.AuthSettings()
     own = kube.ClusterClient(context, kube.ClientSettings(qps=settings.review_qps,
                                                           burst=settings.review_burst))
-    sessions = users.Sessions(context, front, namespaces)
-    runner = web.AppRunner(users.app(sessions, auth.Reviewer(own, settings)), access_log=None)
+    sessions = users.Sessions(context, front, auth.Reviewer(own, settings), namespaces)
+    runner = web.AppRunner(users.app(sessions), access_log=None)
     try:
         await runner.setup()
         await web.SockSite(runner, sock, ssl_context=tls).start()

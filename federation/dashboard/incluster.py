@@ -109,10 +109,11 @@ def csrf_of(token: str) -> str:
 class Sessions:
     """Each user's dashboard, by the SHA-256 of their token (never the token itself)."""
 
-    def __init__(self, own: kubeconfig.Context, front: Front, namespaces: Sequence[str] = (),
-                 *, connect: Connect = kube.ClusterClient,
+    def __init__(self, own: kubeconfig.Context, front: Front, reviewer: auth.Reviewer,
+                 namespaces: Sequence[str] = (), *, connect: Connect = kube.ClusterClient,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.own = own
+        self.reviewer = reviewer
         self.front = front
         self.namespaces = tuple(namespaces)
         self.connect = connect
@@ -136,10 +137,19 @@ class Sessions:
         client = self.connect(context)
         mirror = Mirror(client, self.namespaces, context.namespace)
         settings = server.Settings(context, "", self.front.port, token=token)
-        dashboard = server.Dashboard(settings, client, mirror)
+        dashboard = server.Dashboard(settings, client, mirror,
+                                     still_valid=lambda: self._accepted(token))
         task = asyncio.create_task(mirror.run(), name=f"dashboard mirror of {user.name}")
         self.sessions[key] = Session(dashboard, client, task, self.clock())
         return self.sessions[key]
+
+    async def _accepted(self, token: str) -> bool:
+        """Whether the hub still accepts ``token`` (the review is cached for its TTL, so a
+        revoked token's open streams end within that and :data:`server.KEEPALIVE`)."""
+        try:
+            return await self.reviewer.authenticate(token) is not None
+        except (auth.OverBudget, auth.ReviewUnavailable):
+            return True  # not known to be revoked: the hub's own checks still apply
 
     async def sweep(self) -> None:
         now = self.clock()
@@ -167,13 +177,13 @@ async def _close(session: Session) -> None:
     await session.client.close()
 
 
-def guard(sessions: Sessions, reviewer: auth.Reviewer) -> Middleware:
+def guard(sessions: Sessions) -> Middleware:
     """Host, token (TokenReview), Origin and CSRF checks; the user's dashboard for the rest."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: server.Handler) -> web.StreamResponse:
         try:
-            response = await _checked(sessions, reviewer, request, handler)
+            response = await _checked(sessions, request, handler)
         except web.HTTPException as exc:
             exc.headers.update(server.SECURITY_HEADERS)
             raise
@@ -184,8 +194,9 @@ def guard(sessions: Sessions, reviewer: auth.Reviewer) -> Middleware:
     return middleware
 
 
-async def _checked(sessions: Sessions, reviewer: auth.Reviewer, request: web.Request,
-                   handler: server.Handler) -> web.StreamResponse:
+async def _checked(sessions: Sessions, request: web.Request, handler: server.Handler
+                   ) -> web.StreamResponse:
+    reviewer = sessions.reviewer
     host = request.headers.get("Host", "")
     if not sessions.front.accepts(host):
         return _text(421, "unexpected Host header")
@@ -274,8 +285,8 @@ def _text(status: int, message: str) -> web.Response:
     return web.Response(status=status, text=message + "\n", content_type="text/plain")
 
 
-def app(sessions: Sessions, reviewer: auth.Reviewer) -> web.Application:
-    served = web.Application(middlewares=[guard(sessions, reviewer)],
+def app(sessions: Sessions) -> web.Application:
+    served = web.Application(middlewares=[guard(sessions)],
                              client_max_size=64 * 1024)
     served.add_routes([web.get("/login", _unreachable), web.post("/login", _unreachable),
                        *server.routes(_users_dashboard)])

@@ -175,12 +175,15 @@ class Dashboard:
     """The pages over one mirror, with the user's client for reviews, actions and what-if."""
 
     def __init__(self, settings: Settings, client: kube.ObjectClient, mirror: Mirror, *,
-                 what_if: WhatIf | None = None, clock: Callable[[], float] | None = None
-                 ) -> None:
+                 what_if: WhatIf | None = None, clock: Callable[[], float] | None = None,
+                 still_valid: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.settings = settings
         self.client = client
         self.mirror = mirror
         self.what_if = what_if or self._what_if
+        self.still_valid = still_valid
+        """Asked before each push of a live stream (at least every :data:`KEEPALIVE`): the
+        in-cluster dashboard ends the stream of a token the hub no longer accepts."""
         self.clock = clock or asyncio.get_running_loop().time
         self._permissions: dict[tuple[str, str], tuple[float, apps.Permission]] = {}
 
@@ -356,6 +359,8 @@ class Dashboard:
         seen, last = -1, ""
         with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
             async for version in self._versions(seen):
+                if self.still_valid is not None and not await self.still_valid():
+                    break
                 seen = version
                 try:
                     live = (await self.render(target.path or "/", query)).live

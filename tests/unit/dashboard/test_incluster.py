@@ -22,7 +22,7 @@ from federation.contexts.client import MERGE_PATCH, ApiError, Resource
 from federation.dashboard import incluster, server
 from federation.runtime import auth
 from tests.unit.clients import Unserved
-from tests.unit.dashboard.test_server import SCRIPT, application, binding, member
+from tests.unit.dashboard.test_server import SCRIPT, _event, application, binding, member
 
 JSON = dict[str, Any]
 ADMIN = "admin-token"
@@ -36,14 +36,16 @@ class OwnHub(Unserved):
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.users: dict[str, JSON] = {ADMIN: {"username": "admin",
+                                               "groups": ["system:masters"]},
+                                       VIEWER: {"username": VIEWER_NAME}}
 
     async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
                       timeout: float | None = None) -> JSON:
         self.calls.append(path)
         assert path.endswith("/tokenreviews"), path
-        user = {ADMIN: {"username": "admin", "groups": ["system:masters"]},
-                VIEWER: {"username": VIEWER_NAME}}.get(body["spec"]["token"])
+        user = self.users.get(body["spec"]["token"])
         return {"status": {"authenticated": user is not None, **({"user": user} if user
                                                                   else {})}}
 
@@ -105,7 +107,9 @@ class UserHub(Unserved):
 class Site:
     def __init__(self, client: test_utils.TestClient[Any, Any], sessions: incluster.Sessions,
                  own: OwnHub, record: list[tuple[str, str]],
-                 made: list[UserHub]) -> None:
+                 made: list[UserHub], now: list[float]) -> None:
+        self.now = now
+        """The reviewer's clock (its cache's TTL)."""
         self.client = client
         self.sessions = sessions
         self.own = own
@@ -158,13 +162,15 @@ async def site(hosts: tuple[str, ...] = ()) -> AsyncIterator[Site]:
         return made[-1]
 
     port = test_utils.unused_port()
-    sessions = incluster.Sessions(own_context(), incluster.Front(port, hosts), connect=connect)
-    app = incluster.app(sessions, auth.Reviewer(own))
+    now = [0.0]
+    sessions = incluster.Sessions(own_context(), incluster.Front(port, hosts),
+                                  auth.Reviewer(own, clock=lambda: now[0]), connect=connect)
+    app = incluster.app(sessions)
     test_server = test_utils.TestServer(app, host="127.0.0.1", port=port)
     client = test_utils.TestClient(test_server)
     await client.start_server()
     try:
-        yield Site(client, sessions, own, record, made)
+        yield Site(client, sessions, own, record, made, now)
     finally:
         for session in list(sessions.sessions.values()):
             await incluster._close(session)
@@ -210,6 +216,20 @@ async def test_a_one_namespace_user_sees_that_namespace_only_read_with_their_tok
         assert made.context.token == VIEWER and made.context.namespace == "shop"
         admin = await s.settled(ADMIN)
         assert "vault" in admin and "web" in admin  # another user, another view
+
+
+async def test_a_revoked_token_s_open_stream_ends() -> None:
+    """A page left open does not keep showing the hub to a token the hub stopped accepting."""
+    async with site() as s:
+        await s.settled(ADMIN, "/")
+        stream = await s.get("/stream?page=/", ADMIN)
+        assert "member1" in await _event(stream)
+        del s.own.users[ADMIN]
+        s.now[0] += auth.AuthSettings().cache_ttl + 1
+        [session] = s.sessions.sessions.values()
+        await session.dashboard.mirror._bump()
+        assert await asyncio.wait_for(stream.content.read(), 5) == b""  # ended, nothing sent
+        assert (await s.get("/", ADMIN)).status == 401
 
 
 async def test_the_user_context_carries_none_of_our_credentials() -> None:
@@ -293,8 +313,8 @@ async def test_idle_sessions_end_and_their_watches_close() -> None:
         made.append(UserHub(context, []))
         return made[-1]
 
-    sessions = incluster.Sessions(own, incluster.Front(1), connect=connect,
-                                  clock=lambda: now[0])
+    sessions = incluster.Sessions(own, incluster.Front(1), auth.Reviewer(OwnHub()),
+                                  connect=connect, clock=lambda: now[0])
     await sessions.get(VIEWER, auth.User(VIEWER_NAME))
     now[0] = incluster.IDLE + 1
     await sessions.sweep()
@@ -308,7 +328,8 @@ async def test_at_most_max_sessions_at_once() -> None:
         made.append(UserHub(context, []))
         return made[-1]
 
-    sessions = incluster.Sessions(own_context(), incluster.Front(1), connect=connect)
+    sessions = incluster.Sessions(own_context(), incluster.Front(1), auth.Reviewer(OwnHub()),
+                                  connect=connect)
     try:
         for i in range(incluster.MAX_SESSIONS):
             assert await sessions.get(f"token-{i}", auth.User(f"u{i}")) is not None
