@@ -53,9 +53,9 @@ def dashboard(kubeconfig_path: Path | None, hub_context: str | None, address: st
               namespaces: tuple[str, ...], in_cluster: bool, cert_dir: Path | None,
               public_hosts: tuple[str, ...]) -> None:
     """Serve the fleet dashboard, reading and acting with your kubeconfig identity."""
-    context = incluster.load(kubeconfig_path).context(hub_context)
     if not in_cluster and (cert_dir or public_hosts):
         raise click.UsageError("--cert-dir and --public-host are for --in-cluster")
+    context = incluster.load(kubeconfig_path).context(hub_context)
     if not in_cluster and not loopback(address):
         click.echo(f"warning: serving on {address}, not loopback: anyone who can reach it and "
                    "holds the link acts on the hub as you", err=True)

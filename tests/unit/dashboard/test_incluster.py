@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import test_utils
+from click.testing import CliRunner
 
 from federation.contexts import kubeconfig
 from federation.contexts.client import MERGE_PATCH, ApiError, Resource
-from federation.dashboard import incluster, server
+from federation.dashboard import command, incluster, server
 from federation.runtime import auth
 from tests.unit.clients import Unserved
 from tests.unit.dashboard.test_server import SCRIPT, _event, application, binding, member
@@ -343,3 +344,11 @@ def test_the_csrf_token_is_the_one_the_pages_carry() -> None:
     settings = server.Settings(own_context(), "", 1, token=VIEWER)
     assert settings.csrf == incluster.csrf_of(VIEWER)
     assert re.fullmatch(r"[0-9a-f]{64}", settings.csrf)
+
+
+def test_tls_and_host_options_are_refused_without_in_cluster(tmp_path: Path) -> None:
+    """Not accepted and ignored: the local dashboard has no TLS and checks its own Host."""
+    for extra in (["--cert-dir", str(tmp_path)], ["--public-host", "dash.example.com"]):
+        result = CliRunner().invoke(command.dashboard, extra)
+        assert result.exit_code == 2
+        assert "--cert-dir and --public-host are for --in-cluster" in result.output
