@@ -165,9 +165,13 @@ class Sessions:
                 await asyncio.sleep(SWEEP)
                 await self.sweep()
         finally:
-            for session in self.sessions.values():
-                await _close(session)
-            self.sessions.clear()
+            await self.close()
+
+    async def close(self) -> None:
+        """End every session: its watches and its client."""
+        for session in list(self.sessions.values()):
+            await _close(session)
+        self.sessions.clear()
 
 
 async def _close(session: Session) -> None:

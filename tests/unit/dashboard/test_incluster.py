@@ -173,8 +173,7 @@ async def site(hosts: tuple[str, ...] = ()) -> AsyncIterator[Site]:
     try:
         yield Site(client, sessions, own, record, made, now)
     finally:
-        for session in list(sessions.sessions.values()):
-            await incluster._close(session)
+        await sessions.close()
         await client.close()
         await test_server.close()
 
@@ -336,8 +335,7 @@ async def test_at_most_max_sessions_at_once() -> None:
             assert await sessions.get(f"token-{i}", auth.User(f"u{i}")) is not None
         assert await sessions.get("one-more", auth.User("late")) is None
     finally:
-        for session in list(sessions.sessions.values()):
-            await incluster._close(session)
+        await sessions.close()
 
 
 def test_the_csrf_token_is_the_one_the_pages_carry() -> None:
