@@ -153,7 +153,12 @@ def _judge(cluster: clusters_.Cluster, policy: policy_.Policy, doc: Mapping[str,
     if cluster.name in failed:
         long_ago = [{"key": failover.NOT_READY_TAINT, "effect": "NoExecute",
                      "timeAdded": failover.format_time(0)}]
-        return failover.judge(False, long_ago, tolerate, now)
+        judged = failover.judge(False, long_ago, tolerate, now)
+        if judged.state is failover.State.EVICTED:
+            # the taint's time is made up (long ago): say what was asked, not "since 1970"
+            judged = dataclasses.replace(judged, reason="marked failed (what-if), past "
+                                         f"tolerationSeconds {tolerate:.0f}")
+        return judged
     return failover.judge(cluster.ready, taints, tolerate, now)
 
 

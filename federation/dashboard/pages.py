@@ -22,14 +22,20 @@ NAV = (("/", "Fleet"), ("/workloads", "Workloads"), ("/applications", "Applicati
        ("/rollouts", "Config rollouts"), ("/events", "Events"))
 
 
-def layout(title: str, path: str, body: Html, csrf: str, identity: str) -> Html:
-    """The whole document: no inline script or style (the CSP allows neither)."""
+def layout(title: str, path: str, body: Html, csrf: str, identity: str,
+           live_page: str | None = None) -> Html:
+    """The whole document: no inline script or style (the CSP allows neither).
+
+    ``live_page``: the page whose live part the stream sends, when it is not the URL shown
+    (the script's default): a refused action is answered at its POST URL, and its stream
+    must follow the Application's page."""
     links = [el("li", el("a", label, href=href,
                          aria_current="page" if _section(path) == href else None))
              for href, label in NAV]
     head = el("head", el("meta", charset="utf-8"),
               el("meta", name="viewport", content="width=device-width, initial-scale=1"),
               el("meta", name="csrf-token", content=csrf),
+              el("meta", name="live-page", content=live_page) if live_page else "",
               el("title", f"{title} · fedctl dashboard"),
               el("link", rel="stylesheet", href="/static/dashboard.css"),
               el("script", src="/static/dashboard.js", defer=True))

@@ -175,28 +175,21 @@ class Dashboard:
     """The pages over one mirror, with the user's client for reviews, actions and what-if."""
 
     def __init__(self, settings: Settings, client: kube.ObjectClient, mirror: Mirror, *,
-                 what_if: WhatIf | None = None, clock: Callable[[], float] | None = None
-                 ) -> None:
+                 what_if: WhatIf | None = None, clock: Callable[[], float] | None = None,
+                 still_valid: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.settings = settings
         self.client = client
         self.mirror = mirror
         self.what_if = what_if or self._what_if
+        self.still_valid = still_valid
+        """Asked before each push of a live stream (at least every :data:`KEEPALIVE`): the
+        in-cluster dashboard ends the stream of a token the hub no longer accepts."""
         self.clock = clock or asyncio.get_running_loop().time
         self._permissions: dict[tuple[str, str], tuple[float, apps.Permission]] = {}
 
     def app(self) -> web.Application:
         server = web.Application(middlewares=[guard(self.settings)], client_max_size=64 * 1024)
-        server.add_routes([
-            web.get("/", self.page), web.get("/workloads", self.page),
-            web.get("/workload/{namespace}/{name}", self.page),
-            web.get("/applications", self.page),
-            web.get("/application/{namespace}/{name}", self.page),
-            web.post("/application/{namespace}/{name}/{action}", self.act),
-            web.get("/rollouts", self.page), web.get("/events", self.page),
-            web.get("/stream", self.stream),
-            web.get("/static/{file}", self.static),
-            web.get("/favicon.ico", self.no_icon),
-        ])
+        server.add_routes(routes(lambda request: self))
         return server
 
     # -- pages ---------------------------------------------------------------------------
@@ -344,7 +337,8 @@ class Dashboard:
         body = apps.application(item, await self.permission(namespace, name),
                                 self.settings.csrf, f"{action} refused by the hub: {why}")
         document = pages.layout(f"Application {namespace}/{name}", request.path,
-                                pages.live(body), self.settings.csrf, self._identity())
+                                pages.live(body), self.settings.csrf, self._identity(),
+                                live_page=pages.href("application", namespace, name))
         status = exc.status if isinstance(exc, kube.ApiError) and exc.status < 500 else 502
         return web.Response(status=status, text=document, content_type="text/html",
                             charset="utf-8")
@@ -365,6 +359,8 @@ class Dashboard:
         seen, last = -1, ""
         with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
             async for version in self._versions(seen):
+                if self.still_valid is not None and not await self.still_valid():
+                    break
                 seen = version
                 try:
                     live = (await self.render(target.path or "/", query)).live
@@ -394,12 +390,39 @@ class Dashboard:
         return web.Response(status=204)
 
     async def static(self, request: web.Request) -> web.StreamResponse:
-        name = request.match_info["file"]
-        types = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
-        if name not in types:
-            raise web.HTTPNotFound()
-        return web.Response(body=(STATIC / name).read_bytes(), content_type=types[name],
-                            charset="utf-8")
+        return static_file(request.match_info["file"])
+
+
+def static_file(name: str) -> web.Response:
+    """The dashboard's script or style sheet (the same for everyone, nothing of the hub)."""
+    types = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+    if name not in types:
+        raise web.HTTPNotFound()
+    return web.Response(body=(STATIC / name).read_bytes(), content_type=types[name],
+                        charset="utf-8")
+
+
+def routes(pick: Callable[[web.Request], Dashboard]) -> list[web.RouteDef]:
+    """The dashboard's routes, each served by the :class:`Dashboard` ``pick`` gives for the
+    request: the one dashboard of ``fedctl dashboard``, or the user's own in-cluster."""
+
+    def by(method: str) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            served: web.StreamResponse = await getattr(pick(request), method)(request)
+            return served
+        return handler
+
+    return [
+        web.get("/", by("page")), web.get("/workloads", by("page")),
+        web.get("/workload/{namespace}/{name}", by("page")),
+        web.get("/applications", by("page")),
+        web.get("/application/{namespace}/{name}", by("page")),
+        web.post("/application/{namespace}/{name}/{action}", by("act")),
+        web.get("/rollouts", by("page")), web.get("/events", by("page")),
+        web.get("/stream", by("stream")),
+        web.get("/static/{file}", by("static")),
+        web.get("/favicon.ico", by("no_icon")),
+    ]
 
 
 def _about(event: JSON, kind: str, namespace: str, name: str) -> bool:

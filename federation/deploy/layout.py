@@ -10,6 +10,9 @@
     config/prometheus       a kustomize Component: ServiceMonitor and a metrics-reader role
     config/overlays/prometheus   default + the prometheus component
     config/overlays/sharded      default, active-active: 3 replicas of ``fedctl run --shards 3``
+    config/dashboard        a kustomize Component: ``fedctl dashboard --in-cluster`` beside
+                            the manager, its Service, its port in the NetworkPolicy
+    config/overlays/dashboard    default + the dashboard component
     config/agent            the pull agent, applied to a member
 
 :func:`files` returns each file's path (relative to ``config/``) and text; ``make
@@ -80,6 +83,16 @@ def files(options: Options, crd_documents: Sequence[JSON]) -> dict[str, str]:
              "resources": ["monitor.yaml", "metrics_reader_role.yaml"]}, sort_keys=False),
         "overlays/prometheus/kustomization.yaml": kustomization(
             ["../../default"], components=["../../prometheus"]),
+        "dashboard/deployment_patch.yaml": HEADER + dump([manifests.dashboard_patch(options)]),
+        "dashboard/service.yaml": HEADER + dump([manifests.dashboard_service(options)]),
+        "dashboard/network_policy_patch.yaml":
+            HEADER + dump([manifests.dashboard_network_patch(options)]),
+        "dashboard/kustomization.yaml": HEADER + yaml.safe_dump(
+            {"apiVersion": COMPONENT, "kind": "Component", "resources": ["service.yaml"],
+             "patches": [{"path": "deployment_patch.yaml"},
+                         {"path": "network_policy_patch.yaml"}]}, sort_keys=False),
+        "overlays/dashboard/kustomization.yaml": kustomization(
+            ["../../default"], components=["../../dashboard"], images=images(options)),
         "overlays/sharded/manager_patch.yaml": HEADER + dump([manifests.sharded_patch(
             dataclasses.replace(options, shards=SHARDED_REPLICAS))]),
         "overlays/sharded/kustomization.yaml": kustomization(
@@ -123,4 +136,4 @@ def bases() -> list[str]:
     """The directories ``kubectl apply -k`` takes (components are applied through an
     overlay)."""
     return ["crd", "rbac", "manager", "network-policy", "default", "overlays/prometheus",
-            "overlays/sharded", "agent"]
+            "overlays/sharded", "overlays/dashboard", "agent"]

@@ -55,6 +55,12 @@ AGENT_BINDING = "federation:agent"
 AGENT_CERTIFICATE_ROLE = "federation:agent:certificate"
 """The Role (and RoleBinding) in the agent's namespace: its own certificate Secret, by name."""
 
+DASHBOARD_SERVICE = "federation-dashboard"
+DASHBOARD_PORT = 8444
+DASHBOARD_RESOURCES: JSON = {"requests": {"cpu": "50m", "memory": "64Mi"},
+                             "limits": {"cpu": "500m", "memory": "256Mi"}}
+"""An estimate: a page render is milliseconds; each signed-in user holds a mirror of what
+they may read (docs/dashboard.md, "In the cluster")."""
 METRICS_PORT = 8443
 HEALTH_PORT = 8081
 WORK_PORT = 9443
@@ -314,6 +320,51 @@ def control_plane(options: Options, crd_documents: Sequence[JSON]) -> list[JSON]
     objects = workload_objects(options)
     return [*crds(crd_documents), objects[0], *(m.body for m in hub_rbac(options)),
             *objects[1:]]
+
+
+# -- the in-cluster dashboard (optional) --------------------------------------------------------
+
+
+def dashboard_container(options: Options) -> JSON:
+    """``fedctl dashboard --in-cluster`` beside the manager, with its ServiceAccount token
+    for TokenReviews only (every user's reads and writes bear the user's token)."""
+    return {
+        "name": "dashboard", "image": options.image_ref, "imagePullPolicy": "IfNotPresent",
+        "command": ["fedctl"],
+        "args": ["dashboard", "--in-cluster", "--address=0.0.0.0", f"--port={DASHBOARD_PORT}"],
+        "ports": [{"name": "dashboard", "containerPort": DASHBOARD_PORT, "protocol": "TCP"}],
+        # TCP: every HTTP answer but the sign-in page needs a token, and the manager's
+        # readiness is the pod's (the dashboard needs only the hub's TokenReview)
+        "readinessProbe": {"tcpSocket": {"port": "dashboard"}, "periodSeconds": 10},
+        "livenessProbe": {"tcpSocket": {"port": "dashboard"}, "periodSeconds": 20},
+        "resources": DASHBOARD_RESOURCES,
+        "securityContext": container_security(),
+        "volumeMounts": [tmp_volume()[1]],
+    }
+
+
+def dashboard_patch(options: Options) -> JSON:
+    """``config/dashboard``'s patch of the Deployment: the dashboard container added (a
+    strategic merge keys containers by name)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": NAME, "namespace": options.rbac.namespace},
+            "spec": {"template": {"spec": {"containers": [dashboard_container(options)]}}}}
+
+
+def dashboard_service(options: Options) -> JSON:
+    """HTTPS; put an Ingress (or ``kubectl port-forward``) in front for browsers."""
+    return service(DASHBOARD_SERVICE, options.rbac.namespace, DASHBOARD_PORT, "dashboard",
+                   "control-plane")
+
+
+def dashboard_network_patch(options: Options) -> JSON:
+    """The NetworkPolicy's ingress with the dashboard's port too (a list is replaced)."""
+    policy = network_policy(options)
+    ports = policy["spec"]["ingress"][0]["ports"]
+    return {"apiVersion": policy["apiVersion"], "kind": policy["kind"],
+            "metadata": {"name": NAME, "namespace": options.rbac.namespace},
+            "spec": {"ingress": [{"ports": [*ports, {"protocol": "TCP",
+                                                     "port": DASHBOARD_PORT}]}]}}
 
 
 # -- Prometheus (optional) --------------------------------------------------------------------

@@ -427,6 +427,9 @@ def test_a_user_with_one_namespace_sees_it_only_and_may_not_act(
         [said] = texts(browser, "#outcome")
         assert said.startswith("approve refused by the hub: hub: 403 Forbidden"), said
         assert "dash-viewer" in said
+        # answered at the POST's URL, the page's live stream still follows the Application
+        wait_for(lambda: browser.execute_script("return document.body.dataset.live")
+                 == "connected", timeout=15, what="the refused page's live stream connected")
         screenshot(browser, shots, "viewer-refused")
         assert app_phase(fleet, mine, "gated") == "workflowSuspending"
     finally:

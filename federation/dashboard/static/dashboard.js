@@ -9,7 +9,10 @@
   if (!live || !window.EventSource) {
     return;
   }
-  const page = window.location.pathname + window.location.search;
+  // The page the server says this is: a refused action is answered at its POST URL,
+  // whose live part is the Application's page.
+  const named = document.querySelector('meta[name="live-page"]');
+  const page = named ? named.content : window.location.pathname + window.location.search;
   const source = new EventSource("/stream?page=" + encodeURIComponent(page));
   let connected = null;
 

@@ -65,6 +65,16 @@ def test_failed_member_moves_only_opted_in_workloads() -> None:
                        "pinned": {"member1": 2, "member2": 2, "member3": 2}}
 
 
+def test_a_member_marked_failed_is_not_said_to_be_down_since_1970() -> None:
+    """The what-if's made-up taint time is not shown as a date."""
+    planned = {p.resource.name: p.decision.explanation
+               for p in plan_live.what_if(state(), ["member2"])}
+    said = [line for line in planned["movable"] if line.startswith("what-if: member2")]
+    assert said == ["what-if: member2 failed: marked failed (what-if), past "
+                    "tolerationSeconds 30"]
+    assert "1970" not in " ".join(line for lines in planned.values() for line in lines)
+
+
 def test_without_failures_the_current_decision_stands() -> None:
     """Nothing failed: the what-if reproduces the current 2/2/2 placements."""
     for p in plan_live.what_if(state(), []):

@@ -270,6 +270,13 @@ async def test_a_refusal_by_the_hub_is_shown_with_its_reason() -> None:
         body = await response.text()
         assert "approve refused by the hub: hub: 403 Forbidden" in body
         assert SCRIPT not in body
+        # the page is answered at the POST's URL; its live stream follows the Application
+        named = re.search(r'<meta name="live-page" content="([^"]*)">', body)
+        assert named is not None and named.group(1) == "/application/shop/web"
+        stream = await found.client.get("/stream", params={"page": named.group(1)})
+        assert stream.status == 200
+        assert 'data-action="approve"' in await _event(stream)
+        stream.close()
     finally:
         await found.client.close()
         await test_server.close()

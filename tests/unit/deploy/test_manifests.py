@@ -344,3 +344,27 @@ def test_the_agents_certificate_role_names_its_one_secret_and_binds_its_account_
     assert role in objects and binding in objects
     secret = manifests.agent_secret()
     assert secret["metadata"]["name"] == manifests.AGENT_TLS_SECRET
+
+
+def test_the_dashboard_is_off_by_default_and_adds_no_privilege(objects: list[JSON]) -> None:
+    """config/default has no dashboard; its component adds a container, a Service and a
+    port, and no Role, binding or ServiceAccount (it uses TokenReview, held for metrics)."""
+    [deployment] = by_kind(objects, "Deployment")
+    assert [c["name"] for c in pod_spec(deployment)["containers"]] == ["manager"]
+    assert not [o for o in objects if o["metadata"]["name"] == manifests.DASHBOARD_SERVICE]
+    files = tree.generate()
+    component = yaml.safe_load(files["dashboard/kustomization.yaml"])
+    added = [d for name in (*component["resources"], *(p["path"] for p in
+                                                       component["patches"]))
+             for d in yaml.safe_load_all(files[f"dashboard/{name}"]) if d]
+    assert sorted(d["kind"] for d in added) == ["Deployment", "NetworkPolicy", "Service"]
+    [patch] = [d for d in added if d["kind"] == "Deployment"]
+    [container] = pod_spec(patch)["containers"]
+    assert container["args"][:2] == ["dashboard", "--in-cluster"]
+    assert container["securityContext"] == manifests.container_security()
+    assert "serviceAccountName" not in pod_spec(patch)  # the manager's, unchanged
+    hub_rules = [r for m in manifests.hub_rbac(Options()) for r in m.body.get("rules", [])]
+    assert not [r for r in hub_rules if "impersonate" in r.get("verbs", [])]
+    [policy] = [d for d in added if d["kind"] == "NetworkPolicy"]
+    ports = {p["port"] for p in policy["spec"]["ingress"][0]["ports"]}
+    assert ports == {manifests.METRICS_PORT, manifests.WORK_PORT, manifests.DASHBOARD_PORT}
