@@ -104,3 +104,35 @@ def test_member_cluster_heartbeats_are_not_charged_to_templates() -> None:
                     window_cpu={}, window_writes=(0, 0), creates_done=0.0,
                     complete=True, templates=10, members=3, elapsed=1.0)
     assert run.hub_writes_per_template == 1.0
+
+
+def _busy(rounds: int) -> int:
+    return sum(i * i for i in range(rounds))
+
+
+def test_cpu_profile_summary_charges_per_template_and_groups_by_module(tmp_path: Path) -> None:
+    """The profile tables the bench prints: per-unit figures (total / units), modules and
+    functions by their own time, stages by their time with callees."""
+    import cProfile
+    import time
+
+    cpu_profile = bench.cpu_profile
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    for _ in range(20):
+        _busy(20000)
+    profiler.disable()
+    path = tmp_path / "profile"
+    profiler.dump_stats(str(path))
+    found, total = cpu_profile.entries(str(path))
+    assert total > 0 and any("(_busy)" in label for label, *_ in found)
+    text = cpu_profile.summary(str(path), per=10, names=("(_busy)", "(absent)"))
+    assert "ms per template" in text
+    busy = next(line for line in text.splitlines()
+                if line.startswith("| `") and "(_busy)" in line and "calls/template" not in line)
+    assert "| 2.0 |" in busy  # 20 calls over 10 templates
+    assert "(absent)" not in text
+    assert cpu_profile.group_of(("~", 0, "<method 'get' of 'dict' objects>")) == "builtin dict"
+    assert cpu_profile.group_of(("/x/site-packages/aiohttp/client.py", 1, "f")) == "aiohttp"
+    assert cpu_profile.group_of(("/w/federation/contexts/cache.py", 1, "f")) == \
+        "federation/contexts/cache.py"
