@@ -523,6 +523,10 @@ class Run:
     templates: int
     members: int
     elapsed: float
+    rest: float = math.nan
+    """Cores the control plane used just before, idle (:meth:`Bench.plane_at_rest`)."""
+    cpu_window: float = math.nan
+    """Seconds over which ``cpu`` was counted."""
     profile: str | None = None
     """With ``--profile-cpu``: the control plane's CPU profile of the same window as
     ``cpu`` (first create to quiet)."""
@@ -590,6 +594,14 @@ class Bench:
                 return rate
             previous = rate
 
+    async def plane_at_rest(self, window: float = 5.0) -> float:
+        """Cores the control plane uses with nothing to do (probes, heartbeats, capacity
+        summaries, its own timers) over ``window`` seconds, nobody polling it: what any
+        window of a scenario costs it whatever the templates do."""
+        before = cpu_seconds(self.plane.pid)
+        await asyncio.sleep(window)
+        return (cpu_seconds(self.plane.pid) - before) / window
+
     async def start_plane(self) -> None:
         await asyncio.to_thread(self.plane.install)
         self.plane.start()
@@ -655,7 +667,8 @@ class Bench:
         await asyncio.sleep(1)  # the policy reaches the control plane's cache first
         own_before = clients.own_hub_writes
         hub_before, members_before = await clients.writes()
-        cpu_before = cpu_seconds(self.plane.pid)
+        rest = await self.plane_at_rest()
+        cpu_before, cpu_from = cpu_seconds(self.plane.pid), time.monotonic()
         await self.plane.profile_window("start")
         owners_before = cpu_by_owner(self.fleet, self.plane.pid)
         names = [f"d{i}" for i in range(count)]
@@ -694,7 +707,7 @@ class Bench:
                 f"{watch.missing(names, watch.ready)} not ready")
         quiet = await self.settle()
         hub_after, members_after = await clients.writes()
-        cpu = cpu_seconds(self.plane.pid) - cpu_before
+        cpu, cpu_window = cpu_seconds(self.plane.pid) - cpu_before, time.monotonic() - cpu_from
         profile = await self.plane.profile_window("dump")
         watch.stop()
         done = {n: t for n in names if (t := watch.all_present(n)) is not None}
@@ -712,7 +725,7 @@ class Bench:
                    templates=count, members=len(members),
                    elapsed=(last - started) if done else math.nan,
                    creates_done=max(accepted.values(), default=math.nan) - started,
-                   profile=profile)
+                   profile=profile, rest=rest, cpu_window=cpu_window)
 
     def report(self, scenario: str, run: Run, p99_target: float | None) -> None:
         note = "" if run.complete else " (incomplete: timed out)"
@@ -739,6 +752,12 @@ class Bench:
                                     lambda v: v <= 5))
         else:
             self.rows.append(info(scenario, measure, per_template, ".2f"))
+        self.rows.append(info(scenario, "control plane at rest before the run (cores)",
+                              run.rest, ".3f"))
+        self.rows.append(info(
+            scenario, "control plane CPU per template net of its rest (ms; window s)",
+            f"{1000 * (run.cpu - run.rest * run.cpu_window) / run.templates:.2f}; "
+            f"{run.cpu_window:.1f}"))
         window = run.window_cpu.get("control plane", math.nan)
         self.rows.append(info(scenario, "control plane CPU per template until all copies (ms)",
                               1000 * window / run.templates, ".2f"))
