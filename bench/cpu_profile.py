@@ -46,6 +46,11 @@ class WindowProfiler:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--compare"]:
+        # python bench/cpu_profile.py --compare BEFORE AFTER TEMPLATES
+        before, after, per = sys.argv[2], sys.argv[3], int(sys.argv[4])
+        print(compare(before, after, per))
+        return
     out = sys.argv[1]
     sys.argv = ["fedctl", *sys.argv[2:]]
     window = WindowProfiler(out)
@@ -150,6 +155,43 @@ def summary(path: str, per: int, top: int = 25, names: Sequence[str] = ()) -> st
             lines.append(f"| `{label}` | {calls / per:.1f} | {cumtime * ms:.3f} | "
                          f"{cumtime / total:.1%} |")
     return "\n".join(lines)
+
+
+def compare(before: str, after: str, per: int, names: Sequence[str] = (), top: int = 20
+            ) -> str:
+    """Two profiles of the same work (``per`` templates each) side by side: the total, the
+    ``names`` stages (with callees; default :data:`STAGES`) and the modules by own time, in
+    ms per template, with the ratio after/before."""
+    old_found, old_total = entries(before)
+    new_found, new_total = entries(after)
+    ms = 1000.0 / per
+    lines = ["| what | before ms/template | after ms/template | after/before |",
+             "|---|---|---|---|",
+             f"| whole profile | {old_total * ms:.2f} | {new_total * ms:.2f} | "
+             f"{new_total / old_total:.2f} |"]
+    for name in names or STAGES:
+        old = max((e[2] for e in old_found if name in e[0]), default=0.0)
+        new = max((e[2] for e in new_found if name in e[0]), default=0.0)
+        if old or new:
+            ratio = f"{new / old:.2f}" if old else "new"
+            lines.append(f"| `{name}` (with callees) | {old * ms:.2f} | {new * ms:.2f} | "
+                         f"{ratio} |")
+    old_groups, new_groups = dict(groups(before)), dict(groups(after))
+    for name, seconds in list(old_groups.items())[:top]:
+        now = new_groups.get(name, 0.0)
+        lines.append(f"| {name} (own) | {seconds * ms:.2f} | {now * ms:.2f} | "
+                     f"{now / seconds:.2f} |")
+    return "\n".join(lines)
+
+
+STAGES = (
+    "(_worker)", "propagation/reconciler.py:162(reconcile)", "(_record)", "kit/chain.py",
+    "contexts/client.py:737(request)", "contexts/cache.py:259(run)", "(_emit)",
+    "customized.py:48(interpret)", "propagation/context.py:119(list)",
+    "multicluster.py:344(list)", "bindings.py:417(from_obj)", "cleanup.py:102(reconcile)",
+    "runtime/metrics.py:87(collect)", "json/decoder.py:332(decode)",
+)
+"""Stages the comparison shows (substrings of :func:`where` labels)."""
 
 
 if __name__ == "__main__":

@@ -322,7 +322,8 @@ class ControlPlane:
 
 PROFILE_STAGES = (
     "runtime/controller.py", "reconciler.py:", "(_record)", "kit/chain.py",
-    "kit/executor.py", "(apply)", "contexts/client.py", "(request)", "contexts/cache.py",
+    "kit/plan.py", "kit/executor.py", "contexts/client.py:737(request)",
+    "contexts/cache.py:259(run)",
     "(_apply)", "(_emit)", "json/decoder.py", "json/encoder.py", "copy.py", "logging",
     "runtime/metrics.py",
 )

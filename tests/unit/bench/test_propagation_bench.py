@@ -136,3 +136,24 @@ def test_cpu_profile_summary_charges_per_template_and_groups_by_module(tmp_path:
     assert cpu_profile.group_of(("/x/site-packages/aiohttp/client.py", 1, "f")) == "aiohttp"
     assert cpu_profile.group_of(("/w/federation/contexts/cache.py", 1, "f")) == \
         "federation/contexts/cache.py"
+
+
+def test_cpu_profile_compare_gives_the_ratio_of_two_profiles(tmp_path: Path) -> None:
+    """Two profiles side by side: the whole, a named stage and the modules, after/before."""
+    import cProfile
+    import time
+
+    paths = []
+    for rounds in (40, 20):
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        for _ in range(rounds):
+            _busy(20000)
+        profiler.disable()
+        paths.append(tmp_path / f"p{rounds}")
+        profiler.dump_stats(str(paths[-1]))
+    text = bench.cpu_profile.compare(str(paths[0]), str(paths[1]), 10, names=("(_busy)",))
+    assert text.splitlines()[0].startswith("| what | before")
+    busy = next(line for line in text.splitlines() if "(_busy)" in line)
+    ratio = float(busy.rstrip(" |").rsplit("|", 1)[1])
+    assert 0.3 < ratio < 0.8  # half the work, give or take the clock's grain
