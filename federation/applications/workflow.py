@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from federation.applications import expressions
@@ -496,9 +497,10 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
             if left <= 0:
                 return dataclasses.replace(step, phase="succeeded", finished=now,
                                            reason="DurationElapsed", message=""), [], resume
+            until = _utc(step.first_execute + spec.duration)
             waiting: StepState = dataclasses.replace(
                 step, phase="suspended", reason="Suspended",
-                message=spec.message or f"resumes in {left:.0f}s or at fedctl app resume")
+                message=spec.message or f"resumes at {until} or at fedctl app resume")
             return waiting, [Wait(left)], resume
         if _timed_out(step, spec, now):
             new, actions = _fail(step, spec, now, "Timeout",
@@ -511,6 +513,12 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
     raise ValueError(f"unknown step type {spec.type!r}")
+
+
+def _utc(seconds: float) -> str:
+    """A moment as RFC 3339 text: a message names when, not how long from now (which
+    would change the status at every look, and at a restart)."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _awaiting_approval(step: StepState, spec: StepSpec, now: float) -> StepState:
@@ -636,14 +644,20 @@ def assignments(state: State) -> dict[str, tuple[str, ...]]:
 def to_status(state: State, clock_text: Any) -> JSON:
     """``status.workflow``: KubeVela's field names; times through ``clock_text``. A step
     group's sub-steps are under its ``subStepsStatus``; a pending step names what it
-    waits for (``waitingFor``)."""
-    def t(value: float | None) -> str | None:
-        return clock_text(value) if value is not None else None
+    waits for (``waitingFor``).
+
+    JSON data exactly as the hub gives it back: lists, never tuples, and a time not
+    there yet is absent, never null (KubeVela's ``omitempty``; the API server's merge
+    patch deletes a null field). Equal inputs give what the Application already shows,
+    so a reconcile that changes nothing writes nothing, after a restart too."""
+    def times(**found: float | None) -> JSON:
+        return {name: clock_text(value) for name, value in found.items() if value is not None}
 
     def entry(s: StepState) -> JSON:
         found: JSON = {"name": s.name, "type": s.type, "phase": s.phase, "reason": s.reason,
-                       "message": s.message, "firstExecuteTime": t(s.first_execute),
-                       "lastExecuteTime": t(s.last_execute), "finishedTime": t(s.finished),
+                       "message": s.message,
+                       **times(firstExecuteTime=s.first_execute,
+                               lastExecuteTime=s.last_execute, finishedTime=s.finished),
                        "clusters": list(s.started), "healthyClusters": list(s.done)}
         if s.waiting_for:
             found["waitingFor"] = list(s.waiting_for)
@@ -656,7 +670,7 @@ def to_status(state: State, clock_text: Any) -> JSON:
     return {
         "appRevision": state.revision, "phase": state.phase,
         "suspend": state.phase == "suspended", "finished": state.end is not None,
-        "startTime": t(state.start), "endTime": t(state.end),
+        **times(startTime=state.start, endTime=state.end),
         "currentStep": current.name if current else "",
         "steps": [entry(s) for s in state.steps if not s.group],
         "_state": _raw(state),
@@ -664,9 +678,25 @@ def to_status(state: State, clock_text: Any) -> JSON:
 
 
 def _raw(state: State) -> JSON:
-    return {"revision": state.revision, "phase": state.phase, "start": state.start,
-            "end": state.end, "steps": [dataclasses.asdict(s) for s in state.steps],
-            "values": encode_values(state.values)}
+    """The state as :func:`from_status` reads it back, in JSON data (see :func:`to_status`)."""
+    raw: JSON = {"revision": state.revision, "phase": state.phase, "start": state.start,
+                 "steps": [_raw_step(s) for s in state.steps],
+                 "values": encode_values(state.values)}
+    if state.end is not None:
+        raw["end"] = state.end
+    return raw
+
+
+def _raw_step(step: StepState) -> JSON:
+    """A step's fields: tuples as lists, pairs as two-item lists, unset times absent."""
+    found: JSON = {}
+    for field in dataclasses.fields(step):
+        value = getattr(step, field.name)
+        if isinstance(value, tuple):
+            found[field.name] = [list(v) if isinstance(v, tuple) else v for v in value]
+        elif value is not None:
+            found[field.name] = value
+    return found
 
 
 def encode_values(values: Mapping[str, Any]) -> list[list[str]]:

@@ -189,10 +189,88 @@ def new_namespace(fleet: TestFleet, prefix: str) -> str:
 
 
 def clean(fleet: TestFleet, namespace: str) -> None:
-    """Templates first, the policy last, so the control plane still knows the copies."""
-    for kinds in ("deployments,configmaps", "propagationpolicies.policy.federation.io"):
+    """Applications and templates first, the policy last, so the control plane still
+    knows the copies."""
+    for kinds in (f"{APPLICATIONS},deployments,configmaps",
+                  "propagationpolicies.policy.federation.io"):
         fleet.kubectl("hub", "delete", kinds, "--all", "-n", namespace, "--wait=false",
                       check=False)
+
+
+# -- Applications that stay through the cold restart -----------------------------------------
+
+
+APP_API = "core.oam.dev/v1beta1"
+APPLICATIONS = "applications.core.oam.dev"
+FIRST: dict[str, Any] = {"name": "canary", "type": "deploy",
+                         "properties": {"policies": ["first"]}}
+EVERYWHERE: dict[str, Any] = {"name": "everywhere", "type": "deploy",
+                              "properties": {"policies": ["all"]}}
+REFUSED_URL = "http://127.0.0.1:9/hook"
+"""A webhook on loopback, which the outbound policy refuses (no ``--notification-allow``):
+the step succeeds, its one NotificationFailed Event comes before the restart."""
+
+
+def application(name: str, namespace: str, steps: list[dict[str, Any]],
+                image: str = "registry.local/web:1", unhealthy: bool = False,
+                component_type: str = "webservice") -> dict[str, Any]:
+    properties: dict[str, Any] = {"image": image, "replicas": 1}
+    if unhealthy:  # the simulator: Progressing=False at once, the deploy step fails
+        properties["annotations"] = {"federation.io/simulate-unhealthy": "true"}
+    return {"apiVersion": APP_API, "kind": "Application",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"components": [{"name": name, "type": component_type,
+                                     "properties": properties}],
+                     "policies": [
+                         {"name": "first", "type": "topology",
+                          "properties": {"clusters": ["member1"]}},
+                         {"name": "all", "type": "topology",
+                          "properties": {"clusters": list(MEMBERS)}}],
+                     "workflow": {"steps": steps}}}
+
+
+def settled_applications(namespace: str) -> dict[str, tuple[dict[str, Any], str]]:
+    """Name -> (Application, the ``status.status`` it settles in): the shapes a restart
+    meets. Each kept a status the restart computed again differently (and patched with
+    no change) or posted an Event again, before the fix of the cold restart."""
+    notify = {"name": "tell", "type": "notification",
+              "properties": {"message": "done", "webhook": {"url": REFUSED_URL}}}
+    return {
+        "everywhere": (application("everywhere", namespace, [EVERYWHERE, notify]), "running"),
+        "gated": (application("gated", namespace, [FIRST, {"name": "approval",
+                                                          "type": "approve"}]),
+                  "workflowSuspending"),
+        "soaking": (application("soaking", namespace, [FIRST, {
+            "name": "soak", "type": "suspend", "properties": {"duration": "1h"}}]),
+                    "workflowSuspending"),
+        "broken": (application("broken", namespace, [EVERYWHERE], unhealthy=True),
+                   "workflowFailed"),
+        "invalid": (application("invalid", namespace, [FIRST],
+                                component_type="no-such-type"), "renderFailed"),
+        "rolled-back": (application("rolled-back", namespace, [FIRST]), "running"),
+    }
+
+
+def app_phases(fleet: TestFleet, namespace: str) -> dict[str, str]:
+    listing = get_json(fleet, "hub", APPLICATIONS, "-n", namespace)
+    return {item["metadata"]["name"]: str((item.get("status") or {}).get("status") or "")
+            for item in listing["items"]}
+
+
+def settle_applications(fleet: TestFleet, namespace: str) -> None:
+    """:func:`settled_applications`, then ``rolled-back``'s second revision, broken and
+    asking for a rollback on failure: it goes back to the first, everywhere it went."""
+    apps = settled_applications(namespace)
+    apply(fleet, "hub", *(body for body, _ in apps.values()))
+    wanted = {name: phase for name, (_, phase) in apps.items()}
+    wait_for(lambda: app_phases(fleet, namespace) == wanted, timeout=120, interval=0.5,
+             what=f"Applications settled as {wanted}")
+    apply(fleet, "hub", application("rolled-back", namespace, [
+        {**FIRST, "properties": {**FIRST["properties"], "rollbackOnFailure": True}}],
+        image="registry.local/web:2", unhealthy=True))
+    wanted["rolled-back"] = "rolledBack"
+    wait_for(lambda: app_phases(fleet, namespace) == wanted, timeout=120, interval=0.5,
+             what="rolled-back rolled back")
 
 
 def readyz(port: int) -> bool:
@@ -208,7 +286,9 @@ def readyz(port: int) -> bool:
 
 def test_cold_restart_writes_nothing_and_is_ready_within_10s(
         fleet: TestFleet, tmp_path: Path) -> None:
-    """50 Deployments settled on 3 members; `fedctl run` stopped and started again (without
+    """50 Deployments settled on 3 members, and Applications in every settled shape
+    (succeeded in 3 clusters with a notification, suspended at an approve step and for a
+    duration, failed, refused, rolled back); `fedctl run` stopped and started again (without
     `fedctl install`, whose writes are the admin's): the hub serves no mutating request
     at all (MemberCluster status excepted, see NOT_OURS: not even a no-op apply of our
     CRDs), the members none at all, and /readyz is 200 within
@@ -224,8 +304,10 @@ def test_cold_restart_writes_nothing_and_is_ready_within_10s(
     plane.start()
     try:
         propagate(fleet, namespace, "Deployment", RESTART_TEMPLATES)
+        settle_applications(fleet, namespace)
         wait_quiet(lambda: hub_writes(fleet))
         plane.stop()
+        phases = app_phases(fleet, namespace)
         hub_before = mutating_requests(fleet, "hub")
         members_before = {m: mutating_requests(fleet, m) for m in MEMBERS}
 
@@ -250,11 +332,14 @@ def test_cold_restart_writes_nothing_and_is_ready_within_10s(
         assert not any(members.values()), "member writes after a cold restart: " + "; ".join(
             f"{m}: {breakdown(c)}" for m, c in members.items())
         assert not hub, f"other hub writes after a cold restart: {breakdown(hub)}"
+        assert app_phases(fleet, namespace) == phases
         assert ready_after <= 10, f"/readyz took {ready_after:.1f}s"
         assert plane.process.poll() is None, plane.log_tail()
     finally:
         clean(fleet, namespace)
         if plane.process is not None and plane.process.poll() is None:
+            wait_for(lambda: not names_in(fleet, "hub", APPLICATIONS, namespace),
+                     timeout=120, interval=0.5, what="Applications removed")
             wait_for(lambda: not names_in(fleet, "hub", "resourcebindings.work.federation.io",
                                           namespace), timeout=120, interval=0.5,
                      what="bindings removed")

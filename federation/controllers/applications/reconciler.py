@@ -36,8 +36,10 @@ from federation.controllers.applications.notify import Notifier
 from federation.controllers.applications.settings import ApplicationSettings
 from federation.controllers.applications.status import (
     failed_step,
+    newly_failed,
     refused,
     status_of,
+    status_patch,
     unknown_message,
 )
 from federation.controllers.applications.view import ApplicationView, Recorder, StatusWriter
@@ -108,19 +110,23 @@ class Reconciler:
 
     async def refuse(self, build: Build, message: str) -> None:
         """``renderFailed``, with the condition naming the field; then the Warning."""
-        new = refused(build.status, message)
-        if new != (build.app.get("status") or {}):
-            await self.write_status(build, new)
+        if await self.write_status(build, refused(build.status, message)):
             await self.recorder.emit(build.app, "Warning", compilation.INVALID, message)
 
-    async def write_status(self, build: Build, new: JSON) -> None:
-        """The one direct write: the Application's status, only when it changed."""
-        if new != (build.app.get("status") or {}):
-            await self.status.application_status(build.namespace, build.name, new)
+    async def write_status(self, build: Build, new: JSON) -> bool:
+        """The one direct write: what changed of the Application's status, only when
+        something did (compared as the hub keeps it: a restart, which computes the same
+        status from the same stored state, writes nothing). True when written."""
+        patch = status_patch(build.app.get("status") or {}, new)
+        if patch is None:
+            return False
+        await self.status.application_status(build.namespace, build.name, patch)
+        return True
 
     async def after_status(self, build: Build, lost: list[tracker.Entry]) -> None:
         """What follows the status write: the Events of this reconcile, then the
-        notification steps it took, then a newly failed workflow's Warning."""
+        notification steps it took, then a newly failed workflow's Warning (once: not
+        again while it stays failed, rolled back or not, nor after a restart)."""
         app: ReadOnly = build.app
         for kind, reason, message in build.events:
             await self.recorder.emit(app, kind, reason, message)
@@ -132,8 +138,7 @@ class Reconciler:
             if isinstance(action, workflow.Notify):
                 await self.notifier.notify(app, build.compiled, build.state, action)
         failed = failed_step(build.state)
-        if failed is not None and build.state.phase == "failed" and \
-                (app.get("status") or {}).get("status") != "workflowFailed":
+        if failed is not None and newly_failed(app.get("status") or {}, build.state):
             await self.recorder.emit(app, "Warning", "WorkflowFailed",
                                      f"step {failed.name}: {failed.reason}: {failed.message}")
 

@@ -3,12 +3,16 @@
 KubeVela's fields (``status``, ``healthy``, ``latestRevision``, ``workflow``, ``services``,
 ``appliedResources``, ``conditions``) and ours (``clusters``, ``handledRequests``,
 ``rollback``). Written by the reconciler only when it differs from what the Application
-shows, so a reconcile that changes nothing writes nothing.
+shows, so a reconcile that changes nothing writes nothing: :func:`status_patch` compares
+in the form the hub keeps (JSON data, no null field) and sends only what changed, with a
+null for each field that went away (the write is a merge patch: an absent field would be
+kept).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from federation.applications import revision, tracker, workflow
 from federation.controllers.applications.build import JSON, Build, Health
@@ -40,6 +44,39 @@ def status_of(build: Build, entries: Sequence[tracker.Entry],
             "appliedResources": [e.as_json() for e in entries],
             "handledRequests": build.handled,
             "conditions": conditions(state, build.problems, unknown)}
+
+
+def status_patch(stored: Mapping[str, Any], new: Mapping[str, Any]) -> JSON | None:
+    """The merge patch that makes the Application's ``stored`` status ``new``, or None
+    when it shows ``new`` already: ``new`` as the hub would keep it (:func:`kept`)
+    compared with what it keeps; a field ``new`` lacks is deleted (null)."""
+    wanted = kept(new)
+    if wanted == stored:
+        return None
+    patch: JSON = _difference(stored, wanted)
+    return patch
+
+
+def kept(value: Any) -> Any:
+    """``value`` as the API server keeps it after a merge patch: tuples are JSON arrays,
+    and a null field is no field, at every depth (in arrays' objects too)."""
+    if isinstance(value, Mapping):
+        return {str(k): kept(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [kept(v) for v in value]
+    return value
+
+
+def _difference(stored: Any, wanted: Any) -> Any:
+    """RFC 7386 from ``stored`` to ``wanted`` (both as kept): maps key by key, a null for
+    each key gone, anything else (arrays too) whole."""
+    if not isinstance(stored, Mapping) or not isinstance(wanted, dict):
+        return wanted
+    patch: JSON = {k: None for k in stored if k not in wanted}
+    for key, value in wanted.items():
+        if key not in stored or stored[key] != value:
+            patch[key] = _difference(stored.get(key), value)
+    return patch
 
 
 def healthy(health: Health) -> bool:
@@ -75,6 +112,17 @@ def workflow_condition(state: workflow.State) -> JSON:
 
 def failed_step(state: workflow.State) -> workflow.StepState | None:
     return next((s for s in state.steps if s.phase == "failed"), None)
+
+
+def newly_failed(stored: Mapping[str, Any], state: workflow.State) -> bool:
+    """``state`` failed, and the workflow run the Application showed had not: another
+    revision, another start (a restart), or not failed. Read from the stored workflow,
+    not ``status.status``: a failure that asked for a rollback shows ``rolledBack``."""
+    if state.phase != "failed":
+        return False
+    shown = workflow.from_status(stored.get("workflow"))
+    return shown is None or shown.phase != "failed" or \
+        (shown.revision, shown.start) != (state.revision, state.start)
 
 
 def unknown_message(unknown: Sequence[tracker.Entry]) -> str:

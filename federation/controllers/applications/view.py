@@ -58,7 +58,8 @@ class Recorder(Protocol):
 
 
 class StatusWriter(Protocol):
-    """The one direct write: the Application's own ``/status`` (a merge patch)."""
+    """The one direct write: the Application's own ``/status``, a merge patch (``status``
+    holds what changed; a null deletes a field)."""
 
     async def application_status(self, namespace: str, name: str, status: JSON) -> None: ...
 

@@ -10,6 +10,7 @@ every call with ClusterUnavailable. Every write is recorded in :attr:`FakeMC.wri
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from copy import deepcopy
 from typing import Any, Literal, cast, overload
@@ -232,7 +233,7 @@ class FakeWriter:
         updated = deepcopy(stored)
         for key, value in patch.items():
             if key != "metadata":
-                updated[key] = {**(updated.get(key) or {}), **value}
+                updated[key] = merge_patch(updated.get(key), json.loads(json.dumps(value)))
         self._record("status" if subresource == "status" else "patch", resource, name)
         return self.mc.put(self.name, updated)
 
@@ -407,6 +408,29 @@ class FakeContext:
         self.ownership_reads += 1
         found = ((self.copies.get(cluster) or {}).get("metadata") or {}).get("managedFields")
         return [freeze(entry) for entry in found] if found else None
+
+
+def merge_patch(stored: Any, patch: Any) -> Any:
+    """RFC 7386 as the API server applies a merge patch (sent as JSON): maps merged key by
+    key, a null deletes, anything else replaces; a null field of what replaces is no
+    field (in arrays' objects too)."""
+    if not isinstance(patch, dict):
+        return _no_nulls(patch)
+    merged = dict(stored) if isinstance(stored, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+def _no_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
 
 
 def _in_group(obj: JSON, resource: Resource) -> bool:
