@@ -77,13 +77,13 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
             continue
         for cluster in started.get(spec.name, ()):
             objects: list[JSON] = list(target.clusters.get(cluster) or ())
-            live = await _read_back(view, cluster, objects[0]) if objects else None
+            live = await read_back(view, cluster, objects[0]) if objects else None
             if live is not None:
                 found[spec.name] = live
     return found
 
 
-async def _read_back(view: ApplicationView, cluster: str, obj: JSON) -> JSON | None:
+async def read_back(view: ApplicationView, cluster: str, obj: JSON) -> JSON | None:
     meta = obj["metadata"]
     try:
         resource = await view.resource(cluster, obj)

@@ -154,7 +154,9 @@ def test_a_system_definition_named_like_a_built_in_replaces_it() -> None:
 
 
 @pytest.mark.parametrize(("spec", "field"), [
-    ({"status": {"healthPolicy": "isHealth: true"}}, "spec.status.healthPolicy"),
+    ({"status": {"details": "x: 1"}}, "spec.status.details"),
+    ({"status": {"healthPolicy": 1}}, "spec.status.healthPolicy: a CUE text"),
+    ({"status": "isHealth: true"}, "spec.status: a map"),
     ({"revisionLabel": "rev"}, "spec.revisionLabel"),
     ({"childResourceKinds": [{"apiVersion": "v1", "kind": "Pod"}]}, "spec.childResourceKinds"),
     ({"version": "1.0.0"}, "spec.version"),
