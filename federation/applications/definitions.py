@@ -574,7 +574,8 @@ def _directives(answer: Mapping[str, Any]) -> dict[tuple[str, ...], dict[str, st
 def _check_applies(definition: Definition, objects: Sequence[Mapping[str, Any]],
                    component: Component, catalog: Catalog, where: str) -> None:
     """KubeVela's ``appliesToWorkloads``: ``*``, the component's type, or its workload as
-    ``resource.group`` (or the workload's kind)."""
+    ``resource.group``, ``Kind.group`` or its kind (KubeVela itself checks nothing at
+    apply time; its CLI lists traits by these names)."""
     wanted = definition.applies_to
     if not wanted or "*" in wanted:
         return
@@ -583,6 +584,8 @@ def _check_applies(definition: Definition, objects: Sequence[Mapping[str, Any]],
     group = str(workload.get("apiVersion") or "").rpartition("/")[0]
     plural = kind.lower() + "s"
     names = {component.type, kind, f"{plural}.{group}" if group else plural}
+    if group:  # the fluxcd addon's helm-labels writes the kind: HelmRelease.helm.toolkit...
+        names.add(f"{kind}.{group}")
     owner = catalog.get("component", component.type)
     if owner is not None and owner.workload:
         names.add(owner.workload)

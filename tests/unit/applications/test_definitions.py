@@ -278,8 +278,8 @@ def test_applies_to_workloads_is_honoured() -> None:
     docs = trait_docs("patch: {}", applies=["statefulsets.apps"])
     with pytest.raises(model.AppError, match=r"applies to statefulsets\.apps"):
         compile_with(backend({"type": "t"}), docs)
-    docs = trait_docs("patch: {}", applies=["deployments.apps"])
-    compile_with(backend({"type": "t"}), docs)
+    for name in ("deployments.apps", "Deployment.apps", "Deployment", "docs-worker"):
+        compile_with(backend({"type": "t"}), trait_docs("patch: {}", applies=[name]))
 
 
 def test_a_user_trait_on_a_built_in_component() -> None:
