@@ -59,9 +59,6 @@ class Check:
     context: Mapping[str, Any]
     """KubeVela's base context (names only); the live objects are added per cluster."""
 
-    def as_json(self) -> JSON:
-        return dataclasses.asdict(self)
-
 
 @dataclasses.dataclass(frozen=True)
 class Checks:
