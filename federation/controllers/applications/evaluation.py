@@ -53,6 +53,9 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
             build.status["rollback"] = {"revision": good, "from": build.number,
                                         "time": stamp(now)}
     waits = [a.seconds for a in build.actions if isinstance(a, workflow.Wait)]
+    due = state.restart_due()
+    if due is not None:  # a restart-workflow step's schedule: looked at again then
+        waits.append(max(due - now, 0.0))
     return requeue(min(waits)) if waits else None
 
 

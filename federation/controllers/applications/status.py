@@ -31,7 +31,11 @@ def status_of(build: Build, entries: Sequence[tracker.Entry],
     state = build.state
     assert state is not None
     phase = "rolledBack" if build.status.get("rollback") else PHASES[state.phase]
-    return {**build.status, "status": phase, "healthy": healthy(build.health),
+    found = {k: v for k, v in build.status.items() if k != "workflowRestartScheduledAt"}
+    due = state.restart_due()
+    if due is not None:  # KubeVela's field: when a restart-workflow step restarts it
+        found["workflowRestartScheduledAt"] = stamp(due)
+    return {**found, "status": phase, "healthy": healthy(build.health),
             "latestRevision": {"name": revision.revision_name(build.name, build.number),
                                "revision": build.number, "revisionHash": build.digest},
             "workflow": workflow.to_status(state, stamp),
