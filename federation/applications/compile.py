@@ -105,6 +105,10 @@ def _compile_step(step: model.Step, context: _Context, where: str
         target, step_spec = _deploying(step, context, where, timeout)
         return target, step_spec, None
     step_spec = _waiting(step, where, timeout)
+    if step.type == "restart-workflow":
+        first, every, relative = model.restart_schedule(step.properties, f"{where}.properties")
+        return None, dataclasses.replace(step_spec, restart=(first, every),
+                                         restart_relative=relative), None
     if step.type != "notification":
         return None, step_spec, None
     note = model.notification(step.properties, f"{where}.properties")

@@ -32,7 +32,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.applications import jsonpatch, model, render
+from federation.applications import custom_status, jsonpatch, model, render
 from federation.applications.model import AppError, Component, Trait
 from federation.untrusted.text import one_line
 
@@ -81,6 +81,10 @@ class Definition:
     conflicts_with: tuple[str, ...] = ()
     spec: JSON = dataclasses.field(default_factory=dict, compare=False)
     """The spec as written (what a revision snapshots)."""
+    health_policy: str = ""
+    """``spec.status.healthPolicy``: CUE setting ``isHealth`` (:mod:`.custom_status`)."""
+    custom_status: str = ""
+    """``spec.status.customStatus``: CUE setting ``message``."""
 
     @property
     def ref(self) -> str:
@@ -88,13 +92,13 @@ class Definition:
 
 
 _ALLOWED = {
-    "ComponentDefinition": {"schematic", "workload"},
+    "ComponentDefinition": {"schematic", "workload", "status"},
     "TraitDefinition": {"schematic", "appliesToWorkloads", "conflictsWith", "podDisruptive",
-                        "workloadRefPath"},
+                        "workloadRefPath", "status"},
     "PolicyDefinition": {"schematic"},
     "WorkflowStepDefinition": {"schematic"},
 }
-"""Spec fields honoured; any other is refused by name (``status.healthPolicy``,
+"""Spec fields honoured; any other is refused by name (``status.details``,
 ``revisionLabel``, ``childResourceKinds``, ``version``...). ``podDisruptive`` only says
 whether a change restarts pods (KubeVela reads it for nothing else); ``workloadRefPath``
 is accepted empty only."""
@@ -121,9 +125,31 @@ def load(doc: Mapping[str, Any]) -> Definition:
         raise DefinitionError(f"{where}: spec.workloadRefPath: not supported")
     if not isinstance(spec.get("podDisruptive", False), bool):
         raise DefinitionError(f"{where}: spec.podDisruptive: true or false")
+    health, custom = _status(spec, where)
     return Definition(kind, name, namespace, _template(spec, where), _workload(spec, where),
                       _names(spec, "appliesToWorkloads", where),
-                      _names(spec, "conflictsWith", where), dict(spec))
+                      _names(spec, "conflictsWith", where), dict(spec), health, custom)
+
+
+def _status(spec: Mapping[str, Any], where: str) -> tuple[str, str]:
+    """``spec.status``: ``healthPolicy`` and ``customStatus``, CUE texts (evaluated once the
+    objects run, :mod:`.custom_status`); ``details`` is refused by name."""
+    status = spec.get("status")
+    if status is None:
+        return "", ""
+    if not isinstance(status, dict):
+        raise DefinitionError(f"{where}: spec.status: a map")
+    for key in status:
+        if key not in ("healthPolicy", "customStatus"):
+            raise DefinitionError(f"{where}: spec.status.{key}: not supported by this "
+                                  "control plane (healthPolicy and customStatus are)")
+    texts = []
+    for key in ("healthPolicy", "customStatus"):
+        text = status.get(key)
+        if text is not None and not isinstance(text, str):
+            raise DefinitionError(f"{where}: spec.status.{key}: a CUE text")
+        texts.append(text.strip() if isinstance(text, str) else "")
+    return texts[0], texts[1]
 
 
 def _field_name(spec: Mapping[str, Any], key: str) -> str:
@@ -410,7 +436,9 @@ class Rendering:
                            "object")
         objects = [_named(output, component.name, f"{where} (output)")]
         for key, obj in _outputs(values, definition, where):
-            objects.append({**_named(obj, "", f"{where} (outputs.{key})"), OUTPUT_KEY: key})
+            named = _named(obj, "", f"{where} (outputs.{key})")
+            objects.append({**custom_status.label_output(named, custom_status.AUXILIARY, key),
+                            OUTPUT_KEY: key})
         return objects
 
     def trait(self, objects: list[JSON], trait: Trait, component: Component, namespace: str,
@@ -441,8 +469,33 @@ class Rendering:
             if key in taken:
                 raise AppError(f"{here}: {definition.ref}: outputs.{key}: the component has "
                                "an output of that name already")
-            out.append({**_named(obj, "", f"{here} (outputs.{key})"), OUTPUT_KEY: key})
+            named = _named(obj, "", f"{here} (outputs.{key})")
+            out.append({**custom_status.label_output(named, trait.type, key), OUTPUT_KEY: key})
         return out
+
+    def status_checks(self, component: Component, namespace: str, objects: Sequence[JSON]
+                      ) -> custom_status.Checks | None:
+        """The statuses to judge the rendered component by, once it runs: its own
+        definition's and its traits' that have ``healthPolicy`` or ``customStatus``."""
+        base = {k: v for k, v in self.context(component, namespace).items()
+                if k in ("name", "namespace", "appName", "appRevision")}
+        found: list[custom_status.Check] = []
+        own = self.catalog.get("component", component.type)
+        if own is not None and (own.health_policy or own.custom_status):
+            found.append(custom_status.Check("component", component.type, own.ref,
+                                             own.health_policy, own.custom_status,
+                                             dict(component.properties), base))
+        for trait in component.traits:
+            definition = self.catalog.get("trait", trait.type)
+            if definition is not None and (definition.health_policy or
+                                           definition.custom_status):
+                found.append(custom_status.Check(
+                    "trait", trait.type, definition.ref, definition.health_policy,
+                    definition.custom_status, dict(trait.properties), base))
+        if not found or not objects or pending_in(objects):
+            return None
+        return custom_status.Checks(component.name, custom_status.identity(objects[0]),
+                                    tuple(found))
 
 
 def _placeholder(name: str) -> JSON:
@@ -521,7 +574,8 @@ def _directives(answer: Mapping[str, Any]) -> dict[tuple[str, ...], dict[str, st
 def _check_applies(definition: Definition, objects: Sequence[Mapping[str, Any]],
                    component: Component, catalog: Catalog, where: str) -> None:
     """KubeVela's ``appliesToWorkloads``: ``*``, the component's type, or its workload as
-    ``resource.group`` (or the workload's kind)."""
+    ``resource.group``, ``Kind.group`` or its kind (KubeVela itself checks nothing at
+    apply time; its CLI lists traits by these names)."""
     wanted = definition.applies_to
     if not wanted or "*" in wanted:
         return
@@ -530,6 +584,8 @@ def _check_applies(definition: Definition, objects: Sequence[Mapping[str, Any]],
     group = str(workload.get("apiVersion") or "").rpartition("/")[0]
     plural = kind.lower() + "s"
     names = {component.type, kind, f"{plural}.{group}" if group else plural}
+    if group:  # the fluxcd addon's helm-labels writes the kind: HelmRelease.helm.toolkit...
+        names.add(f"{kind}.{group}")
     owner = catalog.get("component", component.type)
     if owner is not None and owner.workload:
         names.add(owner.workload)

@@ -25,6 +25,7 @@ objects over its deploy steps (:class:`RenderBudget`).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -52,7 +53,7 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
                 "read-only")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
-              "apply-remaining", "deploy2runtime")
+              "apply-remaining", "deploy2runtime", "restart-workflow")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -366,7 +367,8 @@ def _check_step(step: Step, where: str) -> None:
                "apply-object": {"value", "cluster"},
                "apply-deployment": {"image", "replicas", "cluster", "cmd"},
                "apply-application": set(), "apply-remaining": {"exceptions"},
-               "deploy2runtime": {"clusters"}}[step.type]
+               "deploy2runtime": {"clusters"},
+               "restart-workflow": {"at", "after", "every"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -391,6 +393,34 @@ def _check_step(step: Step, where: str) -> None:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
     if step.type == "notification":
         notification(props, f"{where}.properties")
+    if step.type == "restart-workflow":
+        restart_schedule(props, f"{where}.properties")
+
+
+def restart_schedule(props: Mapping[str, Any], where: str
+                     ) -> tuple[float | None, float | None, bool]:
+    """KubeVela's ``restart-workflow``: exactly one of ``at`` (an RFC 3339 time), ``after``
+    (a duration from when the step runs) or ``every`` (a duration after each run ends), as
+    (at or after, every, whether the first is ``after``)."""
+    given = [k for k in ("at", "after", "every") if k in props]
+    if len(given) != 1:
+        raise AppError(f"{where}: exactly one of 'at', 'after', or 'every' must be specified "
+                       f"(found {len(given)})")
+    key = given[0]
+    value = props[key]
+    if not isinstance(value, str):
+        raise AppError(f"{where}.{key}: must be a string")
+    if key == "at":
+        try:
+            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise AppError(f"{where}.at: {value!r} is not an RFC 3339 time such as "
+                           "2025-01-20T15:00:00Z") from None
+        if moment.tzinfo is None:
+            raise AppError(f"{where}.at: {value!r} has no time zone (RFC 3339: ...Z)")
+        return moment.timestamp(), None, False
+    seconds = duration_seconds(value, f"{where}.{key}")
+    return (seconds, None, True) if key == "after" else (None, seconds, False)
 
 
 # -- notification steps ---------------------------------------------------------------------

@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import patches, render, scope
+from federation.applications import custom_status, patches, render, scope
 from federation.applications.model import AppError, AppSpec, PolicySpec, RenderBudget
 from federation.applications.scope import PROTECTED_NAMESPACES
 from federation.hub import overrides
@@ -204,6 +204,9 @@ class Target:
     explanation: tuple[str, ...] = ()
     empty: tuple[str, ...] = ()
     """Topologies with ``allowEmpty`` whose selection matched no member (nothing placed)."""
+    checks: tuple[custom_status.Checks, ...] = ()
+    """The components whose definitions judge their health or say their message
+    (``spec.status``), each against its workload's identity."""
 
 
 def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
@@ -239,11 +242,16 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     topologies = _topologies(chosen, local_cluster, fleet, where)
     notes: list[str] = []
     placed = _Placed()
+    checks: list[custom_status.Checks] = []
     for topology in topologies:
         target_ns = topology.namespace or namespace
         for entry in entries:
             objects = render.render_component(entry.component, app, target_ns, entry.where,
                                               user)
+            found = user.status_checks(entry.component, target_ns, objects) \
+                if user is not None else None
+            if found is not None and found not in checks:
+                checks.append(found)
             budget.spend(len(objects), where)
             _check_scope(objects, entry.where)
             scope.check_objects(objects, grant, entry.where)
@@ -255,7 +263,8 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
         per_cluster = _apply_rules(per_cluster, rules, fleet)
     empty = tuple(sorted({t.name for t in topologies
                           if f"{t.name}: {EMPTY_NOTE}" in notes}))
-    return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes), empty)
+    return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes), empty,
+                  tuple(checks))
 
 
 def _chosen(step_policies: Sequence[str], policies: Mapping[str, PolicySpec], where: str

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from federation.applications import (
+    custom_status,
     fields,
     ingress,
     jsonpatch,
@@ -64,6 +65,10 @@ class UserTypes(Protocol):
 
     def trait(self, objects: list[JSON], trait: Trait, component: Component, namespace: str,
               where: str) -> list[JSON]: ...
+
+    def status_checks(self, component: Component, namespace: str, objects: Sequence[JSON]
+                      ) -> custom_status.Checks | None:
+        """What judges the rendered component once it runs (its definitions' status)."""
 
 
 def render_component(component: Component, app: str, namespace: str,

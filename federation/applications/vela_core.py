@@ -37,7 +37,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
-                     "apply-deployment", "step-group"),
+                     "apply-deployment", "step-group", "restart-workflow"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -84,8 +84,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "read-config": _CONFIG,
         "read-object": _DATA,
         "request": _URL,
-        "restart-workflow": "schedules its own restarts; not built in yet (fedctl app "
-                            "restart does it on demand)",
         "share-cloud-resource": _TERRAFORM,
         "vela-cli": _SHELL,
         "webhook": _URL + "; a notification step POSTs a message",

@@ -98,6 +98,10 @@ class StepSpec:
     empty: a started cluster gets every component at once."""
     components: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """deploy with ``component_deps``: cluster -> the components placed there."""
+    restart: tuple[float | None, float | None] = (None, None)
+    """restart-workflow: (``at`` as epoch seconds, or ``after`` in seconds; ``every``)."""
+    restart_relative: bool = False
+    """restart-workflow: the first of :attr:`restart` is ``after`` (from the step's run)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +136,19 @@ class State:
     end: float | None = None
     values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Output name -> its value, set when the producing step ended (None: no value)."""
+    restart_at: float | None = None
+    """A ``restart-workflow`` step's ``at``/``after``: the workflow restarts then, once it
+    has ended (KubeVela's ``status.workflowRestartScheduledAt``)."""
+    restart_every: float | None = None
+    """A ``restart-workflow`` step's ``every``: it restarts that long after it ended."""
+
+    def restart_due(self) -> float | None:
+        """When this ended run restarts (KubeVela: only a time after its end counts)."""
+        if self.end is None:
+            return None
+        due = self.end + self.restart_every if self.restart_every is not None \
+            else self.restart_at
+        return due if due is not None and due > self.end else None
 
     @property
     def current(self) -> StepState | None:
@@ -187,7 +204,15 @@ class Wait:
     seconds: float
 
 
-Action = Deploy | Notify | Rollback | Wait
+@dataclasses.dataclass(frozen=True)
+class ScheduleRestart:
+    """A ``restart-workflow`` step ran: the state records it (not for the controller)."""
+
+    at: float | None
+    every: float | None
+
+
+Action = Deploy | Notify | Rollback | Wait | ScheduleRestart
 
 
 def initial(revision: int, specs: Sequence[StepSpec], now: float) -> State:
@@ -224,6 +249,7 @@ class _Run:
         # a resume releases every suspended step; with none, the first to suspend now
         self.resume_all = obs.resume and bool(suspended)
         self.resume_one = obs.resume and not suspended
+        self.restart = (state.restart_at, state.restart_every)
 
     def all(self) -> None:
         for _ in range(2 * len(self.order) + 2):
@@ -285,7 +311,10 @@ class _Run:
 
     def _end(self, spec: StepSpec, step: StepState, actions: list[Action]) -> bool:
         """Record the step and its actions; a step that ended sets its outputs."""
-        self.actions.extend(actions)
+        for action in actions:
+            if isinstance(action, ScheduleRestart):
+                self.restart = (action.at, action.every)
+        self.actions.extend(a for a in actions if not isinstance(a, ScheduleRestart))
         if step.phase in FINISHED:
             step = self._outputs(spec, step)
         return self.set(spec.name, step)
@@ -421,7 +450,8 @@ class _Run:
 
     def result(self) -> tuple[State, list[Action]]:
         steps = tuple(self.steps[name] for name in self.order)
-        new = dataclasses.replace(self.state, steps=steps, values=self.values)
+        new = dataclasses.replace(self.state, steps=steps, values=self.values,
+                                  restart_at=self.restart[0], restart_every=self.restart[1])
         if all(s.phase in FINISHED for s in steps):
             failed = any(s.phase == "failed" for s in steps)
             end = self.state.end if self.state.end is not None else self.now
@@ -512,6 +542,14 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
+    if spec.type == "restart-workflow":
+        at, every = spec.restart
+        at = now + at if at is not None and spec.restart_relative else at
+        what = f"every {every:.0f}s after it ends" if every is not None else \
+            "at the scheduled time, once it has ended"
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Scheduled",
+                                   message=f"the workflow restarts {what}"), \
+            [ScheduleRestart(at, every)], resume
     raise ValueError(f"unknown step type {spec.type!r}")
 
 
@@ -684,6 +722,10 @@ def _raw(state: State) -> JSON:
                  "values": encode_values(state.values)}
     if state.end is not None:
         raw["end"] = state.end
+    restart = {k: v for k, v in (("at", state.restart_at), ("every", state.restart_every))
+               if v is not None}  # no null: a merge patch would drop it from a map
+    if restart:
+        raw["restart"] = restart
     return raw
 
 
@@ -727,7 +769,11 @@ def from_status(workflow: Mapping[str, Any] | None) -> State | None:
         values = decode_values(raw.get("values"))
         # a merge patch drops null fields: an absent "end" (or step time) is None
         end = raw.get("end")
+        restart = raw.get("restart") or {}
+        at, every = restart.get("at"), restart.get("every")
         return State(int(raw["revision"]), steps, raw["phase"], float(raw["start"]),
-                     float(end) if end is not None else None, values)
+                     float(end) if end is not None else None, values,
+                     float(at) if at is not None else None,
+                     float(every) if every is not None else None)
     except (KeyError, TypeError, ValueError):
         return None

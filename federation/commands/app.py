@@ -24,7 +24,15 @@ import click
 import yaml
 
 from federation.applications import compile as compile_
-from federation.applications import cue_worker, definition_files, definitions, model, refs, scope
+from federation.applications import (
+    cue_worker,
+    custom_status,
+    definition_files,
+    definitions,
+    model,
+    refs,
+    scope,
+)
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
 from federation.contexts import kubeconfig
@@ -197,6 +205,10 @@ def _print(compiled: compile_.Compiled) -> None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \
                     f"(parallelism {step.parallelism})"
         click.echo(line)
+        for checks in target.checks if target else ():
+            click.echo(f"#   component {checks.component}: "
+                       f"{', '.join(sorted({c.ref for c in checks.checks}))}: "
+                       f"{custom_status.NO_LIVE_OBJECTS}")
         for topology in target.empty if target else ():
             click.echo(f"#   topology {topology}: allowEmpty, its selection matches no member "
                        "cluster; nothing placed")
@@ -347,6 +359,21 @@ def _step_lines(step: JSON, health: dict[tuple[str, str], JSON], indent: str) ->
     return lines
 
 
+def _component_lines(service: JSON) -> list[str]:
+    """A component whose definitions have a status: healthy, message, its traits'."""
+    state = "healthy" if service.get("healthy") else "unhealthy"
+    lines = [f"├─ component {service.get('name')} in {service.get('cluster')} "
+             f"({service.get('step')}): {state}"
+             + (f": {loader.one_line(str(service['message']))}"
+                if service.get("message") else "")]
+    for trait in service.get("traits") or []:
+        state = "healthy" if trait.get("healthy") else "unhealthy"
+        lines.append(f"│  └─ trait {trait.get('type')}: {state}"
+                     + (f": {loader.one_line(str(trait['message']))}"
+                        if trait.get("message") else ""))
+    return lines
+
+
 def tree(name: str, current: JSON) -> str:
     latest = current.get("latestRevision") or {}
     lines = [f"{name}  phase={current.get('status', 'unknown')}  "
@@ -356,11 +383,14 @@ def tree(name: str, current: JSON) -> str:
     flow = current.get("workflow") or {}
     lines.append(f"├─ workflow {flow.get('phase', '-')}  started {flow.get('startTime')}"
                  f"  ended {flow.get('endTime') or '-'}")
-    health = {(s["step"], s["cluster"]): s for s in current.get("services") or []}
+    services = current.get("services") or []
+    health = {(s["step"], s["cluster"]): s for s in services if "name" not in s}
     for step in flow.get("steps") or []:
         lines.extend(_step_lines(step, health, "│  "))
         for sub in step.get("subStepsStatus") or []:
             lines.extend(_step_lines(sub, health, "│  │    "))
+    for service in (s for s in services if "name" in s):
+        lines.extend(_component_lines(service))
     resources = current.get("appliedResources") or []
     lines.append(f"└─ resources ({len(resources)})")
     for entry in resources:

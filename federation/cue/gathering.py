@@ -10,6 +10,7 @@ built.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,9 +41,79 @@ def gather(ev: Evaluator, vertex: Vertex) -> None:
 
 
 def run_all_deferred(ev: Evaluator, vertex: Vertex) -> None:
+    """The deferred work in order, except that a comprehension whose clauses name a field
+    another queued comprehension declares waits for it (CUE runs comprehensions to a
+    fixpoint: ``if msg == ""`` must not read ``msg`` before a nested ``if`` queued earlier
+    sets it, as the fluxcd addon's customStatus does); when every queued item waits, the
+    first runs (no deadlock, the old order)."""
+    names = _Names()
+    waited = 0
     while vertex.deferred and vertex.err is None:
-        kind, node, env, group, key = vertex.deferred.popleft()
+        item = vertex.deferred.popleft()
+        kind, node, env, group, key = item
+        if kind == "comprehension" and waited <= len(vertex.deferred) and \
+                names.waits(ev, node, vertex.deferred):
+            vertex.deferred.append(item)
+            waited += 1
+            continue
+        waited = 0
         run_deferred(ev, vertex, kind, node, env, group, key)
+
+
+class _Names:
+    """What a comprehension reads (the identifiers of its clauses) and declares (the static
+    labels of its body, nested comprehensions' included), each computed once per run."""
+
+    def __init__(self) -> None:
+        self.read: dict[int, frozenset[str]] = {}
+        self.declared: dict[int, frozenset[str]] = {}
+
+    def waits(self, ev: Evaluator, node: s.Comprehension, queue: Any) -> bool:
+        reads = self._reads(ev, node)
+        if not reads:
+            return False
+        for kind, other, *_ in queue:
+            ev.meter.tick()
+            if kind == "comprehension" and other is not node and \
+                    reads & self._declares(ev, other):
+                return True
+        return False
+
+    def _reads(self, ev: Evaluator, node: s.Comprehension) -> frozenset[str]:
+        found = self.read.get(id(node))
+        if found is None:
+            found = frozenset(_identifiers(ev, node.clauses))
+            self.read[id(node)] = found
+        return found
+
+    def _declares(self, ev: Evaluator, node: s.Comprehension) -> frozenset[str]:
+        found = self.declared.get(id(node))
+        if found is None:
+            labels: set[str] = set()
+            for decl in node.body.decls:
+                ev.meter.tick()
+                if isinstance(decl, s.Field) and decl.label.name is not None:
+                    labels.add(decl.label.name)
+                elif isinstance(decl, s.Comprehension):
+                    labels |= self._declares(ev, decl)
+            found = frozenset(labels)
+            self.declared[id(node)] = found
+        return found
+
+
+def _identifiers(ev: Evaluator, nodes: Any) -> Iterator[str]:
+    """The identifiers an expression names (a walk of its syntax, charged)."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        ev.meter.tick()
+        if isinstance(node, s.Ident):
+            yield node.name
+        elif isinstance(node, s.Node | s.Label):
+            stack.extend(v for f in dataclasses.fields(node)
+                         if isinstance(v := getattr(node, f.name), s.Node | s.Label | tuple))
+        elif isinstance(node, tuple):
+            stack.extend(node)
 
 
 def try_forward(ev: Evaluator, vertex: Vertex) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.applications import compile as compile_
-from federation.applications import definitions, scope, workflow
+from federation.applications import custom_status, definitions, scope, workflow
 from federation.applications.tracker import Diff, Entry
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit.events import EventType
@@ -30,6 +30,8 @@ Health = dict[tuple[str, str], tuple[workflow.HealthState, str]]
 """(deploy step, cluster) -> the health of what that step put there, with a message."""
 ComponentHealth = dict[tuple[str, str, str], tuple[workflow.HealthState, str]]
 """(deploy step, cluster, component) -> its health there (deploys ordering components)."""
+ComponentStatus = dict[tuple[str, str, str], custom_status.Status]
+"""(deploy step, cluster, component) -> what its definitions' status said there."""
 Targets = dict[tuple[str, str], list[JSON]]
 """(deploy step, cluster) -> the manifests whose health is observed there."""
 
@@ -74,6 +76,9 @@ class Build:
     """Tracker keys kept as they are: objects of components an ordered deploy has not put
     in a started cluster yet."""
     component_health: ComponentHealth = dataclasses.field(default_factory=dict)
+    component_status: ComponentStatus = dataclasses.field(default_factory=dict)
+    """Components whose definitions have a status (``healthPolicy``/``customStatus``):
+    what it said, per deploy step and cluster."""
     final: set[str] = dataclasses.field(default_factory=set)
     # deploy, prune
     diff: Diff | None = None

@@ -53,6 +53,9 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
             build.status["rollback"] = {"revision": good, "from": build.number,
                                         "time": stamp(now)}
     waits = [a.seconds for a in build.actions if isinstance(a, workflow.Wait)]
+    due = state.restart_due()
+    if due is not None:  # a restart-workflow step's schedule: looked at again then
+        waits.append(max(due - now, 0.0))
     return requeue(min(waits)) if waits else None
 
 
@@ -77,13 +80,13 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
             continue
         for cluster in started.get(spec.name, ()):
             objects: list[JSON] = list(target.clusters.get(cluster) or ())
-            live = await _read_back(view, cluster, objects[0]) if objects else None
+            live = await read_back(view, cluster, objects[0]) if objects else None
             if live is not None:
                 found[spec.name] = live
     return found
 
 
-async def _read_back(view: ApplicationView, cluster: str, obj: JSON) -> JSON | None:
+async def read_back(view: ApplicationView, cluster: str, obj: JSON) -> JSON | None:
     meta = obj["metadata"]
     try:
         resource = await view.resource(cluster, obj)

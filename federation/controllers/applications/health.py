@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federation.applications import workflow
+from federation.applications import custom_status, workflow
 from federation.applications.render import WORKLOAD_KINDS
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
@@ -23,6 +23,7 @@ from federation.controllers.applications.build import (
     Health,
     marked,
 )
+from federation.controllers.applications.statuses import judge
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Verdict
 from federation.hub import manifests
@@ -54,25 +55,28 @@ async def components_health(view: ApplicationView, build: Build,
             continue
         for component in sorted({workflow.component_of(o) for o in objects}):
             mine = [o for o in objects if workflow.component_of(o) == component]
-            found[(step, cluster, component)] = await cluster_health(view, build, cluster,
-                                                                      mine)
+            found[(step, cluster, component)] = await cluster_health(view, build, step,
+                                                                      cluster, mine)
     return found
 
 
 async def health_of(view: ApplicationView, build: Build) -> Health:
     found: Health = {}
     for (step, cluster), objects in build.targets.items():
-        found[(step, cluster)] = await cluster_health(view, build, cluster, objects)
+        found[(step, cluster)] = await cluster_health(view, build, step, cluster, objects)
     return found
 
 
-async def cluster_health(view: ApplicationView, build: Build, cluster: str,
+async def cluster_health(view: ApplicationView, build: Build, step: str, cluster: str,
                          objects: Sequence[JSON]) -> Verdicts:
     """The worst of the objects' health: failed at the first failure, else progressing
-    (the first message) if any is, else healthy."""
+    (the first message) if any is, else healthy. A workload whose definitions have a
+    status is judged by it too (:mod:`.statuses`)."""
+    statuses = await judge(view, build, step, cluster, objects)
     verdict: Verdicts = ("healthy", "")
     for obj in objects:
-        one = await object_health(view, build, cluster, obj)
+        one = await object_health(view, build, cluster, obj,
+                                  statuses.get(custom_status.identity(obj)))
         if one[0] == "failed":
             return one
         if one[0] == "progressing" and verdict[0] == "healthy":
@@ -80,8 +84,8 @@ async def cluster_health(view: ApplicationView, build: Build, cluster: str,
     return verdict
 
 
-async def object_health(view: ApplicationView, build: Build, cluster: str, obj: JSON
-                        ) -> Verdicts:
+async def object_health(view: ApplicationView, build: Build, cluster: str, obj: JSON,
+                        status: custom_status.Status | None = None) -> Verdicts:
     meta = obj["metadata"]
     try:
         resource = await view.resource(cluster, obj)
@@ -96,6 +100,11 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
     read_only = build.compiled is not None and build.compiled.read_only.match(obj)
     if not read_only and annotations.get(manifests.APPLIED_HASH_ANNOTATION) != wanted:
         return "progressing", f"{what} not updated yet"
+    if status is not None and (status.judged or not status.healthy):
+        # its definition's healthPolicy alone judges the workload (KubeVela's); an
+        # unhealthy trait keeps the component waiting too
+        return ("healthy", "") if status.healthy else \
+            ("progressing", f"{what}: {status.message or 'not healthy (healthPolicy)'}")
     if obj["kind"] not in WORKLOAD_KINDS:
         return "healthy", ""
     return workload_health(what, live, obj["kind"])

@@ -1,4 +1,5 @@
-"""Step 3, user requests: ``fedctl app restart``, ``rollback`` and ``resume``.
+"""Step 3, user requests: ``fedctl app restart``, ``rollback`` and ``resume``; and the
+restart a ``restart-workflow`` step scheduled, once its time came and the workflow ended.
 
 Each request is an annotation with a nonce; the status records the nonce once handled
 (``status.handledRequests``), so each is acted on exactly once. The workflow state comes
@@ -23,8 +24,10 @@ async def take_requests(view: ApplicationView, build: Build) -> Verdict | None:
     annotations = build.annotations
     state = workflow.from_status(build.status.get("workflow"))
     restart = annotations.get(RESTART)
+    due = state.restart_due() if state is not None else None
     if state is None or state.revision != build.number or \
-            (restart and restart != handled.get(RESTART)):
+            (restart and restart != handled.get(RESTART)) or (due is not None and now >= due):
+        # a restart-workflow step's schedule came: the ended workflow runs again
         state = workflow.initial(build.number, build.compiled.steps, now)
         build.status.pop("rollback", None)
     build.state = state

@@ -35,11 +35,16 @@ def status_of(build: Build, entries: Sequence[tracker.Entry],
     state = build.state
     assert state is not None
     phase = "rolledBack" if build.status.get("rollback") else PHASES[state.phase]
-    return {**build.status, "status": phase, "healthy": healthy(build.health),
+    found = {k: v for k, v in build.status.items() if k != "workflowRestartScheduledAt"}
+    due = state.restart_due()
+    if due is not None:  # KubeVela's field: when a restart-workflow step restarts it
+        found["workflowRestartScheduledAt"] = stamp(due)
+    return {**found, "status": phase, "healthy": healthy(build.health),
             "latestRevision": {"name": revision.revision_name(build.name, build.number),
                                "revision": build.number, "revisionHash": build.digest},
             "workflow": workflow.to_status(state, stamp),
-            "services": services(build.health),
+            # components first: a reader keying entries by (step, cluster) keeps the step's
+            "services": component_services(build) + services(build.health),
             "clusters": ",".join(sorted({e.cluster for e in entries})),
             "appliedResources": [e.as_json() for e in entries],
             "handledRequests": build.handled,
@@ -86,6 +91,20 @@ def healthy(health: Health) -> bool:
 def services(health: Health) -> list[JSON]:
     return [{"step": step, "cluster": cluster, "healthy": h[0] == "healthy",
              "message": h[1]} for (step, cluster), h in sorted(health.items())]
+
+
+def component_services(build: Build) -> list[JSON]:
+    """KubeVela's per-component entries (``name``, ``healthy``, ``message``, ``traits``)
+    of the components whose definitions have a status, in each deploy step and cluster."""
+    found: list[JSON] = []
+    for (step, cluster, component), status in sorted(build.component_status.items()):
+        entry: JSON = {"name": component, "namespace": build.namespace, "cluster": cluster,
+                       "step": step, "healthy": status.healthy, "message": status.message}
+        if status.traits:
+            entry["traits"] = [{"type": t, "healthy": h, "message": m}
+                               for t, h, m in status.traits]
+        found.append(entry)
+    return found
 
 
 def conditions(state: workflow.State, problems: Sequence[str],

@@ -38,3 +38,21 @@ def test_status_tree_lists_steps_clusters_and_resources() -> None:
                               "name": "web", "revision": 2}]})
     assert "canary (deploy): succeeded" in text and "member1: healthy" in text
     assert "member1: Deployment d/web (v2)" in text
+
+
+def test_status_tree_lists_components_a_definitions_status_judged() -> None:
+    """A component entry (KubeVela's shape, before the step entries) does not hide its
+    step's entry; it is listed with its message and its traits'."""
+    text = tree("shop", {
+        "status": "runningWorkflow", "healthy": False,
+        "workflow": {"phase": "running", "steps": [
+            {"name": "deploy", "type": "deploy", "phase": "running", "clusters": ["member1"]}]},
+        "services": [
+            {"name": "api", "namespace": "shop", "cluster": "member1", "step": "deploy",
+             "healthy": False, "message": "Ready:1/2",
+             "traits": [{"type": "probe", "healthy": True, "message": "probe\nyes"}]},
+            {"step": "deploy", "cluster": "member1", "healthy": False,
+             "message": "Deployment shop/api: Ready:1/2"}]})
+    assert "└─ member1: Deployment shop/api: Ready:1/2" in text  # the step's own entry
+    assert "component api in member1 (deploy): unhealthy: Ready:1/2" in text
+    assert "trait probe: healthy: probe\\nyes" in text

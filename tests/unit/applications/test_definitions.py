@@ -154,7 +154,9 @@ def test_a_system_definition_named_like_a_built_in_replaces_it() -> None:
 
 
 @pytest.mark.parametrize(("spec", "field"), [
-    ({"status": {"healthPolicy": "isHealth: true"}}, "spec.status.healthPolicy"),
+    ({"status": {"details": "x: 1"}}, "spec.status.details"),
+    ({"status": {"healthPolicy": 1}}, "spec.status.healthPolicy: a CUE text"),
+    ({"status": "isHealth: true"}, "spec.status: a map"),
     ({"revisionLabel": "rev"}, "spec.revisionLabel"),
     ({"childResourceKinds": [{"apiVersion": "v1", "kind": "Pod"}]}, "spec.childResourceKinds"),
     ({"version": "1.0.0"}, "spec.version"),
@@ -276,8 +278,8 @@ def test_applies_to_workloads_is_honoured() -> None:
     docs = trait_docs("patch: {}", applies=["statefulsets.apps"])
     with pytest.raises(model.AppError, match=r"applies to statefulsets\.apps"):
         compile_with(backend({"type": "t"}), docs)
-    docs = trait_docs("patch: {}", applies=["deployments.apps"])
-    compile_with(backend({"type": "t"}), docs)
+    for name in ("deployments.apps", "Deployment.apps", "Deployment", "docs-worker"):
+        compile_with(backend({"type": "t"}), trait_docs("patch: {}", applies=[name]))
 
 
 def test_a_user_trait_on_a_built_in_component() -> None:

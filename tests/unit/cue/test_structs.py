@@ -118,3 +118,14 @@ def test_disjuncts_that_differ_stay_ambiguous() -> None:
         run("x: {a: 1} | {b: 1}", fields=["x"])
     with pytest.raises(CueError, match="ambiguous disjunction"):
         run("x: {a: 1} | {a: true}", fields=["x"])
+
+
+def test_a_condition_waits_for_a_nested_comprehension_that_sets_its_field() -> None:
+    """CUE runs comprehensions to a fixpoint: ``if msg != ""`` reads ``msg`` after the
+    nested ``if`` queued before it set it (the fluxcd addon's customStatus), and a nested
+    condition still sees a field a later comprehension sets."""
+    source = ('msg: *"" | string\nif true {\n  st: {ok: true}\n  if st.ok { msg: "ready" }\n}\n'
+              'if msg == "" { out: "waiting" }\nif msg != "" { out: msg }\n')
+    assert run(source, fields=["out"]) == {"out": "ready"}
+    source = "x: *0 | int\nif true { if x == 1 { y: 2 } }\nif true { x: 1 }\n"
+    assert run(source, fields=["x", "y"]) == {"x": 1, "y": 2}

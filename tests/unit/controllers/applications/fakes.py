@@ -36,7 +36,8 @@ from tests.unit.controllers.frozen import freeze
 
 JSON = dict[str, Any]
 SERVICES = Resource("", "v1", "services", "Service")
-KINDS = {r.kind: r for r in (kube.CONFIGMAPS, kube.NAMESPACES, kube.DEPLOYMENTS, SERVICES,
+SECRETS = Resource("", "v1", "secrets", "Secret")
+KINDS = {r.kind: r for r in (kube.CONFIGMAPS, SECRETS, kube.NAMESPACES, kube.DEPLOYMENTS, SERVICES,
                              api.APPLICATIONS, api.APPLICATION_REVISIONS,
                              api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.MEMBER_CLUSTERS)}
 

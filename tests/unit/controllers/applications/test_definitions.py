@@ -194,7 +194,7 @@ async def test_a_definition_not_used_gets_a_warning_event() -> None:
     mine["metadata"] = {"name": "mine", "namespace": "shop", "uid": "u1"}
     refused = copy.deepcopy(docs_definitions()[0])
     refused["metadata"] = {"name": "bad", "namespace": "vela-system", "uid": "u2"}
-    refused["spec"]["status"] = {"healthPolicy": "isHealth: true"}
+    refused["spec"]["status"] = {"details": "x: 1"}
     view, recorder = FakeView(), Recorder()
     view.put("hub", mine)
     view.put("hub", refused)
@@ -205,4 +205,4 @@ async def test_a_definition_not_used_gets_a_warning_event() -> None:
     assert [(r, m.split(":")[0]) for _, r, m in recorder.events] == [
         ("DefinitionNotUsed", "not used"),
         ("DefinitionRefused", "ComponentDefinition vela-system/bad")]
-    assert "spec.status.healthPolicy" in recorder.events[1][2]
+    assert "spec.status.details" in recorder.events[1][2]

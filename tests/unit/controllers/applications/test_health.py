@@ -86,7 +86,8 @@ async def test_the_worst_object_decides(monkeypatch: pytest.MonkeyPatch) -> None
         async def fake(*_: Any) -> Any:
             return next(answers)
         monkeypatch.setattr(health, "object_health", fake)
-        return await health.cluster_health(view, build, "member1", [{}] * len(states))
+        return await health.cluster_health(view, build, "canary", "member1",
+                                           [{}] * len(states))
 
     assert await verdict([("healthy", ""), ("progressing", "a"), ("progressing", "b")]) == \
         ("progressing", "a")
