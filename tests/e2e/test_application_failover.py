@@ -85,12 +85,15 @@ def binding(fleet: TestFleet, namespace: str) -> dict[str, Any]:
                     "-n", namespace)
 
 
+def binding_or_none(fleet: TestFleet, namespace: str) -> dict[str, Any] | None:
+    return get_or_none(fleet, "hub", "resourcebindings.work.federation.io", "web-deployment",
+                       "-n", namespace)
+
+
 def decision(fleet: TestFleet, namespace: str) -> dict[str, int]:
     """The binding's clusters and replicas ({} until the binding exists)."""
-    found = get_or_none(fleet, "hub", "resourcebindings.work.federation.io", "web-deployment",
-                        "-n", namespace)
-    return {e["name"]: e["replicas"] for e in (found or {"spec": {}})["spec"].get("clusters")
-            or []}
+    found = binding_or_none(fleet, namespace) or {"spec": {}}
+    return {e["name"]: e["replicas"] for e in found["spec"].get("clusters") or []}
 
 
 def tasks(fleet: TestFleet, namespace: str) -> list[dict[str, Any]]:
@@ -122,8 +125,7 @@ def placed(fleet: TestFleet, ns: str, members: tuple[str, str],
 
 def recorded_health(fleet: TestFleet, namespace: str) -> dict[str, str]:
     """Each copy's health as the binding's aggregated status records it."""
-    found = get_or_none(fleet, "hub", "resourcebindings.work.federation.io", "web-deployment",
-                        "-n", namespace) or {}
+    found = binding_or_none(fleet, namespace) or {}
     return {e["cluster"]: e.get("health", "") for e in
             (found.get("status") or {}).get("aggregatedStatus") or []}
 

@@ -32,6 +32,7 @@ from federation.controllers.kit.events import EventType
 from federation.controllers.kit.view import Member
 from federation.hub import api
 from federation.runtime.reconcile import Request
+from tests.unit.controllers.fakes import merge_patch
 from tests.unit.controllers.frozen import freeze
 
 JSON = dict[str, Any]
@@ -182,6 +183,16 @@ class JournalStatus:
             raise Failure("status write refused")
         self.journal.append(("status", "hub", f"Application/{name}"))
         self.written.append(status)
+
+
+def status_after(world: World, doc: JSON, sent: int) -> JSON:
+    """``doc``'s status as the hub keeps it once the status patches written since the
+    ``sent``-th are merged into it (the controller sends what changed)."""
+    status: JSON = doc.get("status") or {}
+    for patch in world.status.written[sent:]:
+        status = merge_patch(status, patch)
+    doc["status"] = status
+    return status
 
 
 class World:

@@ -12,8 +12,7 @@ import pytest
 from federation.applications import compile as compile_
 from federation.applications import model, workflow
 from federation.controllers.applications.settings import stamp
-from tests.unit.controllers.applications.fakes import World, app
-from tests.unit.controllers.fakes import merge_patch
+from tests.unit.controllers.applications.fakes import World, app, status_after
 
 JSON = dict[str, Any]
 
@@ -27,11 +26,7 @@ async def reconciled(world: World, doc: JSON) -> tuple[JSON, Any]:
     world.view.put("hub", doc)
     sent = len(world.status.written)
     result = await world.reconcile()
-    status: JSON = doc.get("status") or {}
-    for patch in world.status.written[sent:]:
-        status = merge_patch(status, patch)
-    doc["status"] = status
-    return doc["status"], result
+    return status_after(world, doc, sent), result
 
 
 async def test_every_restarts_the_ended_workflow_that_long_after_each_run() -> None:

@@ -11,8 +11,7 @@ from typing import Any
 from federation.controllers.applications import definitions
 from federation.controllers.kit import sandbox
 from tests.unit.applications.test_custom_status import server_definitions
-from tests.unit.controllers.applications.fakes import World
-from tests.unit.controllers.fakes import merge_patch
+from tests.unit.controllers.applications.fakes import World, status_after
 
 JSON = dict[str, Any]
 
@@ -56,11 +55,7 @@ async def reconciled(world: World) -> JSON:
     app = world.view.objects[("hub", "Application", "shop", "shop")]
     sent = len(world.status.written)
     await world.reconcile()
-    status: JSON = app.get("status") or {}
-    for patch in world.status.written[sent:]:
-        status = merge_patch(status, patch)
-    app["status"] = status
-    return status
+    return status_after(world, app, sent)
 
 
 def component_entry(status: JSON) -> JSON:
