@@ -411,16 +411,21 @@ def restart_schedule(props: Mapping[str, Any], where: str
     if not isinstance(value, str):
         raise AppError(f"{where}.{key}: must be a string")
     if key == "at":
-        try:
-            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise AppError(f"{where}.at: {value!r} is not an RFC 3339 time such as "
-                           "2025-01-20T15:00:00Z") from None
-        if moment.tzinfo is None:
-            raise AppError(f"{where}.at: {value!r} has no time zone (RFC 3339: ...Z)")
-        return moment.timestamp(), None, False
+        return rfc3339(value, f"{where}.at"), None, False
     seconds = duration_seconds(value, f"{where}.{key}")
     return (seconds, None, True) if key == "after" else (None, seconds, False)
+
+
+def rfc3339(value: str, where: str) -> float:
+    """An RFC 3339 time with its zone (``2025-01-20T15:00:00Z``) as epoch seconds."""
+    try:
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise AppError(f"{where}: {value!r} is not an RFC 3339 time such as "
+                       "2025-01-20T15:00:00Z") from None
+    if moment.tzinfo is None:
+        raise AppError(f"{where}: {value!r} has no time zone (RFC 3339: ...Z)")
+    return moment.timestamp()
 
 
 # -- notification steps ---------------------------------------------------------------------

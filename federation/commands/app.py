@@ -31,6 +31,7 @@ from federation.applications import (
     definitions,
     model,
     refs,
+    restarts,
     scope,
 )
 from federation.commands.common import clear_errors, cluster_options
@@ -91,6 +92,7 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user)
+        restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
     except model.AppError as exc:
         _fail(f"{path}: {exc}")
     _print(compiled)

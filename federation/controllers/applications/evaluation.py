@@ -56,6 +56,8 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     due = state.restart_due()
     if due is not None:  # a restart-workflow step's schedule: looked at again then
         waits.append(max(due - now, 0.0))
+    if build.restart_asked and state.end is not None:  # ``true``: it ended, restart it
+        waits.append(0.0)
     return requeue(min(waits)) if waits else None
 
 

@@ -28,6 +28,18 @@ def test_dry_run_names_the_bad_field(tmp_path: Path) -> None:
     assert "spec.components[0].properties.imag: not supported" in result.output
 
 
+def test_dry_run_refuses_a_restart_annotation_kubevela_does_not_take(tmp_path: Path) -> None:
+    bad = tmp_path / "app.yaml"
+    text = EXAMPLE.read_text()
+    assert text.count("metadata:\n  name: shop\n") == 1
+    bad.write_text(text.replace("metadata:\n  name: shop\n", "metadata:\n  name: shop\n"
+                                "  annotations:\n    app.oam.dev/restart-workflow: soon\n"))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(bad)])
+    assert result.exit_code == 1
+    assert "metadata.annotations.app.oam.dev/restart-workflow: 'soon' is not 'true'" in \
+        result.output
+
+
 def test_status_tree_lists_steps_clusters_and_resources() -> None:
     text = tree("shop", {
         "status": "running", "healthy": True, "latestRevision": {"name": "shop-v2"},
