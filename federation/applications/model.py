@@ -53,7 +53,8 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
                 "read-only")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
-              "apply-remaining", "deploy2runtime", "restart-workflow")
+              "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
+              "export2config", "export2secret")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -368,7 +369,11 @@ def _check_step(step: Step, where: str) -> None:
                "apply-deployment": {"image", "replicas", "cluster", "cmd"},
                "apply-application": set(), "apply-remaining": {"exceptions"},
                "deploy2runtime": {"clusters"},
-               "restart-workflow": {"at", "after", "every"}}[step.type]
+               "restart-workflow": {"at", "after", "every"},
+               "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
+               "export2config": {"configName", "namespace", "data", "cluster"},
+               "export2secret": {"secretName", "namespace", "type", "data", "cluster",
+                                 "kind", "dockerRegistry"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
