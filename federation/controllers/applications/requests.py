@@ -46,7 +46,8 @@ async def take_requests(view: ApplicationView, build: Build) -> Verdict | None:
     if fresh or (restart and restart != handled.get(RESTART)) or \
             (due is not None and now >= due) or \
             (asked is not None and state is not None and state.end is not None):
-        # a restart-workflow step's schedule came: the ended workflow runs again
+        # a new revision, fedctl app restart, a schedule that came (a restart-workflow
+        # step's or the annotation's) or ``true`` on an ended run: from the first step
         state = _restarted(state, build, now, fresh)
         build.status.pop("rollback", None)
         if asked is not None:  # ``true``: the run starting now is the restart it asks for
