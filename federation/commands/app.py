@@ -202,6 +202,10 @@ def _print(compiled: compile_.Compiled) -> None:
             line = f"# step {step.group} / sub-step {step.name} ({step.type})"
         if step.unrendered:
             line += ": rendered once its inputs are known"
+        read = compiled.reads.get(step.name)
+        if read is not None:
+            line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
+                    f"Application's namespace on {read.cluster or 'the hub'}"
         target = compiled.targets.get(step.name)
         if target is not None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \
