@@ -53,11 +53,13 @@ class Request:
         return self.at is None and self.every is None
 
 
-def request(annotations: Mapping[str, Any] | None, step_types: Iterable[str] = ()
+def request(annotations: Any, step_types: Iterable[str] = ()
             ) -> Request | None:
     """The Application's restart annotation (None without one); :class:`AppError` naming
     it when its value is no restart KubeVela takes, or when a duration would fight a
     ``restart-workflow`` step of the workflow over the same schedule."""
+    if annotations is not None and not isinstance(annotations, Mapping):
+        raise AppError("metadata.annotations: must be a map")
     value = (annotations or {}).get(ANNOTATION)
     if value is None:
         return None

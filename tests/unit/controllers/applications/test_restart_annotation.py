@@ -197,3 +197,5 @@ def test_the_request_read() -> None:
     assert restarts.request({KEY: "10m"}, ["deploy"]) == restarts.Request("10m", every=600.0)
     with pytest.raises(model.AppError):
         restarts.request({KEY: 5})
+    with pytest.raises(model.AppError, match=r"metadata\.annotations: must be a map"):
+        restarts.request(["not", "a", "map"])  # a malformed file given to dry-run
