@@ -196,14 +196,17 @@ async def test_read_then_export_moves_a_value_between_steps() -> None:
 
 
 async def test_another_namespaces_object_of_that_name_is_not_read() -> None:
-    """Only bank has a ConfigMap 'settings': shop's read finds none, its output has no
-    value (the step fails, reason Output) and bank's value is nowhere in the status."""
+    """Only bank (and default, KubeVela's default namespace) have a ConfigMap 'settings':
+    shop's read finds none, its output has no value (the step fails, reason Output) and
+    neither value is anywhere in the status."""
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
     mc.put("hub", configmap("bank", {"cpu": "bank-secret-cpu"}))
+    mc.put("hub", configmap("default", {"cpu": "default-cpu"}))  # KubeVela's default
     status = await run(mc, APP)
     step = status["workflow"]["steps"][0]
     assert (step["phase"], step["reason"]) == ("failed", "Output")
     assert "bank-secret-cpu" not in json.dumps(status)
+    assert "default-cpu" not in json.dumps(status)
     assert mc.find("member2", "ConfigMap", "exported", "shop") is None
 
 
