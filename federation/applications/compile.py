@@ -21,6 +21,7 @@ from federation.applications import (
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
+ReadObject = steps.Read
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Compiled:
     read_only: resource_policies.ReadOnly = dataclasses.field(
         default_factory=resource_policies.ReadOnly)
     """The objects the controller only reads (``read-only``)."""
+    reads: Mapping[str, ReadObject] = dataclasses.field(default_factory=dict)
+    """read-object step name -> what it reads (the controller reads it for the step)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -56,16 +59,17 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     outside = {name: model.external_policy(doc) for name, doc in external.items()}
     scope.check_spec(spec, outside, grant)
     known = policies.resolve_policies(spec, outside)
-    steps: list[workflow.StepSpec] = []
+    specs: list[workflow.StepSpec] = []
     targets: dict[str, policies.Target] = {}
     notifications: dict[str, model.Notification] = {}
+    reads: dict[str, tuple[steps.Read, str]] = {}
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
     for item in flow.flatten(spec):
         try:
             filled = dataflow.filled(item, spec, values or {})
             if filled is None:
-                steps.append(_step_spec(item, workflow.StepSpec(item.step.name,
+                specs.append(_step_spec(item, workflow.StepSpec(item.step.name,
                                                                 item.step.type),
                                         unrendered=True))
                 continue
@@ -75,7 +79,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             if not item.step.inputs:
                 raise
             # rendered with its inputs' values: the step fails, the Application stands
-            steps.append(dataclasses.replace(
+            specs.append(dataclasses.replace(
                 _step_spec(item, workflow.StepSpec(item.step.name, item.step.type),
                            failure=str(exc)),
                 rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
@@ -85,15 +89,31 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
-        steps.append(dataclasses.replace(
+        if filled.step.type == "read-object":
+            reads[item.step.name] = (steps.read_object(
+                filled.step, namespace, f"{item.where}.properties"), item.where)
+        specs.append(dataclasses.replace(
             _step_spec(item, step_spec, properties=filled.step.properties),
             rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
                              for i in item.step.inputs}))
     chosen = list(known.values())
-    return Compiled(spec, tuple(steps), targets, policies.health_of(chosen),
+    return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
                     resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen))
+                    resource_policies.read_only_of(chosen), _reads(reads, targets))
+
+
+def _reads(reads: Mapping[str, tuple[steps.Read, str]],
+           targets: Mapping[str, policies.Target]) -> dict[str, steps.Read]:
+    """The read-object steps' reads, each of the hub or of a member some step of this
+    Application deploys to (a member it does not deploy to is none of its business)."""
+    deployed = {cluster for target in targets.values() for cluster in target.clusters}
+    for read, where in reads.values():
+        if read.cluster and read.cluster not in deployed:
+            raise model.AppError(f"{where}.properties.cluster: {read.cluster!r} is not a "
+                                 "cluster this Application deploys to (a step reads the hub "
+                                 "or a member the Application's steps deploy to)")
+    return {name: read for name, (read, _) in reads.items()}
 
 
 def _compile_step(step: model.Step, context: _Context, where: str
@@ -155,7 +175,7 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     if step.type == "deploy":
         names = list(props.get("policies") or [])
     elif step.type in steps.OBJECT_STEPS:
-        spec, topology = steps.object_step(step, spec, context.app, where)
+        spec, topology = steps.object_step(step, spec, context.app, context.namespace, where)
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.DEPRECATED_STEPS:
         names, known = steps.deprecated_step(step, spec, known, where)

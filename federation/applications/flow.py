@@ -34,7 +34,8 @@ from federation.applications.model import (
     default_steps,
 )
 
-INPUT_TYPES = ("apply-component", "notification", "suspend", "approve", "step-group")
+INPUT_TYPES = ("apply-component", "notification", "suspend", "approve", "step-group",
+               "read-object", "export2config", "export2secret")
 """Step types whose ``inputs`` we honour: a deploy step's properties are policy names and
 numbers, which no output should change (pass a value to a component through an
 apply-component step, or a component's ``inputs``)."""
@@ -109,11 +110,17 @@ def _passes_data(component: Component) -> bool:
 
 
 def _merged(step: Step, spec: AppSpec) -> Step:
-    """An apply-component step takes its component's ``dependsOn``, ``inputs`` (their
-    ``parameterKey`` under ``properties.`` unless it names ``properties`` or ``traits``)
-    and ``outputs``, as KubeVela's step convertor does."""
+    """An apply-component step takes its component's ``dependsOn``, ``inputs`` and
+    ``outputs``, and every input's ``parameterKey`` (its own and its component's) is under
+    ``properties.`` unless it names ``properties`` or ``traits[``, as KubeVela's step
+    convertor does (pkg/controller/.../application/generator.go)."""
     if step.type != "apply-component":
         return step
+    # KubeVela's generator prefixes the step's own inputs too (``cpu`` is
+    # ``properties.cpu`` of the component), not only the component's
+    step = step.model_copy(update={"inputs": tuple(
+        i.model_copy(update={"parameterKey": component_key(i.parameterKey)})
+        for i in step.inputs)})
     component = next((c for c in spec.components
                       if c.name == step.properties.get("component")), None)
     if component is None or not _passes_data(component):
@@ -244,9 +251,6 @@ def _check_inputs(item: FlatStep, producers: Mapping[str, str]) -> None:
         if step.type == "step-group":
             raise AppError(f"{here}.parameterKey: a step group has no properties (its "
                            "inputs serve its if condition only)")
-        if step.type == "apply-component" and not key.startswith(("properties", "traits[")):
-            raise AppError(f"{here}.parameterKey: an apply-component step's inputs go into "
-                           "its component: properties.NAME or traits[N].properties.NAME")
 
 
 # -- waits that can never end --------------------------------------------------------------

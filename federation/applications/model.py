@@ -53,7 +53,8 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
                 "read-only")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
-              "apply-remaining", "deploy2runtime", "restart-workflow")
+              "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
+              "export2config", "export2secret")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -368,7 +369,11 @@ def _check_step(step: Step, where: str) -> None:
                "apply-deployment": {"image", "replicas", "cluster", "cmd"},
                "apply-application": set(), "apply-remaining": {"exceptions"},
                "deploy2runtime": {"clusters"},
-               "restart-workflow": {"at", "after", "every"}}[step.type]
+               "restart-workflow": {"at", "after", "every"},
+               "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
+               "export2config": {"configName", "namespace", "data", "cluster"},
+               "export2secret": {"secretName", "namespace", "type", "data", "cluster",
+                                 "kind", "dockerRegistry"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -411,16 +416,21 @@ def restart_schedule(props: Mapping[str, Any], where: str
     if not isinstance(value, str):
         raise AppError(f"{where}.{key}: must be a string")
     if key == "at":
-        try:
-            moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise AppError(f"{where}.at: {value!r} is not an RFC 3339 time such as "
-                           "2025-01-20T15:00:00Z") from None
-        if moment.tzinfo is None:
-            raise AppError(f"{where}.at: {value!r} has no time zone (RFC 3339: ...Z)")
-        return moment.timestamp(), None, False
+        return rfc3339(value, f"{where}.at"), None, False
     seconds = duration_seconds(value, f"{where}.{key}")
     return (seconds, None, True) if key == "after" else (None, seconds, False)
+
+
+def rfc3339(value: str, where: str) -> float:
+    """An RFC 3339 time with its zone (``2025-01-20T15:00:00Z``) as epoch seconds."""
+    try:
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise AppError(f"{where}: {value!r} is not an RFC 3339 time such as "
+                       "2025-01-20T15:00:00Z") from None
+    if moment.tzinfo is None:
+        raise AppError(f"{where}: {value!r} has no time zone (RFC 3339: ...Z)")
+    return moment.timestamp()
 
 
 # -- notification steps ---------------------------------------------------------------------

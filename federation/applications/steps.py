@@ -26,26 +26,37 @@ component, by the Application's topology and override policies: the default depl
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from federation.applications import shapes
 from federation.applications.model import AppError, AppSpec, Component, PolicySpec, Step
+from federation.placement import resources as resources_
 
 JSON = dict[str, Any]
-OBJECT_STEPS = ("apply-object", "apply-deployment")
+OBJECT_STEPS = ("apply-object", "apply-deployment", "export2config", "export2secret")
 DEPRECATED_STEPS = ("apply-application", "apply-remaining", "deploy2runtime")
 LOCAL = "local"
 APPLY_DEPLOYMENT = {"image": str, "replicas": shapes.Default(shapes.Range(0, 100000), 1),
                     "cluster": shapes.Default(str, ""), "cmd?": [str]}
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+"""A Kubernetes object name (a DNS subdomain): no path characters, no upper case."""
+_KEY = re.compile(r"^[-._a-zA-Z0-9]{1,253}$")
 
 
-def check(step: Step, where: str) -> JSON:
+def check(step: Step, namespace: str, where: str) -> JSON:
     """The step's properties, defaults filled in (the manifest itself is checked when it
     renders, as a component's)."""
     props = step.properties
     if step.type == "apply-deployment":
         return shapes.check(props, APPLY_DEPLOYMENT, where)  # type: ignore[no-any-return]
+    if step.type in ("export2config", "export2secret"):
+        return {"value": exported(step.type, props, namespace, where),
+                "cluster": _cluster(props, where)}
     if not isinstance(props.get("value"), dict):
         raise AppError(f"{where}.value: required, a manifest (a map)")
     rest = shapes.check({k: v for k, v in props.items() if k != "value"}, {"cluster?": str},
@@ -53,12 +64,12 @@ def check(step: Step, where: str) -> JSON:
     return {"value": props["value"], **rest}
 
 
-def object_step(step: Step, spec: AppSpec, app: str, where: str
+def object_step(step: Step, spec: AppSpec, app: str, namespace: str, where: str
                 ) -> tuple[AppSpec, PolicySpec]:
     """The step as a deploy step: the spec of its one component, and its topology."""
-    props = check(step, f"{where}.properties")
-    manifest = dict(props["value"]) if step.type == "apply-object" else \
-        _deployment(step.name, app, props)
+    props = check(step, namespace, f"{where}.properties")
+    manifest = _deployment(step.name, app, props) if step.type == "apply-deployment" \
+        else dict(props["value"])
     try:
         component = Component(name=step.name, type="k8s-objects",
                               properties={"objects": [manifest]})
@@ -108,3 +119,123 @@ def deprecated_step(step: Step, spec: AppSpec, known: Mapping[str, PolicySpec], 
         made[where] = PolicySpec(name=where, type="topology", properties=(
             {"clusters": clusters} if clusters is not None else {"clusterLabelSelector": {}}))
     return [*own, *made], {**known, **made}
+
+
+def _data(raw: Any, where: str) -> dict[str, str]:
+    """``data`` (CUE's open ``{}``): each value as a string, anything else as JSON text."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise AppError(f"{where}: must be a map")
+    found: dict[str, str] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise AppError(f"{where}: a key is not a ConfigMap or Secret key (letters, digits, "
+                           "'-', '_' and '.')")
+        found[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return found
+
+
+def _cluster(props: Mapping[str, Any], where: str) -> str:
+    cluster = props.get("cluster", "")
+    if not isinstance(cluster, str):
+        raise AppError(f"{where}.cluster: must be a string")
+    return cluster
+
+
+def object_name(value: Any, where: str) -> str:
+    """A Kubernetes object name; a name with path characters (``../x``, ``a/b``) or upper
+    case is refused by path, not quoted."""
+    if not isinstance(value, str) or not value:
+        raise AppError(f"{where}: required, a string")
+    if len(value) > 253 or not _NAME.match(value):
+        raise AppError(f"{where}: not a Kubernetes object name (lower-case letters, digits, "
+                       "'-' and '.'; at most 253 characters)")
+    return value
+
+
+def own_namespace(props: Mapping[str, Any], namespace: str, where: str) -> None:
+    """``namespace`` may only be absent or the Application's own (KubeVela takes any
+    namespace: another team's, here)."""
+    if props.get("namespace") not in (None, "", namespace):
+        raise AppError(f"{where}.namespace: not supported (the step writes or reads the "
+                       "Application's own namespace only; leave it out)")
+
+
+_EXPORTS: dict[str, dict[str, Any]] = {
+    "export2config": {"configName": str, "namespace?": str, "cluster?": str},
+    "export2secret": {"secretName": str, "namespace?": str, "type?": str,
+                      "cluster?": str, "kind?": shapes.Enum("generic", "docker-registry"),
+                      "dockerRegistry?": {"username": str, "password": str,
+                                          "server": shapes.Default(
+                                              str, "https://index.docker.io/v1/")}},
+}
+
+
+def exported(kind: str, props: Mapping[str, Any], namespace: str, where: str) -> JSON:
+    """vela-core's ``export2config`` (a ConfigMap ``configName`` of ``data``) and
+    ``export2secret`` (a Secret ``secretName`` of ``data`` as ``stringData``, or of a
+    ``docker-registry`` login), in the Application's own namespace. Values are written as
+    given (numbers and maps as JSON text, as KubeVela's CUE would refuse them); errors name
+    the field, never a value."""
+    found = shapes.check({k: v for k, v in props.items() if k != "data"}, _EXPORTS[kind],
+                         where)
+    own_namespace(found, namespace, where)
+    data = _data(props.get("data"), f"{where}.data")
+    if kind == "export2config":
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": object_name(found["configName"], f"{where}.configName")},
+                "data": data}
+    secret: JSON = {"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": object_name(found["secretName"], f"{where}.secretName")}}
+    registry = found.get("dockerRegistry")
+    if found.get("kind") == "docker-registry" and registry is not None:
+        login = f"{registry['username']}:{registry['password']}"
+        data = {".dockerconfigjson": json.dumps({"auths": {registry["server"]: {
+            "username": registry["username"], "password": registry["password"],
+            "auth": base64.b64encode(login.encode()).decode()}}})}
+    if found.get("type") == "kubernetes.io/service-account-token":
+        raise AppError(f"{where}.type: a service-account-token Secret is not written (the "
+                       "member's token controller would fill it with a credential)")
+    if found.get("type"):
+        secret["type"] = found["type"]
+    elif found.get("kind") == "docker-registry":
+        secret["type"] = "kubernetes.io/dockerconfigjson"
+    secret["stringData"] = data
+    return secret
+
+
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """What a ``read-object`` step reads: ``cluster`` "" for the hub, else a member."""
+
+    cluster: str
+    api_version: str
+    kind: str
+    name: str
+
+
+READ_OBJECT = {"apiVersion": shapes.Default(str, "core.oam.dev/v1beta1"),
+               "kind": shapes.Default(str, "Application"), "name": str, "namespace?": str,
+               "cluster": shapes.Default(str, "")}
+
+
+def read_object(step: Step, namespace: str, where: str) -> Read:
+    """vela-core's ``read-object`` (``apiVersion`` default core.oam.dev/v1beta1, ``kind``
+    default Application, ``name``, ``namespace``, ``cluster``), narrowed: the
+    Application's own namespace only (KubeVela's default is ``default``), never a Secret,
+    never a cluster-scoped kind; ``cluster`` "" or ``local`` is the hub (the control
+    plane, as ``ref-objects`` reads it), any other a member the Application deploys to
+    (checked by the compile, which knows them)."""
+    props = shapes.check(step.properties, READ_OBJECT, where)
+    own_namespace(props, namespace, where)
+    kind = props["kind"]
+    if kind.lower() == "secret":
+        raise AppError(f"{where}.kind: a Secret is not read (the control plane reads no "
+                       "Secret for an Application)")
+    if kind in resources_.CLUSTER_SCOPED_KINDS:
+        raise AppError(f"{where}.kind: {kind} is cluster-scoped; a step reads the "
+                       "Application's own namespace only")
+    cluster = "" if props["cluster"] in ("", LOCAL) else props["cluster"]
+    return Read(cluster, props["apiVersion"], kind, object_name(props["name"],
+                                                                f"{where}.name"))

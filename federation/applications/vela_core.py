@@ -37,7 +37,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
-                     "apply-deployment", "step-group", "restart-workflow"),
+                     "apply-deployment", "step-group", "restart-workflow", "read-object",
+                     "export2config", "export2secret"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -76,13 +77,10 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "deploy-cloud-resource": _TERRAFORM,
         "export-data": _DATA,
         "export-service": _DATA,
-        "export2config": _DATA,
-        "export2secret": _DATA,
         "generate-jdbc-connection": _TERRAFORM + "; it reads the cloud resource's Secret",
         "list-config": _CONFIG,
         "print-message-in-status": "not built in yet (a suspend step's message says it)",
         "read-config": _CONFIG,
-        "read-object": _DATA,
         "request": _URL,
         "share-cloud-resource": _TERRAFORM,
         "vela-cli": _SHELL,

@@ -39,7 +39,8 @@ FINISHED = ("succeeded", "failed", "skipped")
 
 
 DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
-             "apply-application", "apply-remaining", "deploy2runtime")
+             "apply-application", "apply-remaining", "deploy2runtime", "export2config",
+             "export2secret")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
 
@@ -542,6 +543,14 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
+    if spec.type == "read-object":
+        if spec.name not in obs.outputs:  # not read yet: looked at again
+            return dataclasses.replace(step, phase="running", reason="Reading",
+                                       message="reading the object"), \
+                [Wait(obs.probe_interval)], resume
+        error = ((obs.outputs[spec.name].get("$returns") or {}).get("err") or "")
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Read",
+                                   message=str(error)), [], resume
     if spec.type == "restart-workflow":
         at, every = spec.restart
         at = now + at if at is not None and spec.restart_relative else at

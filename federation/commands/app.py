@@ -31,6 +31,7 @@ from federation.applications import (
     definitions,
     model,
     refs,
+    restarts,
     scope,
 )
 from federation.commands.common import clear_errors, cluster_options
@@ -91,6 +92,7 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user)
+        restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
     except model.AppError as exc:
         _fail(f"{path}: {exc}")
     _print(compiled)
@@ -200,6 +202,10 @@ def _print(compiled: compile_.Compiled) -> None:
             line = f"# step {step.group} / sub-step {step.name} ({step.type})"
         if step.unrendered:
             line += ": rendered once its inputs are known"
+        read = compiled.reads.get(step.name)
+        if read is not None:
+            line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
+                    f"Application's namespace on {read.cluster or 'the hub'}"
         target = compiled.targets.get(step.name)
         if target is not None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \

@@ -67,6 +67,8 @@ class Build:
     handled: JSON = dataclasses.field(default_factory=dict)
     state: workflow.State | None = None
     resume: bool = False
+    restart_asked: bool = False
+    """``app.oam.dev/restart-workflow: true`` waits for the running workflow to end."""
     targets: Targets = dataclasses.field(default_factory=dict)
     # health, workflow
     health: Health = dataclasses.field(default_factory=dict)

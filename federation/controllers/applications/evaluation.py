@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.applications import revision, workflow
+from federation.applications import revision, steps, workflow
 from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, last_good
@@ -56,6 +56,8 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     due = state.restart_due()
     if due is not None:  # a restart-workflow step's schedule: looked at again then
         waits.append(max(due - now, 0.0))
+    if build.restart_asked and state.end is not None:  # ``true``: it ended, restart it
+        waits.append(0.0)
     return requeue(min(waits)) if waits else None
 
 
@@ -83,7 +85,39 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
             live = await read_back(view, cluster, objects[0]) if objects else None
             if live is not None:
                 found[spec.name] = live
+    found.update(await read_objects(view, build))
     return found
+
+
+async def read_objects(view: ApplicationView, build: Build) -> dict[str, JSON]:
+    """``output`` of each read-object step not ended yet: the object it names, read from
+    the cache of the hub or of a member the Application deploys to, in the Application's
+    own namespace (the compile checked where; KubeVela's ``$returns.value``, and
+    ``value`` as its older ``op.#Read`` gave it), or ``$returns.err`` saying why not."""
+    assert build.compiled is not None and build.state is not None
+    ended = {s.name for s in build.state.steps if s.phase in workflow.FINISHED}
+    return {name: await read_object(view, build.namespace, read)
+            for name, read in build.compiled.reads.items() if name not in ended}
+
+
+async def read_object(view: ApplicationView, namespace: str, read: steps.Read) -> JSON:
+    cluster = read.cluster or view.hub
+    what = f"{read.kind} {namespace}/{read.name} on {read.cluster or 'the hub'}"
+    request = {"apiVersion": read.api_version, "kind": read.kind,
+               "metadata": {"name": read.name, "namespace": namespace}}
+    params = {"cluster": read.cluster, "value": request}
+    try:
+        resource = await view.resource(cluster, request)
+        if resource.kind == "Secret" or not resource.namespaced:
+            # the compile refuses both by name; discovery may map a kind differently
+            return {"$params": params, "$returns": {"err": f"{what}: not readable"}}
+        live = await view.get(resource, read.name, namespace, cluster)
+    except ClientError as exc:
+        return {"$params": params, "$returns": {"err": f"cannot read {what}: {exc}"}}
+    if live is None:
+        return {"$params": params, "$returns": {"err": f"{what} not found"}}
+    value = readable(live)
+    return {"$params": params, "$returns": {"value": value}, "value": value}
 
 
 async def read_back(view: ApplicationView, cluster: str, obj: JSON) -> JSON | None:

@@ -9,6 +9,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
+from federation.applications import restarts
 from federation.applications.definitions import SYSTEM_NAMESPACES
 from federation.controllers.applications import notifications
 from federation.hub import api, manifests
@@ -23,6 +24,8 @@ RESUME = "federation.io/resume"
 RESTART = "federation.io/restart"
 ROLLBACK = "federation.io/rollback"
 """``N@nonce``: go back to revision N (``fedctl app rollback``)."""
+VELA_RESTART = restarts.ANNOTATION
+"""KubeVela's own restart request (``true``, a time, a duration): :mod:`.requests`."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,6 +28,36 @@ def test_dry_run_names_the_bad_field(tmp_path: Path) -> None:
     assert "spec.components[0].properties.imag: not supported" in result.output
 
 
+def test_dry_run_refuses_a_restart_annotation_kubevela_does_not_take(tmp_path: Path) -> None:
+    bad = tmp_path / "app.yaml"
+    text = EXAMPLE.read_text()
+    assert text.count("metadata:\n  name: shop\n") == 1
+    bad.write_text(text.replace("metadata:\n  name: shop\n", "metadata:\n  name: shop\n"
+                                "  annotations:\n    app.oam.dev/restart-workflow: soon\n"))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(bad)])
+    assert result.exit_code == 1
+    assert "metadata.annotations.app.oam.dev/restart-workflow: 'soon' is not 'true'" in \
+        result.output
+
+
+def test_dry_run_says_what_a_read_object_step_reads(tmp_path: Path) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text("""apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: shop, namespace: shop}
+spec:
+  components: [{name: web, type: webservice, properties: {image: nginx}}]
+  workflow:
+    steps:
+    - {name: read, type: read-object, properties: {apiVersion: v1, kind: ConfigMap,
+                                                   name: settings}}
+""")
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app)])
+    assert result.exit_code == 0, result.output
+    assert "# step read (read-object): reads ConfigMap settings (v1) in the Application's " \
+        "namespace on the hub" in result.output
+
+
 def test_status_tree_lists_steps_clusters_and_resources() -> None:
     text = tree("shop", {
         "status": "running", "healthy": True, "latestRevision": {"name": "shop-v2"},

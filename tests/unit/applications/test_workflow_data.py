@@ -276,17 +276,27 @@ def test_a_skipped_steps_output_is_null_and_its_consumer_runs() -> None:
        "inputs": [{"from": "o"}]},
       {"name": "b", "type": "notification", "outputs": [{"name": "o", "valueFrom": '"v"'}]}],
      "steps[0].inputs[0]: waits for ever: step 'b'"),
-    ([{"name": "a", "type": "notification", "properties": {"message": "x"},
-       "outputs": [{"name": "o", "valueFrom": '"v"'}]},
-      {"name": "b", "type": "apply-component", "properties": {"component": "comp-custom-if"},
-       "inputs": [{"from": "o", "parameterKey": "image"}]}],
-     "steps[1].inputs[0].parameterKey: an apply-component step's inputs go into its "
-     "component"),
 ])
 def test_data_passing_refused_by_path(steps: list[dict[str, Any]], words: str) -> None:
     with pytest.raises(model.AppError) as caught:
         compile_.compile_app(application(steps), "app", "ns", {}, FLEET, "member1")
     assert words in str(caught.value)
+
+
+def test_an_apply_component_steps_input_goes_under_its_components_properties() -> None:
+    """KubeVela's generator: ``parameterKey: image`` of an apply-component step is
+    ``properties.image`` of its component (KubeVela's read-object example passes ``cpu``
+    so)."""
+    steps = [{"name": "a", "type": "notification", "properties": {"message": "x"},
+              "outputs": [{"name": "o", "valueFrom": '"v"'}]},
+             {"name": "b", "type": "apply-component", "properties": {
+                 "component": "comp-custom-if"},
+              "inputs": [{"from": "o", "parameterKey": "image"}]}]
+    result = compile_.compile_app(application(steps), "app", "ns", {}, FLEET, "member1",
+                                  values={"o": "nginx:2"})
+    [deployment] = [o for objects in result.targets["b"].clusters.values() for o in objects
+                    if o["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
 
 
 # -- attacks: what a tenant's expression can reach ---------------------------------------------
