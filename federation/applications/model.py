@@ -402,6 +402,13 @@ def _check_step(step: Step, where: str) -> None:
         restart_schedule(props, f"{where}.properties")
 
 
+RESTART_FLOOR_SECONDS = 1.0
+"""The shortest recurring restart taken (``every``, the annotation's duration): KubeVela
+has no floor, and ``0s`` or ``1ms`` would run the workflow again as soon as each run ends,
+without pause. Refused below it rather than raised to it (a value is honoured or refused,
+never changed)."""
+
+
 def restart_schedule(props: Mapping[str, Any], where: str
                      ) -> tuple[float | None, float | None, bool]:
     """KubeVela's ``restart-workflow``: exactly one of ``at`` (an RFC 3339 time), ``after``
@@ -418,6 +425,10 @@ def restart_schedule(props: Mapping[str, Any], where: str
     if key == "at":
         return rfc3339(value, f"{where}.at"), None, False
     seconds = duration_seconds(value, f"{where}.{key}")
+    if key == "every" and seconds < RESTART_FLOOR_SECONDS:
+        raise AppError(f"{where}.every: at least {RESTART_FLOOR_SECONDS:g}s (it restarts the "
+                       "workflow that long after each run ends; shorter would restart it "
+                       "without pause)")
     return (seconds, None, True) if key == "after" else (None, seconds, False)
 
 
