@@ -114,10 +114,10 @@ def module_of(schematic: Mapping[str, Any], where: str) -> Module:
         raise ModuleError(f"{here}.path: a string, with type remote only")
     if schematic.get("deleteResource", True) is not True:
         raise ModuleError(f"{here}.deleteResource: vela-core does not render it from the "
-                          "definition; a component's properties set it")
+                          "definition; the properties of a component set it")
     if schematic.get("customRegion") not in (None, ""):
         raise ModuleError(f"{here}.customRegion: vela-core does not render it from the "
-                          "definition; a component's properties set it")
+                          "definition; the properties of a component set it")
     references: dict[str, Mapping[str, str]] = {}
     for key in ("writeConnectionSecretToRef", "providerRef", "gitCredentialsSecretReference"):
         if schematic.get(key) is not None:
@@ -171,9 +171,9 @@ def _check_property(key: str, value: Any, spec: JSON, namespace: str, where: str
     if field is None or key == "variable":
         return
     if field != key:
-        raise AppError(f"{where}: spelt like the Configuration's {field!r}, which vela-core "
-                       "sets from it without taking it out of the variables; write "
-                       f"{field!r} or another name")
+        raise AppError(f"{where}: spelt like the Configuration field {field!r}, which "
+                       "vela-core sets from it without taking it out of the variables; "
+                       f"write {field!r} or another name")
     if key in _REFUSED:
         raise AppError(f"{where}: not supported for a Terraform component ({_REFUSED[key]})")
     if key in _BOOLEANS:
@@ -196,14 +196,15 @@ def _tenant_reference(key: str, value: Any, namespace: str, where: str) -> dict[
     elif key == "providerRef":
         effective = given or PROVIDER_DEFAULT_NAMESPACE
     elif given is None:
-        raise AppError(f"{where}.namespace: required, the component's namespace "
+        raise AppError(f"{where}.namespace: required, the component namespace "
                        f"{namespace!r} (the terraform controller does not default it)")
     else:
         effective = given
     if effective != namespace:
-        what = "namespace" if given else "namespace (the terraform controller's default)"
-        raise AppError(f"{where}.{what}: {effective!r} is not the component's namespace "
-                       f"{namespace!r}: a Terraform component's properties reference "
+        what = "namespace" if given else "namespace (by default, as the terraform " \
+            "controller reads it)"
+        raise AppError(f"{where}.{what}: {effective!r} is not the component namespace "
+                       f"{namespace!r}: the properties of a Terraform component reference "
                        "objects of its own namespace only")
     return reference
 

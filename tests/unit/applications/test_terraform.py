@@ -138,11 +138,11 @@ def test_a_property_named_like_metadata_is_only_a_variable() -> None:
 @pytest.mark.parametrize(("key", "value", "message"), [
     # vela-core's own "custom params compared to ComponentDefinition" case lets these through
     ("writeConnectionSecretToRef", {"name": "oss2", "namespace": "default2"},
-     r"writeConnectionSecretToRef.namespace: 'default2' is not the component's namespace"),
+     r"writeConnectionSecretToRef.namespace: 'default2' is not the component namespace"),
     ("providerRef", {"name": "aws2", "namespace": "default2"},
-     r"providerRef.namespace: 'default2' is not the component's namespace"),
+     r"providerRef.namespace: 'default2' is not the component namespace"),
     ("providerRef", {"name": "aws"},
-     r"providerRef.namespace \(the terraform controller's default\): 'default'"),
+     r"providerRef.namespace \(by default, as the terraform controller reads it\): 'default'"),
     ("gitCredentialsSecretReference", {"name": "deploy-key", "namespace": "bank"},
      r"gitCredentialsSecretReference.namespace: 'bank'"),
     ("terraformCredentialsSecretReference", {"name": "registry"},
@@ -174,7 +174,7 @@ def test_a_reference_spelt_in_other_letter_case_is_refused(key: str) -> None:
     """Go's unmarshal matches field names in any letter case, so vela-core would set the
     reference from it; refused before it could pass by the namespace check."""
     with pytest.raises(model.AppError, match=rf"properties.{key}: spelt like the "
-                       "Configuration's"):
+                       "Configuration field"):
         compiled([remote_rds()], {key: {"name": "aws", "namespace": "kube-system"}})
 
 
