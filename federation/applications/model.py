@@ -50,11 +50,11 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
-                "read-only")
+                "read-only", "env-binding")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
-              "export2config", "export2secret")
+              "export2config", "export2secret", "deploy2env")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -369,6 +369,7 @@ def _check_step(step: Step, where: str) -> None:
                "apply-deployment": {"image", "replicas", "cluster", "cmd"},
                "apply-application": set(), "apply-remaining": {"exceptions"},
                "deploy2runtime": {"clusters"},
+               "deploy2env": {"policy", "env", "parallel"},
                "restart-workflow": {"at", "after", "every"},
                "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
                "export2config": {"configName", "namespace", "data", "cluster"},
@@ -629,10 +630,17 @@ def _host_problem(host: str) -> str | None:
 
 def default_steps(spec: AppSpec) -> tuple[Step, ...]:
     """KubeVela's default workflow when none is given: one deploy step with every topology
-    and override policy (or the whole Application to the default target)."""
+    and override policy (or the whole Application to the default target); without either,
+    a ``deploy2env`` step per env of each ``env-binding`` policy, named
+    ``deploy-<policy>-<env>`` (vela-core's Deploy2EnvWorkflowStepGenerator)."""
     if spec.workflow is not None and spec.workflow.steps:
         return spec.workflow.steps
     names = [p.name for p in spec.policies if p.type in ("topology", "override")]
+    envs = [(p.name, env.get("name")) for p in spec.policies if p.type == "env-binding"
+            for env in (p.properties.get("envs") or []) if isinstance(env, dict)]
+    if not names and envs:
+        return tuple(Step(name=f"deploy-{policy}-{env}", type="deploy2env",
+                          properties={"policy": policy, "env": env}) for policy, env in envs)
     return (Step(name="deploy", type="deploy", properties={"policies": names}),)
 
 

@@ -42,7 +42,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
-``apply-application``, ``apply-remaining``, ``deploy2runtime`` steps, and ours:
+``apply-application``, ``apply-remaining``, ``deploy2runtime``, ``deploy2env`` steps and
+``env-binding`` policy, and ours:
 component ``config``, policy ``health``, step ``approve``."""
 
 REFUSED: dict[Kind, dict[str, str]] = {
