@@ -209,6 +209,39 @@ def _tenant_reference(key: str, value: Any, namespace: str, where: str) -> dict[
     return reference
 
 
+def check_manifest(obj: Mapping[str, Any], where: str) -> None:
+    """A Configuration a tenant wrote as a manifest (``k8s-objects``, ``raw``,
+    ``ref-objects``): its references too stay in its own namespace, read as the terraform
+    controller reads them (a connection Secret or ``providerRef`` without a namespace is
+    in ``default``; the git and registry references need one), and a backend keeping the
+    state elsewhere (``kubernetes.namespace``, or ``inline`` HCL) is refused."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    here = f"{where}: Configuration {(obj.get('metadata') or {}).get('name')} spec"
+    for key in _REFERENCES:
+        if spec.get(key) is None:
+            continue
+        reference = _reference_value(spec[key], f"{here}.{key}", AppError)
+        given = reference.get("namespace")
+        if given is None and key not in ("writeConnectionSecretToRef", "providerRef"):
+            raise AppError(f"{here}.{key}.namespace: required, the namespace of the "
+                           "Configuration (the terraform controller does not default it)")
+        effective = given or PROVIDER_DEFAULT_NAMESPACE
+        if effective != namespace:
+            raise AppError(f"{here}.{key}.namespace: {effective!r} is not the namespace of "
+                           f"the Configuration {namespace!r}: a tenant's Configuration "
+                           "references objects of its own namespace only")
+    backend = spec.get("backend")
+    if isinstance(backend, dict):
+        kube = backend.get("kubernetes")
+        elsewhere = isinstance(kube, dict) and kube.get("namespace") not in (None, namespace)
+        if backend.get("inline") or elsewhere:
+            raise AppError(f"{here}.backend: keeps the state outside the namespace of the "
+                           "Configuration (inline, or kubernetes.namespace)")
+
+
 def is_configuration(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == KIND and \
         str(obj.get("apiVersion") or "").rpartition("/")[0] == GROUP

@@ -294,3 +294,46 @@ def test_dry_run_renders_the_configuration(tmp_path: Path) -> None:
     assert [d["kind"] for d in rendered] == ["Configuration"]
     assert rendered[0]["spec"]["writeConnectionSecretToRef"] == {"name": "db-conn",
                                                                  "namespace": "shop"}
+
+
+# -- attacks: the same references in a Configuration written as a manifest ------------------
+
+
+def manifest_app(spec: JSON, namespace: str = "shop") -> JSON:
+    config = {"apiVersion": "terraform.core.oam.dev/v1beta2", "kind": "Configuration",
+              "metadata": {"name": "db", "namespace": namespace}, "spec": spec}
+    return {"components": [{"name": "db", "type": "k8s-objects",
+                            "properties": {"objects": [config]}}],
+            "policies": [{"name": "one", "type": "topology",
+                          "properties": {"clusters": ["member1"]}}]}
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ({"hcl": "x", "providerRef": {"name": "aws", "namespace": "bank"}},
+     r"spec.providerRef.namespace: 'bank' is not the namespace of the Configuration"),
+    ({"hcl": "x", "providerRef": {"name": "aws"}}, r"spec.providerRef.namespace: 'default'"),
+    ({"hcl": "x", "writeConnectionSecretToRef": {"name": "out"}},
+     r"spec.writeConnectionSecretToRef.namespace: 'default'"),
+    ({"hcl": "x", "gitCredentialsSecretReference": {"name": "key"}},
+     r"spec.gitCredentialsSecretReference.namespace: required"),
+    ({"hcl": "x", "backend": {"kubernetes": {"secret_suffix": "s", "namespace": "bank"}}},
+     r"spec.backend: keeps the state outside"),
+    ({"hcl": "x", "backend": {"inline": "terraform { backend \"kubernetes\" {} }"}},
+     r"spec.backend: keeps the state outside"),
+])
+def test_a_manifests_reference_into_another_namespace_is_refused(spec: JSON,
+                                                                message: str) -> None:
+    """A k8s-objects Configuration: the terraform controller follows its references the
+    same way, so the same rule holds for a tenant's manifest."""
+    with pytest.raises(model.AppError, match=rf"spec.components\[0\]: Configuration db "
+                       rf"{message}"):
+        compile_.compile_app(manifest_app(spec), "app", "shop", {}, FLEET)
+
+
+def test_a_manifests_own_namespace_references_are_kept() -> None:
+    spec = {"hcl": "x", "providerRef": {"name": "aws", "namespace": "shop"},
+            "writeConnectionSecretToRef": {"name": "out", "namespace": "shop"},
+            "backend": {"kubernetes": {"secret_suffix": "s", "namespace": "shop"}}}
+    result = compile_.compile_app(manifest_app(spec), "app", "shop", {}, FLEET)
+    [obj] = result.targets["deploy"].clusters["member1"]
+    assert obj["spec"] == spec
