@@ -54,7 +54,7 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
-              "export2config", "export2secret", "deploy2env")
+              "export2config", "export2secret", "deploy2env", "print-message-in-status")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -68,6 +68,9 @@ cap bounds the work of one evaluation and the notifications one release can ask 
 MAX_EXPRESSION = 1000
 """Characters of one ``if`` or ``valueFrom`` expression: KubeVela's are one line."""
 MAX_DATA_PASSING = 20
+MAX_STATUS_MESSAGE = 4000
+"""Characters of a ``print-message-in-status`` message: it is kept in the status, as a
+notification's message (the same cap)."""
 """``inputs`` or ``outputs`` of one step or component."""
 MAX_RENDERED = 500
 """Objects one revision renders over all its deploy steps (each step renders its components
@@ -370,6 +373,7 @@ def _check_step(step: Step, where: str) -> None:
                "apply-application": set(), "apply-remaining": {"exceptions"},
                "deploy2runtime": {"clusters"},
                "deploy2env": {"policy", "env", "parallel"},
+               "print-message-in-status": {"message"},
                "restart-workflow": {"at", "after", "every"},
                "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
                "export2config": {"configName", "namespace", "data", "cluster"},
@@ -399,6 +403,12 @@ def _check_step(step: Step, where: str) -> None:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
     if step.type == "notification":
         notification(props, f"{where}.properties")
+    if step.type == "print-message-in-status" and not (
+            "message" not in props and any(i.parameterKey == "message" for i in step.inputs)):
+        message = props.get("message")  # else an input gives it when the step runs
+        if not isinstance(message, str) or len(message) > MAX_STATUS_MESSAGE:
+            raise AppError(f"{where}.properties.message: required, a string of at most "
+                           f"{MAX_STATUS_MESSAGE} characters")
     if step.type == "restart-workflow":
         restart_schedule(props, f"{where}.properties")
 
