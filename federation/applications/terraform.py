@@ -38,6 +38,7 @@ has observed the current generation and ``status.apply.state`` is ``Available``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -158,7 +159,7 @@ def render(module: Module, annotations: Mapping[str, str], name: str,
         spec["remote"] = module.configuration
         if module.path:
             spec["path"] = module.path
-    spec["variable"] = {k: v for k, v in properties.items() if k not in RESERVED}
+    spec["variable"] = {k: copy.deepcopy(v) for k, v in properties.items() if k not in RESERVED}
     meta: JSON = {"name": name, "namespace": namespace}
     if annotations:
         meta["annotations"] = dict(annotations)
