@@ -30,8 +30,9 @@ enable`` installs them (``--no-addons``: none).
 
 How each is run: the real command (``fedctl app dry-run -f FILE --clusters CLUSTERS
 --local-cluster local --target-namespaces '*'``, in process), with a clusters file holding
-every cluster any Application of the corpus names (``topology.clusters``) and one cluster
-per label selector it uses (labelled so), plus ``local``; every namespace is granted. So
+every cluster any Application of the corpus names (``topology.clusters``, an env-binding
+env's ``clusterSelector.name``) and one cluster per label selector it uses (labelled so),
+plus ``local``; every namespace is granted. So
 only the Application model decides. The refusals are grouped by reason: the error line
 without its file, field indices and quoted values (``spec.components[3].type: 'helm' is
 not a built-in type`` is counted under ``spec.components[].type: 'helm' is not a built-in
@@ -312,10 +313,19 @@ def types_of(app: JSON) -> set[str]:
 
 
 def _topologies(spec: JSON, external: Sequence[JSON]) -> Iterator[JSON]:
+    """Each topology's properties, and each env-binding env's cluster as one."""
     inline = [p for p in spec.get("policies") or [] if isinstance(p, dict)]
     for policy in [*inline, *external]:
-        if policy.get("type") == "topology" and isinstance(policy.get("properties"), dict):
+        if not isinstance(policy.get("properties"), dict):
+            continue
+        if policy.get("type") == "topology":
             yield policy["properties"]
+        if policy.get("type") == "env-binding":
+            for env in policy["properties"].get("envs") or []:
+                placement = env.get("placement") if isinstance(env, dict) else None
+                selector = (placement or {}).get("clusterSelector") or {}
+                if isinstance(selector, dict) and isinstance(selector.get("name"), str):
+                    yield {"clusters": [selector["name"]]}
 
 
 def fleet(apps: Sequence[tuple[JSON, list[JSON]]]) -> list[JSON]:

@@ -32,7 +32,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.applications import custom_status, jsonpatch, model, render
+from federation.applications import custom_status, jsonpatch, model, render, terraform
 from federation.applications.model import AppError, Component, Trait
 from federation.untrusted.text import one_line
 
@@ -85,6 +85,11 @@ class Definition:
     """``spec.status.healthPolicy``: CUE setting ``isHealth`` (:mod:`.custom_status`)."""
     custom_status: str = ""
     """``spec.status.customStatus``: CUE setting ``message``."""
+    module: terraform.Module | None = None
+    """``spec.schematic.terraform`` (then ``template`` is empty): a Terraform component,
+    rendered as a Configuration without CUE (:mod:`.terraform`)."""
+    annotations: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """``metadata.annotations``: a Terraform component's Configuration carries them."""
 
     @property
     def ref(self) -> str:
@@ -126,9 +131,39 @@ def load(doc: Mapping[str, Any]) -> Definition:
     if not isinstance(spec.get("podDisruptive", False), bool):
         raise DefinitionError(f"{where}: spec.podDisruptive: true or false")
     health, custom = _status(spec, where)
-    return Definition(kind, name, namespace, _template(spec, where), _workload(spec, where),
-                      _names(spec, "appliesToWorkloads", where),
-                      _names(spec, "conflictsWith", where), dict(spec), health, custom)
+    module = _terraform(kind, spec, where)
+    if module is not None and (health or custom):
+        raise DefinitionError(f"{where}: spec.status: not with a Terraform schematic "
+                              "(vela-core judges its Configuration by its apply state)")
+    return Definition(kind, name, namespace, "" if module else _template(spec, where),
+                      _workload(spec, where), _names(spec, "appliesToWorkloads", where),
+                      _names(spec, "conflictsWith", where), dict(spec), health, custom,
+                      module, _annotations(meta, where) if module else {})
+
+
+def _terraform(kind: str, spec: Mapping[str, Any], where: str) -> terraform.Module | None:
+    """``spec.schematic.terraform`` of a ComponentDefinition (alone in the schematic)."""
+    schematic = spec.get("schematic")
+    if not isinstance(schematic, dict) or "terraform" not in schematic:
+        return None
+    if kind != "ComponentDefinition" or len(schematic) != 1:
+        raise DefinitionError(f"{where}: spec.schematic.terraform: only alone, in a "
+                              "ComponentDefinition")
+    module = schematic["terraform"]
+    if not isinstance(module, dict):
+        raise DefinitionError(f"{where}: spec.schematic.terraform: a map")
+    try:
+        return terraform.module_of(module, where)
+    except terraform.ModuleError as exc:
+        raise DefinitionError(str(exc)) from None
+
+
+def _annotations(meta: Mapping[str, Any], where: str) -> dict[str, str]:
+    found = meta.get("annotations") or {}
+    if not isinstance(found, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in found.items()):
+        raise DefinitionError(f"{where}: metadata.annotations: a map of strings")
+    return dict(found)
 
 
 def _status(spec: Mapping[str, Any], where: str) -> tuple[str, str]:
@@ -167,7 +202,7 @@ def _template(spec: Mapping[str, Any], where: str) -> str:
     for key in schematic:
         if key != "cue":
             raise DefinitionError(f"{where}: spec.schematic.{key}: not supported (only CUE "
-                                  "templates, spec.schematic.cue)")
+                                  "templates, spec.schematic.cue, and terraform)")
     cue = schematic["cue"]
     if not isinstance(cue, dict) or set(cue) - {"template"}:
         raise DefinitionError(f"{where}: spec.schematic.cue: only template")
@@ -254,6 +289,9 @@ class Catalog:
             if definition is not None:
                 found[f"{definition.kind}/{name}"] = {
                     "namespace": definition.namespace, "spec": definition.spec}
+                if definition.annotations:  # a Terraform component's Configuration's
+                    found[f"{definition.kind}/{name}"]["annotations"] = \
+                        dict(definition.annotations)
         return dict(sorted(found.items()))
 
 
@@ -311,8 +349,10 @@ def from_snapshot(snapshot: Mapping[str, Any]) -> Catalog:
     for key, entry in snapshot.items():
         if isinstance(entry, dict):
             kind, _, name = key.partition("/")
-            docs.append({"apiVersion": GROUP_VERSION, "kind": kind,
-                         "metadata": {"name": name, "namespace": str(entry.get("namespace"))},
+            meta = {"name": name, "namespace": str(entry.get("namespace"))}
+            if entry.get("annotations"):
+                meta["annotations"] = entry["annotations"]
+            docs.append({"apiVersion": GROUP_VERSION, "kind": kind, "metadata": meta,
                          "spec": entry.get("spec")})
     namespaces = tuple(sorted({str(d["metadata"]["namespace"]) for d in docs}))
     return catalog(docs, namespaces)[0]
@@ -425,6 +465,13 @@ class Rendering:
     def component(self, component: Component, namespace: str, where: str) -> list[JSON]:
         definition = self.catalog.get("component", component.type)
         assert definition is not None
+        if definition.module is not None:
+            if component.traits:
+                raise AppError(f"{where}.traits: not supported on a Terraform component "
+                               f"({definition.ref}: its Configuration has no workload to "
+                               "patch)")
+            return [terraform.render(definition.module, definition.annotations,
+                                     component.name, component.properties, namespace, where)]
         answer = self.evaluate(request(definition, component.properties,
                                        self.context(component, namespace), COMPONENT_FIELDS))
         if answer is None:

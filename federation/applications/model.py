@@ -50,11 +50,11 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
-                "read-only")
+                "read-only", "env-binding")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
-              "export2config", "export2secret")
+              "export2config", "export2secret", "deploy2env", "print-message-in-status")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -68,6 +68,9 @@ cap bounds the work of one evaluation and the notifications one release can ask 
 MAX_EXPRESSION = 1000
 """Characters of one ``if`` or ``valueFrom`` expression: KubeVela's are one line."""
 MAX_DATA_PASSING = 20
+MAX_STATUS_MESSAGE = 4000
+"""Characters of a ``print-message-in-status`` message: it is kept in the status, as a
+notification's message (the same cap)."""
 """``inputs`` or ``outputs`` of one step or component."""
 MAX_RENDERED = 500
 """Objects one revision renders over all its deploy steps (each step renders its components
@@ -369,6 +372,8 @@ def _check_step(step: Step, where: str) -> None:
                "apply-deployment": {"image", "replicas", "cluster", "cmd"},
                "apply-application": set(), "apply-remaining": {"exceptions"},
                "deploy2runtime": {"clusters"},
+               "deploy2env": {"policy", "env", "parallel"},
+               "print-message-in-status": {"message"},
                "restart-workflow": {"at", "after", "every"},
                "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
                "export2config": {"configName", "namespace", "data", "cluster"},
@@ -398,8 +403,21 @@ def _check_step(step: Step, where: str) -> None:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
     if step.type == "notification":
         notification(props, f"{where}.properties")
+    if step.type == "print-message-in-status" and not (
+            "message" not in props and any(i.parameterKey == "message" for i in step.inputs)):
+        message = props.get("message")  # else an input gives it when the step runs
+        if not isinstance(message, str) or len(message) > MAX_STATUS_MESSAGE:
+            raise AppError(f"{where}.properties.message: required, a string of at most "
+                           f"{MAX_STATUS_MESSAGE} characters")
     if step.type == "restart-workflow":
         restart_schedule(props, f"{where}.properties")
+
+
+RESTART_FLOOR_SECONDS = 1.0
+"""The shortest recurring restart taken (``every``, the annotation's duration): KubeVela
+has no floor, and ``0s`` or ``1ms`` would run the workflow again as soon as each run ends,
+without pause. Refused below it rather than raised to it (a value is honoured or refused,
+never changed)."""
 
 
 def restart_schedule(props: Mapping[str, Any], where: str
@@ -418,6 +436,10 @@ def restart_schedule(props: Mapping[str, Any], where: str
     if key == "at":
         return rfc3339(value, f"{where}.at"), None, False
     seconds = duration_seconds(value, f"{where}.{key}")
+    if key == "every" and seconds < RESTART_FLOOR_SECONDS:
+        raise AppError(f"{where}.every: at least {RESTART_FLOOR_SECONDS:g}s (it restarts the "
+                       "workflow that long after each run ends; shorter would restart it "
+                       "without pause)")
     return (seconds, None, True) if key == "after" else (None, seconds, False)
 
 
@@ -618,10 +640,17 @@ def _host_problem(host: str) -> str | None:
 
 def default_steps(spec: AppSpec) -> tuple[Step, ...]:
     """KubeVela's default workflow when none is given: one deploy step with every topology
-    and override policy (or the whole Application to the default target)."""
+    and override policy (or the whole Application to the default target); without either,
+    a ``deploy2env`` step per env of each ``env-binding`` policy, named
+    ``deploy-<policy>-<env>`` (vela-core's Deploy2EnvWorkflowStepGenerator)."""
     if spec.workflow is not None and spec.workflow.steps:
         return spec.workflow.steps
     names = [p.name for p in spec.policies if p.type in ("topology", "override")]
+    envs = [(p.name, env.get("name")) for p in spec.policies if p.type == "env-binding"
+            for env in (p.properties.get("envs") or []) if isinstance(env, dict)]
+    if not names and envs:
+        return tuple(Step(name=f"deploy-{policy}-{env}", type="deploy2env",
+                          properties={"policy": policy, "env": env}) for policy, env in envs)
     return (Step(name="deploy", type="deploy", properties={"policies": names}),)
 
 

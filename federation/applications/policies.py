@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import custom_status, patches, render, scope
+from federation.applications import custom_status, patches, render, scope, terraform
 from federation.applications.model import AppError, AppSpec, PolicySpec, RenderBudget
 from federation.applications.scope import PROTECTED_NAMESPACES
 from federation.hub import overrides
@@ -255,6 +255,10 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
             budget.spend(len(objects), where)
             _check_scope(objects, entry.where)
             scope.check_objects(objects, grant, entry.where)
+            if user is None or not user.has_component(entry.component.type):
+                for obj in objects:  # a tenant's manifest (a definition's are checked there)
+                    if terraform.is_configuration(obj):
+                        terraform.check_manifest(obj, entry.where)
             for cluster, manifests in _place(objects, topology, target_ns, fleet,
                                              notes).items():
                 placed.add(cluster, manifests, topology.name)

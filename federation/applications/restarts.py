@@ -19,7 +19,9 @@ This control plane writes no Application but its status, so it keeps every value
 remembers the one it acted on in ``status.handledRequests`` (as it does for ``fedctl app
 restart``): a value acts once; to ask again, set another value (a new time) or remove the
 annotation and set it again. A value that is none of these is refused by name
-(KubeVela logs a warning and ignores it).
+(KubeVela logs a warning and ignores it), and so is a duration under
+:data:`~.model.RESTART_FLOOR_SECONDS` (KubeVela takes any, ``1ms`` or ``0s`` included,
+and restarts an ended workflow again as soon as it ends: without pause, for ever).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from federation.applications.model import AppError, rfc3339
+from federation.applications.model import RESTART_FLOOR_SECONDS, AppError, rfc3339
 
 ANNOTATION = "app.oam.dev/restart-workflow"
 WHERE = f"metadata.annotations.{ANNOTATION}"
@@ -75,9 +77,10 @@ def request(annotations: Any, step_types: Iterable[str] = ()
         shown = f"{value!r} is" if len(value) <= 64 else "the value is"
         raise AppError(f"{WHERE}: {shown} not 'true', an RFC 3339 time such as "
                        "2025-01-20T15:00:00Z or a duration such as 5m or 1h")
-    if seconds <= 0:
-        raise AppError(f"{WHERE}: a duration longer than 0s (it restarts the workflow that "
-                       "long after each run ends)")
+    if seconds < RESTART_FLOOR_SECONDS:
+        raise AppError(f"{WHERE}: a duration of at least {RESTART_FLOOR_SECONDS:g}s (it "
+                       "restarts the workflow that long after each run ends; shorter would "
+                       "restart it without pause)")
     if "restart-workflow" in set(step_types):
         raise AppError(f"{WHERE}: a duration schedules a restart after each run, and the "
                        "workflow's restart-workflow step schedules them too: keep one")

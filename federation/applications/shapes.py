@@ -11,6 +11,7 @@ its path (nothing accepted and ignored) and a wrong type is one line, never a Ty
 - :class:`Enum`: one of the given strings; :class:`Range`: an integer between bounds;
 - ``[shape]``: a list of that shape;
 - :data:`STRINGS_MAP`: a map of strings to strings (CUE's ``[string]: string``);
+- :data:`OPEN_MAP`: any map (CUE's ``{...}``), read and checked by its consumer;
 - ``{"key": shape, "opt?": shape, "dflt": Default(shape, value)}``: a closed map;
 - :class:`Either`: the first of several shapes that matches (CUE's ``number | string``).
 
@@ -53,6 +54,8 @@ class Either:
 
 
 STRINGS_MAP = "map of strings"
+OPEN_MAP = "open map"
+"""CUE's ``{...}``: any map, its content checked by whatever reads it next."""
 LABEL_SELECTOR = {"matchLabels?": STRINGS_MAP, "matchExpressions?": [{
     "key": str, "operator": Default(Enum("In", "NotIn", "Exists", "DoesNotExist"), "In"),
     "values?": [str]}]}
@@ -100,6 +103,10 @@ def _scalar(value: Any, shape: Any, where: str) -> Any:
                                                   for k, v in value.items()):
             raise AppError(f"{where}: must be a map of strings")
         return dict(value)
+    if shape == OPEN_MAP:
+        if not isinstance(value, dict):
+            raise AppError(f"{where}: must be a map")
+        return value
     raise TypeError(f"unknown shape {shape!r}")  # a bug in this package, not bad input
 
 

@@ -20,8 +20,9 @@ ready rather than once written).
 And vela-core's deprecated deploy steps, still in KubeVela's examples, as the deploy steps
 they stand for (vela-templates/definitions/deprecated/): ``apply-application`` (every
 component, by the Application's topology and override policies: the default deploy),
-``apply-remaining`` (the same without the components named in ``exceptions``) and
-``deploy2runtime`` (every component to each of ``clusters``, default every member).
+``apply-remaining`` (the same without the components named in ``exceptions``),
+``deploy2runtime`` (every component to each of ``clusters``, default every member) and
+``deploy2env`` (one env of an ``env-binding`` policy: :func:`env_binding`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from federation.placement import resources as resources_
 
 JSON = dict[str, Any]
 OBJECT_STEPS = ("apply-object", "apply-deployment", "export2config", "export2secret")
-DEPRECATED_STEPS = ("apply-application", "apply-remaining", "deploy2runtime")
+DEPRECATED_STEPS = ("apply-application", "apply-remaining", "deploy2runtime", "deploy2env")
 LOCAL = "local"
 APPLY_DEPLOYMENT = {"image": str, "replicas": shapes.Default(shapes.Range(0, 100000), 1),
                     "cluster": shapes.Default(str, ""), "cmd?": [str]}
@@ -98,6 +99,9 @@ def deprecated_step(step: Step, spec: AppSpec, known: Mapping[str, PolicySpec], 
     """The policies a deprecated deploy step stands for, in a deploy step's order, and
     the policies known with the ones it makes."""
     here = f"{where}.properties"
+    if step.type == "deploy2env":
+        env = env_binding(step, spec, here)
+        return list(env), {**known, **env}
     props = shapes.check(step.properties, {"apply-application": {},
                                            "apply-remaining": {"exceptions?": [str]},
                                            "deploy2runtime": {"clusters?": [str]}}[step.type],
@@ -119,6 +123,65 @@ def deprecated_step(step: Step, spec: AppSpec, known: Mapping[str, PolicySpec], 
         made[where] = PolicySpec(name=where, type="topology", properties=(
             {"clusters": clusters} if clusters is not None else {"clusterLabelSelector": {}}))
     return [*own, *made], {**known, **made}
+
+
+_ENV_SELECTOR = {"name?": str, "labels?": shapes.STRINGS_MAP}
+ENV = {"name": str,
+       "placement?": {"clusterSelector?": _ENV_SELECTOR, "namespaceSelector?": _ENV_SELECTOR},
+       "selector?": {"components?": [str]}, "patch?": {"components?": [shapes.OPEN_MAP]}}
+"""One env of vela-core's deprecated ``env-binding`` policy (envbinding.cue)."""
+
+
+def env_binding(step: Step, spec: AppSpec, where: str) -> dict[str, PolicySpec]:
+    """vela-core's ``deploy2env`` (``op.#ApplyEnvBindApp``): the components of the
+    Application patched by one env (``patch.components``, with an override policy's
+    semantics: both are vela-core's ``PatchComponents``) and kept by its ``selector``,
+    placed in ``placement.clusterSelector.name`` (default the local cluster) and
+    ``namespaceSelector.name`` (default the Application's). Label selectors are refused
+    by name: vela-core fails the step on them ("does not support label selector")."""
+    props = shapes.check(step.properties, {"policy": shapes.Default(str, ""), "env": str,
+                                           "parallel": shapes.Default(bool, False)}, where)
+    bindings = [p for p in spec.policies if p.type == "env-binding"]
+    policy = next((p for p in bindings if p.name == props["policy"]), None) \
+        if props["policy"] else next(iter(bindings), None)
+    if policy is None:
+        raise AppError(f"{where}.policy: names no env-binding policy of the Application"
+                       if props["policy"] else f"{where}: the Application has no "
+                       "env-binding policy")
+    envs = policy.properties.get("envs")
+    if not isinstance(envs, list) or not envs:
+        raise AppError(f"policy {policy.name} properties.envs: a non-empty list of envs")
+    index = next((i for i, e in enumerate(envs)
+                  if isinstance(e, dict) and e.get("name") == props["env"]), None)
+    if index is None:
+        raise AppError(f"{where}.env: {props['env'][:64]!r} is no env of policy {policy.name}")
+    env = shapes.check(envs[index], ENV, f"policy {policy.name} properties.envs[{index}]")
+    return _env_policies(env, f"{policy.name} env {env['name']}",
+                         f"policy {policy.name} properties.envs[{index}].placement")
+
+
+def _env_policies(env: Mapping[str, Any], name: str, where: str) -> dict[str, PolicySpec]:
+    placement = env.get("placement") or {}
+    for key in ("clusterSelector", "namespaceSelector"):
+        if (placement.get(key) or {}).get("labels"):
+            raise AppError(f"{where}.{key}.labels: not supported (vela-core fails the step: "
+                           "its env-binding selects a cluster and a namespace by name only)")
+    topology: JSON = {"clusters": [(placement.get("clusterSelector") or {}).get("name")
+                                   or LOCAL]}
+    namespace = (placement.get("namespaceSelector") or {}).get("name")
+    if namespace:
+        topology["namespace"] = namespace
+    made: dict[str, PolicySpec] = {}
+    override: JSON = {}
+    if (env.get("patch") or {}).get("components"):
+        override["components"] = env["patch"]["components"]
+    if (env.get("selector") or {}).get("components") is not None:
+        override["selector"] = env["selector"]["components"]
+    if override:
+        made[f"{name} patch"] = PolicySpec(name=f"{name} patch", type="override",
+                                           properties=override)
+    made[name] = PolicySpec(name=name, type="topology", properties=topology)
+    return made
 
 
 def _data(raw: Any, where: str) -> dict[str, str]:

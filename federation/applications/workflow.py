@@ -40,7 +40,7 @@ FINISHED = ("succeeded", "failed", "skipped")
 
 DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
              "apply-application", "apply-remaining", "deploy2runtime", "export2config",
-             "export2secret")
+             "export2secret", "deploy2env")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
 
@@ -543,6 +543,9 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
+    if spec.type == "print-message-in-status":  # vela-core's builtin.#Message
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
+                                   message=spec.message), [], resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",

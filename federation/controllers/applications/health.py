@@ -5,14 +5,15 @@ wrote (its applied-hash is the digest of exactly what we would write now) and ea
 workload is healthy as KubeVela's definitions judge it (:func:`workload_health`: every
 replica, or every scheduled DaemonSet pod, ready and updated; a Job's pods succeeded); a
 Deployment saying ``Progressing=False`` or a Job saying ``Failed`` is failed. A member
-that cannot be read is progressing (the message names it), never healthy.
+that cannot be read is progressing (the message names it), never healthy. A
+terraform-controller Configuration is healthy once its module is applied (``Available``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federation.applications import custom_status, workflow
+from federation.applications import custom_status, terraform, workflow
 from federation.applications.render import WORKLOAD_KINDS
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
@@ -105,6 +106,8 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
         # unhealthy trait keeps the component waiting too
         return ("healthy", "") if status.healthy else \
             ("progressing", f"{what}: {status.message or 'not healthy (healthPolicy)'}")
+    if terraform.is_configuration(obj):  # a Terraform component, as KubeVela judges it
+        return terraform.health(what, live)
     if obj["kind"] not in WORKLOAD_KINDS:
         return "healthy", ""
     return workload_health(what, live, obj["kind"])

@@ -38,9 +38,12 @@ from tests.unit.controllers.frozen import freeze
 JSON = dict[str, Any]
 SERVICES = Resource("", "v1", "services", "Service")
 SECRETS = Resource("", "v1", "secrets", "Secret")
+CONFIGURATIONS = Resource("terraform.core.oam.dev", "v1beta2", "configurations",
+                          "Configuration")
 KINDS = {r.kind: r for r in (kube.CONFIGMAPS, SECRETS, kube.NAMESPACES, kube.DEPLOYMENTS, SERVICES,
                              api.APPLICATIONS, api.APPLICATION_REVISIONS,
-                             api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.MEMBER_CLUSTERS)}
+                             api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.MEMBER_CLUSTERS,
+                             CONFIGURATIONS)}
 
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}

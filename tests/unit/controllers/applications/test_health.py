@@ -146,3 +146,21 @@ async def test_a_read_only_object_is_healthy_by_its_state_whoever_wrote_it() -> 
     theirs = live_copy(await rendered(), ready=False)
     state, _ = (await observed(FakeView([("member1", theirs)]), doc))[("canary", "member1")]
     assert state == "progressing"
+
+
+async def test_a_terraform_configuration_waits_for_its_module_to_be_applied() -> None:
+    """KubeVela's setStatus for a Terraform component: not healthy on existing alone, as
+    other kinds without a workload's status are, but once ``Available``."""
+    obj = {"apiVersion": "terraform.core.oam.dev/v1beta2", "kind": "Configuration",
+           "metadata": {"name": "db", "namespace": "shop"}, "spec": {"hcl": "x"}}
+    build = build_of(app())
+    body = live_copy(obj, uid=build.uid, owner=build.owner)
+    body["metadata"]["generation"] = 1
+    body["status"] = {"observedGeneration": 1, "apply": {"state": "ProvisioningAndChecking",
+                                                         "message": "secret=x"}}
+    view = FakeView([("member1", body)])
+    assert await health.object_health(view, build, "member1", obj) == (
+        "progressing", "Configuration shop/db: state ProvisioningAndChecking")
+    body["status"]["apply"]["state"] = "Available"
+    view.put("member1", body)
+    assert await health.object_health(view, build, "member1", obj) == ("healthy", "")

@@ -152,7 +152,10 @@ async def test_a_new_revision_keeps_a_time_not_due_yet() -> None:
              "duration"),
     ("2025-13-45T99:99:99Z", "'2025-13-45T99:99:99Z' is not an RFC 3339 time"),
     ("2025-01-20T15:00:00", "has no time zone"),
-    ("0s", "a duration longer than 0s"),
+    ("0s", "a duration of at least 1s"),
+    # attacks: KubeVela restarts the ended workflow again at once, for ever
+    ("1ms", "a duration of at least 1s"),
+    ("999ms", "a duration of at least 1s"),
     ("yes", "'yes' is not 'true'"),
     ("x" * 100, "the value is not 'true'"),
 ])
@@ -165,6 +168,11 @@ async def test_a_value_kubevela_does_not_take_is_refused_by_name(value: str, mes
     assert reason.startswith(f"metadata.annotations.{KEY}: ") and message in reason
     assert "\n" not in reason and "x" * 65 not in reason
     assert [v[0] for v in world.journal] == ["status", "event"]  # nothing else written
+
+
+def test_the_floor_itself_is_taken() -> None:
+    request = restarts.request({KEY: "1s"})
+    assert request is not None and request.every == 1.0
 
 
 async def test_a_duration_with_a_restart_workflow_step_is_refused() -> None:

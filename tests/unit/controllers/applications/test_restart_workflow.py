@@ -80,6 +80,8 @@ async def test_a_time_before_the_run_ended_never_restarts_it() -> None:
     ({"every": "often"}, "properties.every: 'often' is not a duration"),
     ({"after": 5}, "properties.after: must be a string"),
     ({"every": "1h", "cron": "x"}, "properties.cron: not supported for a restart-workflow"),
+    # attack: KubeVela's step takes 0s, which restarts the ended workflow at once, for ever
+    ({"every": "0s"}, "properties.every: at least 1s"),
 ])
 def test_a_bad_schedule_is_refused_by_name(props: JSON, message: str) -> None:
     spec = restart_app()["spec"]

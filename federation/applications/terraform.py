@@ -1,0 +1,265 @@
+"""KubeVela's Terraform components: a ComponentDefinition with ``spec.schematic.terraform``
+renders one terraform-controller ``Configuration``, pure.
+
+What vela-core does (``generateTerraformConfigurationWorkload``, pkg/appfile): the
+component becomes a ``terraform.core.oam.dev/v1beta2`` Configuration named after the
+component in its target namespace, annotated with the definition's annotations; the
+definition's module is ``spec.hcl`` (``type: hcl``, the default) or ``spec.remote`` with
+``spec.path`` (``type: remote``); the properties are unmarshalled into the spec (so a
+property named like a spec field sets it) and all of them but five reserved keys
+(``writeConnectionSecretToRef``, ``customRegion``, ``providerRef``, ``forceDelete``,
+``gitCredentialsSecretReference``) are ``spec.variable``; the definition's
+``writeConnectionSecretToRef``, ``providerRef`` and ``gitCredentialsSecretReference``
+fill what the properties leave out, and a connection Secret without a namespace gets the
+component's. The member's terraform controller runs it (this control plane runs no
+Terraform, parses no HCL and fetches nothing): it delivers the object like any other.
+
+Where this differs, each time to refuse by name what KubeVela takes and drops or lets
+reach another namespace:
+
+- a property naming another namespace in a reference (the connection Secret written, the
+  Provider whose credentials run the module, a Secret or ConfigMap read for git or the
+  registry) is refused: KubeVela's own test lets ``providerRef.namespace: default2``
+  through, which would run the module with another namespace's cloud credentials. A
+  ``providerRef`` without a namespace is the terraform controller's ``default``
+  namespace, so it must be the component's (or the component be in ``default``). The
+  definition's references are the administrator's and are kept as written;
+- properties KubeVela overwrites or that would change what runs (``hcl``, ``remote``,
+  ``path``, ``gitRef``, ``backend``, ``JobEnv``) are refused: the module is the
+  definition's; a key spelt like a spec field in other letter case (Go's unmarshal
+  matches it, KubeVela's reserved-key filter does not) is refused too;
+- a definition's ``type: json`` (KubeVela renders neither source for it), ``path`` with
+  ``type: hcl``, ``deleteResource: false`` and ``customRegion`` (vela-core reads neither
+  from the definition) are refused when the definition is loaded.
+
+Health (:func:`health`) is KubeVela's ``setStatus``: healthy when the terraform controller
+has observed the current generation and ``status.apply.state`` is ``Available``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from federation.applications import fields
+from federation.applications.model import AppError
+
+JSON = dict[str, Any]
+
+API_VERSION = "terraform.core.oam.dev/v1beta2"
+GROUP = "terraform.core.oam.dev"
+KIND = "Configuration"
+PROVIDER_DEFAULT_NAMESPACE = "default"
+"""Where the terraform controller looks for a ``providerRef`` without a namespace (the
+CRD's default), and for the Provider ``default`` when there is no ``providerRef``."""
+
+RESERVED = ("writeConnectionSecretToRef", "customRegion", "providerRef", "forceDelete",
+            "gitCredentialsSecretReference")
+"""The properties vela-core takes out of ``spec.variable``."""
+_REFERENCES = ("writeConnectionSecretToRef", "providerRef", "gitCredentialsSecretReference",
+               "terraformCredentialsSecretReference", "terraformRCConfigMapReference",
+               "terraformCredentialsHelperConfigMapReference")
+_BOOLEANS = ("deleteResource", "forceDelete", "inlineCredentials")
+_REFUSED = {
+    "hcl": "the module is the definition's",
+    "remote": "the module is the definition's",
+    "path": "the module is the definition's",
+    "gitRef": "the module's revision is the definition's",
+    "backend": "a backend can keep the state in another namespace or anywhere its HCL says",
+    "JobEnv": "the environment of the job that runs the module with the provider's "
+              "credentials is not the tenant's to set",
+}
+SPEC_FIELDS = frozenset({*_REFERENCES, *_BOOLEANS, *_REFUSED, "customRegion", "variable"})
+"""The ConfigurationSpec fields a property can set (terraform-controller api/v1beta2)."""
+_SPEC_LOWER = {name.lower(): name for name in SPEC_FIELDS}
+_DEFINITION_FIELDS = frozenset({"configuration", "type", "path", "writeConnectionSecretToRef",
+                                "providerRef", "gitCredentialsSecretReference",
+                                "deleteResource", "customRegion"})
+
+
+class ModuleError(ValueError):
+    """A definition's ``spec.schematic.terraform`` that cannot be honoured."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Module:
+    """A definition's ``spec.schematic.terraform``, as the administrator wrote it."""
+
+    configuration: str
+    source: str
+    """``hcl`` (``configuration`` is the HCL) or ``remote`` (a git URL)."""
+    path: str = ""
+    references: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    """``writeConnectionSecretToRef``, ``providerRef``, ``gitCredentialsSecretReference``
+    given by the definition."""
+
+
+def module_of(schematic: Mapping[str, Any], where: str) -> Module:
+    """The module of ``spec.schematic.terraform`` (:class:`ModuleError` naming the field)."""
+    here = f"{where}: spec.schematic.terraform"
+    for key in schematic:
+        if key not in _DEFINITION_FIELDS:
+            raise ModuleError(f"{here}.{key}: not supported")
+    text = schematic.get("configuration")
+    if not isinstance(text, str) or not text.strip():
+        raise ModuleError(f"{here}.configuration: required (the HCL, or a git URL with "
+                          "type remote)")
+    source = schematic.get("type", "hcl")
+    if source not in ("hcl", "remote"):
+        raise ModuleError(f"{here}.type: hcl or remote (KubeVela renders no module for "
+                          f"{source!r})")
+    path = schematic.get("path", "")
+    if not isinstance(path, str) or (path and source != "remote"):
+        raise ModuleError(f"{here}.path: a string, with type remote only")
+    if schematic.get("deleteResource", True) is not True:
+        raise ModuleError(f"{here}.deleteResource: vela-core does not render it from the "
+                          "definition; the properties of a component set it")
+    if schematic.get("customRegion") not in (None, ""):
+        raise ModuleError(f"{here}.customRegion: vela-core does not render it from the "
+                          "definition; the properties of a component set it")
+    references: dict[str, Mapping[str, str]] = {}
+    for key in ("writeConnectionSecretToRef", "providerRef", "gitCredentialsSecretReference"):
+        if schematic.get(key) is not None:
+            references[key] = _reference_value(schematic[key], f"{here}.{key}", ModuleError)
+    return Module(text, str(source), path, references)
+
+
+def _reference_value(value: Any, where: str, error: type[Exception]) -> dict[str, str]:
+    if not isinstance(value, dict) or set(value) - {"name", "namespace"}:
+        raise error(f"{where}: a map of name and namespace")
+    found = {}
+    for key in ("name", "namespace"):
+        item = value.get(key)
+        if item is not None and (not isinstance(item, str) or not item):
+            raise error(f"{where}.{key}: must be a non-empty string")
+        if item:
+            found[key] = item
+    if "name" not in found:
+        raise error(f"{where}.name: required")
+    return found
+
+
+def render(module: Module, annotations: Mapping[str, str], name: str,
+           properties: Mapping[str, Any], namespace: str, where: str) -> JSON:
+    """The Configuration of one component (``where``: the component's path)."""
+    here = f"{where}.properties"
+    spec: JSON = {}
+    for key, value in properties.items():
+        _check_property(key, value, spec, namespace, f"{here}.{key}")
+    for key, reference in module.references.items():
+        spec.setdefault(key, dict(reference))
+    secret = spec.get("writeConnectionSecretToRef")
+    if secret is not None and "namespace" not in secret:
+        spec["writeConnectionSecretToRef"] = {**secret, "namespace": namespace}
+    if module.source == "hcl":
+        spec["hcl"] = module.configuration
+    else:
+        spec["remote"] = module.configuration
+        if module.path:
+            spec["path"] = module.path
+    spec["variable"] = {k: copy.deepcopy(v) for k, v in properties.items() if k not in RESERVED}
+    meta: JSON = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
+
+
+def _check_property(key: str, value: Any, spec: JSON, namespace: str, where: str) -> None:
+    """One property: a spec field it sets (checked), or only a variable."""
+    field = _SPEC_LOWER.get(key.lower())
+    if field is None or key == "variable":
+        return
+    if field != key:
+        raise AppError(f"{where}: spelt like the Configuration field {field!r}, which "
+                       "vela-core sets from it without taking it out of the variables; "
+                       f"write {field!r} or another name")
+    if key in _REFUSED:
+        raise AppError(f"{where}: not supported for a Terraform component ({_REFUSED[key]})")
+    if key in _BOOLEANS:
+        spec[key] = fields.boolean(value, where)
+    elif key == "customRegion":
+        if not isinstance(value, str):
+            raise AppError(f"{where}: must be a string")
+        if value:
+            spec[key] = value
+    else:
+        spec[key] = _tenant_reference(key, value, namespace, where)
+
+
+def _tenant_reference(key: str, value: Any, namespace: str, where: str) -> dict[str, str]:
+    """A reference a property makes: only into the component's own namespace."""
+    reference = _reference_value(value, where, AppError)
+    given = reference.get("namespace")
+    if key == "writeConnectionSecretToRef":
+        effective = given or namespace  # vela-core fills the component's namespace
+    elif key == "providerRef":
+        effective = given or PROVIDER_DEFAULT_NAMESPACE
+    elif given is None:
+        raise AppError(f"{where}.namespace: required, the component namespace "
+                       f"{namespace!r} (the terraform controller does not default it)")
+    else:
+        effective = given
+    if effective != namespace:
+        what = "namespace" if given else "namespace (by default, as the terraform " \
+            "controller reads it)"
+        raise AppError(f"{where}.{what}: {effective!r} is not the component namespace "
+                       f"{namespace!r}: the properties of a Terraform component reference "
+                       "objects of its own namespace only")
+    return reference
+
+
+def check_manifest(obj: Mapping[str, Any], where: str) -> None:
+    """A Configuration a tenant wrote as a manifest (``k8s-objects``, ``raw``,
+    ``ref-objects``): its references too stay in its own namespace, read as the terraform
+    controller reads them (a connection Secret or ``providerRef`` without a namespace is
+    in ``default``; the git and registry references need one), and a backend keeping the
+    state elsewhere (``kubernetes.namespace``, or ``inline`` HCL) is refused."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    here = f"{where}: Configuration {(obj.get('metadata') or {}).get('name')} spec"
+    for key in _REFERENCES:
+        if spec.get(key) is None:
+            continue
+        reference = _reference_value(spec[key], f"{here}.{key}", AppError)
+        given = reference.get("namespace")
+        if given is None and key not in ("writeConnectionSecretToRef", "providerRef"):
+            raise AppError(f"{here}.{key}.namespace: required, the namespace of the "
+                           "Configuration (the terraform controller does not default it)")
+        effective = given or PROVIDER_DEFAULT_NAMESPACE
+        if effective != namespace:
+            raise AppError(f"{here}.{key}.namespace: {effective!r} is not the namespace of "
+                           f"the Configuration {namespace!r}: a tenant's Configuration "
+                           "references objects of its own namespace only")
+    backend = spec.get("backend")
+    if isinstance(backend, dict):
+        kube = backend.get("kubernetes")
+        elsewhere = isinstance(kube, dict) and kube.get("namespace") not in (None, namespace)
+        if backend.get("inline") or elsewhere:
+            raise AppError(f"{here}.backend: keeps the state outside the namespace of the "
+                           "Configuration (inline, or kubernetes.namespace)")
+
+
+def is_configuration(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == KIND and \
+        str(obj.get("apiVersion") or "").rpartition("/")[0] == GROUP
+
+
+def health(what: str, live: Mapping[str, Any]
+           ) -> tuple[Literal["healthy", "progressing"], str]:
+    """KubeVela's ``setStatus`` for a Terraform component: (``healthy`` | ``progressing``,
+    message). The controller's own ``status.apply.message`` is not copied (Terraform's
+    output can quote variable values, which stay out of the hub's status): the state is."""
+    status = live.get("status") or {}
+    observed = int(status.get("observedGeneration") or 0)
+    generation = int((live.get("metadata") or {}).get("generation") or 0)
+    if observed and observed != generation:
+        return "progressing", f"{what}: generation not observed yet"
+    apply = status.get("apply") or {}
+    state = apply.get("state") if isinstance(apply, dict) else None
+    if state == "Available":
+        return "healthy", ""
+    return "progressing", f"{what}: state {str(state or 'not reported')[:64]}"
