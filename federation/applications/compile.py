@@ -129,6 +129,9 @@ def _compile_step(step: model.Step, context: _Context, where: str
         first, every, relative = model.restart_schedule(step.properties, f"{where}.properties")
         return None, dataclasses.replace(step_spec, restart=(first, every),
                                          restart_relative=relative), None
+    if step.type == "print-message-in-status":
+        message = model.status_message(step.properties, f"{where}.properties")
+        return None, dataclasses.replace(step_spec, message=message), None
     if step.type != "notification":
         return None, step_spec, None
     note = model.notification(step.properties, f"{where}.properties")

@@ -54,7 +54,7 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
-              "export2config", "export2secret")
+              "export2config", "export2secret", "print-message-in-status")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -373,7 +373,8 @@ def _check_step(step: Step, where: str) -> None:
                "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
                "export2config": {"configName", "namespace", "data", "cluster"},
                "export2secret": {"secretName", "namespace", "type", "data", "cluster",
-                                 "kind", "dockerRegistry"}}[step.type]
+                                 "kind", "dockerRegistry"},
+               "print-message-in-status": {"message"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -400,6 +401,19 @@ def _check_step(step: Step, where: str) -> None:
         notification(props, f"{where}.properties")
     if step.type == "restart-workflow":
         restart_schedule(props, f"{where}.properties")
+    if step.type == "print-message-in-status" and ("message" in props or not step.inputs):
+        status_message(props, f"{where}.properties")  # else the compile, with its inputs
+
+
+def status_message(props: Mapping[str, Any], where: str) -> str:
+    """``print-message-in-status``'s ``message`` (a string, required; at most
+    :data:`MAX_MESSAGE` characters: it is kept in the status)."""
+    message = props.get("message")
+    if not isinstance(message, str):
+        raise AppError(f"{where}.message: required, a string")
+    if len(message) > MAX_MESSAGE:
+        raise AppError(f"{where}.message: {len(message)} characters; at most {MAX_MESSAGE}")
+    return message
 
 
 def restart_schedule(props: Mapping[str, Any], where: str

@@ -38,7 +38,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
-                     "export2config", "export2secret"),
+                     "export2config", "export2secret", "print-message-in-status"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -79,7 +79,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "export-service": _DATA,
         "generate-jdbc-connection": _TERRAFORM + "; it reads the cloud resource's Secret",
         "list-config": _CONFIG,
-        "print-message-in-status": "not built in yet (a suspend step's message says it)",
         "read-config": _CONFIG,
         "request": _URL,
         "share-cloud-resource": _TERRAFORM,

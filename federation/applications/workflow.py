@@ -543,6 +543,9 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
+    if spec.type == "print-message-in-status":  # KubeVela's builtin.#Message
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
+                                   message=spec.message), [], resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",

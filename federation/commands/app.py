@@ -206,6 +206,8 @@ def _print(compiled: compile_.Compiled) -> None:
         if read is not None:
             line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
                     f"Application's namespace on {read.cluster or 'the hub'}"
+        if step.type == "print-message-in-status" and not step.unrendered:
+            line += f": its status message will be {json.dumps(step.message)}"
         target = compiled.targets.get(step.name)
         if target is not None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \
