@@ -9,6 +9,7 @@ from typing import Any
 
 from federation.applications import (
     dataflow,
+    endpoints,
     flow,
     model,
     policies,
@@ -42,6 +43,9 @@ class Compiled:
     """The objects the controller only reads (``read-only``)."""
     reads: Mapping[str, ReadObject] = dataclasses.field(default_factory=dict)
     """read-object step name -> what it reads (the controller reads it for the step)."""
+    collects: Mapping[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
+    """collect-service-endpoints step name -> its filters (the controller reads the
+    Application's own Services and Ingresses for it)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -63,6 +67,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     targets: dict[str, policies.Target] = {}
     notifications: dict[str, model.Notification] = {}
     reads: dict[str, tuple[steps.Read, str]] = {}
+    collects: dict[str, endpoints.Collect] = {}
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
     for item in flow.flatten(spec):
@@ -89,6 +94,10 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
+        if filled.step.type == "collect-service-endpoints":
+            collects[item.step.name] = endpoints.collect(
+                filled.step, app, namespace, [c.name for c in spec.components],
+                f"{item.where}.properties")
         if filled.step.type == "read-object":
             reads[item.step.name] = (steps.read_object(
                 filled.step, namespace, f"{item.where}.properties"), item.where)
@@ -100,7 +109,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
                     resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen), _reads(reads, targets))
+                    resource_policies.read_only_of(chosen), _reads(reads, targets), collects)
 
 
 def _reads(reads: Mapping[str, tuple[steps.Read, str]],

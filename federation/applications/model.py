@@ -54,7 +54,8 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
-              "export2config", "export2secret", "print-message-in-status")
+              "export2config", "export2secret", "print-message-in-status",
+              "collect-service-endpoints")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -374,7 +375,9 @@ def _check_step(step: Step, where: str) -> None:
                "export2config": {"configName", "namespace", "data", "cluster"},
                "export2secret": {"secretName", "namespace", "type", "data", "cluster",
                                  "kind", "dockerRegistry"},
-               "print-message-in-status": {"message"}}[step.type]
+               "print-message-in-status": {"message"},
+               "collect-service-endpoints": {"name", "namespace", "components", "port",
+                                             "portName", "outer", "protocal"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

@@ -38,7 +38,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
-                     "export2config", "export2secret", "print-message-in-status"),
+                     "export2config", "export2secret", "print-message-in-status",
+                     "collect-service-endpoints"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -69,7 +70,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "build-push-image": _SHELL,
         "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
         "clean-jobs": "deletes Jobs and pods by label in a namespace; not built in yet",
-        "collect-service-endpoints": _DATA,
         "create-config": _CONFIG,
         "delete-config": _CONFIG,
         "depends-on-app": "reads another Application (and may create it from a "

@@ -45,6 +45,11 @@ DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
 (``apply-component``: one component to one cluster, the same machine)."""
 
 
+TEMPLATE_ROOTS = {"collect-service-endpoints": ("collect", "outputs", "value")}
+"""Step types whose outputs name the fields of their KubeVela template (``value.url``)
+rather than ``output``: the controller observes them under those names."""
+
+
 @dataclasses.dataclass(frozen=True)
 class DataInput:
     """An input: output ``source`` (``from``, maybe ``out.field``), at ``key``."""
@@ -406,7 +411,10 @@ class _Run:
         (KubeVela's reason ``Output``; a failed step keeps its own reason)."""
         scope: dict[str, Any] = {"context": self._context(spec),
                                  "parameter": dict(spec.properties)}
-        if spec.name in self.obs.outputs:
+        if spec.name in self.obs.outputs and spec.type in TEMPLATE_ROOTS:
+            scope.update({root: self.obs.outputs[spec.name].get(root)
+                          for root in TEMPLATE_ROOTS[spec.type]})
+        elif spec.name in self.obs.outputs:
             scope["output"] = dict(self.obs.outputs[spec.name])
         for output in spec.outputs:
             self.values[output.name] = None
@@ -546,6 +554,9 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "print-message-in-status":  # KubeVela's builtin.#Message
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
                                    message=spec.message), [], resume
+    if spec.type == "collect-service-endpoints":
+        new, actions = _collecting(step, spec, obs, now)
+        return new, actions, resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",
@@ -563,6 +574,22 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
                                    message=f"the workflow restarts {what}"), \
             [ScheduleRestart(at, every)], resume
     raise ValueError(f"unknown step type {spec.type!r}")
+
+
+def _collecting(step: StepState, spec: StepSpec, obs: Observations, now: float
+                ) -> tuple[StepState, list[Action]]:
+    """KubeVela's ``builtin.#ConditionalWait``: the step waits until the Application's
+    Services and Ingresses show an endpoint its filters keep (or its timeout)."""
+    found = len(((obs.outputs.get(spec.name) or {}).get("outputs") or {}).get(
+        "endpoints") or ())
+    if found:
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Collected",
+                                   message=f"{found} endpoint(s)"), []
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"no endpoint within {spec.timeout:.0f}s")
+    return dataclasses.replace(step, phase="running", reason="Wait",
+                               message="waiting for an endpoint of the Application's "
+                                       "Services and Ingresses"), [Wait(obs.probe_interval)]
 
 
 def _utc(seconds: float) -> str:

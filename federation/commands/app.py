@@ -29,6 +29,7 @@ from federation.applications import (
     custom_status,
     definition_files,
     definitions,
+    endpoints,
     model,
     refs,
     restarts,
@@ -206,6 +207,10 @@ def _print(compiled: compile_.Compiled) -> None:
         if read is not None:
             line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
                     f"Application's namespace on {read.cluster or 'the hub'}"
+        chosen = compiled.collects.get(step.name)
+        if chosen is not None:
+            line += ": waits for an endpoint of the Application's own Services and " \
+                    f"Ingresses in the clusters its steps deploy to ({_filters(chosen)})"
         if step.type == "print-message-in-status" and not step.unrendered:
             line += f": its status message will be {json.dumps(step.message)}"
         target = compiled.targets.get(step.name)
@@ -224,6 +229,15 @@ def _print(compiled: compile_.Compiled) -> None:
             for obj in objects:
                 click.echo(f"---\n# cluster: {cluster}")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
+
+
+def _filters(chosen: endpoints.Collect) -> str:
+    said = [f"components {', '.join(chosen.components)}" if chosen.components is not None
+            else "every component"]
+    said += [f"port {chosen.port}"] if chosen.port is not None else []
+    said += [f"port name {chosen.port_name}"] if chosen.port_name is not None else []
+    said += ["outer only"] if chosen.outer else []
+    return "; ".join(said)
 
 
 def _dry_run_grant(namespace: str, flag: str | None, docs: list[Any]

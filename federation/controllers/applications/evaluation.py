@@ -15,13 +15,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.applications import revision, steps, workflow
+from federation.applications import endpoints, revision, steps, workflow
 from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Verdict, requeue
+from federation.hub import manifests
 
 
 async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | None:
@@ -86,6 +87,43 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
             if live is not None:
                 found[spec.name] = live
     found.update(await read_objects(view, build))
+    found.update(await collected_endpoints(view, build))
+    return found
+
+
+async def collected_endpoints(view: ApplicationView, build: Build) -> dict[str, JSON]:
+    """The template of each collect-service-endpoints step not ended yet, from the
+    endpoints of the Application's own Services and Ingresses: the ones this revision
+    renders (of the step's components) in the clusters its steps started, read from those
+    clusters' caches, and only when the live object is this Application's (our
+    annotation names it): another's object of that name is not read."""
+    assert build.compiled is not None and build.state is not None
+    ended = {s.name for s in build.state.steps if s.phase in workflow.FINISHED}
+    pending = {n: c for n, c in build.compiled.collects.items() if n not in ended}
+    if not pending:
+        return {}
+    found = await _own_endpoints(view, build)
+    return {name: endpoints.template(chosen, [
+        e for e in found if chosen.components is None or e["component"] in chosen.components])
+        for name, chosen in pending.items()}
+
+
+async def _own_endpoints(view: ApplicationView, build: Build) -> list[JSON]:
+    assert build.compiled is not None and build.state is not None
+    found: list[JSON] = []
+    seen: set[tuple[str, str, str]] = set()
+    for step, clusters in workflow.assignments(build.state).items():
+        target = build.compiled.targets.get(step)
+        for cluster in clusters if target is not None else ():
+            for obj in target.clusters.get(cluster) or () if target else ():
+                key = (cluster, obj["kind"], obj["metadata"]["name"])
+                if not endpoints.collectable(obj) or key in seen:
+                    continue
+                seen.add(key)
+                live = await read_back(view, cluster, obj)
+                if live is not None and manifests.application_of(live) == build.owner:
+                    found.extend(endpoints.of_object(live, cluster,
+                                                     workflow.component_of(obj)))
     return found
 
 

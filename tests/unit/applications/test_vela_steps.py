@@ -1,8 +1,13 @@
 """vela-core's remaining workflow steps, with KubeVela's semantics and narrowed for a
-tenant: ``print-message-in-status`` (its message as the step's status message)."""
+tenant: ``print-message-in-status`` (its message as the step's status message),
+``collect-service-endpoints`` (the endpoints of the Application's own Services and
+Ingresses in the clusters its steps started, into the step's outputs). Each attack test
+fails on a naive step that reads what its properties name."""
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +15,14 @@ import pytest
 from click.testing import CliRunner
 
 from federation.applications import compile as compile_
-from federation.applications import model, workflow
+from federation.applications import endpoints, model, workflow
 from federation.cli import cli
 from federation.placement import clusters as clusters_
+from tests.unit.applications.test_controller import MC, REQUEST, Clock, set_app
+from tests.unit.applications.test_controller_workflow_io import without_nulls
 from tests.unit.applications.test_workflow_data import Driver, healthy
+from tests.unit.controllers import fakes
+from tests.unit.controllers.applications import fakes as app_fakes
 
 JSON = dict[str, Any]
 FLEET = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
@@ -89,3 +98,165 @@ def test_dry_run_says_what_print_message_in_status_shows(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     assert '# step say (print-message-in-status): its status message will be "all done"' \
         in result.output
+
+
+# -- collect-service-endpoints --------------------------------------------------------------
+
+
+def service(kind: str = "ClusterIP", **extra: Any) -> JSON:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"type": kind, "ports": [{"name": "http", "port": 8080, "protocol": "TCP",
+                                              "nodePort": 30080}]}, **extra}
+
+
+def test_endpoints_of_services_as_kubevelas_provider_makes_them() -> None:
+    [inner] = endpoints.of_object(service(), "member1", "web")
+    assert inner == {"endpoint": {"protocol": "TCP", "appProtocol": "http", "portName": "http",
+                                  "path": "", "host": "web.shop", "port": 8080, "inner": True},
+                     "cluster": "member1", "component": "web",
+                     "ref": {"apiVersion": "v1", "kind": "Service", "namespace": "shop",
+                             "name": "web"}}
+    balanced = endpoints.of_object(service("LoadBalancer", status={"loadBalancer": {
+        "ingress": [{"ip": "203.0.113.7"}, {"hostname": "lb.example.com"}]}}), "m", "web")
+    assert [(e["endpoint"]["host"], e["endpoint"]["inner"]) for e in balanced] == [
+        ("203.0.113.7", False), ("lb.example.com", False)]
+    [node] = endpoints.of_object(service("NodePort"), "m", "web")
+    assert (node["endpoint"]["host"], node["endpoint"]["port"]) == ("", 30080)
+
+
+def test_endpoints_of_an_ingress_by_rule_and_path_https_with_tls() -> None:
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+               "metadata": {"name": "web", "namespace": "shop",
+                            "annotations": {"ingress.controller/https-port": "8443"}},
+               "spec": {"tls": [{"hosts": ["secure.example.com"]}], "rules": [
+                   {"host": "secure.example.com", "http": {"paths": [{"path": "/api"}]}},
+                   {"host": "plain.example.com", "http": {"paths": [{"path": "/"}]}}]}}
+    found = [(e["endpoint"]["appProtocol"], e["endpoint"]["host"], e["endpoint"]["port"],
+              e["endpoint"]["path"]) for e in endpoints.of_object(ingress, "m", "web")]
+    assert found == [("https", "secure.example.com", 8443, "/api"),
+                     ("http", "plain.example.com", 80, "/")]
+
+
+def test_the_template_filters_as_the_steps_cue() -> None:
+    found = (endpoints.of_object(service(), "m1", "web")
+             + endpoints.of_object(service("LoadBalancer", status={"loadBalancer": {
+                 "ingress": [{"ip": "203.0.113.7"}]}}), "m2", "web"))
+    everything = endpoints.template(endpoints.Collect(), found)
+    assert everything["value"]["url"] == "http://web.shop:8080"
+    assert len(everything["outputs"]["endpoints"]) == 2
+    outer = endpoints.template(endpoints.Collect(outer=True, protocol="https"), found)
+    assert outer["value"]["url"] == "https://203.0.113.7:8080"
+    assert endpoints.template(endpoints.Collect(port=80), found)["value"] == {}
+    assert endpoints.template(endpoints.Collect(port_name="grpc"), found)[
+        "outputs"]["endpoints"] == []
+
+
+def collect_step(**props: Any) -> JSON:
+    return {"name": "collect", "type": "collect-service-endpoints", "properties": props}
+
+
+@pytest.mark.parametrize(("props", "words"), [
+    ({"name": "bank-app"}, r"steps\[0\]\.properties\.name: not supported \(the step "
+                           r"collects this Application's own endpoints"),
+    ({"namespace": "bank"}, r"properties\.namespace: not supported \(the step reads the "
+                            r"Application's own namespace only"),
+    ({"components": ["db"]}, r"properties\.components\[0\]: names no component"),
+    ({"cluster": "member3"}, r"properties\.cluster: not supported for a "
+                             r"collect-service-endpoints step"),
+    ({"kind": "Secret"}, r"properties\.kind: not supported"),
+    ({"protocal": "ftp"}, r"properties\.protocal"),
+    ({"port": "80"}, r"properties\.port"),
+])
+def test_attack_collect_service_endpoints_refused_by_path(props: JSON, words: str) -> None:
+    """Another Application, another namespace, a cluster, a kind (a Secret): none can be
+    named; the step reads this Application's own Services and Ingresses only."""
+    with pytest.raises(model.AppError, match=words):
+        compiled(collect_step(**props))
+
+
+def test_collect_service_endpoints_takes_its_own_name_and_namespace() -> None:
+    result = compiled(collect_step(name="shop", namespace="shop", components=["web"],
+                                   port=8080, outer=False))
+    assert result.collects["collect"] == endpoints.Collect(("web",), 8080, None, False, "http")
+
+
+COLLECTING: JSON = {
+    "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+    "metadata": {"name": "shop", "namespace": "shop", "annotations": {}},
+    "spec": {
+        "components": [{"name": "web", "type": "k8s-objects", "properties": {"objects": [
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+             "spec": {"ports": [{"port": 8080}]}}]}}],
+        "policies": [{"name": "one", "type": "topology",
+                      "properties": {"clusters": ["member1"]}}],
+        "workflow": {"steps": [
+            {"name": "deploy", "type": "deploy", "properties": {"policies": ["one"]}},
+            {"name": "collect", "type": "collect-service-endpoints",
+             "outputs": [{"name": "host", "valueFrom": "value.endpoint.host"},
+                         {"name": "url", "valueFrom": "value.url"}]},
+            {"name": "say", "type": "print-message-in-status",
+             "inputs": [{"from": "url", "parameterKey": "message"}]}]}}}
+
+
+async def run(mc: MC, app: JSON, times: int = 10) -> JSON:
+    clock = Clock()
+    set_app(mc, app)
+    status: JSON = {}
+    for _ in range(times):
+        reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=clock)
+        await reconciler.reconcile(REQUEST)
+        live = mc.find("hub", "Application", "shop", "shop")
+        assert live is not None
+        live["status"] = without_nulls(live["status"])
+        mc.put("hub", live)
+        status = live["status"]
+        clock.now += 1
+        if status.get("workflow", {}).get("phase") in ("succeeded", "failed"):
+            break
+    return status
+
+
+def steps_of(status: JSON) -> dict[str, tuple[str, str]]:
+    return {s["name"]: (s["phase"], s.get("message", "")) for s in status["workflow"]["steps"]}
+
+
+async def test_collect_reads_the_apps_own_service_in_the_cluster_it_deployed_to() -> None:
+    """KubeVela's e2e example in small: deploy, collect, the URL into the next step."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    status = await run(mc, COLLECTING)
+    assert status["workflow"]["phase"] == "succeeded", status["workflow"]
+    assert steps_of(status)["say"] == ("succeeded", "http://web.shop:8080")
+    assert steps_of(status)["collect"] == ("succeeded", "1 endpoint(s)")
+
+
+async def test_attack_another_apps_service_of_that_name_is_not_collected() -> None:
+    """bank's Service 'web' in member2 (where shop does not deploy) and one of another
+    Application in shop's namespace of member1 (which shop's deploy may not overwrite):
+    the collect step, run beside the deploy, reads neither; it waits, and neither host
+    is anywhere in the status."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    foreign = service("LoadBalancer", status={"loadBalancer": {"ingress": [
+        {"hostname": "bank-internal.example.com"}]}})
+    foreign["metadata"] = {"name": "web", "namespace": "shop", "annotations": {
+        "federation.io/application": "shop/other"}, "labels": {
+        "federation.io/managed-by": "federation"}}
+    mc.put("member1", foreign)
+    elsewhere = copy.deepcopy(foreign)
+    elsewhere["metadata"] = {"name": "web", "namespace": "bank"}
+    elsewhere["status"]["loadBalancer"]["ingress"] = [{"hostname": "bank.example.com"}]
+    mc.put("member2", elsewhere)
+    app = copy.deepcopy(COLLECTING)
+    app["spec"]["workflow"]["mode"] = {"steps": "DAG"}
+    status = await run(mc, app, 6)
+    assert steps_of(status)["collect"][0] == "running", status["workflow"]
+    assert "example.com" not in json.dumps(status)
+
+
+def test_dry_run_says_what_collect_service_endpoints_reads(tmp_path: Path) -> None:
+    result = dry_run(tmp_path, "    - {name: collect, type: collect-service-endpoints, "
+                               "properties: {components: [web], port: 80}}\n")
+    assert result.exit_code == 0, result.output
+    assert "# step collect (collect-service-endpoints): waits for an endpoint of the " \
+        "Application's own Services and Ingresses in the clusters its steps deploy to " \
+        "(components web; port 80)" in result.output
