@@ -186,6 +186,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     spec = context.spec
     if step.type == "deploy":
         names = list(props.get("policies") or [])
+    elif step.type == "export-data":
+        spec, topology = steps.export_data(step, spec, context.app, context.namespace, known,
+                                           where)
+        names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, context.namespace, where)
         names, known = [topology.name], {**known, topology.name: topology}

@@ -205,6 +205,43 @@ def exported(kind: str, props: Mapping[str, Any], namespace: str, where: str) ->
     return secret
 
 
+EXPORT_DATA = {"name?": str, "namespace?": str,
+               "kind": shapes.Default(shapes.Enum("ConfigMap", "Secret"), "ConfigMap"),
+               "topology?": str}
+
+
+def export_data(step: Step, spec: AppSpec, app: str, namespace: str,
+                known: Mapping[str, PolicySpec], where: str) -> tuple[AppSpec, PolicySpec]:
+    """vela-core's ``export-data``: a ConfigMap (``data``) or Secret (``data`` as
+    ``stringData``) named ``name`` (default the Application's) in the Application's own
+    namespace, to each cluster of the topology policy ``topology`` (default the local
+    cluster, as KubeVela's ``GetPlacementsFromTopologyPolicies`` without policies), as a
+    deploy step of that one object. The topology's ``namespace`` is not used (KubeVela
+    applies the object in its own namespace too); another ``namespace`` is refused."""
+    here = f"{where}.properties"
+    props = shapes.check({k: v for k, v in step.properties.items() if k != "data"},
+                         EXPORT_DATA, here)
+    own_namespace(props, namespace, here)
+    data = _data(step.properties.get("data"), f"{here}.data")
+    name = object_name(props.get("name", app), f"{here}.name")
+    manifest: JSON = {"apiVersion": "v1", "kind": props["kind"], "metadata": {"name": name}}
+    manifest["data" if props["kind"] == "ConfigMap" else "stringData"] = data
+    try:
+        component = Component(name=step.name, type="k8s-objects",
+                              properties={"objects": [manifest]})
+    except ValueError:
+        raise AppError(f"{where}.name: {step.name!r} must be a DNS label to name the object "
+                       "the step applies") from None
+    placement: JSON = {"clusters": [LOCAL]}
+    if "topology" in props:
+        chosen = known.get(props["topology"])
+        if chosen is None or chosen.type != "topology":
+            raise AppError(f"{here}.topology: names no topology policy of the Application")
+        placement = {k: v for k, v in chosen.properties.items() if k != "namespace"}
+    return spec.model_copy(update={"components": (component,)}), PolicySpec(
+        name=where, type="topology", properties=placement)
+
+
 @dataclasses.dataclass(frozen=True)
 class Read:
     """What a ``read-object`` step reads: ``cluster`` "" for the hub, else a member."""

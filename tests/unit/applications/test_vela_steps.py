@@ -1,7 +1,9 @@
 """vela-core's remaining workflow steps, with KubeVela's semantics and narrowed for a
 tenant: ``print-message-in-status`` (its message as the step's status message),
 ``collect-service-endpoints`` (the endpoints of the Application's own Services and
-Ingresses in the clusters its steps started, into the step's outputs). Each attack test
+Ingresses in the clusters its steps started, into the step's outputs), ``export-data`` (a
+ConfigMap or Secret in the Application's own namespace of a topology's clusters, as a
+deploy step of that one object). Each attack test
 fails on a naive step that reads what its properties name."""
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from federation.applications import compile as compile_
-from federation.applications import endpoints, model, workflow
+from federation.applications import endpoints, model, scope, workflow
 from federation.cli import cli
+from federation.controllers.applications.settings import ApplicationSettings
 from federation.placement import clusters as clusters_
 from tests.unit.applications.test_controller import MC, REQUEST, Clock, set_app
 from tests.unit.applications.test_controller_workflow_io import without_nulls
@@ -39,13 +42,13 @@ def compiled(*steps: JSON) -> compile_.Compiled:
                                 local_cluster="member1")
 
 
-def dry_run(tmp_path: Path, steps: str) -> Any:
+def dry_run(tmp_path: Path, steps: str, *flags: str) -> Any:
     app = tmp_path / "app.yaml"
     app.write_text("apiVersion: core.oam.dev/v1beta1\nkind: Application\n"
                    "metadata: {name: shop, namespace: shop}\nspec:\n"
                    "  components: [{name: web, type: webservice, properties: {image: nginx}}]\n"
                    "  workflow:\n    steps:\n" + steps)
-    return CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app)])
+    return CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app), *flags])
 
 
 # -- print-message-in-status ----------------------------------------------------------------
@@ -203,8 +206,9 @@ async def run(mc: MC, app: JSON, times: int = 10) -> JSON:
     clock = Clock()
     set_app(mc, app)
     status: JSON = {}
+    settings = ApplicationSettings(local_cluster="member1")
     for _ in range(times):
-        reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=clock)
+        reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), settings, clock=clock)
         await reconciler.reconcile(REQUEST)
         live = mc.find("hub", "Application", "shop", "shop")
         assert live is not None
@@ -260,3 +264,106 @@ def test_dry_run_says_what_collect_service_endpoints_reads(tmp_path: Path) -> No
     assert "# step collect (collect-service-endpoints): waits for an endpoint of the " \
         "Application's own Services and Ingresses in the clusters its steps deploy to " \
         "(components web; port 80)" in result.output
+
+
+# -- export-data ----------------------------------------------------------------------------
+
+
+def export(**props: Any) -> JSON:
+    return {"name": "export", "type": "export-data", "properties": props}
+
+
+TOPOLOGY_ALL = {"name": "all", "type": "topology",
+                "properties": {"clusters": ["local", "member2"], "namespace": "bank"}}
+
+
+def compiled_with(policies: list[JSON], *steps: JSON) -> compile_.Compiled:
+    """Compiled with bank granted: the topology may name it, export-data still does not
+    write there."""
+    return compile_.compile_app({**spec_of(*steps), "policies": policies}, "shop", "shop",
+                                {}, FLEET, local_cluster="member1",
+                                grant=scope.Grant("shop", frozenset({"bank"})))
+
+
+def test_export_data_is_a_configmap_named_after_the_app_in_the_local_cluster() -> None:
+    result = compiled(export(data={"host": "web.shop", "port": 8080}))
+    [configmap] = result.targets["export"].clusters["member1"]
+    assert (configmap["kind"], configmap["metadata"]["name"], configmap["metadata"][
+        "namespace"], configmap["data"]) == ("ConfigMap", "shop", "shop",
+                                            {"host": "web.shop", "port": "8080"})
+    assert set(result.targets["export"].clusters) == {"member1"}
+
+
+def test_export_data_goes_to_each_cluster_of_its_topology_in_the_apps_namespace() -> None:
+    """The topology's clusters, not its namespace (KubeVela applies the object in its own
+    namespace too): bank gets nothing."""
+    result = compiled_with([TOPOLOGY_ALL], export(topology="all", kind="Secret", name="conn",
+                                                  data={"password": "s3cret"}))
+    clusters = result.targets["export"].clusters
+    assert set(clusters) == {"member1", "member2"}
+    for [secret] in clusters.values():
+        assert (secret["kind"], secret["metadata"]["namespace"], secret["stringData"]) == (
+            "Secret", "shop", {"password": "s3cret"})
+        assert "type" not in secret
+
+
+@pytest.mark.parametrize(("props", "words"), [
+    ({"namespace": "bank"}, r"steps\[0\]\.properties\.namespace: not supported \(the step "
+                            r"writes or reads the Application's own namespace only"),
+    ({"kind": "ServiceAccount"}, r"properties\.kind"),
+    ({"kind": "ClusterRole"}, r"properties\.kind"),
+    ({"cluster": "member3"}, r"properties\.cluster: not supported for a export-data step"),
+    ({"topology": "nope"}, r"properties\.topology: names no topology policy"),
+    ({"name": "../kube-system/x"}, r"properties\.name: not a Kubernetes object name"),
+    ({"data": {"../x": "1"}}, r"properties\.data: a key is not a ConfigMap or Secret key"),
+    ({"type": "kubernetes.io/service-account-token"}, r"properties\.type: not supported"),
+])
+def test_attack_export_data_refused_by_path(props: JSON, words: str) -> None:
+    """Another namespace, a kind other than ConfigMap or Secret (a cluster-scoped one), a
+    cluster of its own choosing, a token Secret, path characters: refused by name."""
+    with pytest.raises(model.AppError, match=words):
+        compiled(export(**props))
+
+
+def test_attack_export_data_secret_values_are_never_in_a_refusal() -> None:
+    with pytest.raises(model.AppError) as caught:
+        compiled(export(kind="Secret", data={"password": "hunter2", "bad key": "x"}))
+    assert "hunter2" not in str(caught.value)
+
+
+def test_attack_export_data_local_without_a_local_member_is_refused() -> None:
+    """KubeVela's local cluster is its hub: here it is the --local-cluster member, and
+    without one the step is refused rather than written to the hub."""
+    with pytest.raises(model.AppError, match="local"):
+        compile_.compile_app(spec_of(export(data={"a": "b"})), "shop", "shop", {}, FLEET)
+
+
+EXPORTING = copy.deepcopy(COLLECTING)
+EXPORTING["spec"]["policies"].append(
+    {"name": "all", "type": "topology", "properties": {"clusters": ["local", "member2"]}})
+EXPORTING["spec"]["workflow"]["steps"][2] = {
+    "name": "export-data", "type": "export-data", "properties": {"topology": "all"},
+    "inputs": [{"from": "host", "parameterKey": "data.host"}]}
+
+
+async def test_kubeveals_collect_then_export_example_on_the_fleet() -> None:
+    """KubeVela's e2e-multicluster app-collect-service-endpoint-and-export: the host
+    collected in member1 exported as a ConfigMap to local (member1) and member2, tracked."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    status = await run(mc, EXPORTING, 12)
+    assert status["workflow"]["phase"] == "succeeded", status["workflow"]
+    for cluster in ("member1", "member2"):
+        configmap = mc.find(cluster, "ConfigMap", "shop", "shop")
+        assert configmap is not None and configmap["data"] == {"host": "web.shop"}, cluster
+    tracked = {(r["cluster"], r["kind"], r["name"]) for r in status["appliedResources"]}
+    assert {("member1", "ConfigMap", "shop"), ("member2", "ConfigMap", "shop")} <= tracked
+    assert mc.find("member3", "ConfigMap", "shop", "shop") is None
+
+
+def test_dry_run_shows_export_datas_object_per_cluster(tmp_path: Path) -> None:
+    result = dry_run(tmp_path, "    - {name: export, type: export-data, properties: "
+                               "{data: {a: b}}}\n", "--local-cluster", "member1")
+    assert result.exit_code == 0, result.output
+    assert "# step export (export-data): member1 (parallelism 5)\n---\n# cluster: member1\n" \
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\n  namespace: shop\n" \
+        in result.output
