@@ -43,6 +43,8 @@ class Compiled:
     """The objects the controller only reads (``read-only``)."""
     reads: Mapping[str, ReadObject] = dataclasses.field(default_factory=dict)
     """read-object step name -> what it reads (the controller reads it for the step)."""
+    awaits: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """depends-on-app step name -> the Application of the namespace it waits for."""
     collects: Mapping[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
     """collect-service-endpoints step name -> its filters (the controller reads the
     Application's own Services and Ingresses for it)."""
@@ -68,6 +70,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     notifications: dict[str, model.Notification] = {}
     reads: dict[str, tuple[steps.Read, str]] = {}
     collects: dict[str, endpoints.Collect] = {}
+    awaits: dict[str, str] = {}
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
     for item in flow.flatten(spec):
@@ -94,6 +97,9 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
+        if filled.step.type == "depends-on-app":
+            awaits[item.step.name] = steps.depends_on_app(filled.step, app, namespace,
+                                                          f"{item.where}.properties")
         if filled.step.type == "collect-service-endpoints":
             collects[item.step.name] = endpoints.collect(
                 filled.step, app, namespace, [c.name for c in spec.components],
@@ -109,7 +115,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
                     resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen), _reads(reads, targets), collects)
+                    resource_policies.read_only_of(chosen), _reads(reads, targets), awaits,
+                    collects)
 
 
 def _reads(reads: Mapping[str, tuple[steps.Read, str]],

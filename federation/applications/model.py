@@ -55,7 +55,7 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
               "export2config", "export2secret", "print-message-in-status",
-              "collect-service-endpoints", "export-data")
+              "collect-service-endpoints", "export-data", "depends-on-app")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -378,7 +378,8 @@ def _check_step(step: Step, where: str) -> None:
                "print-message-in-status": {"message"},
                "collect-service-endpoints": {"name", "namespace", "components", "port",
                                              "portName", "outer", "protocal"},
-               "export-data": {"name", "namespace", "kind", "data", "topology"}}[step.type]
+               "export-data": {"name", "namespace", "kind", "data", "topology"},
+               "depends-on-app": {"name", "namespace"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

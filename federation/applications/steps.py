@@ -242,6 +242,19 @@ def export_data(step: Step, spec: AppSpec, app: str, namespace: str,
         name=where, type="topology", properties=placement)
 
 
+def depends_on_app(step: Step, app: str, namespace: str, where: str) -> str:
+    """vela-core's ``depends-on-app``: the name of the Application of the same namespace
+    it waits for. ``namespace`` may only be the Application's own (KubeVela requires it
+    and takes any); the Application itself is refused (it would wait for ever)."""
+    props = shapes.check(step.properties, {"name": str, "namespace?": str}, where)
+    own_namespace(props, namespace, where)
+    name = object_name(props["name"], f"{where}.name")
+    if name == app:
+        raise AppError(f"{where}.name: names this Application itself: it would wait for "
+                       "ever for its own workflow")
+    return name
+
+
 @dataclasses.dataclass(frozen=True)
 class Read:
     """What a ``read-object`` step reads: ``cluster`` "" for the hub, else a member."""

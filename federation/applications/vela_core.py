@@ -37,7 +37,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
-                     "collect-service-endpoints", "export-data"),
+                     "collect-service-endpoints", "export-data", "depends-on-app"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -70,8 +70,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "clean-jobs": "deletes Jobs and pods by label in a namespace; not built in yet",
         "create-config": _CONFIG,
         "delete-config": _CONFIG,
-        "depends-on-app": "reads another Application (and may create it from a "
-                          "ConfigMap); not built in yet",
         "deploy-cloud-resource": _TERRAFORM,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "

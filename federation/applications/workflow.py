@@ -45,7 +45,8 @@ DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
 (``apply-component``: one component to one cluster, the same machine)."""
 
 
-TEMPLATE_ROOTS = {"collect-service-endpoints": ("collect", "outputs", "value")}
+TEMPLATE_ROOTS = {"collect-service-endpoints": ("collect", "outputs", "value"),
+                  "depends-on-app": ("dependsOn",)}
 """Step types whose outputs name the fields of their KubeVela template (``value.url``)
 rather than ``output``: the controller observes them under those names."""
 
@@ -557,6 +558,9 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "collect-service-endpoints":
         new, actions = _collecting(step, spec, obs, now)
         return new, actions, resume
+    if spec.type == "depends-on-app":
+        new, actions = _depending(step, spec, obs, now)
+        return new, actions, resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",
@@ -590,6 +594,23 @@ def _collecting(step: StepState, spec: StepSpec, obs: Observations, now: float
     return dataclasses.replace(step, phase="running", reason="Wait",
                                message="waiting for an endpoint of the Application's "
                                        "Services and Ingresses"), [Wait(obs.probe_interval)]
+
+
+def _depending(step: StepState, spec: StepSpec, obs: Observations, now: float
+               ) -> tuple[StepState, list[Action]]:
+    """KubeVela's ``depends-on-app``: the step waits until the Application it names is
+    ``running`` (its ``status.status``), or its timeout. One that does not exist is waited
+    for too: KubeVela would create it from a ConfigMap, which is not done here."""
+    returns = ((obs.outputs.get(spec.name) or {}).get("dependsOn") or {}).get("$returns") or {}
+    phase = ((returns.get("value") or {}).get("status") or {}).get("status")
+    if phase == "running":
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Running",
+                                   message=""), []
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"not running within {spec.timeout:.0f}s")
+    message = returns.get("err") or f"waiting for it to be running (it is {phase or 'new'})"
+    return dataclasses.replace(step, phase="running", reason="Wait", message=str(message)), \
+        [Wait(obs.probe_interval)]
 
 
 def _utc(seconds: float) -> str:

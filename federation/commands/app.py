@@ -207,6 +207,9 @@ def _print(compiled: compile_.Compiled) -> None:
         if read is not None:
             line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
                     f"Application's namespace on {read.cluster or 'the hub'}"
+        awaited = compiled.awaits.get(step.name)
+        if awaited is not None:
+            line += f": waits for Application {awaited} of this namespace to be running"
         chosen = compiled.collects.get(step.name)
         if chosen is not None:
             line += ": waits for an endpoint of the Application's own Services and " \

@@ -3,7 +3,8 @@ tenant: ``print-message-in-status`` (its message as the step's status message),
 ``collect-service-endpoints`` (the endpoints of the Application's own Services and
 Ingresses in the clusters its steps started, into the step's outputs), ``export-data`` (a
 ConfigMap or Secret in the Application's own namespace of a topology's clusters, as a
-deploy step of that one object). Each attack test
+deploy step of that one object), ``depends-on-app`` (waits for another Application of
+the same namespace to be running). Each attack test
 fails on a naive step that reads what its properties name."""
 
 from __future__ import annotations
@@ -367,3 +368,92 @@ def test_dry_run_shows_export_datas_object_per_cluster(tmp_path: Path) -> None:
     assert "# step export (export-data): member1 (parallelism 5)\n---\n# cluster: member1\n" \
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\n  namespace: shop\n" \
         in result.output
+
+
+# -- depends-on-app -------------------------------------------------------------------------
+
+
+def depends(**props: Any) -> JSON:
+    return {"name": "check", "type": "depends-on-app", "properties": props}
+
+
+def test_depends_on_app_names_an_application_of_its_own_namespace() -> None:
+    assert compiled(depends(name="fluxcd", namespace="shop")).awaits == {"check": "fluxcd"}
+    assert compiled(depends(name="fluxcd")).awaits == {"check": "fluxcd"}
+
+
+@pytest.mark.parametrize(("props", "words"), [
+    ({"name": "fluxcd", "namespace": "vela-system"},
+     r"steps\[0\]\.properties\.namespace: not supported \(the step writes or reads the "
+     r"Application's own namespace only"),
+    ({"name": "shop"}, r"properties\.name: names this Application itself"),
+    ({"name": "../bank/x"}, r"properties\.name: not a Kubernetes object name"),
+    ({}, r"properties\.name"),
+    ({"name": "fluxcd", "cluster": "member2"}, r"properties\.cluster: not supported"),
+    ({"name": "fluxcd", "kind": "Secret"}, r"properties\.kind: not supported"),
+])
+def test_attack_depends_on_app_refused_by_path(props: JSON, words: str) -> None:
+    """Another namespace's Application (KubeVela's docs wait for vela-system's), itself,
+    path characters, a cluster, a kind: refused by name before anything is read."""
+    with pytest.raises(model.AppError, match=words):
+        compiled(depends(**props))
+
+
+def other_app(name: str, namespace: str, phase: str | None) -> JSON:
+    body: JSON = {"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+                  "metadata": {"name": name, "namespace": namespace},
+                  "spec": {"components": [{"name": "c", "type": "config",
+                                           "properties": {"data": {"token": "t0ps3cret"}}}]}}
+    if phase is not None:
+        body["status"] = {"status": phase}
+    return body
+
+
+DEPENDING: JSON = {
+    "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+    "metadata": {"name": "shop", "namespace": "shop", "annotations": {}},
+    "spec": {"components": [], "workflow": {"steps": [
+        depends(name="fluxcd"),
+        {"name": "say", "type": "print-message-in-status", "properties": {"message": "go"}}]}}}
+
+
+async def test_depends_on_app_waits_until_the_other_application_is_running() -> None:
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    status = await run(mc, DEPENDING, 3)
+    assert steps_of(status)["check"] == ("running", "Application shop/fluxcd on the hub not "
+                                         "found: waiting for it (it is not created from a "
+                                         "ConfigMap here)")
+    mc.put("hub", other_app("fluxcd", "shop", "runningWorkflow"))
+    status = await run(mc, DEPENDING, 3)
+    assert steps_of(status)["check"] == ("running", "waiting for it to be running (it is "
+                                         "runningWorkflow)")
+    mc.put("hub", other_app("fluxcd", "shop", "running"))
+    status = await run(mc, DEPENDING, 3)
+    assert status["workflow"]["phase"] == "succeeded", status["workflow"]
+    assert steps_of(status) == {"check": ("succeeded", ""), "say": ("succeeded", "go")}
+    assert "t0ps3cret" not in json.dumps(status)
+
+
+async def test_attack_another_namespaces_running_application_does_not_release_it() -> None:
+    """bank's 'fluxcd' is running; shop's step reads only shop's namespace and waits."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    mc.put("hub", other_app("fluxcd", "bank", "running"))
+    status = await run(mc, DEPENDING, 3)
+    assert steps_of(status)["check"][0] == "running"
+    assert steps_of(status)["say"][0] == "pending"
+
+
+def test_depends_on_app_times_out() -> None:
+    result = compiled({**depends(name="fluxcd"), "timeout": "10s"})
+    state = workflow.initial(1, result.steps, 0.0)
+    state, _ = workflow.evaluate(state, result.steps, workflow.Observations(), 1.0)
+    state, _ = workflow.evaluate(state, result.steps, workflow.Observations(), 12.0)
+    assert (state.steps[0].phase, state.steps[0].reason) == ("failed", "Timeout")
+
+
+def test_dry_run_says_which_application_depends_on_app_waits_for(tmp_path: Path) -> None:
+    result = dry_run(tmp_path, "    - {name: check, type: depends-on-app, properties: "
+                               "{name: fluxcd, namespace: shop}}\n")
+    assert result.exit_code == 0, result.output
+    assert "# step check (depends-on-app): waits for Application fluxcd of this namespace to " \
+        "be running" in result.output
