@@ -43,6 +43,8 @@ class Compiled:
     """The objects the controller only reads (``read-only``)."""
     reads: Mapping[str, ReadObject] = dataclasses.field(default_factory=dict)
     """read-object step name -> what it reads (the controller reads it for the step)."""
+    cleans: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    """clean-jobs step name -> the label selector of the Jobs and Pods it takes away."""
     awaits: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """depends-on-app step name -> the Application of the namespace it waits for."""
     collects: Mapping[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
@@ -71,6 +73,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     reads: dict[str, tuple[steps.Read, str]] = {}
     collects: dict[str, endpoints.Collect] = {}
     awaits: dict[str, str] = {}
+    cleans: dict[str, dict[str, str]] = {}
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
     for item in flow.flatten(spec):
@@ -97,6 +100,9 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
+        if filled.step.type == "clean-jobs":
+            cleans[item.step.name] = steps.clean_jobs(filled.step, app, namespace,
+                                                      f"{item.where}.properties")
         if filled.step.type == "depends-on-app":
             awaits[item.step.name] = steps.depends_on_app(filled.step, app, namespace,
                                                           f"{item.where}.properties")
@@ -115,8 +121,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
                     resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen), _reads(reads, targets), awaits,
-                    collects)
+                    resource_policies.read_only_of(chosen), _reads(reads, targets), cleans,
+                    awaits, collects)
 
 
 def _reads(reads: Mapping[str, tuple[steps.Read, str]],

@@ -55,7 +55,7 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
               "export2config", "export2secret", "print-message-in-status",
-              "collect-service-endpoints", "export-data", "depends-on-app")
+              "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -379,7 +379,8 @@ def _check_step(step: Step, where: str) -> None:
                "collect-service-endpoints": {"name", "namespace", "components", "port",
                                              "portName", "outer", "protocal"},
                "export-data": {"name", "namespace", "kind", "data", "topology"},
-               "depends-on-app": {"name", "namespace"}}[step.type]
+               "depends-on-app": {"name", "namespace"},
+               "clean-jobs": {"labelselector", "namespace"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

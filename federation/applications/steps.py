@@ -255,6 +255,39 @@ def depends_on_app(step: Step, app: str, namespace: str, where: str) -> str:
     return name
 
 
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def clean_jobs(step: Step, app: str, namespace: str, where: str) -> dict[str, str]:
+    """vela-core's ``clean-jobs``: the label selector of the Jobs and Pods it deletes
+    (``labelselector``, default ``workflow.oam.dev/name: <app>``, KubeVela's), in the
+    Application's own namespace only (``namespace`` naming another is refused)."""
+    props = shapes.check(step.properties, {"labelselector?": shapes.STRINGS_MAP, "namespace?": str},
+                         where)
+    own_namespace(props, namespace, where)
+    selector = props.get("labelselector")
+    if selector is None:
+        return {"workflow.oam.dev/name": app}
+    for key in selector:
+        if len(key) > 316 or not _LABEL_KEY.match(key):
+            raise AppError(f"{where}.labelselector: a key is not a label key")
+    return dict(selector)
+
+
+def cleaned(manifest: Mapping[str, Any], namespace: str, selector: Mapping[str, str]) -> bool:
+    """Whether a ``clean-jobs`` step with ``selector`` takes ``manifest`` (a rendered
+    object of the Application) away: a Job or a Pod of its own namespace whose labels
+    hold every pair of the selector."""
+    kind, version = manifest.get("kind"), str(manifest.get("apiVersion") or "")
+    if not ((kind == "Job" and version.startswith("batch/")) or (kind, version) == ("Pod", "v1")):
+        return False
+    meta = manifest.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return meta.get("namespace") == namespace and all(
+        labels.get(key) == value for key, value in selector.items())
+
+
 @dataclasses.dataclass(frozen=True)
 class Read:
     """What a ``read-object`` step reads: ``cluster`` "" for the hub, else a member."""

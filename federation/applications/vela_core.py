@@ -37,7 +37,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
-                     "collect-service-endpoints", "export-data", "depends-on-app"),
+                     "collect-service-endpoints", "export-data", "depends-on-app",
+                     "clean-jobs"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -67,7 +68,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "apply-terraform-provider": _TERRAFORM,
         "build-push-image": _SHELL,
         "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
-        "clean-jobs": "deletes Jobs and pods by label in a namespace; not built in yet",
         "create-config": _CONFIG,
         "delete-config": _CONFIG,
         "deploy-cloud-resource": _TERRAFORM,

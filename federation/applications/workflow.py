@@ -561,6 +561,11 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "depends-on-app":
         new, actions = _depending(step, spec, obs, now)
         return new, actions, resume
+    if spec.type == "clean-jobs":  # the controller takes them away: :func:`cleaning`
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Cleaned",
+                                   message="this Application's Jobs and Pods it selects are "
+                                           "deleted from where earlier steps put them"), \
+            [], resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",
@@ -729,6 +734,22 @@ def held(spec: StepSpec, step: StepState, cluster: str, objects: Sequence[JSON]
 
 def component_of(obj: Mapping[str, Any]) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL, ""))
+
+
+def cleaning(state: State, cleans: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Per deploying step, the selectors of the clean-jobs steps that succeeded after it
+    ended in this run (KubeVela's clean-jobs deletes what is there when it runs: a step
+    that deploys later keeps its Jobs)."""
+    ended = [s for s in state.steps if s.name in cleans and s.phase == "succeeded"
+             and s.finished is not None]
+    found: dict[str, list[Any]] = {}
+    for step in state.steps:
+        if step.type not in DEPLOYING or step.finished is None:
+            continue
+        for clean in ended:
+            if step.finished <= (clean.first_execute or clean.finished or 0.0):
+                found.setdefault(step.name, []).append(cleans[clean.name])
+    return found
 
 
 def assignments(state: State) -> dict[str, tuple[str, ...]]:

@@ -207,6 +207,11 @@ def _print(compiled: compile_.Compiled) -> None:
         if read is not None:
             line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
                     f"Application's namespace on {read.cluster or 'the hub'}"
+        selector = compiled.cleans.get(step.name)
+        if selector is not None:
+            labels = ", ".join(f"{k}={v}" for k, v in selector.items()) or "any labels"
+            line += ": deletes this Application's own Jobs (their pods with them) and Pods " \
+                    f"labelled {labels} in its namespace, where earlier steps put them"
         awaited = compiled.awaits.get(step.name)
         if awaited is not None:
             line += f": waits for Application {awaited} of this namespace to be running"

@@ -37,14 +37,7 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
                                 build.component_health)
     state, build.actions = workflow.evaluate(state, compiled.steps, obs, now)
     build.state = state
-    specs = {s.name: s for s in compiled.steps}
-    steps = {s.name: s for s in state.steps}
-    for step, clusters in workflow.assignments(state).items():
-        for cluster in clusters:
-            objects = compiled.targets[step].clusters.get(cluster, ())
-            now_held, later = workflow.held(specs[step], steps[step], cluster, objects)
-            build.desired[(cluster, step)] = [(o, build.number) for o in now_held]
-            build.hold |= {Entry.of(cluster, o, build.number, step).key for o in later}
+    held(build)
     done = state.phase == "succeeded" or (state.phase == "failed"
                                           and compiled.gc.continue_on_failure)
     build.final = {e.cluster for e in build.entries()} if done else set()
@@ -60,6 +53,26 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     if build.restart_asked and state.end is not None:  # ``true``: it ended, restart it
         waits.append(0.0)
     return requeue(min(waits)) if waits else None
+
+
+def held(build: Build) -> None:
+    """What each reached (cluster, step) holds: this revision's objects, but those a
+    clean-jobs step took away since the step ended (then deleted through the tracker, as
+    any object no longer held: only what this Application placed) and those an ordered
+    deploy has not released yet (kept as they are)."""
+    compiled, state = build.compiled, build.state
+    assert compiled is not None and state is not None
+    specs = {s.name: s for s in compiled.steps}
+    states = {s.name: s for s in state.steps}
+    cleaned = workflow.cleaning(state, compiled.cleans)
+    for step, clusters in workflow.assignments(state).items():
+        for cluster in clusters:
+            objects = [o for o in compiled.targets[step].clusters.get(cluster, ())
+                       if not any(steps.cleaned(o, build.namespace, selector)
+                                  for selector in cleaned.get(step, ()))]
+            now_held, later = workflow.held(specs[step], states[step], cluster, objects)
+            build.desired[(cluster, step)] = [(o, build.number) for o in now_held]
+            build.hold |= {Entry.of(cluster, o, build.number, step).key for o in later}
 
 
 def context_of(build: Build) -> dict[str, Any]:

@@ -4,8 +4,9 @@ tenant: ``print-message-in-status`` (its message as the step's status message),
 Ingresses in the clusters its steps started, into the step's outputs), ``export-data`` (a
 ConfigMap or Secret in the Application's own namespace of a topology's clusters, as a
 deploy step of that one object), ``depends-on-app`` (waits for another Application of
-the same namespace to be running). Each attack test
-fails on a naive step that reads what its properties name."""
+the same namespace to be running), ``clean-jobs`` (this Application's own Jobs and Pods
+of its namespace taken away where earlier steps put them, deleted through the tracker).
+Each attack test fails on a naive step that reads or deletes what its properties name."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 from federation.applications import compile as compile_
 from federation.applications import endpoints, model, scope, workflow
 from federation.cli import cli
+from federation.contexts.client import Resource
 from federation.controllers.applications.settings import ApplicationSettings
 from federation.placement import clusters as clusters_
 from tests.unit.applications.test_controller import MC, REQUEST, Clock, set_app
@@ -204,8 +206,13 @@ COLLECTING: JSON = {
 
 
 async def run(mc: MC, app: JSON, times: int = 10) -> JSON:
-    clock = Clock()
     set_app(mc, app)
+    return await reconcile(mc, times)
+
+
+async def reconcile(mc: MC, times: int, clock: Clock | None = None) -> JSON:
+    """Reconciles of the Application as it is on the hub, each by a new controller."""
+    clock = clock or Clock()
     status: JSON = {}
     settings = ApplicationSettings(local_cluster="member1")
     for _ in range(times):
@@ -419,16 +426,17 @@ DEPENDING: JSON = {
 
 async def test_depends_on_app_waits_until_the_other_application_is_running() -> None:
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    clock = Clock()
     status = await run(mc, DEPENDING, 3)
     assert steps_of(status)["check"] == ("running", "Application shop/fluxcd on the hub not "
                                          "found: waiting for it (it is not created from a "
                                          "ConfigMap here)")
     mc.put("hub", other_app("fluxcd", "shop", "runningWorkflow"))
-    status = await run(mc, DEPENDING, 3)
+    status = await reconcile(mc, 3, clock)
     assert steps_of(status)["check"] == ("running", "waiting for it to be running (it is "
                                          "runningWorkflow)")
     mc.put("hub", other_app("fluxcd", "shop", "running"))
-    status = await run(mc, DEPENDING, 3)
+    status = await reconcile(mc, 3, clock)
     assert status["workflow"]["phase"] == "succeeded", status["workflow"]
     assert steps_of(status) == {"check": ("succeeded", ""), "say": ("succeeded", "go")}
     assert "t0ps3cret" not in json.dumps(status)
@@ -457,3 +465,127 @@ def test_dry_run_says_which_application_depends_on_app_waits_for(tmp_path: Path)
     assert result.exit_code == 0, result.output
     assert "# step check (depends-on-app): waits for Application fluxcd of this namespace to " \
         "be running" in result.output
+
+
+# -- clean-jobs -----------------------------------------------------------------------------
+
+
+def clean(**props: Any) -> JSON:
+    return {"name": "clean", "type": "clean-jobs", "properties": props}
+
+
+def test_clean_jobs_selects_kubevelas_default_label_or_the_given_one() -> None:
+    assert compiled(clean()).cleans == {"clean": {"workflow.oam.dev/name": "shop"}}
+    assert compiled(clean(labelselector={"my-label": "my-value"}, namespace="shop")).cleans \
+        == {"clean": {"my-label": "my-value"}}
+
+
+@pytest.mark.parametrize(("props", "words"), [
+    ({"namespace": "bank"}, r"steps\[0\]\.properties\.namespace: not supported \(the step "
+                            r"writes or reads the Application's own namespace only"),
+    ({"namespace": "kube-system"}, r"properties\.namespace: not supported"),
+    ({"labelselector": ["a"]}, r"properties\.labelselector"),
+    ({"labelselector": {"a": 1}}, r"properties\.labelselector"),
+    ({"labelselector": {"../x": "1"}}, r"properties\.labelselector: a key is not a label key"),
+    ({"cluster": "member3"}, r"properties\.cluster: not supported for a clean-jobs step"),
+    ({"kind": "Secret"}, r"properties\.kind: not supported"),
+])
+def test_attack_clean_jobs_refused_by_path(props: JSON, words: str) -> None:
+    """Another namespace (a system one too), a cluster of its choosing, a kind (a
+    Secret), a selector that is no label map: refused by name."""
+    with pytest.raises(model.AppError, match=words):
+        compiled(clean(**props))
+
+
+def job(name: str, labels: dict[str, str], namespace: str = "shop") -> JSON:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "c", "image": "busybox"}]}}}}
+
+
+fakes.KINDS.setdefault("Job", Resource("batch", "v1", "jobs", "Job"))
+LABEL = {"workflow.oam.dev/name": "shop"}
+CLEANING: JSON = {
+    "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+    "metadata": {"name": "shop", "namespace": "shop", "annotations": {}},
+    "spec": {
+        "components": [
+            {"name": "init", "type": "k8s-objects", "properties": {"objects": [
+                job("init", LABEL), job("keep", {"other": "x"})]}},
+            {"name": "late", "type": "k8s-objects", "properties": {"objects": [
+                job("late", LABEL)]}}],
+        "policies": [{"name": "one", "type": "topology",
+                      "properties": {"clusters": ["member1"]}},
+                     {"name": "init-only", "type": "override",
+                      "properties": {"selector": ["init"]}},
+                     {"name": "late-only", "type": "override",
+                      "properties": {"selector": ["late"]}}],
+        "workflow": {"steps": [
+            {"name": "init", "type": "deploy", "properties": {"policies": ["one",
+                                                                           "init-only"]}},
+            clean(),
+            {"name": "late", "type": "deploy", "properties": {"policies": ["one",
+                                                                           "late-only"]}}]}}}
+
+
+def completed(mc: MC, cluster: str) -> None:
+    """The member's Job controller, in small: every Job there has succeeded."""
+    for name in ("init", "keep", "late"):
+        live = mc.find(cluster, "Job", name, "shop")
+        if live is not None and not live.get("status"):
+            live["status"] = {"succeeded": 1, "conditions": [
+                {"type": "Complete", "status": "True"}]}
+            mc.put(cluster, live)
+
+
+async def test_clean_jobs_deletes_the_apps_own_jobs_placed_before_it_and_no_other() -> None:
+    """The init Job (labelled) goes once clean-jobs ran; 'keep' (not labelled) and 'late'
+    (placed by a later step) stay; so do a Job of another Application and a member's own
+    Job with the same label in shop's namespace of member1, and one in member3, where
+    shop does not deploy: the control plane deletes only what this Application placed."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    other = job("other-app", LABEL)
+    other["metadata"]["annotations"] = {"federation.io/application": "shop/other"}
+    other["metadata"]["labels"] = {**LABEL, "federation.io/managed-by": "federation"}
+    mc.put("member1", other)
+    mc.put("member1", job("members-own", LABEL))
+    mc.put("member3", job("elsewhere", LABEL))
+    set_app(mc, CLEANING)
+    clock = Clock()
+    status: JSON = {}
+    for _ in range(6):
+        status = await reconcile(mc, 2, clock)
+        completed(mc, "member1")
+        if status["workflow"]["phase"] == "succeeded":
+            break
+    assert status["workflow"]["phase"] == "succeeded", status["workflow"]
+    assert steps_of(status)["clean"][0] == "succeeded"
+    assert mc.find("member1", "Job", "init", "shop") is None
+    for cluster, name in (("member1", "keep"), ("member1", "late"), ("member1", "other-app"),
+                          ("member1", "members-own"), ("member3", "elsewhere")):
+        assert mc.find(cluster, "Job", name, "shop") is not None, name
+    tracked = {(r["cluster"], r["kind"], r["name"]) for r in status["appliedResources"]}
+    assert ("member1", "Job", "init") not in tracked
+    assert ("member1", "Job", "late") in tracked
+
+
+def test_dry_run_says_what_clean_jobs_deletes(tmp_path: Path) -> None:
+    result = dry_run(tmp_path, "    - {name: clean, type: clean-jobs, properties: "
+                               "{labelselector: {my-label: my-value}}}\n")
+    assert result.exit_code == 0, result.output
+    assert "# step clean (clean-jobs): deletes this Application's own Jobs (their pods with " \
+        "them) and Pods labelled my-label=my-value in its namespace, where earlier steps put " \
+        "them" in result.output
+
+
+def test_rendering_a_manifest_leaves_the_applications_own_labels_unchanged() -> None:
+    """A k8s-objects manifest's labels are copied before ours are added: the controller
+    renders from the cached Application, which must not change (it did: the labels map was
+    shared, found by the clean-jobs test on the frozen fleet cache)."""
+    spec = spec_of()
+    spec["components"] = [{"name": "init", "type": "k8s-objects",
+                           "properties": {"objects": [job("init", LABEL)]}}]
+    before = copy.deepcopy(spec)
+    compile_.compile_app(spec, "shop", "shop", {}, FLEET, local_cluster="member1")
+    assert spec == before
