@@ -122,9 +122,11 @@ async def awaited_apps(view: ApplicationView, build: Build) -> dict[str, JSON]:
         returns: JSON = {"err": f"{read['$returns'].get('err')}: waiting for it (it is not "
                                 "created from a ConfigMap here)"}
         if value is not None:
+            shown = value.get("status")  # whoever may write its status chose its shape
+            phase = shown.get("status") if isinstance(shown, dict) else None
             returns = {"value": {
                 "metadata": {"name": name, "namespace": build.namespace},
-                "status": {"status": str((value.get("status") or {}).get("status") or "")}}}
+                "status": {"status": phase if isinstance(phase, str) else ""}}}
         found[step] = {"dependsOn": {"$returns": returns}}
     return found
 

@@ -442,6 +442,18 @@ async def test_depends_on_app_waits_until_the_other_application_is_running() -> 
     assert "t0ps3cret" not in json.dumps(status)
 
 
+@pytest.mark.parametrize("shown", [["running"], {"status": ["running"]}, "running", None])
+async def test_attack_a_malformed_status_of_the_other_application_is_not_running(
+        shown: Any) -> None:
+    """The other Application's status is whatever its writer put there: read as no phase."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    body = other_app("fluxcd", "shop", None)
+    body["status"] = shown
+    mc.put("hub", body)
+    status = await run(mc, DEPENDING, 2)
+    assert steps_of(status)["check"] == ("running", "waiting for it to be running (it is new)")
+
+
 async def test_attack_another_namespaces_running_application_does_not_release_it() -> None:
     """bank's 'fluxcd' is running; shop's step reads only shop's namespace and waits."""
     mc = MC(fakes.cluster_set(*fakes.MEMBERS))
