@@ -70,10 +70,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     specs: list[workflow.StepSpec] = []
     targets: dict[str, policies.Target] = {}
     notifications: dict[str, model.Notification] = {}
-    reads: dict[str, tuple[steps.Read, str]] = {}
-    collects: dict[str, endpoints.Collect] = {}
-    awaits: dict[str, str] = {}
-    cleans: dict[str, dict[str, str]] = {}
+    beside = _Beside()
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
     for item in flow.flatten(spec):
@@ -86,6 +83,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                 continue
             target, step_spec, note = _compile_step(filled.step, dataclasses.replace(
                 context, spec=filled.spec), item.where)
+            beside.add(filled.step, context, item.where)
         except model.AppError as exc:
             if not item.step.inputs:
                 raise
@@ -100,19 +98,6 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
-        if filled.step.type == "clean-jobs":
-            cleans[item.step.name] = steps.clean_jobs(filled.step, app, namespace,
-                                                      f"{item.where}.properties")
-        if filled.step.type == "depends-on-app":
-            awaits[item.step.name] = steps.depends_on_app(filled.step, app, namespace,
-                                                          f"{item.where}.properties")
-        if filled.step.type == "collect-service-endpoints":
-            collects[item.step.name] = endpoints.collect(
-                filled.step, app, namespace, [c.name for c in spec.components],
-                f"{item.where}.properties")
-        if filled.step.type == "read-object":
-            reads[item.step.name] = (steps.read_object(
-                filled.step, namespace, f"{item.where}.properties"), item.where)
         specs.append(dataclasses.replace(
             _step_spec(item, step_spec, properties=filled.step.properties),
             rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
@@ -121,8 +106,32 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
                     resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen), _reads(reads, targets), cleans,
-                    awaits, collects)
+                    resource_policies.read_only_of(chosen), _reads(beside.reads, targets),
+                    beside.cleans, beside.awaits, beside.collects)
+
+
+@dataclasses.dataclass
+class _Beside:
+    """What the controller does for some steps beside the state machine: the reads of
+    read-object, the waits of depends-on-app and collect-service-endpoints, the selectors
+    of clean-jobs, by step name."""
+
+    reads: dict[str, tuple[steps.Read, str]] = dataclasses.field(default_factory=dict)
+    cleans: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    awaits: dict[str, str] = dataclasses.field(default_factory=dict)
+    collects: dict[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
+
+    def add(self, step: model.Step, context: _Context, where: str) -> None:
+        here, app, namespace = f"{where}.properties", context.app, context.namespace
+        if step.type == "read-object":
+            self.reads[step.name] = (steps.read_object(step, namespace, here), where)
+        elif step.type == "clean-jobs":
+            self.cleans[step.name] = steps.clean_jobs(step, app, namespace, here)
+        elif step.type == "depends-on-app":
+            self.awaits[step.name] = steps.depends_on_app(step, app, namespace, here)
+        elif step.type == "collect-service-endpoints":
+            self.collects[step.name] = endpoints.collect(
+                step, app, namespace, [c.name for c in context.spec.components], here)
 
 
 def _reads(reads: Mapping[str, tuple[steps.Read, str]],

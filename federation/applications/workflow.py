@@ -552,20 +552,10 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
-    if spec.type == "print-message-in-status":  # KubeVela's builtin.#Message
-        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
-                                   message=spec.message), [], resume
-    if spec.type == "collect-service-endpoints":
-        new, actions = _collecting(step, spec, obs, now)
+    own = _STEPS.get(spec.type)
+    if own is not None:
+        new, actions = own(step, spec, obs, now)
         return new, actions, resume
-    if spec.type == "depends-on-app":
-        new, actions = _depending(step, spec, obs, now)
-        return new, actions, resume
-    if spec.type == "clean-jobs":  # the controller takes them away: :func:`cleaning`
-        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Cleaned",
-                                   message="this Application's Jobs and Pods it selects are "
-                                           "deleted from where earlier steps put them"), \
-            [], resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",
@@ -616,6 +606,28 @@ def _depending(step: StepState, spec: StepSpec, obs: Observations, now: float
     message = returns.get("err") or f"waiting for it to be running (it is {phase or 'new'})"
     return dataclasses.replace(step, phase="running", reason="Wait", message=str(message)), \
         [Wait(obs.probe_interval)]
+
+
+def _message(step: StepState, spec: StepSpec, obs: Observations, now: float
+             ) -> tuple[StepState, list[Action]]:
+    """KubeVela's ``builtin.#Message``: the step's message in its status."""
+    return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
+                               message=spec.message), []
+
+
+def _cleaned(step: StepState, spec: StepSpec, obs: Observations, now: float
+             ) -> tuple[StepState, list[Action]]:
+    """clean-jobs: the controller takes them away (:func:`cleaning`)."""
+    return dataclasses.replace(step, phase="succeeded", finished=now, reason="Cleaned",
+                               message="this Application's Jobs and Pods it selects are "
+                                       "deleted from where earlier steps put them"), []
+
+
+_STEPS: dict[str, Callable[[StepState, StepSpec, Observations, float],
+                           tuple[StepState, list[Action]]]] = {
+    "print-message-in-status": _message, "collect-service-endpoints": _collecting,
+    "depends-on-app": _depending, "clean-jobs": _cleaned}
+"""Steps that advance on what was observed alone (no resume, no deploy)."""
 
 
 def _utc(seconds: float) -> str:
