@@ -9,6 +9,7 @@ from typing import Any
 
 from federation.applications import (
     dataflow,
+    endpoints,
     flow,
     model,
     policies,
@@ -42,6 +43,13 @@ class Compiled:
     """The objects the controller only reads (``read-only``)."""
     reads: Mapping[str, ReadObject] = dataclasses.field(default_factory=dict)
     """read-object step name -> what it reads (the controller reads it for the step)."""
+    cleans: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    """clean-jobs step name -> the label selector of the Jobs and Pods it takes away."""
+    awaits: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """depends-on-app step name -> the Application of the namespace it waits for."""
+    collects: Mapping[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
+    """collect-service-endpoints step name -> its filters (the controller reads the
+    Application's own Services and Ingresses for it)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -62,7 +70,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     specs: list[workflow.StepSpec] = []
     targets: dict[str, policies.Target] = {}
     notifications: dict[str, model.Notification] = {}
-    reads: dict[str, tuple[steps.Read, str]] = {}
+    beside = _Beside()
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
                        model.RenderBudget(), user)
     for item in flow.flatten(spec):
@@ -75,6 +83,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                 continue
             target, step_spec, note = _compile_step(filled.step, dataclasses.replace(
                 context, spec=filled.spec), item.where)
+            beside.add(filled.step, context, item.where)
         except model.AppError as exc:
             if not item.step.inputs:
                 raise
@@ -89,9 +98,6 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             targets[item.step.name] = target
         if note is not None:
             notifications[item.step.name] = note
-        if filled.step.type == "read-object":
-            reads[item.step.name] = (steps.read_object(
-                filled.step, namespace, f"{item.where}.properties"), item.where)
         specs.append(dataclasses.replace(
             _step_spec(item, step_spec, properties=filled.step.properties),
             rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
@@ -100,7 +106,32 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,
                     resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen), _reads(reads, targets))
+                    resource_policies.read_only_of(chosen), _reads(beside.reads, targets),
+                    beside.cleans, beside.awaits, beside.collects)
+
+
+@dataclasses.dataclass
+class _Beside:
+    """What the controller does for some steps beside the state machine: the reads of
+    read-object, the waits of depends-on-app and collect-service-endpoints, the selectors
+    of clean-jobs, by step name."""
+
+    reads: dict[str, tuple[steps.Read, str]] = dataclasses.field(default_factory=dict)
+    cleans: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    awaits: dict[str, str] = dataclasses.field(default_factory=dict)
+    collects: dict[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
+
+    def add(self, step: model.Step, context: _Context, where: str) -> None:
+        here, app, namespace = f"{where}.properties", context.app, context.namespace
+        if step.type == "read-object":
+            self.reads[step.name] = (steps.read_object(step, namespace, here), where)
+        elif step.type == "clean-jobs":
+            self.cleans[step.name] = steps.clean_jobs(step, app, namespace, here)
+        elif step.type == "depends-on-app":
+            self.awaits[step.name] = steps.depends_on_app(step, app, namespace, here)
+        elif step.type == "collect-service-endpoints":
+            self.collects[step.name] = endpoints.collect(
+                step, app, namespace, [c.name for c in context.spec.components], here)
 
 
 def _reads(reads: Mapping[str, tuple[steps.Read, str]],
@@ -129,6 +160,9 @@ def _compile_step(step: model.Step, context: _Context, where: str
         first, every, relative = model.restart_schedule(step.properties, f"{where}.properties")
         return None, dataclasses.replace(step_spec, restart=(first, every),
                                          restart_relative=relative), None
+    if step.type == "print-message-in-status":
+        message = model.status_message(step.properties, f"{where}.properties")
+        return None, dataclasses.replace(step_spec, message=message), None
     if step.type != "notification":
         return None, step_spec, None
     note = model.notification(step.properties, f"{where}.properties")
@@ -174,6 +208,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     spec = context.spec
     if step.type == "deploy":
         names = list(props.get("policies") or [])
+    elif step.type == "export-data":
+        spec, topology = steps.export_data(step, spec, context.app, context.namespace, known,
+                                           where)
+        names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, context.namespace, where)
         names, known = [topology.name], {**known, topology.name: topology}

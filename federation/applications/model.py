@@ -54,7 +54,8 @@ POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
-              "export2config", "export2secret", "deploy2env", "print-message-in-status")
+              "export2config", "export2secret", "deploy2env", "print-message-in-status",
+              "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs")
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -68,9 +69,6 @@ cap bounds the work of one evaluation and the notifications one release can ask 
 MAX_EXPRESSION = 1000
 """Characters of one ``if`` or ``valueFrom`` expression: KubeVela's are one line."""
 MAX_DATA_PASSING = 20
-MAX_STATUS_MESSAGE = 4000
-"""Characters of a ``print-message-in-status`` message: it is kept in the status, as a
-notification's message (the same cap)."""
 """``inputs`` or ``outputs`` of one step or component."""
 MAX_RENDERED = 500
 """Objects one revision renders over all its deploy steps (each step renders its components
@@ -373,12 +371,17 @@ def _check_step(step: Step, where: str) -> None:
                "apply-application": set(), "apply-remaining": {"exceptions"},
                "deploy2runtime": {"clusters"},
                "deploy2env": {"policy", "env", "parallel"},
-               "print-message-in-status": {"message"},
                "restart-workflow": {"at", "after", "every"},
                "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
                "export2config": {"configName", "namespace", "data", "cluster"},
                "export2secret": {"secretName", "namespace", "type", "data", "cluster",
-                                 "kind", "dockerRegistry"}}[step.type]
+                                 "kind", "dockerRegistry"},
+               "print-message-in-status": {"message"},
+               "collect-service-endpoints": {"name", "namespace", "components", "port",
+                                             "portName", "outer", "protocal"},
+               "export-data": {"name", "namespace", "kind", "data", "topology"},
+               "depends-on-app": {"name", "namespace"},
+               "clean-jobs": {"labelselector", "namespace"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "
@@ -403,14 +406,21 @@ def _check_step(step: Step, where: str) -> None:
         duration_seconds(str(props["duration"]), f"{where}.properties.duration")
     if step.type == "notification":
         notification(props, f"{where}.properties")
-    if step.type == "print-message-in-status" and not (
-            "message" not in props and any(i.parameterKey == "message" for i in step.inputs)):
-        message = props.get("message")  # else an input gives it when the step runs
-        if not isinstance(message, str) or len(message) > MAX_STATUS_MESSAGE:
-            raise AppError(f"{where}.properties.message: required, a string of at most "
-                           f"{MAX_STATUS_MESSAGE} characters")
     if step.type == "restart-workflow":
         restart_schedule(props, f"{where}.properties")
+    if step.type == "print-message-in-status" and ("message" in props or not step.inputs):
+        status_message(props, f"{where}.properties")  # else the compile, with its inputs
+
+
+def status_message(props: Mapping[str, Any], where: str) -> str:
+    """``print-message-in-status``'s ``message`` (a string, required; at most
+    :data:`MAX_MESSAGE` characters: it is kept in the status)."""
+    message = props.get("message")
+    if not isinstance(message, str):
+        raise AppError(f"{where}.message: required, a string")
+    if len(message) > MAX_MESSAGE:
+        raise AppError(f"{where}.message: {len(message)} characters; at most {MAX_MESSAGE}")
+    return message
 
 
 RESTART_FLOOR_SECONDS = 1.0

@@ -310,8 +310,8 @@ def _manifest(obj: Any, index: int, component: str, where: str) -> JSON:
     for key in ("apiVersion", "kind"):
         if not isinstance(obj.get(key), str) or not obj[key]:
             raise AppError(f"{where}.{key}: required")
-    body = copy.deepcopy(obj)
-    body["metadata"] = _object_meta(obj.get("metadata"), index, component, where)
+    body = copy.deepcopy(obj)  # its metadata too: the labels added later are the copy's
+    body["metadata"] = _object_meta(body.get("metadata"), index, component, where)
     check_shape(body, where)
     body.pop("status", None)
     for field in ("uid", "resourceVersion", "creationTimestamp", "managedFields",

@@ -268,6 +268,89 @@ def exported(kind: str, props: Mapping[str, Any], namespace: str, where: str) ->
     return secret
 
 
+EXPORT_DATA = {"name?": str, "namespace?": str,
+               "kind": shapes.Default(shapes.Enum("ConfigMap", "Secret"), "ConfigMap"),
+               "topology?": str}
+
+
+def export_data(step: Step, spec: AppSpec, app: str, namespace: str,
+                known: Mapping[str, PolicySpec], where: str) -> tuple[AppSpec, PolicySpec]:
+    """vela-core's ``export-data``: a ConfigMap (``data``) or Secret (``data`` as
+    ``stringData``) named ``name`` (default the Application's) in the Application's own
+    namespace, to each cluster of the topology policy ``topology`` (default the local
+    cluster, as KubeVela's ``GetPlacementsFromTopologyPolicies`` without policies), as a
+    deploy step of that one object. The topology's ``namespace`` is not used (KubeVela
+    applies the object in its own namespace too); another ``namespace`` is refused."""
+    here = f"{where}.properties"
+    props = shapes.check({k: v for k, v in step.properties.items() if k != "data"},
+                         EXPORT_DATA, here)
+    own_namespace(props, namespace, here)
+    data = _data(step.properties.get("data"), f"{here}.data")
+    name = object_name(props.get("name", app), f"{here}.name")
+    manifest: JSON = {"apiVersion": "v1", "kind": props["kind"], "metadata": {"name": name}}
+    manifest["data" if props["kind"] == "ConfigMap" else "stringData"] = data
+    try:
+        component = Component(name=step.name, type="k8s-objects",
+                              properties={"objects": [manifest]})
+    except ValueError:
+        raise AppError(f"{where}.name: {step.name!r} must be a DNS label to name the object "
+                       "the step applies") from None
+    placement: JSON = {"clusters": [LOCAL]}
+    if "topology" in props:
+        chosen = known.get(props["topology"])
+        if chosen is None or chosen.type != "topology":
+            raise AppError(f"{here}.topology: names no topology policy of the Application")
+        placement = {k: v for k, v in chosen.properties.items() if k != "namespace"}
+    return spec.model_copy(update={"components": (component,)}), PolicySpec(
+        name=where, type="topology", properties=placement)
+
+
+def depends_on_app(step: Step, app: str, namespace: str, where: str) -> str:
+    """vela-core's ``depends-on-app``: the name of the Application of the same namespace
+    it waits for. ``namespace`` may only be the Application's own (KubeVela requires it
+    and takes any); the Application itself is refused (it would wait for ever)."""
+    props = shapes.check(step.properties, {"name": str, "namespace?": str}, where)
+    own_namespace(props, namespace, where)
+    name = object_name(props["name"], f"{where}.name")
+    if name == app:
+        raise AppError(f"{where}.name: names this Application itself: it would wait for "
+                       "ever for its own workflow")
+    return name
+
+
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def clean_jobs(step: Step, app: str, namespace: str, where: str) -> dict[str, str]:
+    """vela-core's ``clean-jobs``: the label selector of the Jobs and Pods it deletes
+    (``labelselector``, default ``workflow.oam.dev/name: <app>``, KubeVela's), in the
+    Application's own namespace only (``namespace`` naming another is refused)."""
+    props = shapes.check(step.properties, {"labelselector?": shapes.STRINGS_MAP, "namespace?": str},
+                         where)
+    own_namespace(props, namespace, where)
+    selector = props.get("labelselector")
+    if selector is None:
+        return {"workflow.oam.dev/name": app}
+    for key in selector:
+        if len(key) > 316 or not _LABEL_KEY.match(key):
+            raise AppError(f"{where}.labelselector: a key is not a label key")
+    return dict(selector)
+
+
+def cleaned(manifest: Mapping[str, Any], namespace: str, selector: Mapping[str, str]) -> bool:
+    """Whether a ``clean-jobs`` step with ``selector`` takes ``manifest`` (a rendered
+    object of the Application) away: a Job or a Pod of its own namespace whose labels
+    hold every pair of the selector."""
+    kind, version = manifest.get("kind"), str(manifest.get("apiVersion") or "")
+    if not ((kind == "Job" and version.startswith("batch/")) or (kind, version) == ("Pod", "v1")):
+        return False
+    meta = manifest.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return meta.get("namespace") == namespace and all(
+        labels.get(key) == value for key, value in selector.items())
+
+
 @dataclasses.dataclass(frozen=True)
 class Read:
     """What a ``read-object`` step reads: ``cluster`` "" for the hub, else a member."""

@@ -23,8 +23,6 @@ _CONFIG = ("KubeVela's config store (Secrets in vela-system, shared across names
            "this control plane keeps no tenant config store and reads no Secret for an "
            "Application")
 _CONTROLLER = "changes what the controller writes and keeps; not built in yet"
-_DATA = ("reads or exports data beyond the workflow's own step outputs and inputs (which are "
-         "built in); not built in yet")
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
@@ -38,7 +36,9 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
-                     "export2config", "export2secret", "print-message-in-status"),
+                     "export2config", "export2secret", "print-message-in-status",
+                     "collect-service-endpoints", "export-data", "depends-on-app",
+                     "clean-jobs"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -69,15 +69,15 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "apply-terraform-provider": _TERRAFORM,
         "build-push-image": _SHELL,
         "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
-        "clean-jobs": "deletes Jobs and pods by label in a namespace; not built in yet",
-        "collect-service-endpoints": _DATA,
         "create-config": _CONFIG,
         "delete-config": _CONFIG,
-        "depends-on-app": "reads another Application (and may create it from a "
-                          "ConfigMap); not built in yet",
         "deploy-cloud-resource": _TERRAFORM,
-        "export-data": _DATA,
-        "export-service": _DATA,
+        "export-service": "writes a Service and its Endpoints pointing at an address the "
+                          "tenant names: Endpoints are never written in a member (the deny "
+                          "list; the control plane's member role has no right on them, as "
+                          "Kubernetes' own edit role has none since CVE-2021-25740: a "
+                          "selector-less Service's Endpoints forward traffic to any address, "
+                          "another namespace's pods included)",
         "generate-jdbc-connection": _TERRAFORM + "; it reads the cloud resource's Secret",
         "list-config": _CONFIG,
         "read-config": _CONFIG,

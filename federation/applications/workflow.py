@@ -40,9 +40,15 @@ FINISHED = ("succeeded", "failed", "skipped")
 
 DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
              "apply-application", "apply-remaining", "deploy2runtime", "export2config",
-             "export2secret", "deploy2env")
+             "export2secret", "deploy2env", "export-data")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
+
+
+TEMPLATE_ROOTS = {"collect-service-endpoints": ("collect", "outputs", "value"),
+                  "depends-on-app": ("dependsOn",)}
+"""Step types whose outputs name the fields of their KubeVela template (``value.url``)
+rather than ``output``: the controller observes them under those names."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -406,7 +412,10 @@ class _Run:
         (KubeVela's reason ``Output``; a failed step keeps its own reason)."""
         scope: dict[str, Any] = {"context": self._context(spec),
                                  "parameter": dict(spec.properties)}
-        if spec.name in self.obs.outputs:
+        if spec.name in self.obs.outputs and spec.type in TEMPLATE_ROOTS:
+            scope.update({root: self.obs.outputs[spec.name].get(root)
+                          for root in TEMPLATE_ROOTS[spec.type]})
+        elif spec.name in self.obs.outputs:
             scope["output"] = dict(self.obs.outputs[spec.name])
         for output in spec.outputs:
             self.values[output.name] = None
@@ -543,9 +552,10 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
-    if spec.type == "print-message-in-status":  # vela-core's builtin.#Message
-        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
-                                   message=spec.message), [], resume
+    own = _STEPS.get(spec.type)
+    if own is not None:
+        new, actions = own(step, spec, obs, now)
+        return new, actions, resume
     if spec.type == "read-object":
         if spec.name not in obs.outputs:  # not read yet: looked at again
             return dataclasses.replace(step, phase="running", reason="Reading",
@@ -563,6 +573,61 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
                                    message=f"the workflow restarts {what}"), \
             [ScheduleRestart(at, every)], resume
     raise ValueError(f"unknown step type {spec.type!r}")
+
+
+def _collecting(step: StepState, spec: StepSpec, obs: Observations, now: float
+                ) -> tuple[StepState, list[Action]]:
+    """KubeVela's ``builtin.#ConditionalWait``: the step waits until the Application's
+    Services and Ingresses show an endpoint its filters keep (or its timeout)."""
+    found = len(((obs.outputs.get(spec.name) or {}).get("outputs") or {}).get(
+        "endpoints") or ())
+    if found:
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Collected",
+                                   message=f"{found} endpoint(s)"), []
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"no endpoint within {spec.timeout:.0f}s")
+    return dataclasses.replace(step, phase="running", reason="Wait",
+                               message="waiting for an endpoint of the Application's "
+                                       "Services and Ingresses"), [Wait(obs.probe_interval)]
+
+
+def _depending(step: StepState, spec: StepSpec, obs: Observations, now: float
+               ) -> tuple[StepState, list[Action]]:
+    """KubeVela's ``depends-on-app``: the step waits until the Application it names is
+    ``running`` (its ``status.status``), or its timeout. One that does not exist is waited
+    for too: KubeVela would create it from a ConfigMap, which is not done here."""
+    returns = ((obs.outputs.get(spec.name) or {}).get("dependsOn") or {}).get("$returns") or {}
+    phase = ((returns.get("value") or {}).get("status") or {}).get("status")
+    if phase == "running":
+        return dataclasses.replace(step, phase="succeeded", finished=now, reason="Running",
+                                   message=""), []
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"not running within {spec.timeout:.0f}s")
+    message = returns.get("err") or f"waiting for it to be running (it is {phase or 'new'})"
+    return dataclasses.replace(step, phase="running", reason="Wait", message=str(message)), \
+        [Wait(obs.probe_interval)]
+
+
+def _message(step: StepState, spec: StepSpec, obs: Observations, now: float
+             ) -> tuple[StepState, list[Action]]:
+    """KubeVela's ``builtin.#Message``: the step's message in its status."""
+    return dataclasses.replace(step, phase="succeeded", finished=now, reason="Message",
+                               message=spec.message), []
+
+
+def _cleaned(step: StepState, spec: StepSpec, obs: Observations, now: float
+             ) -> tuple[StepState, list[Action]]:
+    """clean-jobs: the controller takes them away (:func:`cleaning`)."""
+    return dataclasses.replace(step, phase="succeeded", finished=now, reason="Cleaned",
+                               message="this Application's Jobs and Pods it selects are "
+                                       "deleted from where earlier steps put them"), []
+
+
+_STEPS: dict[str, Callable[[StepState, StepSpec, Observations, float],
+                           tuple[StepState, list[Action]]]] = {
+    "print-message-in-status": _message, "collect-service-endpoints": _collecting,
+    "depends-on-app": _depending, "clean-jobs": _cleaned}
+"""Steps that advance on what was observed alone (no resume, no deploy)."""
 
 
 def _utc(seconds: float) -> str:
@@ -681,6 +746,22 @@ def held(spec: StepSpec, step: StepState, cluster: str, objects: Sequence[JSON]
 
 def component_of(obj: Mapping[str, Any]) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(COMPONENT_LABEL, ""))
+
+
+def cleaning(state: State, cleans: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Per deploying step, the selectors of the clean-jobs steps that succeeded after it
+    ended in this run (KubeVela's clean-jobs deletes what is there when it runs: a step
+    that deploys later keeps its Jobs)."""
+    ended = [s for s in state.steps if s.name in cleans and s.phase == "succeeded"
+             and s.finished is not None]
+    found: dict[str, list[Any]] = {}
+    for step in state.steps:
+        if step.type not in DEPLOYING or step.finished is None:
+            continue
+        for clean in ended:
+            if step.finished <= (clean.first_execute or clean.finished or 0.0):
+                found.setdefault(step.name, []).append(cleans[clean.name])
+    return found
 
 
 def assignments(state: State) -> dict[str, tuple[str, ...]]:

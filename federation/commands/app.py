@@ -29,10 +29,12 @@ from federation.applications import (
     custom_status,
     definition_files,
     definitions,
+    endpoints,
     model,
     refs,
     restarts,
     scope,
+    workflow,
 )
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
@@ -202,10 +204,7 @@ def _print(compiled: compile_.Compiled) -> None:
             line = f"# step {step.group} / sub-step {step.name} ({step.type})"
         if step.unrendered:
             line += ": rendered once its inputs are known"
-        read = compiled.reads.get(step.name)
-        if read is not None:
-            line += f": reads {read.kind} {read.name} ({read.api_version}) in the " \
-                    f"Application's namespace on {read.cluster or 'the hub'}"
+        line += _what_it_does(compiled, step)
         target = compiled.targets.get(step.name)
         if target is not None:
             line += f": {', '.join(step.targets) or 'no cluster'} " \
@@ -222,6 +221,39 @@ def _print(compiled: compile_.Compiled) -> None:
             for obj in objects:
                 click.echo(f"---\n# cluster: {cluster}")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
+
+
+def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
+    """What a step that reads, waits or deletes does, for its line (deploy steps print
+    their objects instead)."""
+    read = compiled.reads.get(step.name)
+    if read is not None:
+        return f": reads {read.kind} {read.name} ({read.api_version}) in the " \
+               f"Application's namespace on {read.cluster or 'the hub'}"
+    selector = compiled.cleans.get(step.name)
+    if selector is not None:
+        labels = ", ".join(f"{k}={v}" for k, v in selector.items()) or "any labels"
+        return ": deletes this Application's own Jobs (their pods with them) and Pods " \
+               f"labelled {labels} in its namespace, where earlier steps put them"
+    awaited = compiled.awaits.get(step.name)
+    if awaited is not None:
+        return f": waits for Application {awaited} of this namespace to be running"
+    chosen = compiled.collects.get(step.name)
+    if chosen is not None:
+        return ": waits for an endpoint of the Application's own Services and Ingresses " \
+               f"in the clusters its steps deploy to ({_filters(chosen)})"
+    if step.type == "print-message-in-status" and not step.unrendered:
+        return f": its status message will be {json.dumps(step.message)}"
+    return ""
+
+
+def _filters(chosen: endpoints.Collect) -> str:
+    said = [f"components {', '.join(chosen.components)}" if chosen.components is not None
+            else "every component"]
+    said += [f"port {chosen.port}"] if chosen.port is not None else []
+    said += [f"port name {chosen.port_name}"] if chosen.port_name is not None else []
+    said += ["outer only"] if chosen.outer else []
+    return "; ".join(said)
 
 
 def _dry_run_grant(namespace: str, flag: str | None, docs: list[Any]

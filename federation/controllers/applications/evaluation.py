@@ -15,13 +15,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from federation.applications import revision, steps, workflow
+from federation.applications import endpoints, revision, steps, workflow
 from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit.chain import Verdict, requeue
+from federation.hub import manifests
 
 
 async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | None:
@@ -36,14 +37,7 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
                                 build.component_health)
     state, build.actions = workflow.evaluate(state, compiled.steps, obs, now)
     build.state = state
-    specs = {s.name: s for s in compiled.steps}
-    steps = {s.name: s for s in state.steps}
-    for step, clusters in workflow.assignments(state).items():
-        for cluster in clusters:
-            objects = compiled.targets[step].clusters.get(cluster, ())
-            now_held, later = workflow.held(specs[step], steps[step], cluster, objects)
-            build.desired[(cluster, step)] = [(o, build.number) for o in now_held]
-            build.hold |= {Entry.of(cluster, o, build.number, step).key for o in later}
+    held(build)
     done = state.phase == "succeeded" or (state.phase == "failed"
                                           and compiled.gc.continue_on_failure)
     build.final = {e.cluster for e in build.entries()} if done else set()
@@ -59,6 +53,26 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     if build.restart_asked and state.end is not None:  # ``true``: it ended, restart it
         waits.append(0.0)
     return requeue(min(waits)) if waits else None
+
+
+def held(build: Build) -> None:
+    """What each reached (cluster, step) holds: this revision's objects, but those a
+    clean-jobs step took away since the step ended (then deleted through the tracker, as
+    any object no longer held: only what this Application placed) and those an ordered
+    deploy has not released yet (kept as they are)."""
+    compiled, state = build.compiled, build.state
+    assert compiled is not None and state is not None
+    specs = {s.name: s for s in compiled.steps}
+    states = {s.name: s for s in state.steps}
+    cleaned = workflow.cleaning(state, compiled.cleans)
+    for step, clusters in workflow.assignments(state).items():
+        for cluster in clusters:
+            objects = [o for o in compiled.targets[step].clusters.get(cluster, ())
+                       if not any(steps.cleaned(o, build.namespace, selector)
+                                  for selector in cleaned.get(step, ()))]
+            now_held, later = workflow.held(specs[step], states[step], cluster, objects)
+            build.desired[(cluster, step)] = [(o, build.number) for o in now_held]
+            build.hold |= {Entry.of(cluster, o, build.number, step).key for o in later}
 
 
 def context_of(build: Build) -> dict[str, Any]:
@@ -86,6 +100,70 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
             if live is not None:
                 found[spec.name] = live
     found.update(await read_objects(view, build))
+    found.update(await collected_endpoints(view, build))
+    found.update(await awaited_apps(view, build))
+    return found
+
+
+async def awaited_apps(view: ApplicationView, build: Build) -> dict[str, JSON]:
+    """``dependsOn`` of each depends-on-app step not ended yet: the Application it names,
+    of this Application's namespace on the hub, read from the cache; only its name and
+    ``status.status`` are kept (or why it cannot be read). No ConfigMap is read and no
+    Application created (KubeVela's way when it does not exist)."""
+    assert build.compiled is not None and build.state is not None
+    ended = {s.name for s in build.state.steps if s.phase in workflow.FINISHED}
+    found: dict[str, JSON] = {}
+    for step, name in build.compiled.awaits.items():
+        if step in ended:
+            continue
+        read = await read_object(view, build.namespace, steps.Read(
+            "", "core.oam.dev/v1beta1", "Application", name))
+        value = read["$returns"].get("value")
+        returns: JSON = {"err": f"{read['$returns'].get('err')}: waiting for it (it is not "
+                                "created from a ConfigMap here)"}
+        if value is not None:
+            shown = value.get("status")  # whoever may write its status chose its shape
+            phase = shown.get("status") if isinstance(shown, dict) else None
+            returns = {"value": {
+                "metadata": {"name": name, "namespace": build.namespace},
+                "status": {"status": phase if isinstance(phase, str) else ""}}}
+        found[step] = {"dependsOn": {"$returns": returns}}
+    return found
+
+
+async def collected_endpoints(view: ApplicationView, build: Build) -> dict[str, JSON]:
+    """The template of each collect-service-endpoints step not ended yet, from the
+    endpoints of the Application's own Services and Ingresses: the ones this revision
+    renders (of the step's components) in the clusters its steps started, read from those
+    clusters' caches, and only when the live object is this Application's (our
+    annotation names it): another's object of that name is not read."""
+    assert build.compiled is not None and build.state is not None
+    ended = {s.name for s in build.state.steps if s.phase in workflow.FINISHED}
+    pending = {n: c for n, c in build.compiled.collects.items() if n not in ended}
+    if not pending:
+        return {}
+    found = await _own_endpoints(view, build)
+    return {name: endpoints.template(chosen, [
+        e for e in found if chosen.components is None or e["component"] in chosen.components])
+        for name, chosen in pending.items()}
+
+
+async def _own_endpoints(view: ApplicationView, build: Build) -> list[JSON]:
+    assert build.compiled is not None and build.state is not None
+    found: list[JSON] = []
+    seen: set[tuple[str, str, str]] = set()
+    for step, clusters in workflow.assignments(build.state).items():
+        target = build.compiled.targets.get(step)
+        for cluster in clusters if target is not None else ():
+            for obj in target.clusters.get(cluster) or () if target else ():
+                key = (cluster, obj["kind"], obj["metadata"]["name"])
+                if not endpoints.collectable(obj) or key in seen:
+                    continue
+                seen.add(key)
+                live = await read_back(view, cluster, obj)
+                if live is not None and manifests.application_of(live) == build.owner:
+                    found.extend(endpoints.of_object(live, cluster,
+                                                     workflow.component_of(obj)))
     return found
 
 

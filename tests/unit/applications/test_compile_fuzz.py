@@ -151,7 +151,14 @@ VALID: list[dict[str, Any]] = [
         {"name": "out", "type": "deploy2runtime", "properties": {"clusters": ["member2"]}},
         {"name": "obj", "type": "apply-object", "properties": {"value": {
             "apiVersion": "v1", "kind": "ConfigMap"}}},
-        {"name": "dep", "type": "apply-deployment", "properties": {"image": "x"}}]}},
+        {"name": "dep", "type": "apply-deployment", "properties": {"image": "x"}},
+        {"name": "say", "type": "print-message-in-status", "properties": {"message": "m"}},
+        {"name": "eps", "type": "collect-service-endpoints",
+         "properties": {"components": ["web"], "port": 80, "outer": True}},
+        {"name": "data", "type": "export-data", "properties": {
+            "topology": "t", "kind": "Secret", "data": {"k": "v"}}},
+        {"name": "wait-app", "type": "depends-on-app", "properties": {"name": "other"}},
+        {"name": "clean", "type": "clean-jobs", "properties": {"labelselector": {"a": "b"}}}]}},
 ]
 
 FIELDS = ["name", "type", "properties", "traits", "policies", "clusters", "image", "port",
