@@ -72,6 +72,9 @@ class Session:
         self.heartbeat_interval = 2.0
         self.renewing = False
         """A renewal was asked for on this stream and not answered yet (one at a time)."""
+        self.replica = ""
+        """The control-plane replica this stream reached (its Welcome says; "" without
+        shards): the generations of its Work are compared with that replica's."""
 
     def send(self, message: pb.AgentMessage) -> None:
         if not self.closed:
@@ -106,8 +109,10 @@ class Worker:
     def hello(self) -> pb.AgentMessage:
         return pb.AgentMessage(hello=pb.Hello(
             cluster_name=self.cluster, agent_version="federation-agent/1",
-            applied=[pb.Applied(key=wire.key_to_pb(k), generation=g)
-                     for k, g in self.applied.generations.items()]))
+            applied=[pb.Applied(key=wire.key_to_pb(k), generation=g, replica=replica)
+                     for replica, table in (("", self.applied.generations),
+                                            *self.applied.replicas.items())
+                     for k, g in table.items()]))
 
     def session(self) -> Session:
         if self.session_ is not None:
@@ -142,6 +147,8 @@ class Worker:
             self._subscribe(session, wire.resource_from_pb(message.subscribe.resource))
         elif body == "welcome":
             session.heartbeat_interval = message.welcome.heartbeat_interval or 2.0
+            session.replica = message.welcome.replica
+            self.applied.reached(session.replica)
         elif body == "discovery":
             self._spawn(self._discover(session, message.discovery), "discovery")
         elif body == "renew":
@@ -151,14 +158,15 @@ class Worker:
             raise ValueError(f"unexpected hub message {body!r}")
 
     async def _work(self, session: Session, work: pb.Work) -> None:
-        result = await self.apply(work)
+        result = await self.apply(work, session.replica)
         session.send(pb.AgentMessage(result=result))
 
-    async def apply(self, work: pb.Work) -> pb.Result:
-        """One Work message applied (or recognised as a duplicate): its Result."""
+    async def apply(self, work: pb.Work, replica: str = "") -> pb.Result:
+        """One Work message of ``replica`` applied (or recognised as a duplicate of that
+        replica's: the generations are each replica's own): its Result."""
         key = wire.key_from_pb(work.key)
         answer = pb.Result(key=work.key, generation=work.generation)
-        if work.generation <= self.applied.get(key):
+        if work.generation <= self.applied.get(key, replica):
             self.stats.duplicates += 1
             answer.ok = answer.duplicate = True
             live = self._live(key)
@@ -172,7 +180,8 @@ class Worker:
             self.stats.refused += 1
             answer.status, answer.reason = exc.status, exc.reason
             answer.message = str(exc).removeprefix(f"{self.client.name}: ")[:1000]
-            self.applied.set(key, work.generation)  # answered: the hub's retry is newer
+            self.applied.set(key, work.generation,  # answered: the hub's retry is newer
+                             replica=replica)
             return answer
         except (ClientError, ValueError) as exc:
             answer.status, answer.reason = 503, "ServiceUnavailable"
@@ -180,7 +189,7 @@ class Worker:
             return answer
         self.applied.set(key, work.generation,
                          manifest=wire.decode(work.manifest) if work.op != pb.DELETE else None,
-                         deleted=work.op == pb.DELETE)
+                         deleted=work.op == pb.DELETE, replica=replica)
         answer.ok = True
         answer.object = wire.encode(cache.strip(written))
         return answer

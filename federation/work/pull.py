@@ -203,9 +203,12 @@ class PullState:
     """Everything the hub keeps for one pull member; see the module docstring."""
 
     def __init__(self, name: str, settings: PullSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, replica: str = "") -> None:
         self.name = name
         self.settings = settings or PullSettings()
+        self.replica = replica
+        """This control-plane replica's identity with shards ("" without): its generations
+        are its own, and of a Hello it takes only the entries naming it."""
         self.clock = clock
         self.desired: dict[Key, Desired] = {}
         self.applied: dict[Key, int] = {}
@@ -264,7 +267,7 @@ class PullState:
     def connect(self, hello: pb.Hello, peer: identity.Presented | None = None) -> None:
         """A new stream from the agent: resume from what it says it applied. A Hello that
         cannot be used (ValueError) changes nothing."""
-        reported = _applied(hello)
+        reported = _applied(hello, self.replica)
         if self.connected:
             self.disconnect("replaced by a new stream")
         self.stream += 1
@@ -284,7 +287,7 @@ class PullState:
                 self.pending[key] = None
         self.control = deque([pb.HubMessage(welcome=pb.Welcome(
             window=self.settings.window,
-            heartbeat_interval=self.settings.heartbeat_interval))])
+            heartbeat_interval=self.settings.heartbeat_interval, replica=self.replica))])
         for resource, mirror in self.mirrors.items():
             mirror.restart()
             self.control.append(pb.HubMessage(subscribe=pb.Subscribe(
@@ -510,10 +513,15 @@ class PullState:
         return future
 
 
-def _applied(hello: pb.Hello) -> dict[Key, int]:
-    """The generations a Hello reports, each within [0, MAX_GENERATION] (else ValueError)."""
+def _applied(hello: pb.Hello, replica: str = "") -> dict[Key, int]:
+    """The generations a Hello reports for ``replica``, each within [0, MAX_GENERATION]
+    (else ValueError). Another replica's entries are its own numbering, not ours: skipped
+    (one generation per object across replicas would let a handover's first write be taken
+    for a duplicate; docs/runtime.md, "Pull members with shards")."""
     reported: dict[Key, int] = {}
     for item in hello.applied:
+        if item.replica != replica:
+            continue
         key = wire.key_from_pb(item.key)
         if not 0 <= item.generation <= MAX_GENERATION:
             raise ValueError(f"applied generation {item.generation} of "

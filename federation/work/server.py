@@ -88,7 +88,10 @@ class WorkServer:
     """The pull members' streams, served on one TLS address."""
 
     def __init__(self, hosts: Sequence[str] = ("127.0.0.1", "localhost"),
-                 settings: pull.PullSettings | None = None) -> None:
+                 settings: pull.PullSettings | None = None, replica: str = "") -> None:
+        self.replica = replica
+        """This replica's identity with shards ("" without): every state's (see
+        :attr:`federation.work.pull.PullState.replica`)."""
         self.ca: identity.CA | None = None
         """The work CA, loaded from the hub Secret at :meth:`start`."""
         self.hosts = list(hosts)
@@ -118,7 +121,8 @@ class WorkServer:
                  ) -> pull.PullState:
         state = self.states.get(name)
         if state is None:
-            state = self.states[name] = pull.PullState(name, self.settings)
+            state = self.states[name] = pull.PullState(name, self.settings,
+                                                         replica=self.replica)
             state.renew = lambda csr, peer, name=name: self._renew(name, csr, peer)
         if record is not None:
             state.track(record)
