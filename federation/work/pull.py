@@ -60,6 +60,7 @@ from federation.contexts.client import (
     JSON,
     MERGE_PATCH,
     MUTATING_METHODS,
+    WRITING_FOR,
     ApiError,
     ClientError,
     ClusterUnavailable,
@@ -562,10 +563,24 @@ class WorkClient:
         """Nothing to close: the stream belongs to the work server."""
 
     def _check_fence(self, method: str, path: str) -> Callable[[], None]:
-        """Check the permit now, and return the check to run again as the Work is sent."""
+        """Check the permit now, and return the check to run again as the Work is sent.
+
+        The second check runs in the stream's task, not the writer's, so it is made for the
+        key the write was made for (:data:`~federation.contexts.client.WRITING_FOR`, read
+        now): with shards a Work must leave only while this replica owns that key, whether
+        or not it leads; checked in the stream's context it would ask the leader's fence
+        instead, and a leader would send a key it no longer owns.
+        """
+        writing_for = WRITING_FOR.get()
+
         def check() -> None:
-            if self.fence is not None and method in MUTATING_METHODS:
+            if self.fence is None or method not in MUTATING_METHODS:
+                return
+            token = WRITING_FOR.set(writing_for)
+            try:
                 self.fence.check(self.name, method, path)
+            finally:
+                WRITING_FOR.reset(token)
 
         check()
         return check
