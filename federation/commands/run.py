@@ -344,7 +344,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     except (kubeconfig.KubeconfigError, ValueError) as exc:
         _fail(str(exc))
     mgr = manager.Manager(cluster_set, settings)
-    work = _work_server(work_bind_address, work_hosts, lambda: mgr.is_leader)
+    work = _work_server(work_bind_address, work_hosts, mgr)
     from federation.controllers import propagation, rollouts
     from federation.controllers import setup as controllers_setup
 
@@ -371,14 +371,33 @@ def _application_settings(local_cluster: str | None, cleanup_wait: float,
 
 
 def _work_server(work_bind_address: str, work_hosts: str,
-                 leading: Callable[[], bool]) -> WorkServer | None:
+                 mgr: manager.Manager) -> WorkServer | None:
     """The pull members' work server, unless ``--work-bind-address 0``. A replica that does
-    not lead (``leading``) says so to the agents that reach it: they dial again."""
+    not serve (does not lead; with ``--shards``, holds no shard) says so to the agents that
+    reach it: they dial again. With shards every holder serves, numbering its own writes,
+    and records the renewals of the clusters whose renewal key it owns (docs/runtime.md,
+    "Pull members with shards")."""
     if work_bind_address == "0":
         return None
-    from federation.work.server import WorkServer
-    work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
-    work.leading = leading
+    from federation.work.server import WorkServer, renewal_key
+    hosts = _split(work_hosts) or ["127.0.0.1"]
+    shards = mgr.settings.shards
+    if not shards:
+        work = WorkServer(hosts=hosts)
+        work.leading = lambda: mgr.is_leader
+        return work
+    work = WorkServer(hosts=hosts, replica=mgr.identity, replicas=shards)
+
+    def holding() -> bool:
+        peers = mgr.peers
+        return peers is not None and peers.shard is not None and peers.revoked is None
+
+    def renews(cluster: str) -> str | None:
+        peers = mgr.peers
+        return "no shard yet" if peers is None else peers.holds(renewal_key(cluster))
+
+    work.leading = holding
+    work.renews = renews
     return work
 
 

@@ -204,9 +204,12 @@ class PullState:
     """Everything the hub keeps for one pull member; see the module docstring."""
 
     def __init__(self, name: str, settings: PullSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic, replica: str = "") -> None:
+                 clock: Callable[[], float] = time.monotonic, replica: str = "",
+                 replicas: int = 0) -> None:
         self.name = name
         self.settings = settings or PullSettings()
+        self.replicas = replicas
+        """How many replicas the agent should stream to (the shard count; 0 without)."""
         self.replica = replica
         """This control-plane replica's identity with shards ("" without): its generations
         are its own, and of a Hello it takes only the entries naming it."""
@@ -288,7 +291,8 @@ class PullState:
                 self.pending[key] = None
         self.control = deque([pb.HubMessage(welcome=pb.Welcome(
             window=self.settings.window,
-            heartbeat_interval=self.settings.heartbeat_interval, replica=self.replica))])
+            heartbeat_interval=self.settings.heartbeat_interval, replica=self.replica,
+            replicas=self.replicas))])
         for resource, mirror in self.mirrors.items():
             mirror.restart()
             self.control.append(pb.HubMessage(subscribe=pb.Subscribe(

@@ -33,6 +33,14 @@ new connection is a new choice of replica by the Service (kube-proxy balances
 connections, not requests), so it reaches the leader within a few tries
 (:attr:`federation.agent.agent.AgentSettings.standby_retry`).
 
+**Shards** (``fedctl run --shards N``): every replica that holds a shard serves its agents
+(``leading`` then says whether it holds one), each with its own state: its writes, fenced
+by its own shard permit as each Work leaves; its mirrors, read by its own informers; its
+own generations (``replica``, named in the ``Welcome`` with the ``replicas`` to stream
+to). An agent streams to every holder. A cluster's certificate renewal is recorded by the
+replica owning :func:`renewal_key` (``renews``); the others answer that the agent should
+ask on another stream. docs/runtime.md, "Pull members with shards".
+
 Renewals are signed on one worker thread (:data:`SIGNER_THREADS`), never on the loop, and
 recorded on the hub (:attr:`WorkServer.recorder`, the membership controller's conditional
 write of the MemberCluster status) before the agent gets the certificate: a certificate
@@ -50,7 +58,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 import grpc
 import grpc.aio
 
-from federation.contexts.client import ClientError
+from federation.contexts.client import WRITING_FOR, ClientError
 from federation.untrusted.text import one_line
 from federation.work import identity, pull
 from federation.work.proto import work_pb2 as pb
@@ -75,6 +83,12 @@ Membership = Callable[[str], bool | None]
 """Whether a cluster is a pull member by the hub's MemberClusters (None: not known yet)."""
 
 
+def renewal_key(cluster: str) -> str:
+    """The shard key under which a cluster's certificate renewal is recorded (with shards:
+    one replica records each cluster's, without any replica having to lead)."""
+    return f"MemberCluster/{cluster}"
+
+
 class _Refused(Exception):
     """A stream that may not open: the gRPC code and the reason the agent is told."""
 
@@ -88,10 +102,17 @@ class WorkServer:
     """The pull members' streams, served on one TLS address."""
 
     def __init__(self, hosts: Sequence[str] = ("127.0.0.1", "localhost"),
-                 settings: pull.PullSettings | None = None, replica: str = "") -> None:
+                 settings: pull.PullSettings | None = None, replica: str = "",
+                 replicas: int = 0) -> None:
         self.replica = replica
         """This replica's identity with shards ("" without): every state's (see
         :attr:`federation.work.pull.PullState.replica`)."""
+        self.replicas = replicas
+        """With shards, the shard count: the agents stream to that many replicas."""
+        self.renews: Callable[[str], str | None] | None = None
+        """With shards, whether this replica records a cluster's certificate renewal: None
+        when it owns the cluster's :func:`renewal_key`, else why not (the agent asks on
+        another stream). None (the attribute): the leader, the only one serving, does."""
         self.ca: identity.CA | None = None
         """The work CA, loaded from the hub Secret at :meth:`start`."""
         self.hosts = list(hosts)
@@ -111,8 +132,9 @@ class WorkServer:
         """Tells a deleted member from one not registered yet (the membership controller);
         None: every unregistered cluster is told to retry."""
         self.leading: Callable[[], bool] | None = None
-        """Whether this process leads (the manager's); None: it always does (one replica).
-        A replica that does not lead refuses every stream with :data:`STANDBY`."""
+        """Whether this process serves streams: it leads (the manager's), or with shards it
+        holds a shard; None: it always does (one replica). One that does not refuses every
+        stream with :data:`STANDBY`."""
         self._signer = concurrent.futures.ThreadPoolExecutor(
             SIGNER_THREADS, thread_name_prefix="work renewal signer")
         self._tasks: set[asyncio.Task[None]] = set()
@@ -121,8 +143,8 @@ class WorkServer:
                  ) -> pull.PullState:
         state = self.states.get(name)
         if state is None:
-            state = self.states[name] = pull.PullState(name, self.settings,
-                                                         replica=self.replica)
+            state = self.states[name] = pull.PullState(
+                name, self.settings, replica=self.replica, replicas=self.replicas)
             state.renew = lambda csr, peer, name=name: self._renew(name, csr, peer)
         if record is not None:
             state.track(record)
@@ -132,10 +154,19 @@ class WorkServer:
         """Sign (off the loop), record on the hub, then hand out: see the module docstring."""
         if self.ca is None or self.recorder is None:
             raise identity.IdentityError("renewal is not enabled on this hub")
+        why = self.renews(name) if self.renews is not None else None
+        if why is not None:
+            raise identity.IdentityError(f"renewal: this replica does not record the "
+                                         f"certificate of {name} ({why}); ask on another "
+                                         "stream")
         cert: bytes = await asyncio.get_running_loop().run_in_executor(
             self._signer, identity.sign_csr, self.ca, csr, name, peer)
         record = identity.CertificateRecord(identity.serial_of(cert), peer.serial)
-        await self.recorder(name, record, peer.serial)
+        token = WRITING_FOR.set(renewal_key(name))  # with shards: that key's permit
+        try:
+            await self.recorder(name, record, peer.serial)
+        finally:
+            WRITING_FOR.reset(token)
         state = self.states.get(name)
         if state is not None:
             state.track(record)

@@ -417,22 +417,26 @@ class Welcome(_message.Message):
     WINDOW_FIELD_NUMBER: _builtins.int
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _builtins.int
     REPLICA_FIELD_NUMBER: _builtins.int
+    REPLICAS_FIELD_NUMBER: _builtins.int
     window: _builtins.int
     """Work messages the hub keeps in flight at most"""
     heartbeat_interval: _builtins.float
     """seconds between the agent's heartbeats"""
     replica: _builtins.str
     """the replica reached ("" without shards)"""
+    replicas: _builtins.int
+    """replicas the agent should stream to (0: one)"""
     def __init__(
         self,
         *,
         window: _builtins.int = ...,
         heartbeat_interval: _builtins.float = ...,
         replica: _builtins.str = ...,
+        replicas: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval", "replica", b"replica", "window", b"window"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval", "replica", b"replica", "replicas", b"replicas", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
