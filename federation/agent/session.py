@@ -15,6 +15,10 @@ fresh :class:`Session` (its outbox) from :meth:`Worker.session`.
   ``Synced``, then every change. The snapshot is taken in one step after the list, so no
   change falls between it and the live events.
 - Heartbeats every ``heartbeat_interval`` carry the agent's own probe of its API server.
+- A sharded control plane (``fedctl run --shards``) has the agent stream to each replica:
+  a :class:`Session` per stream, each subscribed, snapshotted and heartbeated on its own;
+  each replica's Work is compared with that replica's generations (the ``Welcome`` names
+  it). The informers are shared: one watch per resource however many streams.
 - While no stream is open (the hub is away), a change to an object the agent keeps (one
   it created or updated last) that takes it away from the last desired manifest, or its
   deletion, is undone (:meth:`Worker.reassert`): the cluster stays at the last desired
@@ -72,6 +76,8 @@ class Session:
         self.heartbeat_interval = 2.0
         self.renewing = False
         """A renewal was asked for on this stream and not answered yet (one at a time)."""
+        self.renews_elsewhere = False
+        """This stream's replica said another one records this cluster's renewals."""
         self.replica = ""
         """The control-plane replica this stream reached (its Welcome says; "" without
         shards): the generations of its Work are compared with that replica's."""
@@ -96,10 +102,12 @@ class Worker:
         self.clock = clock
         self.informers: dict[Resource, cache.Informer] = {}
         self.stats = Stats()
-        self.session_: Session | None = None
+        self.sessions: list[Session] = []
+        """The open streams' sessions: one, or with a sharded control plane one per replica
+        (each replica's writes, mirrors and heartbeats travel on its own)."""
         self.cluster_ready = False
         self.cluster_detail = "not probed yet"
-        self.renewal: Callable[[pb.RenewAnswer], None] | None = None
+        self.renewal: Callable[[Session, pb.RenewAnswer], None] | None = None
         self.left: str | None = None
         """Why the hub said this cluster is no member (None: it did not, or accepted a
         stream since)."""
@@ -114,16 +122,26 @@ class Worker:
                                             *self.applied.replicas.items())
                      for k, g in table.items()]))
 
-    def session(self) -> Session:
-        if self.session_ is not None:
-            self.session_.close()
-        self.session_ = Session()
-        return self.session_
+    @property
+    def session_(self) -> Session | None:
+        """The first open session (None: the hub is away)."""
+        return self.sessions[0] if self.sessions else None
 
-    def end_session(self) -> None:
-        if self.session_ is not None:
-            self.session_.close()
-            self.session_ = None
+    @session_.setter
+    def session_(self, session: Session | None) -> None:
+        self.sessions = [session] if session is not None else []
+
+    def session(self) -> Session:
+        """A new stream's session, beside the others (one per control-plane replica)."""
+        session = Session()
+        self.sessions.append(session)
+        return session
+
+    def end_session(self, session: Session | None = None) -> None:
+        """Close ``session`` (None: every one)."""
+        for ended in [s for s in self.sessions if session is None or s is session]:
+            ended.close()
+            self.sessions.remove(ended)
 
     def _spawn(self, coroutine: Any, name: str) -> None:
         task = asyncio.create_task(coroutine, name=name)
@@ -153,7 +171,7 @@ class Worker:
             self._spawn(self._discover(session, message.discovery), "discovery")
         elif body == "renew":
             if self.renewal is not None:
-                self.renewal(message.renew)
+                self.renewal(session, message.renew)
         else:
             raise ValueError(f"unexpected hub message {body!r}")
 
@@ -280,19 +298,21 @@ class Worker:
         self.applied.forget()
 
     def _changed(self, event: cache.Event) -> None:
-        session = self.session_
-        if session is None:
+        if not self.sessions:
             key = wire.key_of(event.resource, event.obj)
             if key in self.applied.manifests:
                 self._spawn(self.reassert(key), f"reassert {key}")
             elif key in self.applied.withheld:
                 self._withheld(key)
             return
-        if event.resource not in session.synced:
-            return  # the next snapshot carries it
-        session.send(pb.AgentMessage(observed=pb.Observed(
-            resource=wire.resource_to_pb(event.resource), type=event.type,
-            object=wire.encode(event.obj))))
+        observed: pb.AgentMessage | None = None
+        for session in self.sessions:
+            if event.resource not in session.synced:
+                continue  # that stream's next snapshot carries it
+            observed = observed or pb.AgentMessage(observed=pb.Observed(
+                resource=wire.resource_to_pb(event.resource), type=event.type,
+                object=wire.encode(event.obj)))
+            session.send(observed)
 
     def _withheld(self, key: Key) -> None:
         """A Secret kept as a digest only drifted: say so (its data is not here to restore)."""
@@ -307,7 +327,7 @@ class Worker:
         """Put ``key`` back to its last desired manifest if it drifted or was deleted while
         the hub is away; what was done (None: nothing was needed or the hub is back)."""
         desired = self.applied.manifests.get(key)
-        if desired is None or self.session_ is not None:
+        if desired is None or self.sessions:
             return None
         live = self._live(key)
         try:

@@ -79,6 +79,9 @@ Recorder = Callable[[str, identity.CertificateRecord, str], Awaitable[None]]
 accepts the given serial (the one presented); raises ClientError or IdentityError if not."""
 STANDBY = ("federation-work-standby", "true")
 """Trailing metadata of the refusal of a replica that does not lead: dial again at once."""
+ANOTHER_STREAM = "ask on another stream"
+"""Said in a renewal's refusal by a replica of a sharded hub that does not record the
+cluster's renewals: the agent asks on its stream to another replica."""
 Membership = Callable[[str], bool | None]
 """Whether a cluster is a pull member by the hub's MemberClusters (None: not known yet)."""
 
@@ -157,8 +160,7 @@ class WorkServer:
         why = self.renews(name) if self.renews is not None else None
         if why is not None:
             raise identity.IdentityError(f"renewal: this replica does not record the "
-                                         f"certificate of {name} ({why}); ask on another "
-                                         "stream")
+                                         f"certificate of {name} ({why}); {ANOTHER_STREAM}")
         cert: bytes = await asyncio.get_running_loop().run_in_executor(
             self._signer, identity.sign_csr, self.ca, csr, name, peer)
         record = identity.CertificateRecord(identity.serial_of(cert), peer.serial)
