@@ -33,8 +33,9 @@ new connection is a new choice of replica by the Service (kube-proxy balances
 connections, not requests), so it reaches the leader within a few tries
 (:attr:`federation.agent.agent.AgentSettings.standby_retry`).
 
-**Shards** (``fedctl run --shards N``): every replica that holds a shard serves its agents
-(``leading`` then says whether it holds one), each with its own state: its writes, fenced
+**Shards** (``fedctl run --shards N``): every replica that holds a shard serves its agents,
+and so does the leader (its health controller judges each member from its own stream), so
+``leading`` says whether it holds a shard or leads, each with its own state: its writes, fenced
 by its own shard permit as each Work leaves; its mirrors, read by its own informers; its
 own generations (``replica``, named in the ``Welcome`` with the ``replicas`` to stream
 to). An agent streams to every holder. A cluster's certificate renewal is recorded by the
@@ -111,7 +112,11 @@ class WorkServer:
         """This replica's identity with shards ("" without): every state's (see
         :attr:`federation.work.pull.PullState.replica`)."""
         self.replicas = replicas
-        """With shards, the shard count: the agents stream to that many replicas."""
+        """With shards, how many replicas the agents stream to (the shard count), unless
+        :attr:`serving` counts them."""
+        self.serving: Callable[[], int] | None = None
+        """With shards, the replicas serving agents now (the live shards' holders and the
+        leader), told to each agent in its Welcome; None: :attr:`replicas`."""
         self.renews: Callable[[str], str | None] | None = None
         """With shards, whether this replica records a cluster's certificate renewal: None
         when it owns the cluster's :func:`renewal_key`, else why not (the agent asks on
@@ -241,6 +246,8 @@ class WorkServer:
         except _Refused as refused:
             await context.abort(refused.code, refused.why, trailing_metadata=refused.metadata)
             return
+        if self.serving is not None:
+            state.replicas = self.serving()
         try:
             state.connect(first.hello, peer)
         except ValueError as exc:

@@ -69,8 +69,10 @@ def test_fedctl_run_wires_every_shard_holder_as_a_work_server() -> None:
     assert (work.replica, work.replicas) == ("replica-a", 3)
     state = work.register("member3")
     assert (state.replica, state.replicas) == ("replica-a", 3)
-    # Before its shard is taken a replica serves no stream and records no renewal.
+    # Before its shard is taken (and not leading) a replica serves no stream and records
+    # no renewal; it would tell an agent to stream to one replica at least.
     assert not work.leading() and work.renews("member3") is not None
+    assert work.serving is not None and work.serving() == 1
     work._signer.shutdown()
 
 
