@@ -160,6 +160,9 @@ def test_three_replicas_deliver_to_a_pull_member_and_hand_over_a_killed_ones_key
     burst(fleet, namespace, "1")
     wait_for(lambda: converged(fleet, namespace, "1"), timeout=180, interval=2,
              what=f"version 1 on every member\n{agent.log_tail()}")
+    streamed = set(re.findall(r"open \(cluster member3, replica (\S+),",
+                              agent.log_path.read_text(errors="replace")))
+    assert len(streamed) == 3, f"the agent streams to {streamed}, not to every replica"
     made = creates(member_writes(fleet, start), namespace)
     print(f"creates per member: {dict(made)}")
     assert all(made[m] == TEMPLATES for m in members), made  # member3's by its agent
