@@ -139,7 +139,8 @@ class Agent:
         self.streams = 0
         """Streams open now."""
         self.registry = CollectorRegistry()
-        self.m_connected = Gauge("federation_agent_connected", "1 while a work stream is open",
+        self.m_connected = Gauge("federation_agent_connected", "work streams open (1, or one "
+                                 "per replica of a sharded control plane)",
                                  registry=self.registry)
         self.m_reconnects = Counter("federation_agent_reconnects", "streams opened",
                                     registry=self.registry)
