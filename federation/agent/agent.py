@@ -224,7 +224,7 @@ class Agent:
             log.warning("work stream to %s: %s", slot.address, exc)
         finally:
             slot.standbys = slot.standbys + 1 if standby else 0
-            if slot.session is not None:
+            if slot.session is not None:  # ended by connect_once, unless it never began
                 self.worker.end_session(slot.session)
                 slot.session, slot.replica = None, ""
         return False
@@ -277,6 +277,7 @@ class Agent:
                 for task in side:
                     task.cancel()
                 await asyncio.gather(*side, return_exceptions=True)
+                self.worker.end_session(session)  # the others' streams go on
                 if opened:
                     self.streams -= 1
                     self.m_connected.set(self.streams)
