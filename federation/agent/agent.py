@@ -26,6 +26,15 @@ its trailing metadata) is retried after :attr:`AgentSettings.standby_retry`, not
 for :attr:`AgentSettings.standby_tries` answers in a row: the next connection is a new
 choice of replica, and may be the leader (the work server's module docstring).
 
+**A sharded control plane** (``fedctl run --shards N``) has every replica holding a shard
+serve its own writes, so the agent streams to each: one stream per :class:`Slot`, as many
+slots as ``--hub-address`` lists addresses or a ``Welcome`` says there are replicas
+(``replicas``), whichever is more. Slots beyond the addresses dial them round-robin; with
+one address (a Service in front of the replicas) a connection that lands on a replica it
+already streams to is refused ALREADY_EXISTS, and is retried like a standby's answer until
+kube-proxy picks another one. A renewal is asked on one stream at a time; a replica that
+does not record this cluster's renewals says so, and the agent asks on another stream.
+
 ``/healthz`` answers 200 while the loop runs; ``/readyz`` 200 only while a stream is
 open and the agent's own API server is ready; ``/metrics`` has the stream state, the
 writes made, duplicates skipped and reconnects.
@@ -53,7 +62,7 @@ from federation.agent.session import Session, Worker
 from federation.contexts.client import ClientError, ObjectClient
 from federation.work import identity
 from federation.work.proto import work_pb2 as pb
-from federation.work.server import METHOD, STANDBY
+from federation.work.server import ANOTHER_STREAM, METHOD, STANDBY
 
 log = logging.getLogger("federation.agent")
 Handler = Callable[[web.Request], Awaitable[web.Response]]
@@ -97,6 +106,19 @@ class AgentSettings:
         return credentials.FileStore(self.tls_cert, self.tls_key, self.tls_ca)
 
 
+@dataclasses.dataclass(eq=False)
+class Slot:
+    """One stream the agent keeps: the address it dials and how its last tries went."""
+
+    address: str
+    standbys: int = 0
+    """Standby (or already-streamed replica) answers in a row (reset by any other outcome)."""
+    session: Session | None = None
+    replica: str = ""
+    """The replica its open stream reached (its Welcome says; "" without shards)."""
+    task: asyncio.Task[None] | None = None
+
+
 class Agent:
     def __init__(self, settings: AgentSettings, client: ObjectClient) -> None:
         self.settings = settings
@@ -108,11 +130,17 @@ class Agent:
         self.bundle: credentials.Bundle | None = None
         """The credentials of the current (or last) stream, as the store gave them."""
         self._keeping: set[asyncio.Task[bool]] = set()
-        self.connected = False
-        self.standbys = 0
-        """Standby answers in a row (reset by any other outcome)."""
+        self.addresses = [a.strip() for a in settings.hub_address.split(",") if a.strip()]
+        self.slots = [Slot(address) for address in self.addresses]
+        self.replicas = 0
+        """The most replicas a Welcome asked this agent to stream to (0: one)."""
+        self._more = asyncio.Event()
+        """Set when a Welcome asks for more streams than there are slots."""
+        self.streams = 0
+        """Streams open now."""
         self.registry = CollectorRegistry()
-        self.m_connected = Gauge("federation_agent_connected", "1 while a work stream is open",
+        self.m_connected = Gauge("federation_agent_connected", "work streams open (1, or one "
+                                 "per replica of a sharded control plane)",
                                  registry=self.registry)
         self.m_reconnects = Counter("federation_agent_reconnects", "streams opened",
                                     registry=self.registry)
@@ -122,46 +150,92 @@ class Agent:
 
     # -- the connection loop ---------------------------------------------------------------
 
+    @property
+    def connected(self) -> bool:
+        return self.streams > 0
+
+    @property
+    def standbys(self) -> int:
+        """The first slot's standby answers in a row (one address, no shards: the only)."""
+        return self.slots[0].standbys
+
+    @standbys.setter
+    def standbys(self, value: int) -> None:
+        self.slots[0].standbys = value
+
     async def run(self) -> None:
+        """Keep every slot's stream, adding slots when a Welcome asks for more (until
+        cancelled, which ends every stream)."""
+        try:
+            while True:
+                while len(self.slots) < self.replicas:
+                    self.slots.append(Slot(self.addresses[len(self.slots) %
+                                                          len(self.addresses)]))
+                for slot in self.slots:
+                    if slot.task is None:
+                        slot.task = asyncio.create_task(self.keep(slot),
+                                                        name=f"work stream to {slot.address}")
+                self._more.clear()
+                await self._more.wait()
+        finally:
+            tasks = [slot.task for slot in self.slots if slot.task is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for slot in self.slots:
+                slot.task = None
+
+    async def keep(self, slot: Slot) -> None:
+        """One slot's stream, dialled again whenever it ends."""
         failures = 0
         while True:
             # A standby's answers say nothing of the next failure: that one is logged.
-            opened = await self.attempt(quiet=failures > 0 and self.standbys == 0)
+            opened = await self.attempt(quiet=failures > 0 and slot.standbys == 0, slot=slot)
             failures = 0 if opened else failures + 1
-            await asyncio.sleep(self.delay(failures) * random.uniform(0.8, 1.2))
+            await asyncio.sleep(self.delay(failures, slot) * random.uniform(0.8, 1.2))
 
-    def delay(self, failures: int) -> float:
+    def delay(self, failures: int, slot: Slot | None = None) -> float:
         """Seconds before the next attempt (before jitter), after ``failures`` in a row:
         ``standby_retry`` while the failures are the first standby answers in a row, else
         exponential from the first failure that was not (or from the last fast try)."""
         s = self.settings
-        if 0 < self.standbys <= s.standby_tries:
+        standbys = (slot or self.slots[0]).standbys
+        if 0 < standbys <= s.standby_tries:
             return s.standby_retry
-        counted = failures - min(self.standbys, s.standby_tries)
+        counted = failures - min(standbys, s.standby_tries)
         return min(s.backoff_initial * 2.0 ** min(counted, 20), s.backoff_max)
 
-    async def attempt(self, quiet: bool = False) -> bool:
+    async def attempt(self, quiet: bool = False, slot: Slot | None = None) -> bool:
         """One stream until it ends, its refusal or failure handled (NOT_FOUND: the hub has
         no such member, keep nothing); True when the hub accepted it."""
+        slot = slot or self.slots[0]
         standby = False
         try:
-            return await self.connect_once()
+            return await self.connect_once(slot)
         except grpc.aio.AioRpcError as exc:
-            standby = exc.code() == grpc.StatusCode.UNAVAILABLE and _says_standby(exc)
+            standby = self._retry_soon(exc)
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 self.worker.leave(exc.details() or "NOT_FOUND")
                 self.m_left.set(1)
             level = logging.INFO if standby else logging.WARNING  # a standby is expected
             log.log(logging.DEBUG if quiet else level, "work stream to %s: %s %s",
-                    self.settings.hub_address, exc.code().name, exc.details())
+                    slot.address, exc.code().name, exc.details())
         except (OSError, ValueError, ClientError) as exc:
-            log.warning("work stream to %s: %s", self.settings.hub_address, exc)
+            log.warning("work stream to %s: %s", slot.address, exc)
         finally:
-            self.standbys = self.standbys + 1 if standby else 0
-            self.connected = False
-            self.m_connected.set(0)
-            self.worker.end_session()
+            slot.standbys = slot.standbys + 1 if standby else 0
+            if slot.session is not None:  # ended by connect_once, unless it never began
+                self.worker.end_session(slot.session)
+                slot.session, slot.replica = None, ""
         return False
+
+    def _retry_soon(self, exc: grpc.aio.AioRpcError) -> bool:
+        """A refusal worth dialling again at once: a standby's, or (with another stream
+        open) a replica saying it streams with this agent already: the next connection may
+        reach another replica."""
+        if exc.code() == grpc.StatusCode.UNAVAILABLE and _says_standby(exc):
+            return True
+        return exc.code() == grpc.StatusCode.ALREADY_EXISTS and self.connected
 
     async def load(self) -> credentials.Bundle:
         """The store's credentials, checked to be this cluster's (CredentialsError if not)."""
@@ -175,26 +249,27 @@ class Agent:
                                             private_key=bundle.key_pem,
                                             certificate_chain=bundle.cert_pem)
 
-    async def connect_once(self) -> bool:
-        """One stream, until it ends; True when the hub accepted it."""
+    async def connect_once(self, slot: Slot | None = None) -> bool:
+        """One stream of ``slot`` (default: the first), until it ends; True when the hub
+        accepted it."""
+        slot = slot or self.slots[0]
         options: list[tuple[str, str | int]] = [
             ("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
         if self.settings.tls_server_name:
             options.append(("grpc.ssl_target_name_override", self.settings.tls_server_name))
-        async with grpc.aio.secure_channel(self.settings.hub_address,
-                                           await self._credentials(),
+        async with grpc.aio.secure_channel(slot.address, await self._credentials(),
                                            options=options) as channel:
             sync = channel.stream_stream(METHOD,
                                          request_serializer=pb.AgentMessage.SerializeToString,
                                          response_deserializer=pb.HubMessage.FromString)
-            session = self.worker.session()
+            session = slot.session = self.worker.session()
             call = sync(self._requests(session))
             opened = False
             side: list[asyncio.Task[None]] = []
             try:
                 async for message in call:
                     if not opened:
-                        opened = self._opened(session)
+                        opened = self._opened(slot, message)
                         side = [asyncio.create_task(self.worker.heartbeats(session)),
                                 asyncio.create_task(self._renewals(session))]
                     self.worker.handle(session, message)
@@ -202,17 +277,28 @@ class Agent:
                 for task in side:
                     task.cancel()
                 await asyncio.gather(*side, return_exceptions=True)
+                self.worker.end_session(session)  # the others' streams go on
+                if opened:
+                    self.streams -= 1
+                    self.m_connected.set(self.streams)
             return opened
 
-    def _opened(self, session: Session) -> bool:
-        self.connected = True
-        self.m_connected.set(1)
+    def _opened(self, slot: Slot, first: pb.HubMessage) -> bool:
+        """A stream the hub accepted (its first message is the Welcome)."""
+        welcome = first.welcome
+        slot.replica = welcome.replica
+        self.streams += 1
+        self.m_connected.set(self.streams)
         self.m_reconnects.inc()
         self.worker.left = None
         self.m_left.set(0)
-        log.info("work stream to %s open (cluster %s, %d objects applied)",
-                 self.settings.hub_address, self.settings.cluster,
-                 len(self.worker.applied.generations))
+        if welcome.replicas > max(self.replicas, len(self.slots)):
+            self.replicas = welcome.replicas
+            self._more.set()
+        log.info("work stream to %s open (cluster %s%s, %d objects applied)", slot.address,
+                 self.settings.cluster,
+                 f", replica {welcome.replica}" if welcome.replica else "",
+                 len(self.worker.applied.table(welcome.replica)))
         return True
 
     async def _requests(self, session: Session) -> AsyncIterator[pb.AgentMessage]:
@@ -233,7 +319,8 @@ class Agent:
 
     def _maybe_renew(self, session: Session) -> None:
         bundle = self.bundle
-        if session.renewing or bundle is None:
+        if bundle is None or session.renews_elsewhere or \
+                any(s.renewing for s in self.worker.sessions):
             return
         try:
             if not identity.needs_renewal(bundle.cert_pem):
@@ -248,10 +335,14 @@ class Agent:
             csr_pem=identity.csr(self.settings.cluster, key))))
         log.info("asked the hub to renew the certificate of %s", self.settings.cluster)
 
-    def _renewed(self, answer: pb.RenewAnswer) -> None:
-        session = self.worker.session_
-        if session is not None:
-            session.renewing = False
+    def _renewed(self, session: Session, answer: pb.RenewAnswer) -> None:
+        session.renewing = False
+        if ANOTHER_STREAM in answer.error:  # a sharded hub: another replica records it
+            session.renews_elsewhere = True
+            log.info("certificate renewal: %s", answer.error)
+            for other in self.worker.sessions:
+                self._maybe_renew(other)
+            return
         if answer.error:
             log.warning("certificate renewal refused: %s", answer.error)
             return

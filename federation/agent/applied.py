@@ -17,6 +17,14 @@ the member's copy still holds what was applied, never the bytes. So after a rest
 agent while the hub is away a changed or deleted Secret is reported, not restored (its
 other objects are). The file is mode 0600 in a directory of mode 0700 (tightened if it
 was looser): the rest of it (names, ConfigMaps' data) is the member's business only.
+
+**One table of generations per control-plane replica.** With ``fedctl run --shards`` each
+replica numbers its own writes (docs/runtime.md, "Pull members with shards"), so the
+generations are kept per replica (the ``Welcome`` names it; ``""`` without shards) and
+compared only with that replica's. A replica's table is dropped once no stream reached it
+for :data:`RETENTION` seconds (its process is gone; a Work it re-sent after that would be
+written again, the same manifest twice, never a write lost). The manifests kept for "the
+hub is away" are per object: the last one applied, whichever replica sent it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ import json
 import logging
 import os
 import stat
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +45,9 @@ from federation.work.wire import MAX_GENERATION, Key
 
 log = logging.getLogger("federation.agent")
 SECRET_FIELDS = ("data", "stringData")
+RETENTION = 600.0
+"""Seconds a replica's generations are kept after its last stream: far longer than a
+reconnect after a network cut (seconds), so only a replica that is gone loses its table."""
 
 
 def _encode(key: Key) -> str:
@@ -62,11 +75,18 @@ def data_digest(obj: dict[str, Any]) -> str:
 
 
 class Applied:
-    """Generation per object; :meth:`set` persists at once."""
+    """Generation per (replica, object); :meth:`set` persists at once."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, clock: Callable[[], float] = time.time) -> None:
         self.path = path
+        self.clock = clock
+        """Wall clock (the tables' last use is kept across restarts)."""
         self.generations: dict[Key, int] = {}
+        """The generations of the control plane without shards (replica "")."""
+        self.replicas: dict[str, dict[Key, int]] = {}
+        """The generations of each replica of a sharded control plane, by its identity."""
+        self.seen: dict[str, float] = {}
+        """When a stream last reached each replica of :attr:`replicas` (wall clock)."""
         self.manifests: dict[Key, dict[str, Any]] = {}
         """The last desired manifest per object the agent keeps (deleted ones are not),
         Secrets with their data: only what this process was sent."""
@@ -86,7 +106,12 @@ class Applied:
             self.manifests = {_decode(k): dict(v) for k, v in raw["manifests"].items()}
             self.withheld = {_decode(k): str(v)
                              for k, v in (raw.get("secretDigests") or {}).items()}
-            wrong = [g for g in self.generations.values() if not 0 <= g <= MAX_GENERATION]
+            for replica, table in (raw.get("replicas") or {}).items():
+                self.replicas[str(replica)] = {_decode(k): int(v)
+                                               for k, v in table["generations"].items()}
+                self.seen[str(replica)] = float(table["seen"])
+            wrong = [g for table in (self.generations, *self.replicas.values())
+                     for g in table.values() if not 0 <= g <= MAX_GENERATION]
             if wrong:
                 raise ValueError(f"generation {wrong[0]} out of range")
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -94,16 +119,42 @@ class Applied:
                              "to start afresh (the hub then re-sends all work once)"
                              ) from None
 
-    def get(self, key: Key) -> int:
-        return self.generations.get(key, 0)
+    def table(self, replica: str = "") -> dict[Key, int]:
+        """The generations of ``replica`` ("" without shards)."""
+        if not replica:
+            return self.generations
+        return self.replicas.setdefault(replica, {})
+
+    def get(self, key: Key, replica: str = "") -> int:
+        return self.table(replica).get(key, 0)
+
+    def reached(self, replica: str) -> None:
+        """A stream reached ``replica``: keep its table, and drop those of replicas no
+        stream reached for :data:`RETENTION` seconds (gone: nobody asks for them again)."""
+        now = self.clock()
+        stale = [r for r, seen in self.seen.items() if now - seen > RETENTION and r != replica]
+        for gone in stale:
+            self.replicas.pop(gone, None)
+            del self.seen[gone]
+            log.info("dropped the generations of control-plane replica %s (no stream for "
+                     "%.0fs)", gone, RETENTION)
+        if replica:
+            self.table(replica)
+            self.seen[replica] = now
+        if stale or replica:
+            self._save()
 
     def set(self, key: Key, generation: int, manifest: dict[str, Any] | None = None,
-            deleted: bool = False) -> None:
-        """Record ``generation`` answered; with ``manifest`` (a successful create or update)
-        or ``deleted``, also what the object should be while the hub is away."""
-        if generation <= self.generations.get(key, 0):
+            deleted: bool = False, replica: str = "") -> None:
+        """Record ``generation`` answered to ``replica``; with ``manifest`` (a successful
+        create or update) or ``deleted``, also what the object should be while the hub is
+        away."""
+        table = self.table(replica)
+        if generation <= table.get(key, 0):
             return
-        self.generations[key] = generation
+        table[key] = generation
+        if replica:
+            self.seen[replica] = self.clock()
         if manifest is not None:
             meta = {k: v for k, v in (manifest.get("metadata") or {}).items()
                     if k != "resourceVersion"}
@@ -133,6 +184,9 @@ class Applied:
                 manifests[_encode(key)] = manifest
         text = json.dumps({
             "generations": {_encode(k): v for k, v in self.generations.items()},
+            "replicas": {replica: {"seen": self.seen.get(replica, 0.0),
+                                   "generations": {_encode(k): v for k, v in table.items()}}
+                         for replica, table in self.replicas.items()},
             "manifests": manifests,
             "secretDigests": {_encode(k): v for k, v in digests.items()}})
         tmp = self.path.with_suffix(".tmp")

@@ -15,6 +15,10 @@ fresh :class:`Session` (its outbox) from :meth:`Worker.session`.
   ``Synced``, then every change. The snapshot is taken in one step after the list, so no
   change falls between it and the live events.
 - Heartbeats every ``heartbeat_interval`` carry the agent's own probe of its API server.
+- A sharded control plane (``fedctl run --shards``) has the agent stream to each replica:
+  a :class:`Session` per stream, each subscribed, snapshotted and heartbeated on its own;
+  each replica's Work is compared with that replica's generations (the ``Welcome`` names
+  it). The informers are shared: one watch per resource however many streams.
 - While no stream is open (the hub is away), a change to an object the agent keeps (one
   it created or updated last) that takes it away from the last desired manifest, or its
   deletion, is undone (:meth:`Worker.reassert`): the cluster stays at the last desired
@@ -72,6 +76,11 @@ class Session:
         self.heartbeat_interval = 2.0
         self.renewing = False
         """A renewal was asked for on this stream and not answered yet (one at a time)."""
+        self.renews_elsewhere = False
+        """This stream's replica said another one records this cluster's renewals."""
+        self.replica = ""
+        """The control-plane replica this stream reached (its Welcome says; "" without
+        shards): the generations of its Work are compared with that replica's."""
 
     def send(self, message: pb.AgentMessage) -> None:
         if not self.closed:
@@ -93,10 +102,12 @@ class Worker:
         self.clock = clock
         self.informers: dict[Resource, cache.Informer] = {}
         self.stats = Stats()
-        self.session_: Session | None = None
+        self.sessions: list[Session] = []
+        """The open streams' sessions: one, or with a sharded control plane one per replica
+        (each replica's writes, mirrors and heartbeats travel on its own)."""
         self.cluster_ready = False
         self.cluster_detail = "not probed yet"
-        self.renewal: Callable[[pb.RenewAnswer], None] | None = None
+        self.renewal: Callable[[Session, pb.RenewAnswer], None] | None = None
         self.left: str | None = None
         """Why the hub said this cluster is no member (None: it did not, or accepted a
         stream since)."""
@@ -106,19 +117,31 @@ class Worker:
     def hello(self) -> pb.AgentMessage:
         return pb.AgentMessage(hello=pb.Hello(
             cluster_name=self.cluster, agent_version="federation-agent/1",
-            applied=[pb.Applied(key=wire.key_to_pb(k), generation=g)
-                     for k, g in self.applied.generations.items()]))
+            applied=[pb.Applied(key=wire.key_to_pb(k), generation=g, replica=replica)
+                     for replica, table in (("", self.applied.generations),
+                                            *self.applied.replicas.items())
+                     for k, g in table.items()]))
+
+    @property
+    def session_(self) -> Session | None:
+        """The first open session (None: the hub is away)."""
+        return self.sessions[0] if self.sessions else None
+
+    @session_.setter
+    def session_(self, session: Session | None) -> None:
+        self.sessions = [session] if session is not None else []
 
     def session(self) -> Session:
-        if self.session_ is not None:
-            self.session_.close()
-        self.session_ = Session()
-        return self.session_
+        """A new stream's session, beside the others (one per control-plane replica)."""
+        session = Session()
+        self.sessions.append(session)
+        return session
 
-    def end_session(self) -> None:
-        if self.session_ is not None:
-            self.session_.close()
-            self.session_ = None
+    def end_session(self, session: Session | None = None) -> None:
+        """Close ``session`` (None: every one)."""
+        for ended in [s for s in self.sessions if session is None or s is session]:
+            ended.close()
+            self.sessions.remove(ended)
 
     def _spawn(self, coroutine: Any, name: str) -> None:
         task = asyncio.create_task(coroutine, name=name)
@@ -142,23 +165,26 @@ class Worker:
             self._subscribe(session, wire.resource_from_pb(message.subscribe.resource))
         elif body == "welcome":
             session.heartbeat_interval = message.welcome.heartbeat_interval or 2.0
+            session.replica = message.welcome.replica
+            self.applied.reached(session.replica)
         elif body == "discovery":
             self._spawn(self._discover(session, message.discovery), "discovery")
         elif body == "renew":
             if self.renewal is not None:
-                self.renewal(message.renew)
+                self.renewal(session, message.renew)
         else:
             raise ValueError(f"unexpected hub message {body!r}")
 
     async def _work(self, session: Session, work: pb.Work) -> None:
-        result = await self.apply(work)
+        result = await self.apply(work, session.replica)
         session.send(pb.AgentMessage(result=result))
 
-    async def apply(self, work: pb.Work) -> pb.Result:
-        """One Work message applied (or recognised as a duplicate): its Result."""
+    async def apply(self, work: pb.Work, replica: str = "") -> pb.Result:
+        """One Work message of ``replica`` applied (or recognised as a duplicate of that
+        replica's: the generations are each replica's own): its Result."""
         key = wire.key_from_pb(work.key)
         answer = pb.Result(key=work.key, generation=work.generation)
-        if work.generation <= self.applied.get(key):
+        if work.generation <= self.applied.get(key, replica):
             self.stats.duplicates += 1
             answer.ok = answer.duplicate = True
             live = self._live(key)
@@ -172,7 +198,8 @@ class Worker:
             self.stats.refused += 1
             answer.status, answer.reason = exc.status, exc.reason
             answer.message = str(exc).removeprefix(f"{self.client.name}: ")[:1000]
-            self.applied.set(key, work.generation)  # answered: the hub's retry is newer
+            self.applied.set(key, work.generation,  # answered: the hub's retry is newer
+                             replica=replica)
             return answer
         except (ClientError, ValueError) as exc:
             answer.status, answer.reason = 503, "ServiceUnavailable"
@@ -180,7 +207,7 @@ class Worker:
             return answer
         self.applied.set(key, work.generation,
                          manifest=wire.decode(work.manifest) if work.op != pb.DELETE else None,
-                         deleted=work.op == pb.DELETE)
+                         deleted=work.op == pb.DELETE, replica=replica)
         answer.ok = True
         answer.object = wire.encode(cache.strip(written))
         return answer
@@ -271,19 +298,21 @@ class Worker:
         self.applied.forget()
 
     def _changed(self, event: cache.Event) -> None:
-        session = self.session_
-        if session is None:
+        if not self.sessions:
             key = wire.key_of(event.resource, event.obj)
             if key in self.applied.manifests:
                 self._spawn(self.reassert(key), f"reassert {key}")
             elif key in self.applied.withheld:
                 self._withheld(key)
             return
-        if event.resource not in session.synced:
-            return  # the next snapshot carries it
-        session.send(pb.AgentMessage(observed=pb.Observed(
-            resource=wire.resource_to_pb(event.resource), type=event.type,
-            object=wire.encode(event.obj))))
+        observed: pb.AgentMessage | None = None
+        for session in self.sessions:
+            if event.resource not in session.synced:
+                continue  # that stream's next snapshot carries it
+            observed = observed or pb.AgentMessage(observed=pb.Observed(
+                resource=wire.resource_to_pb(event.resource), type=event.type,
+                object=wire.encode(event.obj)))
+            session.send(observed)
 
     def _withheld(self, key: Key) -> None:
         """A Secret kept as a digest only drifted: say so (its data is not here to restore)."""
@@ -298,7 +327,7 @@ class Worker:
         """Put ``key`` back to its last desired manifest if it drifted or was deleted while
         the hub is away; what was done (None: nothing was needed or the hub is back)."""
         desired = self.applied.manifests.get(key)
-        if desired is None or self.session_ is not None:
+        if desired is None or self.sessions:
             return None
         live = self._live(key)
         try:

@@ -31,7 +31,9 @@ def _read(flag: str, path: Path) -> bytes:
 
 @click.command()
 @click.option("--hub-address", required=True,
-              help="The control plane's work server, HOST:PORT (its --work-bind-address).")
+              help="The control plane's work server, HOST:PORT (its --work-bind-address); "
+                   "with a sharded control plane one per replica may be given, comma-"
+                   "separated (one address behind a Service reaches them all too).")
 @click.option("--cluster-name", required=True, help="This member's name on the hub.")
 @click.option("--kubeconfig", "kubeconfig_path", type=click.Path(path_type=Path),
               default=None, help="Kubeconfig of this member (default: $KUBECONFIG, else "

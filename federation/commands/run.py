@@ -189,12 +189,9 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
         await mgr.close()  # every exit path: no connection is left for the GC to report
 
 
-def _sharding(shards: int, work_bind_address: str) -> bool:
-    """Whether ``--shards`` asks for a leader (it always does: cluster-wide duties); refused
-    with a work server, which one replica's agents stream to."""
-    if shards and work_bind_address != "0":
-        _fail("--shards with --work-bind-address is not supported yet: a pull member's agent "
-              "streams to one replica, so the others could not write to it")
+def _sharding(shards: int) -> bool:
+    """Whether ``--shards`` asks for a leader (it always does: cluster-wide duties). A work
+    server is welcome: every shard holder serves its agents (see :func:`_work_server`)."""
     return bool(shards)
 
 
@@ -311,7 +308,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    leader_elect = leader_elect or _sharding(shards, work_bind_address)
+    leader_elect = leader_elect or _sharding(shards)
     try:
         election = leader_settings(leader_elect, leader_election_namespace, leader_election_id,
                                    {"lease_duration": leader_elect_lease_duration,
@@ -344,7 +341,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     except (kubeconfig.KubeconfigError, ValueError) as exc:
         _fail(str(exc))
     mgr = manager.Manager(cluster_set, settings)
-    work = _work_server(work_bind_address, work_hosts, lambda: mgr.is_leader)
+    work = _work_server(work_bind_address, work_hosts, mgr)
     from federation.controllers import propagation, rollouts
     from federation.controllers import setup as controllers_setup
 
@@ -371,14 +368,43 @@ def _application_settings(local_cluster: str | None, cleanup_wait: float,
 
 
 def _work_server(work_bind_address: str, work_hosts: str,
-                 leading: Callable[[], bool]) -> WorkServer | None:
+                 mgr: manager.Manager) -> WorkServer | None:
     """The pull members' work server, unless ``--work-bind-address 0``. A replica that does
-    not lead (``leading``) says so to the agents that reach it: they dial again."""
+    not serve (does not lead; with ``--shards``, holds no shard) says so to the agents that
+    reach it: they dial again. With shards every holder serves, numbering its own writes,
+    and records the renewals of the clusters whose renewal key it owns (docs/runtime.md,
+    "Pull members with shards")."""
     if work_bind_address == "0":
         return None
-    from federation.work.server import WorkServer
-    work = WorkServer(hosts=_split(work_hosts) or ["127.0.0.1"])
-    work.leading = leading
+    from federation.work.server import WorkServer, renewal_key
+    hosts = _split(work_hosts) or ["127.0.0.1"]
+    shards = mgr.settings.shards
+    if not shards:
+        work = WorkServer(hosts=hosts)
+        work.leading = lambda: mgr.is_leader
+        return work
+    work = WorkServer(hosts=hosts, replica=mgr.identity, replicas=shards)
+
+    def holding() -> bool:
+        """Serving: it holds a shard (its keys' writes) or leads (the members' health)."""
+        peers = mgr.peers
+        return mgr.is_leader or (peers is not None and peers.shard is not None and
+                                 peers.revoked is None)
+
+    def serving() -> int:
+        """The replicas an agent should stream to: the shards' holders and the leader."""
+        replicas = mgr.peers.holders() if mgr.peers is not None else set()
+        leader = mgr.identity if mgr.is_leader else \
+            (mgr.elector.holder if mgr.elector is not None else "")
+        return len(replicas | ({leader} if leader else set())) or 1
+
+    def renews(cluster: str) -> str | None:
+        peers = mgr.peers
+        return "no shard yet" if peers is None else peers.holds(renewal_key(cluster))
+
+    work.leading = holding
+    work.serving = serving
+    work.renews = renews
     return work
 
 

@@ -241,16 +241,24 @@ class Reconciler:
 
     def is_pull_member(self, name: str) -> bool | None:
         """Whether the hub's MemberClusters make ``name`` a pull member; None until this
-        process leads and its cache of them is synced (a starting control plane does not
-        know yet, and must not tell an agent it left)."""
+        process serves agents (leads; with shards, holds a shard) and its cache of them is
+        synced (a starting control plane does not know yet, and must not tell an agent it
+        left)."""
         hub = self.mgr.clusters.hub
         informer = hub.cache.informers.get(api.MEMBER_CLUSTERS) if hub.cache else None
-        if not self.mgr.is_leader or informer is None or not informer.synced.is_set():
+        if not self._serving() or informer is None or not informer.synced.is_set():
             return None
         doc = informer.store.get(None, name)
         spec = (doc or {}).get("spec") or {}
         return doc is not None and spec.get("mode") == "Pull" and \
             not doc["metadata"].get("deletionTimestamp")
+
+    def _serving(self) -> bool:
+        """Whether this replica serves agents: it leads, or with shards holds a shard (the
+        work server's ``leading`` says which)."""
+        if self.work is not None and self.work.leading is not None:
+            return self.work.leading()
+        return self.mgr.is_leader
 
     async def _refuse(self, doc: ReadOnly, name: str, reason: str) -> Result:
         """Nothing of a refused Secret is used: the cluster is known with the reason only."""

@@ -100,8 +100,9 @@ class Options:
     """Lease timings, ``fedctl run``'s defaults."""
     shards: int = 0
     """0: the replicas elect one leader that does everything. N: ``fedctl run --shards N``,
-    active-active (``config/overlays/sharded``: N replicas, N shards); without the pull
-    agents' work server, which ``--shards`` refuses (docs/runtime.md, "Sharding")."""
+    active-active (``config/overlays/sharded``: N replicas, N shards); every shard holder
+    serves the pull agents' work port, and an agent behind the work Service streams to each
+    (docs/runtime.md, "Pull members with shards")."""
 
     @property
     def image_ref(self) -> str:
@@ -149,9 +150,9 @@ def work_hosts(options: Options) -> list[str]:
 
 def manager_args(options: Options) -> list[str]:
     s, e = options.rbac, options.election
-    sharding = [f"--shards={options.shards}"] if options.shards else \
-        [f"--work-bind-address=0.0.0.0:{WORK_PORT}",
-         f"--work-hosts={','.join(work_hosts(options))}"]
+    sharding = [f"--shards={options.shards}"] if options.shards else []
+    sharding += [f"--work-bind-address=0.0.0.0:{WORK_PORT}",
+                 f"--work-hosts={','.join(work_hosts(options))}"]
     return ["run",
             "--leader-elect",
             f"--leader-election-namespace={s.leader_election_namespace}",

@@ -155,6 +155,9 @@ class LeaderElector:
         self.lost = asyncio.Event()
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
+        self.holder = ""
+        """The Lease's holder as last read ("" none), for whom it may concern (the work
+        server with shards counts the replicas serving agents); never used to decide."""
         self._lease: JSON | None = None
         self._deposed_by: str | None = None
 
@@ -227,7 +230,7 @@ class LeaderElector:
                   spec.get("leaseTransitions"))
         if record != self._observed:
             self._observed, self._observed_at = record, self.clock()
-        holder = spec.get("holderIdentity") or ""
+        holder = self.holder = str(spec.get("holderIdentity") or "")
         duration = float(spec.get("leaseDurationSeconds") or s.lease_duration)
         expired = self.clock() - self._observed_at > duration
         if self.is_leader and holder != self.identity:

@@ -224,6 +224,12 @@ class Peers:
         duration = float(spec.get("leaseDurationSeconds") or self.settings.lease_duration)
         return self.clock() - self._observed[name][1] > duration
 
+    def holders(self) -> set[str]:
+        """The identities holding the live shards by the last round (the work server tells
+        a pull member's agent how many replicas to stream to)."""
+        return {str((self._leases.get(name, {}).get("spec") or {}).get("holderIdentity") or "")
+                for name in self.view.live} - {""}
+
     def _live(self) -> tuple[str, ...]:
         return tuple(name for name in self.names if name == self.shard or not self._free(name))
 

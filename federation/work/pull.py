@@ -60,6 +60,7 @@ from federation.contexts.client import (
     JSON,
     MERGE_PATCH,
     MUTATING_METHODS,
+    WRITING_FOR,
     ApiError,
     ClientError,
     ClusterUnavailable,
@@ -203,9 +204,15 @@ class PullState:
     """Everything the hub keeps for one pull member; see the module docstring."""
 
     def __init__(self, name: str, settings: PullSettings | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, replica: str = "",
+                 replicas: int = 0) -> None:
         self.name = name
         self.settings = settings or PullSettings()
+        self.replicas = replicas
+        """How many replicas the agent should stream to (the shard count; 0 without)."""
+        self.replica = replica
+        """This control-plane replica's identity with shards ("" without): its generations
+        are its own, and of a Hello it takes only the entries naming it."""
         self.clock = clock
         self.desired: dict[Key, Desired] = {}
         self.applied: dict[Key, int] = {}
@@ -264,7 +271,7 @@ class PullState:
     def connect(self, hello: pb.Hello, peer: identity.Presented | None = None) -> None:
         """A new stream from the agent: resume from what it says it applied. A Hello that
         cannot be used (ValueError) changes nothing."""
-        reported = _applied(hello)
+        reported = _applied(hello, self.replica)
         if self.connected:
             self.disconnect("replaced by a new stream")
         self.stream += 1
@@ -284,7 +291,8 @@ class PullState:
                 self.pending[key] = None
         self.control = deque([pb.HubMessage(welcome=pb.Welcome(
             window=self.settings.window,
-            heartbeat_interval=self.settings.heartbeat_interval))])
+            heartbeat_interval=self.settings.heartbeat_interval, replica=self.replica,
+            replicas=self.replicas))])
         for resource, mirror in self.mirrors.items():
             mirror.restart()
             self.control.append(pb.HubMessage(subscribe=pb.Subscribe(
@@ -510,10 +518,15 @@ class PullState:
         return future
 
 
-def _applied(hello: pb.Hello) -> dict[Key, int]:
-    """The generations a Hello reports, each within [0, MAX_GENERATION] (else ValueError)."""
+def _applied(hello: pb.Hello, replica: str = "") -> dict[Key, int]:
+    """The generations a Hello reports for ``replica``, each within [0, MAX_GENERATION]
+    (else ValueError). Another replica's entries are its own numbering, not ours: skipped
+    (one generation per object across replicas would let a handover's first write be taken
+    for a duplicate; docs/runtime.md, "Pull members with shards")."""
     reported: dict[Key, int] = {}
     for item in hello.applied:
+        if item.replica != replica:
+            continue
         key = wire.key_from_pb(item.key)
         if not 0 <= item.generation <= MAX_GENERATION:
             raise ValueError(f"applied generation {item.generation} of "
@@ -554,10 +567,24 @@ class WorkClient:
         """Nothing to close: the stream belongs to the work server."""
 
     def _check_fence(self, method: str, path: str) -> Callable[[], None]:
-        """Check the permit now, and return the check to run again as the Work is sent."""
+        """Check the permit now, and return the check to run again as the Work is sent.
+
+        The second check runs in the stream's task, not the writer's, so it is made for the
+        key the write was made for (:data:`~federation.contexts.client.WRITING_FOR`, read
+        now): with shards a Work must leave only while this replica owns that key, whether
+        or not it leads; checked in the stream's context it would ask the leader's fence
+        instead, and a leader would send a key it no longer owns.
+        """
+        writing_for = WRITING_FOR.get()
+
         def check() -> None:
-            if self.fence is not None and method in MUTATING_METHODS:
+            if self.fence is None or method not in MUTATING_METHODS:
+                return
+            token = WRITING_FOR.set(writing_for)
+            try:
                 self.fence.check(self.name, method, path)
+            finally:
+                WRITING_FOR.reset(token)
 
         check()
         return check

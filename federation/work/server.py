@@ -33,6 +33,15 @@ new connection is a new choice of replica by the Service (kube-proxy balances
 connections, not requests), so it reaches the leader within a few tries
 (:attr:`federation.agent.agent.AgentSettings.standby_retry`).
 
+**Shards** (``fedctl run --shards N``): every replica that holds a shard serves its agents,
+and so does the leader (its health controller judges each member from its own stream), so
+``leading`` says whether it holds a shard or leads, each with its own state: its writes, fenced
+by its own shard permit as each Work leaves; its mirrors, read by its own informers; its
+own generations (``replica``, named in the ``Welcome`` with the ``replicas`` to stream
+to). An agent streams to every holder. A cluster's certificate renewal is recorded by the
+replica owning :func:`renewal_key` (``renews``); the others answer that the agent should
+ask on another stream. docs/runtime.md, "Pull members with shards".
+
 Renewals are signed on one worker thread (:data:`SIGNER_THREADS`), never on the loop, and
 recorded on the hub (:attr:`WorkServer.recorder`, the membership controller's conditional
 write of the MemberCluster status) before the agent gets the certificate: a certificate
@@ -50,7 +59,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 import grpc
 import grpc.aio
 
-from federation.contexts.client import ClientError
+from federation.contexts.client import WRITING_FOR, ClientError
 from federation.untrusted.text import one_line
 from federation.work import identity, pull
 from federation.work.proto import work_pb2 as pb
@@ -71,8 +80,17 @@ Recorder = Callable[[str, identity.CertificateRecord, str], Awaitable[None]]
 accepts the given serial (the one presented); raises ClientError or IdentityError if not."""
 STANDBY = ("federation-work-standby", "true")
 """Trailing metadata of the refusal of a replica that does not lead: dial again at once."""
+ANOTHER_STREAM = "ask on another stream"
+"""Said in a renewal's refusal by a replica of a sharded hub that does not record the
+cluster's renewals: the agent asks on its stream to another replica."""
 Membership = Callable[[str], bool | None]
 """Whether a cluster is a pull member by the hub's MemberClusters (None: not known yet)."""
+
+
+def renewal_key(cluster: str) -> str:
+    """The shard key under which a cluster's certificate renewal is recorded (with shards:
+    one replica records each cluster's, without any replica having to lead)."""
+    return f"MemberCluster/{cluster}"
 
 
 class _Refused(Exception):
@@ -88,7 +106,21 @@ class WorkServer:
     """The pull members' streams, served on one TLS address."""
 
     def __init__(self, hosts: Sequence[str] = ("127.0.0.1", "localhost"),
-                 settings: pull.PullSettings | None = None) -> None:
+                 settings: pull.PullSettings | None = None, replica: str = "",
+                 replicas: int = 0) -> None:
+        self.replica = replica
+        """This replica's identity with shards ("" without): every state's (see
+        :attr:`federation.work.pull.PullState.replica`)."""
+        self.replicas = replicas
+        """With shards, how many replicas the agents stream to (the shard count), unless
+        :attr:`serving` counts them."""
+        self.serving: Callable[[], int] | None = None
+        """With shards, the replicas serving agents now (the live shards' holders and the
+        leader), told to each agent in its Welcome; None: :attr:`replicas`."""
+        self.renews: Callable[[str], str | None] | None = None
+        """With shards, whether this replica records a cluster's certificate renewal: None
+        when it owns the cluster's :func:`renewal_key`, else why not (the agent asks on
+        another stream). None (the attribute): the leader, the only one serving, does."""
         self.ca: identity.CA | None = None
         """The work CA, loaded from the hub Secret at :meth:`start`."""
         self.hosts = list(hosts)
@@ -108,8 +140,9 @@ class WorkServer:
         """Tells a deleted member from one not registered yet (the membership controller);
         None: every unregistered cluster is told to retry."""
         self.leading: Callable[[], bool] | None = None
-        """Whether this process leads (the manager's); None: it always does (one replica).
-        A replica that does not lead refuses every stream with :data:`STANDBY`."""
+        """Whether this process serves streams: it leads (the manager's), or with shards it
+        holds a shard; None: it always does (one replica). One that does not refuses every
+        stream with :data:`STANDBY`."""
         self._signer = concurrent.futures.ThreadPoolExecutor(
             SIGNER_THREADS, thread_name_prefix="work renewal signer")
         self._tasks: set[asyncio.Task[None]] = set()
@@ -118,7 +151,8 @@ class WorkServer:
                  ) -> pull.PullState:
         state = self.states.get(name)
         if state is None:
-            state = self.states[name] = pull.PullState(name, self.settings)
+            state = self.states[name] = pull.PullState(
+                name, self.settings, replica=self.replica, replicas=self.replicas)
             state.renew = lambda csr, peer, name=name: self._renew(name, csr, peer)
         if record is not None:
             state.track(record)
@@ -128,10 +162,18 @@ class WorkServer:
         """Sign (off the loop), record on the hub, then hand out: see the module docstring."""
         if self.ca is None or self.recorder is None:
             raise identity.IdentityError("renewal is not enabled on this hub")
+        why = self.renews(name) if self.renews is not None else None
+        if why is not None:
+            raise identity.IdentityError(f"renewal: this replica does not record the "
+                                         f"certificate of {name} ({why}); {ANOTHER_STREAM}")
         cert: bytes = await asyncio.get_running_loop().run_in_executor(
             self._signer, identity.sign_csr, self.ca, csr, name, peer)
         record = identity.CertificateRecord(identity.serial_of(cert), peer.serial)
-        await self.recorder(name, record, peer.serial)
+        token = WRITING_FOR.set(renewal_key(name))  # with shards: that key's permit
+        try:
+            await self.recorder(name, record, peer.serial)
+        finally:
+            WRITING_FOR.reset(token)
         state = self.states.get(name)
         if state is not None:
             state.track(record)
@@ -204,6 +246,8 @@ class WorkServer:
         except _Refused as refused:
             await context.abort(refused.code, refused.why, trailing_metadata=refused.metadata)
             return
+        if self.serving is not None:
+            state.replicas = self.serving()
         try:
             state.connect(first.hello, peer)
         except ValueError as exc:

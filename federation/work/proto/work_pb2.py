@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n federation/work/proto/work.proto\x12\x12\x66\x65\x64\x65ration.work.v1\"_\n\x0bResourceRef\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06plural\x18\x03 \x01(\t\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x12\n\nnamespaced\x18\x05 \x01(\x08\"_\n\tObjectKey\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"\xf1\x02\n\x0c\x41gentMessage\x12*\n\x05hello\x18\x01 \x01(\x0b\x32\x19.federation.work.v1.HelloH\x00\x12,\n\x06result\x18\x02 \x01(\x0b\x32\x1a.federation.work.v1.ResultH\x00\x12\x30\n\x08observed\x18\x03 \x01(\x0b\x32\x1c.federation.work.v1.ObservedH\x00\x12,\n\x06synced\x18\x04 \x01(\x0b\x32\x1a.federation.work.v1.SyncedH\x00\x12\x32\n\theartbeat\x18\x05 \x01(\x0b\x32\x1d.federation.work.v1.HeartbeatH\x00\x12\x38\n\tdiscovery\x18\x06 \x01(\x0b\x32#.federation.work.v1.DiscoveryAnswerH\x00\x12\x31\n\x05renew\x18\x07 \x01(\x0b\x32 .federation.work.v1.RenewRequestH\x00\x42\x06\n\x04\x62ody\"b\n\x05Hello\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12,\n\x07\x61pplied\x18\x02 \x03(\x0b\x32\x1b.federation.work.v1.Applied\x12\x15\n\ragent_version\x18\x03 \x01(\t\"I\n\x07\x41pplied\x12*\n\x03key\x18\x01 \x01(\x0b\x32\x1d.federation.work.v1.ObjectKey\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"\xa8\x01\n\x06Result\x12*\n\x03key\x18\x01 \x01(\x0b\x32\x1d.federation.work.v1.ObjectKey\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\n\n\x02ok\x18\x03 \x01(\x08\x12\x0e\n\x06status\x18\x04 \x01(\x05\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06object\x18\x07 \x01(\x0c\x12\x11\n\tduplicate\x18\x08 \x01(\x08\"[\n\x08Observed\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0e\n\x06object\x18\x03 \x01(\x0c\";\n\x06Synced\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\"2\n\tHeartbeat\x12\x15\n\rcluster_ready\x18\x01 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\";\n\x0f\x44iscoveryAnswer\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0e\n\x06status\x18\x02 \x01(\x05\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\"\x1f\n\x0cRenewRequest\x12\x0f\n\x07\x63sr_pem\x18\x01 \x01(\x0c\"\x8f\x02\n\nHubMessage\x12.\n\x07welcome\x18\x01 \x01(\x0b\x32\x1b.federation.work.v1.WelcomeH\x00\x12(\n\x04work\x18\x02 \x01(\x0b\x32\x18.federation.work.v1.WorkH\x00\x12\x32\n\tsubscribe\x18\x03 \x01(\x0b\x32\x1d.federation.work.v1.SubscribeH\x00\x12\x39\n\tdiscovery\x18\x04 \x01(\x0b\x32$.federation.work.v1.DiscoveryRequestH\x00\x12\x30\n\x05renew\x18\x05 \x01(\x0b\x32\x1f.federation.work.v1.RenewAnswerH\x00\x42\x06\n\x04\x62ody\"5\n\x07Welcome\x12\x0e\n\x06window\x18\x01 \x01(\x05\x12\x1a\n\x12heartbeat_interval\x18\x02 \x01(\x01\"\x89\x01\n\x04Work\x12*\n\x03key\x18\x01 \x01(\x0b\x32\x1d.federation.work.v1.ObjectKey\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\"\n\x02op\x18\x03 \x01(\x0e\x32\x16.federation.work.v1.Op\x12\x10\n\x08manifest\x18\x04 \x01(\x0c\x12\x0b\n\x03uid\x18\x05 \x01(\t\">\n\tSubscribe\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\",\n\x10\x44iscoveryRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04path\x18\x02 \x01(\t\".\n\x0bRenewAnswer\x12\x10\n\x08\x63\x65rt_pem\x18\x01 \x01(\x0c\x12\r\n\x05\x65rror\x18\x02 \x01(\t*<\n\x02Op\x12\x12\n\x0eOP_UNSPECIFIED\x10\x00\x12\n\n\x06\x43REATE\x10\x01\x12\n\n\x06UPDATE\x10\x02\x12\n\n\x06\x44\x45LETE\x10\x03\x32[\n\x0bWorkService\x12L\n\x04Sync\x12 .federation.work.v1.AgentMessage\x1a\x1e.federation.work.v1.HubMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n federation/work/proto/work.proto\x12\x12\x66\x65\x64\x65ration.work.v1\"_\n\x0bResourceRef\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06plural\x18\x03 \x01(\t\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x12\n\nnamespaced\x18\x05 \x01(\x08\"_\n\tObjectKey\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\"\xf1\x02\n\x0c\x41gentMessage\x12*\n\x05hello\x18\x01 \x01(\x0b\x32\x19.federation.work.v1.HelloH\x00\x12,\n\x06result\x18\x02 \x01(\x0b\x32\x1a.federation.work.v1.ResultH\x00\x12\x30\n\x08observed\x18\x03 \x01(\x0b\x32\x1c.federation.work.v1.ObservedH\x00\x12,\n\x06synced\x18\x04 \x01(\x0b\x32\x1a.federation.work.v1.SyncedH\x00\x12\x32\n\theartbeat\x18\x05 \x01(\x0b\x32\x1d.federation.work.v1.HeartbeatH\x00\x12\x38\n\tdiscovery\x18\x06 \x01(\x0b\x32#.federation.work.v1.DiscoveryAnswerH\x00\x12\x31\n\x05renew\x18\x07 \x01(\x0b\x32 .federation.work.v1.RenewRequestH\x00\x42\x06\n\x04\x62ody\"b\n\x05Hello\x12\x14\n\x0c\x63luster_name\x18\x01 \x01(\t\x12,\n\x07\x61pplied\x18\x02 \x03(\x0b\x32\x1b.federation.work.v1.Applied\x12\x15\n\ragent_version\x18\x03 \x01(\t\"Z\n\x07\x41pplied\x12*\n\x03key\x18\x01 \x01(\x0b\x32\x1d.federation.work.v1.ObjectKey\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x0f\n\x07replica\x18\x03 \x01(\t\"\xa8\x01\n\x06Result\x12*\n\x03key\x18\x01 \x01(\x0b\x32\x1d.federation.work.v1.ObjectKey\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\n\n\x02ok\x18\x03 \x01(\x08\x12\x0e\n\x06status\x18\x04 \x01(\x05\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x0e\n\x06object\x18\x07 \x01(\x0c\x12\x11\n\tduplicate\x18\x08 \x01(\x08\"[\n\x08Observed\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x0e\n\x06object\x18\x03 \x01(\x0c\";\n\x06Synced\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\"2\n\tHeartbeat\x12\x15\n\rcluster_ready\x18\x01 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\";\n\x0f\x44iscoveryAnswer\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0e\n\x06status\x18\x02 \x01(\x05\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\"\x1f\n\x0cRenewRequest\x12\x0f\n\x07\x63sr_pem\x18\x01 \x01(\x0c\"\x8f\x02\n\nHubMessage\x12.\n\x07welcome\x18\x01 \x01(\x0b\x32\x1b.federation.work.v1.WelcomeH\x00\x12(\n\x04work\x18\x02 \x01(\x0b\x32\x18.federation.work.v1.WorkH\x00\x12\x32\n\tsubscribe\x18\x03 \x01(\x0b\x32\x1d.federation.work.v1.SubscribeH\x00\x12\x39\n\tdiscovery\x18\x04 \x01(\x0b\x32$.federation.work.v1.DiscoveryRequestH\x00\x12\x30\n\x05renew\x18\x05 \x01(\x0b\x32\x1f.federation.work.v1.RenewAnswerH\x00\x42\x06\n\x04\x62ody\"X\n\x07Welcome\x12\x0e\n\x06window\x18\x01 \x01(\x05\x12\x1a\n\x12heartbeat_interval\x18\x02 \x01(\x01\x12\x0f\n\x07replica\x18\x03 \x01(\t\x12\x10\n\x08replicas\x18\x04 \x01(\x05\"\x89\x01\n\x04Work\x12*\n\x03key\x18\x01 \x01(\x0b\x32\x1d.federation.work.v1.ObjectKey\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\"\n\x02op\x18\x03 \x01(\x0e\x32\x16.federation.work.v1.Op\x12\x10\n\x08manifest\x18\x04 \x01(\x0c\x12\x0b\n\x03uid\x18\x05 \x01(\t\">\n\tSubscribe\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.federation.work.v1.ResourceRef\",\n\x10\x44iscoveryRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04path\x18\x02 \x01(\t\".\n\x0bRenewAnswer\x12\x10\n\x08\x63\x65rt_pem\x18\x01 \x01(\x0c\x12\r\n\x05\x65rror\x18\x02 \x01(\t*<\n\x02Op\x12\x12\n\x0eOP_UNSPECIFIED\x10\x00\x12\n\n\x06\x43REATE\x10\x01\x12\n\n\x06UPDATE\x10\x02\x12\n\n\x06\x44\x45LETE\x10\x03\x32[\n\x0bWorkService\x12L\n\x04Sync\x12 .federation.work.v1.AgentMessage\x1a\x1e.federation.work.v1.HubMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'federation.work.proto.work_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_OP']._serialized_start=1895
-  _globals['_OP']._serialized_end=1955
+  _globals['_OP']._serialized_start=1947
+  _globals['_OP']._serialized_end=2007
   _globals['_RESOURCEREF']._serialized_start=56
   _globals['_RESOURCEREF']._serialized_end=151
   _globals['_OBJECTKEY']._serialized_start=153
@@ -42,31 +42,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HELLO']._serialized_start=622
   _globals['_HELLO']._serialized_end=720
   _globals['_APPLIED']._serialized_start=722
-  _globals['_APPLIED']._serialized_end=795
-  _globals['_RESULT']._serialized_start=798
-  _globals['_RESULT']._serialized_end=966
-  _globals['_OBSERVED']._serialized_start=968
-  _globals['_OBSERVED']._serialized_end=1059
-  _globals['_SYNCED']._serialized_start=1061
-  _globals['_SYNCED']._serialized_end=1120
-  _globals['_HEARTBEAT']._serialized_start=1122
-  _globals['_HEARTBEAT']._serialized_end=1172
-  _globals['_DISCOVERYANSWER']._serialized_start=1174
-  _globals['_DISCOVERYANSWER']._serialized_end=1233
-  _globals['_RENEWREQUEST']._serialized_start=1235
-  _globals['_RENEWREQUEST']._serialized_end=1266
-  _globals['_HUBMESSAGE']._serialized_start=1269
-  _globals['_HUBMESSAGE']._serialized_end=1540
-  _globals['_WELCOME']._serialized_start=1542
-  _globals['_WELCOME']._serialized_end=1595
-  _globals['_WORK']._serialized_start=1598
-  _globals['_WORK']._serialized_end=1735
-  _globals['_SUBSCRIBE']._serialized_start=1737
-  _globals['_SUBSCRIBE']._serialized_end=1799
-  _globals['_DISCOVERYREQUEST']._serialized_start=1801
-  _globals['_DISCOVERYREQUEST']._serialized_end=1845
-  _globals['_RENEWANSWER']._serialized_start=1847
-  _globals['_RENEWANSWER']._serialized_end=1893
-  _globals['_WORKSERVICE']._serialized_start=1957
-  _globals['_WORKSERVICE']._serialized_end=2048
+  _globals['_APPLIED']._serialized_end=812
+  _globals['_RESULT']._serialized_start=815
+  _globals['_RESULT']._serialized_end=983
+  _globals['_OBSERVED']._serialized_start=985
+  _globals['_OBSERVED']._serialized_end=1076
+  _globals['_SYNCED']._serialized_start=1078
+  _globals['_SYNCED']._serialized_end=1137
+  _globals['_HEARTBEAT']._serialized_start=1139
+  _globals['_HEARTBEAT']._serialized_end=1189
+  _globals['_DISCOVERYANSWER']._serialized_start=1191
+  _globals['_DISCOVERYANSWER']._serialized_end=1250
+  _globals['_RENEWREQUEST']._serialized_start=1252
+  _globals['_RENEWREQUEST']._serialized_end=1283
+  _globals['_HUBMESSAGE']._serialized_start=1286
+  _globals['_HUBMESSAGE']._serialized_end=1557
+  _globals['_WELCOME']._serialized_start=1559
+  _globals['_WELCOME']._serialized_end=1647
+  _globals['_WORK']._serialized_start=1650
+  _globals['_WORK']._serialized_end=1787
+  _globals['_SUBSCRIBE']._serialized_start=1789
+  _globals['_SUBSCRIBE']._serialized_end=1851
+  _globals['_DISCOVERYREQUEST']._serialized_start=1853
+  _globals['_DISCOVERYREQUEST']._serialized_end=1897
+  _globals['_RENEWANSWER']._serialized_start=1899
+  _globals['_RENEWANSWER']._serialized_end=1945
+  _globals['_WORKSERVICE']._serialized_start=2009
+  _globals['_WORKSERVICE']._serialized_end=2100
 # @@protoc_insertion_point(module_scope)

@@ -180,7 +180,12 @@ class Applied(_message.Message):
 
     KEY_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
+    REPLICA_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    replica: _builtins.str
+    """The control-plane replica whose generation this is ("" without shards): each replica
+    numbers its own writes (docs/runtime.md, "Pull members with shards").
+    """
     @_builtins.property
     def key(self) -> Global___ObjectKey: ...
     def __init__(
@@ -188,10 +193,11 @@ class Applied(_message.Message):
         *,
         key: Global___ObjectKey | None = ...,
         generation: _builtins.int = ...,
+        replica: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "key", b"key"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "key", b"key", "replica", b"replica"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -410,19 +416,27 @@ class Welcome(_message.Message):
 
     WINDOW_FIELD_NUMBER: _builtins.int
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _builtins.int
+    REPLICA_FIELD_NUMBER: _builtins.int
+    REPLICAS_FIELD_NUMBER: _builtins.int
     window: _builtins.int
     """Work messages the hub keeps in flight at most"""
     heartbeat_interval: _builtins.float
     """seconds between the agent's heartbeats"""
+    replica: _builtins.str
+    """the replica reached ("" without shards)"""
+    replicas: _builtins.int
+    """replicas the agent should stream to (0: one)"""
     def __init__(
         self,
         *,
         window: _builtins.int = ...,
         heartbeat_interval: _builtins.float = ...,
+        replica: _builtins.str = ...,
+        replicas: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval", "window", b"window"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heartbeat_interval", b"heartbeat_interval", "replica", b"replica", "replicas", b"replicas", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -71,6 +71,16 @@ def test_probes_health_and_secure_metrics() -> None:
     assert f"--work-bind-address=0.0.0.0:{ports['work']}" in container["args"]
 
 
+def test_the_sharded_overlay_serves_the_pull_agents_on_every_replica() -> None:
+    """config/overlays/sharded: N replicas of --shards N, each with the work port (every
+    shard holder serves its agents; docs/runtime.md, "Pull members with shards")."""
+    patch = manifests.sharded_patch(Options(shards=3))
+    args = patch["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert patch["spec"]["replicas"] == 3 and "--shards=3" in args
+    assert f"--work-bind-address=0.0.0.0:{manifests.WORK_PORT}" in args
+    assert any(a.startswith("--work-hosts=") for a in args)
+
+
 @pytest.mark.parametrize("deployment", [manifests.deployment(Options()),
                                         manifests.agent_deployment(Options())],
                          ids=["control-plane", "agent"])

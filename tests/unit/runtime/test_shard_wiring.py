@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
-from federation.commands.run import run
 from federation.controllers import setup
 from federation.hub import bindings
 from federation.rbac import roles
@@ -21,11 +19,6 @@ def test_rbac_names_every_shard_lease_the_runtime_uses() -> None:
 def test_shards_without_an_election_are_refused() -> None:
     with pytest.raises(ValueError, match="leader election"):
         manager.ManagerSettings(shards=3)
-
-
-def test_shards_with_a_work_server_are_refused_by_name() -> None:
-    result = CliRunner().invoke(run, ["--shards", "3", "--work-bind-address", ":9443"])
-    assert result.exit_code != 0 and "--shards with --work-bind-address" in result.output
 
 
 def test_a_template_and_its_binding_are_one_key() -> None:

@@ -113,3 +113,63 @@ async def test_a_pull_member_engaged_by_the_manager_writes_only_under_its_fence(
     finally:
         assert edge.engagement is not None
         await edge.engagement.stop()
+
+
+class Owned:
+    """Shard ownership by key, as :meth:`federation.runtime.peers.Peers.holds` answers."""
+
+    def __init__(self, *keys: str) -> None:
+        self.keys = set(keys)
+
+    def holds(self, key: str) -> str | None:
+        return None if key in self.keys else f"the key {key} is another shard's"
+
+
+async def write_for(key: str, client: WorkClient, name: str) -> asyncio.Task[object]:
+    """A write made by a sharded reconcile of ``key`` (its task inherits WRITING_FOR)."""
+    token = kube.WRITING_FOR.set(key)
+    try:
+        task: asyncio.Task[object] = asyncio.create_task(
+            client.create(kube.CONFIGMAPS, config_map(name)))
+    finally:
+        kube.WRITING_FOR.reset(token)
+    await asyncio.sleep(0)
+    return task
+
+
+async def test_a_leader_does_not_send_a_work_for_a_key_it_no_longer_owns() -> None:
+    """With shards, a Work queued while its key was ours and sent from the stream's task
+    (which writes for no key) after the key moved must be refused for the key, not let
+    through by the leader's fence: the key's new owner writes it now (two writers)."""
+    clock = Clock()
+    state = PullState("member3", PullSettings(window=1), clock=clock, replica="replica-a")
+    state.connect(pb.Hello(cluster_name="member3"))
+    client = WorkClient(state)
+    leader = kube.Fence(clock)
+    leader.extend(1000.0)  # this replica leads throughout
+    owned = Owned("shop/a", "shop/b")
+    client.fence = kube.ShardedPermit(owned.holds, leader)
+    first = await write_for("shop/a", client, "a")
+    second = await write_for("shop/b", client, "b")
+    assert sent(state) == ["a"]  # b waits for the window
+    owned.keys.discard("shop/b")  # a handover: shop/b is another replica's now
+    answer(state, "a")
+    assert sent(state) == [], "a Work was sent for a key this replica no longer owns"
+    await first
+    with pytest.raises(kube.NotShardOwner, match="another shard"):
+        await second
+
+
+async def test_an_owner_that_does_not_lead_sends_its_keys_work() -> None:
+    """The check as the Work is sent asks for the key's shard, not for leadership."""
+    clock = Clock()
+    state = PullState("member3", PullSettings(window=1), clock=clock, replica="replica-b")
+    state.connect(pb.Hello(cluster_name="member3"))
+    client = WorkClient(state)
+    client.fence = kube.ShardedPermit(Owned("shop/a", "shop/b").holds, kube.Fence(clock))
+    writes = [await write_for(f"shop/{n}", client, n) for n in ("a", "b")]
+    assert sent(state) == ["a"]
+    answer(state, "a")
+    assert sent(state) == ["b"]
+    answer(state, "b")
+    assert [(await w)["metadata"]["name"] for w in writes] == ["a", "b"]  # type: ignore[index]

@@ -131,8 +131,7 @@ async def test_the_agent_counts_standby_answers_from_the_trailing_metadata(
         assert not await asyncio.wait_for(agent.attempt(), 10)
     assert agent.standbys == 2
     leader.register("member3")  # a leader that has not registered member3 yet: no STANDBY
-    agent.settings = AgentSettings(f"127.0.0.1:{leader.port}", "member3", None, None, None,
-                                   tmp_path / "s")
+    agent.slots[0].address = f"127.0.0.1:{leader.port}"
     leader.unregister("member3")
     assert not await asyncio.wait_for(agent.attempt(), 10)
     assert agent.standbys == 0
