@@ -20,8 +20,8 @@
   ``window`` (seconds a cluster must stay healthy before a deploy step counts it).
 - ``garbage-collect``: ``keepLegacyResource`` (keep resources no revision renders any
   more), ``applicationRevisionLimit`` (revisions kept, default 10) and
-  ``continueOnFailure`` (clean up after a failed workflow too). Its ``rules`` (strategies
-  by component, trait or kind) are refused by name: not built in yet.
+  ``continueOnFailure`` (clean up after a failed workflow too), ``rules`` (a strategy per
+  object by component, kind or name: :mod:`federation.applications.resource_policies`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.applications import custom_status, patches, render, scope, terraform
+from federation.applications import (
+    custom_status,
+    patches,
+    render,
+    resource_policies,
+    scope,
+    terraform,
+)
 from federation.applications.model import AppError, AppSpec, PolicySpec, RenderBudget
 from federation.applications.scope import PROTECTED_NAMESPACES
 from federation.hub import overrides
@@ -64,6 +71,12 @@ class GarbageCollect:
     continue_on_failure: bool = False
     """KubeVela's ``continueOnFailure``: a failed workflow cleans what the release no
     longer renders too (by default only a workflow that succeeded does)."""
+    rules: tuple[resource_policies.GcRule, ...] = ()
+    """KubeVela's ``rules``: which objects are kept longer than ``onAppUpdate``."""
+
+    def strategy(self, manifest: JSON) -> tuple[str, str]:
+        """The (strategy, propagation) the tracker records with ``manifest``."""
+        return resource_policies.gc_strategy(self.rules, manifest)
 
 
 def _check(props: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -96,7 +109,7 @@ def gc_of(policies: Sequence[PolicySpec]) -> GarbageCollect:
             where = f"policy {policy.name} properties"
             props = policy.properties
             _check(props, {"keepLegacyResource", "applicationRevisionLimit",
-                           "continueOnFailure"}, where)
+                           "continueOnFailure", "rules"}, where)
             keep = props.get("keepLegacyResource", False)
             limit = props.get("applicationRevisionLimit", 10)
             go_on = props.get("continueOnFailure", False)
@@ -106,7 +119,8 @@ def gc_of(policies: Sequence[PolicySpec]) -> GarbageCollect:
                 raise AppError(f"{where}.{key}: true or false")
             if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 100:
                 raise AppError(f"{where}.applicationRevisionLimit: an integer from 1 to 100")
-            return GarbageCollect(keep, limit, go_on)
+            return GarbageCollect(keep, limit, go_on,
+                                  resource_policies.gc_rules_of(policy, where))
     return GarbageCollect()
 
 

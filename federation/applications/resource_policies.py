@@ -27,6 +27,19 @@ labels this control plane does not put on what it renders, so they are refused b
 rather than matching nothing. A path is dotted field names with ``[N]`` list indexes or
 ``[key]`` map keys (``spec.template.spec.containers[0].resources``); a field the live
 object lacks is left as rendered (KubeVela fails the reconcile there).
+
+``garbage-collect``'s ``rules`` (policy/garbage-collect.cue; ``FindStrategy`` and
+``FindDeleteOption`` of ``GarbageCollectPolicySpec``): the first rule whose ``selector``
+matches a rendered object gives it a ``strategy``, recorded with the object in the tracker
+when it is written (as KubeVela records it in its ResourceTracker at dispatch):
+``onAppUpdate`` (the default: deleted once no longer rendered), ``onAppDelete`` (kept
+until the Application is deleted) or ``never`` (never deleted: released, left in the
+member, once no longer rendered or when the Application is deleted). The first matching
+rule with a ``propagation`` gives it: ``orphan`` (released instead of deleted, its
+dependents with it) or ``cascading`` (deleted in the background, its dependents after it,
+which is how every delete of ours is sent). A rule only ever keeps what would have been
+deleted: what may be deleted at all is decided elsewhere (only what this Application
+placed, :mod:`federation.controllers.applications.prune`).
 """
 
 from __future__ import annotations
@@ -111,6 +124,37 @@ def _selector(raw: Mapping[str, Any] | None) -> Selector:
     raw = raw or {}
     return Selector(*(tuple(raw.get(k) or ()) for k in (
         "componentNames", "resourceTypes", "resourceNames")))
+
+
+GC_RULES = [{"selector": _SELECTOR,
+             "strategy": shapes.Default(shapes.Enum("onAppUpdate", "onAppDelete", "never"),
+                                        "onAppUpdate"),
+             "propagation?": shapes.Enum("orphan", "cascading")}]
+ON_APP_UPDATE = "onAppUpdate"
+
+
+@dataclasses.dataclass(frozen=True)
+class GcRule:
+    selector: Selector
+    strategy: str = ON_APP_UPDATE
+    propagation: str = ""
+
+
+def gc_rules_of(policy: PolicySpec, where: str) -> tuple[GcRule, ...]:
+    """A ``garbage-collect`` policy's ``rules`` (none: an empty tuple)."""
+    _no_unlabelled(policy, where)
+    rules = shapes.check(policy.properties.get("rules", []), GC_RULES, f"{where}.rules")
+    return tuple(GcRule(_selector(rule["selector"]), rule["strategy"],
+                        rule.get("propagation", "")) for rule in rules)
+
+
+def gc_strategy(rules: Sequence[GcRule], manifest: Mapping[str, Any]) -> tuple[str, str]:
+    """The object's (strategy, propagation): the first matching rule's strategy, and the
+    first matching rule's propagation that has one (KubeVela reads them apart)."""
+    matching = [rule for rule in rules if rule.selector.match(manifest)]
+    strategy = matching[0].strategy if matching else ON_APP_UPDATE
+    propagation = next((rule.propagation for rule in matching if rule.propagation), "")
+    return strategy, propagation
 
 
 @dataclasses.dataclass(frozen=True)

@@ -61,7 +61,10 @@ REFUSED: dict[Kind, dict[str, str]] = {
                            "share Namespaces, which no Application places here); here each "
                            "object has one writer, and a second one is refused naming the "
                            "first",
-        "resource-update": _CONTROLLER + " (recreate instead of update by rules)",
+        "resource-update": _CONTROLLER + " (recreate instead of update by rules: a "
+                           "delete-then-create write the executor does not have, and `op: "
+                           "patch`, the default, is a three-way merge where our writes are "
+                           "full updates)",
         "replication": _CONTROLLER + " (components replicated by keys into topologies)",
     },
     "workflowstep": {

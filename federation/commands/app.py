@@ -220,7 +220,29 @@ def _print(compiled: compile_.Compiled) -> None:
         for cluster, objects in (target.clusters.items() if target else ()):
             for obj in objects:
                 click.echo(f"---\n# cluster: {cluster}")
+                kept = _gc_words(compiled, obj)
+                if kept:
+                    click.echo(f"# garbage-collect: {kept}")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
+
+
+def _gc_words(compiled: compile_.Compiled, obj: JSON) -> str:
+    """What the garbage-collect policy's rules do to ``obj`` ("" for the default)."""
+    strategy, propagation = compiled.gc.strategy(obj)
+    left = "left in the member, untracked (its dependents too)"
+    if strategy == "never":
+        return "never deleted: " + left + " once no longer rendered or when the " \
+            "Application is deleted"
+    if strategy == "onAppDelete":
+        then = f"{left} when the Application is deleted" if propagation == "orphan" \
+            else "deleted with the Application"
+        return f"kept when no longer rendered; {then}"
+    if propagation == "orphan":
+        return f"{left} instead of deleted, once no longer rendered or when the " \
+            "Application is deleted"
+    if propagation == "cascading":
+        return "deleted once no longer rendered, in the background (its dependents after it)"
+    return ""
 
 
 def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:

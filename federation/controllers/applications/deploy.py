@@ -25,7 +25,7 @@ from federation.hub import manifests
 async def plan_deploy(view: ApplicationView, build: Build) -> Verdict | None:
     assert build.compiled is not None
     build.diff = tracker.diff(build.entries(), build.desired, build.compiled.gc.keep_legacy,
-                              build.final, build.hold)
+                              build.final, build.hold, build.compiled.gc.strategy)
     for entry, manifest in build.diff.write:
         await plan_write(view, build, entry, manifest)
     return None

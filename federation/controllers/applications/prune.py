@@ -5,6 +5,8 @@ in our annotation): the tracker lives in the author's namespace, and a forged en
 not delete another team's objects. An entry whose object is gone already, or is someone
 else's now, counts as deleted; one on a member that cannot be read stays tracked (pending)
 and is tried again. :func:`plan_removals` serves the deleted Application's clean-up too.
+An entry the garbage-collect policy's rules release (``never``, propagation ``orphan``)
+leaves the tracker without a delete: its object stays in the member as it is.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ async def plan_prune(view: ApplicationView, build: Build) -> Verdict | None:
     removals = await plan_removals(view, build.diff.delete, build.owner)
     for vertex, entry in removals.deletes:
         build.add_member(vertex, entry)
-    build.gone += removals.gone
+    build.gone += removals.gone + list(build.diff.release)
     return None
 
 
@@ -45,6 +47,9 @@ async def plan_removals(view: ApplicationView, entries: Iterable[tracker.Entry],
                         ) -> Removals:
     found = Removals()
     for entry in entries:
+        if entry.released_on_delete:
+            found.gone.append(entry)  # the rules keep it: untracked, never deleted by us
+            continue
         body = reference(entry)
         try:
             resource = await view.resource(entry.cluster, body)

@@ -182,7 +182,15 @@ def test_health_and_gc_policies() -> None:
     assert policies.gc_of([model.PolicySpec(name="g", type="garbage-collect", properties={
         "continueOnFailure": True})]).continue_on_failure
     for bad, words in (({"continueOnFailure": "yes"}, r"continueOnFailure: true or false"),
-                       ({"rules": []}, r"properties\.rules: not supported")):
+                       ({"rules": [{"selector": {"componentNames": ["a"]},
+                                    "strategy": "sometimes"}]}, r"rules\[0\]\.strategy"),
+                       ({"rules": [{"selector": {"kinds": ["a"]}}]},
+                        r"rules\[0\]\.selector\.kinds"),
+                       ({"rules": [{"selector": {"traitTypes": ["a"]}}]},
+                        r"rules\[0\]\.selector\.traitTypes: not supported"),
+                       ({"rules": [{"selector": {}, "propagation": "foreground"}]},
+                        r"rules\[0\]\.propagation"),
+                       ({"rules": [{"selector": {}, "when": "now"}]}, r"rules\[0\]\.when")):
         with pytest.raises(model.AppError, match=words):
             policies.gc_of([model.PolicySpec(name="g", type="garbage-collect",
                                              properties=bad)])
