@@ -18,9 +18,12 @@ leader itself logged as sent after its permit ended, and must reach the server a
 resumes: at most one per round (the loop runs one write's code at a time), received
 within :data:`RESUME_SLACK` of the SIGCONT.
 
-The Lease is shortened with the run command's flags (8 s lease, 5 s renew deadline, 1 s
-retry) so that ten rounds fit in about two minutes; a new replica is started at each freeze,
-so two candidates are always running.
+The Lease is shortened with the run command's flags (6 s lease, 4 s renew deadline, 0.5 s
+retry): a round waits out the lease once (the takeover comes a lease duration after the
+freeze), and the retry period is how late the successor notices it lapsed. The renew
+deadline stays 4 s: a busy replica's event loop lags up to about 2 s on a loaded 2-core
+machine, and a leader deposed by that before its freeze would spoil the round. A new
+replica is started at each freeze, so two candidates are always running.
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ RESUME_SLACK = 2.0
 """Seconds from the SIGCONT to the API server's receipt of a write the freeze caught between
 its last check and the socket: the resumed process sends it first thing (a loaded 2-core
 machine: the wake-up, the API server's handler chain)."""
-LEASE_FLAGS = ("--leader-elect-lease-duration", "8", "--leader-elect-renew-deadline", "5",
-               "--leader-elect-retry-period", "1")
+LEASE_FLAGS = ("--leader-elect-lease-duration", "6", "--leader-elect-renew-deadline", "4",
+               "--leader-elect-retry-period", "0.5")
 
 
 class Replica:
