@@ -23,7 +23,9 @@ retry): a round waits out the lease once (the takeover comes a lease duration af
 freeze), and the retry period is how late the successor notices it lapsed. The renew
 deadline stays 4 s: a busy replica's event loop lags up to about 2 s on a loaded 2-core
 machine, and a leader deposed by that before its freeze would spoil the round. A new
-replica is started at each freeze, so two candidates are always running.
+replica is started as each round begins, so at least two candidates are running at every
+freeze: its start-up (a few seconds, more on a loaded machine) overlaps the round's burst
+and lease wait instead of following the freeze.
 """
 
 from __future__ import annotations
@@ -254,8 +256,9 @@ def acquisition(audit: Audit, identity: str, lease: str, after: float) -> float 
 
 
 def freeze_busy_leader(election: Election, audit: Audit, namespace: str, n: int) -> Round:
-    """One round: templates created, the leader frozen while it writes them, another
-    replica started, the freeze held until someone else holds the Lease, then SIGCONT."""
+    """One round: another replica started, templates created, the leader frozen while it
+    writes them, the freeze held until someone else holds the Lease, then SIGCONT."""
+    election.start()  # a candidate in the deposed leader's place, starting up meanwhile
     leader = election.leader(timeout=60)
     deposed = leader.identity()
     audit.new_on_hub()
@@ -272,7 +275,6 @@ def freeze_busy_leader(election: Election, audit: Audit, namespace: str, n: int)
     time.sleep((n % 5) * 0.1)  # freeze at a different moment of the burst each round
     leader.process.send_signal(signal.SIGSTOP)
     frozen = time.time()
-    election.start()  # two candidates again once this one is gone
     successor = election.leader(timeout=40, besides=leader)  # a frozen one cannot answer
     takeover = wait_for(lambda: acquisition(audit, successor.identity(), election.lease,
                                             frozen), timeout=10, what="the takeover logged")
