@@ -137,6 +137,30 @@ def parse(cluster: str, line: str) -> Write:
                  entry.get("userAgent", ""))
 
 
+IDENTITY = re.compile(r'"userAgent":"[^"]*?\(([^()"]+)\)')
+"""A replica's identity in an audit line: the parenthesised part of its User-Agent
+(Metadata-level lines carry no bodies, so it appears nowhere else)."""
+
+
+@dataclasses.dataclass
+class AuditFile:
+    """One audit file's lines read so far, by the identity in their User-Agent."""
+
+    offset: int = 0
+    lines: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def read(self, path: Path) -> None:
+        with path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        complete = data[:data.rfind(b"\n") + 1]  # a line being written waits for its end
+        self.offset += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            found = IDENTITY.search(line)
+            if found:
+                self.lines.setdefault(found.group(1), []).append(line)
+
+
 class Audit:
     """The fleet's audit logs (writes only, one JSON line each)."""
 
@@ -147,6 +171,7 @@ class Audit:
                               "logging; `fedctl local down --state-dir .fleet-test` first")
         self._hub = hub
         self._offset = hub.stat().st_size
+        self._files: dict[tuple[str, str, int], AuditFile] = {}
 
     def new_on_hub(self) -> list[Write]:
         """Hub writes logged since the last call (a poll; rotation only delays it)."""
@@ -162,13 +187,29 @@ class Audit:
 
     def by(self, identity: str) -> list[Write]:
         """Every write any API server logged from ``identity``, rotated files included."""
-        found = []
+        self._read_new()
+        found = [parse(cluster, line) for (cluster, _, _), part in self._files.items()
+                 for line in part.lines.get(identity, ())]
+        return sorted(found, key=lambda w: w.received)
+
+    def _read_new(self) -> None:
+        """Bring the index up to date: what was appended to each audit file since the last
+        call. A file is its path and inode: after a rotation the renamed file (the same
+        inode under a new path) is read again from its start, the new one from its start,
+        and a file no longer there is forgotten, so the index holds exactly what the files
+        hold now, as reading them whole would, without rereading tens of MB per call."""
+        present = set()
         for cluster, directory in self.clusters.items():
             for path in directory.glob("audit*.log"):
-                for line in path.read_text(errors="replace").splitlines():
-                    if f"({identity})" in line:
-                        found.append(parse(cluster, line))
-        return sorted(found, key=lambda w: w.received)
+                try:
+                    key = (cluster, str(path), path.stat().st_ino)
+                    part = self._files.setdefault(key, AuditFile())
+                    part.read(path)
+                except FileNotFoundError:  # rotated away between the glob and the read
+                    continue
+                present.add(key)
+        for key in set(self._files) - present:
+            del self._files[key]
 
 
 VERBS = {"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}
