@@ -3,7 +3,7 @@
 Two Deployments of 6 replicas each, in a fresh hub namespace per test:
 
 - ``tolerant``: Divided by dynamic weights (sticky), its policy tolerating
-  ``cluster.federation.io/not-ready:NoExecute`` for 10 s: it must leave a
+  ``cluster.federation.io/not-ready:NoExecute`` for 5 s: it must leave a
   failed member2 and not come back to it (stale copies there are deleted);
 - ``intolerant``: Divided 1:1:1 with no toleration: it must stay where it is.
 
@@ -31,7 +31,9 @@ MEMBERS = ("member1", "member2", "member3")
 SURVIVORS = ("member1", "member3")
 POLICY_API = "policy.federation.io/v1alpha1"
 NOT_READY = "cluster.federation.io/not-ready"
-TOLERATION = 10
+TOLERATION = 5
+"""Seconds the tolerant policy tolerates NotReady: counted from the taint, so the move comes
+after detection plus this (the flap test's toleration is its own)."""
 DETECTION_BOUND = 15.0
 """Documented: NotReady 6-8 s after the last answer (docs/failover.md); 15 s on a loaded box."""
 RECOVERY_BOUND = DETECTION_BOUND + TOLERATION + 20.0

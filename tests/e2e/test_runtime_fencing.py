@@ -18,9 +18,14 @@ leader itself logged as sent after its permit ended, and must reach the server a
 resumes: at most one per round (the loop runs one write's code at a time), received
 within :data:`RESUME_SLACK` of the SIGCONT.
 
-The Lease is shortened with the run command's flags (8 s lease, 5 s renew deadline, 1 s
-retry) so that ten rounds fit in about two minutes; a new replica is started at each freeze,
-so two candidates are always running.
+The Lease is shortened with the run command's flags (6 s lease, 4 s renew deadline, 0.5 s
+retry): a round waits out the lease once (the takeover comes a lease duration after the
+freeze), and the retry period is how late the successor notices it lapsed. The renew
+deadline stays 4 s: a busy replica's event loop lags up to about 2 s on a loaded 2-core
+machine, and a leader deposed by that before its freeze would spoil the round. A new
+replica is started as each round begins, so at least two candidates are running at every
+freeze: its start-up (a few seconds, more on a loaded machine) overlaps the round's burst
+and lease wait instead of following the freeze.
 """
 
 from __future__ import annotations
@@ -56,8 +61,8 @@ RESUME_SLACK = 2.0
 """Seconds from the SIGCONT to the API server's receipt of a write the freeze caught between
 its last check and the socket: the resumed process sends it first thing (a loaded 2-core
 machine: the wake-up, the API server's handler chain)."""
-LEASE_FLAGS = ("--leader-elect-lease-duration", "8", "--leader-elect-renew-deadline", "5",
-               "--leader-elect-retry-period", "1")
+LEASE_FLAGS = ("--leader-elect-lease-duration", "6", "--leader-elect-renew-deadline", "4",
+               "--leader-elect-retry-period", "0.5")
 
 
 class Replica:
@@ -132,6 +137,30 @@ def parse(cluster: str, line: str) -> Write:
                  entry.get("userAgent", ""))
 
 
+IDENTITY = re.compile(r'"userAgent":"[^"]*?\(([^()"]+)\)')
+"""A replica's identity in an audit line: the parenthesised part of its User-Agent
+(Metadata-level lines carry no bodies, so it appears nowhere else)."""
+
+
+@dataclasses.dataclass
+class AuditFile:
+    """One audit file's lines read so far, by the identity in their User-Agent."""
+
+    offset: int = 0
+    lines: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def read(self, path: Path) -> None:
+        with path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        complete = data[:data.rfind(b"\n") + 1]  # a line being written waits for its end
+        self.offset += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            found = IDENTITY.search(line)
+            if found:
+                self.lines.setdefault(found.group(1), []).append(line)
+
+
 class Audit:
     """The fleet's audit logs (writes only, one JSON line each)."""
 
@@ -142,6 +171,7 @@ class Audit:
                               "logging; `fedctl local down --state-dir .fleet-test` first")
         self._hub = hub
         self._offset = hub.stat().st_size
+        self._files: dict[tuple[str, str, int], AuditFile] = {}
 
     def new_on_hub(self) -> list[Write]:
         """Hub writes logged since the last call (a poll; rotation only delays it)."""
@@ -157,13 +187,29 @@ class Audit:
 
     def by(self, identity: str) -> list[Write]:
         """Every write any API server logged from ``identity``, rotated files included."""
-        found = []
+        self._read_new()
+        found = [parse(cluster, line) for (cluster, _, _), part in self._files.items()
+                 for line in part.lines.get(identity, ())]
+        return sorted(found, key=lambda w: w.received)
+
+    def _read_new(self) -> None:
+        """Bring the index up to date: what was appended to each audit file since the last
+        call. A file is its path and inode: after a rotation the renamed file (the same
+        inode under a new path) is read again from its start, the new one from its start,
+        and a file no longer there is forgotten, so the index holds exactly what the files
+        hold now, as reading them whole would, without rereading tens of MB per call."""
+        present = set()
         for cluster, directory in self.clusters.items():
             for path in directory.glob("audit*.log"):
-                for line in path.read_text(errors="replace").splitlines():
-                    if f"({identity})" in line:
-                        found.append(parse(cluster, line))
-        return sorted(found, key=lambda w: w.received)
+                try:
+                    key = (cluster, str(path), path.stat().st_ino)
+                    part = self._files.setdefault(key, AuditFile())
+                    part.read(path)
+                except FileNotFoundError:  # rotated away between the glob and the read
+                    continue
+                present.add(key)
+        for key in set(self._files) - present:
+            del self._files[key]
 
 
 VERBS = {"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}
@@ -251,8 +297,9 @@ def acquisition(audit: Audit, identity: str, lease: str, after: float) -> float 
 
 
 def freeze_busy_leader(election: Election, audit: Audit, namespace: str, n: int) -> Round:
-    """One round: templates created, the leader frozen while it writes them, another
-    replica started, the freeze held until someone else holds the Lease, then SIGCONT."""
+    """One round: another replica started, templates created, the leader frozen while it
+    writes them, the freeze held until someone else holds the Lease, then SIGCONT."""
+    election.start()  # a candidate in the deposed leader's place, starting up meanwhile
     leader = election.leader(timeout=60)
     deposed = leader.identity()
     audit.new_on_hub()
@@ -269,7 +316,6 @@ def freeze_busy_leader(election: Election, audit: Audit, namespace: str, n: int)
     time.sleep((n % 5) * 0.1)  # freeze at a different moment of the burst each round
     leader.process.send_signal(signal.SIGSTOP)
     frozen = time.time()
-    election.start()  # two candidates again once this one is gone
     successor = election.leader(timeout=40, besides=leader)  # a frozen one cannot answer
     takeover = wait_for(lambda: acquisition(audit, successor.identity(), election.lease,
                                             frozen), timeout=10, what="the takeover logged")

@@ -24,7 +24,16 @@ from tests.e2e.helpers import apply, free_port, wait_for
 from tests.e2e.test_runtime_fencing import Audit, Write
 
 TEMPLATES = 300
-LEASE_DURATION = 15
+LEASE_DURATION = 10
+RETRY_PERIOD = 1
+LEASE_FLAGS = ("--leader-elect-lease-duration", str(LEASE_DURATION),
+               "--leader-elect-renew-deadline", "6",
+               "--leader-elect-retry-period", str(RETRY_PERIOD))
+"""The shard Leases shortened from the defaults (15 s, 10 s, 2 s) so that the two waits of
+a lease duration (a new shard's claim wait, a killed one's expiry) take less; the renew
+deadline keeps 6 s, as a busy replica's loop lags up to about 2 s on a loaded 2-core
+machine and a shard lost to that would spoil the count."""
+LIVE = re.compile(r" (\S+): shard \S+, live shards (.*)$", re.MULTILINE)
 
 
 class Replica:
@@ -33,6 +42,7 @@ class Replica:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "federation", "run", "--kubeconfig", str(kubeconfig),
              "--hub-context", "hub", "--shards", "3", "--leader-election-id", lease,
+             *LEASE_FLAGS,
              "--metrics-bind-address", f"127.0.0.1:{free_port()}",
              "--health-probe-bind-address", f"127.0.0.1:{free_port()}"],
             stdout=log.open("w"), stderr=subprocess.STDOUT)
@@ -40,6 +50,15 @@ class Replica:
     def identity(self) -> str | None:
         found = re.search(r" (\S+): took shard ", self.log.read_text())
         return found.group(1) if found else None
+
+    def writing_with(self, shards: int) -> bool:
+        """Its latest view has ``shards`` live shards and it claims its keys (no longer
+        waiting out the lease after taking its shard)."""
+        views = LIVE.findall(self.log.read_text())
+        if not views:
+            return False
+        live = views[-1][1]
+        return not live.endswith("(waiting to claim)") and len(live.split(", ")) == shards
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -140,10 +159,12 @@ def test_three_replicas_share_300_templates_and_hand_over_a_killed_ones_keys(
     assert len(two) == TEMPLATES and all(len(v) == 1 for v in two.values()), \
         "a template written by two replicas, or not written"
 
-    # 2 -> 3: the third takes its shard, waits out the lease, then claims its keys.
+    # 2 -> 3: the third takes its shard, waits out the lease, then claims its keys; the
+    # burst starts as soon as every replica works with the three shards.
     third = start_replica()
     wait_for(third.identity, timeout=90, what="the third shard taken")
-    time.sleep(LEASE_DURATION + 5)
+    wait_for(lambda: all(r.writing_with(3) for r in replicas), timeout=LEASE_DURATION + 30,
+             what="three replicas writing with three live shards")
     start = time.time()
     burst(fleet, namespace, "3")
     wait_for(lambda: converged(fleet, namespace, "3"), timeout=240, interval=2,
@@ -186,5 +207,6 @@ def test_three_replicas_share_300_templates_and_hand_over_a_killed_ones_keys(
     assert not doubled, f"copies written twice across the kill: {list(doubled.items())[:5]}"
     assert not lost, f"copies not written: {lost[:5]}"
     # The lease, one retry to see it expire, and the claim's next round.
-    assert handed <= LEASE_DURATION + 2 * 2 + 2, "handover slower than the lease duration"
+    assert handed <= LEASE_DURATION + 2 * RETRY_PERIOD + 2, \
+        "handover slower than the lease duration"
     fleet.kubectl("hub", "delete", "namespace", namespace, "--wait=false", check=False)

@@ -158,7 +158,7 @@ def test_a_rebalancer_redivides_a_drifted_workload_and_reports_it(fleet: TestFle
             "metadata": {"name": rebalancer},
             "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
                                     "name": "web", "namespace": ns}],
-                     "ttlSecondsAfterFinished": 20}})
+                     "ttlSecondsAfterFinished": 8}})
         wait_for(lambda: placed(fleet, "web", ns) == {"member1": 4, "member2": 4}, 60,
                  what="web divided afresh 4:4 (room 10+2 and 6+6)")
         status = (get_or_none(fleet, "hub", "workloadrebalancers.apps.karmada.io",
