@@ -33,7 +33,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "hpa", "k8s-update-strategy", "lifecycle", "podsecuritycontext",
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
-    "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
+    "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only",
+               "replication"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
@@ -62,7 +63,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                            "object has one writer, and a second one is refused naming the "
                            "first",
         "resource-update": _CONTROLLER + " (recreate instead of update by rules)",
-        "replication": _CONTROLLER + " (components replicated by keys into topologies)",
     },
     "workflowstep": {
         "apply-terraform-config": _TERRAFORM,
