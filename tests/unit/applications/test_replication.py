@@ -112,7 +112,22 @@ def test_each_cluster_of_the_topology_gets_every_copy() -> None:
         names(compiled, "deploy-with-rep", "member2")
 
 
-def test_the_dry_run_shows_the_replicas(tmp_path: Path) -> None:
+def test_two_policies_each_copy_the_component_as_kubevela_does() -> None:
+    """Each replication policy selects among the components as the overrides left them
+    (not among the other policy's copies); the same key in both is one object twice."""
+    spec = fixture()[1]
+    replication_policy(spec)["properties"]["keys"] = ["beijing"]
+    spec["policies"].append({"name": "more", "type": "replication",
+                             "properties": {"keys": ["shanghai"], "selector": ["hello-rep"]}})
+    spec["workflow"]["steps"][0]["properties"]["policies"].append("more")
+    assert [n for _, n in names(compile_with(spec), "deploy-with-rep")] == [
+        "hello-rep-beijing", "hello-rep-beijing", "hello-rep-shanghai", "hello-rep-shanghai"]
+    spec["policies"][-1]["properties"]["keys"] = ["beijing"]
+    assert "which spec.components[0] (key 'beijing' of policy replication-default) " \
+        "renders too" in refusal(spec)
+
+
+def test_the_dry_run_shows_the_replicas() -> None:
     result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(FIXTURE),
                                       "--local-cluster", "member1"])
     assert result.exit_code == 0, result.output
