@@ -14,6 +14,7 @@ from federation.applications import (
     model,
     policies,
     render,
+    replication,
     resource_policies,
     scope,
     steps,
@@ -102,6 +103,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             _step_spec(item, step_spec, properties=filled.step.properties),
             rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
                              for i in item.step.inputs}))
+    replication.check_named(spec, [item.step for item in flow.flatten(spec)])
     chosen = list(known.values())
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
                     policies.gc_of(chosen), notifications,

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 
 from federation.applications import vela_core
 from federation.untrusted.text import one_line
@@ -50,7 +50,7 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
-                "read-only", "env-binding")
+                "read-only", "env-binding", "replication")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
@@ -146,6 +146,19 @@ class Component(_Model):
     dependsOn: _Names = Field(default=(), exclude=True)
     inputs: _Inputs = Field(default=(), exclude=True)
     outputs: _Outputs = Field(default=(), exclude=True)
+    # the key a replication policy renders this copy with (KubeVela's ReplicaKey, which
+    # its JSON leaves out too): private, so no spec can set it; "" for no replication
+    _replica_key: str = PrivateAttr(default="")
+
+    @property
+    def replica_key(self) -> str:
+        return self._replica_key
+
+    def replicated(self, key: str) -> Component:
+        """This component as the copy a replication policy renders for ``key``."""
+        copy_ = self.model_copy()
+        copy_._replica_key = key
+        return copy_
 
 
 class PolicySpec(_Model):

@@ -35,6 +35,7 @@ from federation.applications import (
     custom_status,
     patches,
     render,
+    replication,
     resource_policies,
     scope,
     terraform,
@@ -221,6 +222,8 @@ class Target:
     checks: tuple[custom_status.Checks, ...] = ()
     """The components whose definitions judge their health or say their message
     (``spec.status``), each against its workload's identity."""
+    replicas: tuple[str, ...] = ()
+    """A line per replication policy of the step: the components it copies, by which keys."""
 
 
 def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
@@ -253,6 +256,9 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
             rule = cluster_rules(policy, namespace)
             if rule is not None:
                 rules.append(rule)
+    entries, replicas = replication.replicate(
+        entries, [replication.replication_of(p) for p in chosen if p.type == replication.TYPE],
+        budget, where)
     topologies = _topologies(chosen, local_cluster, fleet, where)
     notes: list[str] = []
     placed = _Placed()
@@ -275,14 +281,14 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
                         terraform.check_manifest(obj, entry.where)
             for cluster, manifests in _place(objects, topology, target_ns, fleet,
                                              notes).items():
-                placed.add(cluster, manifests, topology.name)
+                placed.add(cluster, manifests, topology.name, entry.where)
     per_cluster = placed.clusters
     if rules:
         per_cluster = _apply_rules(per_cluster, rules, fleet)
     empty = tuple(sorted({t.name for t in topologies
                           if f"{t.name}: {EMPTY_NOTE}" in notes}))
     return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes), empty,
-                  tuple(checks))
+                  tuple(checks), tuple(replicas))
 
 
 def _chosen(step_policies: Sequence[str], policies: Mapping[str, PolicySpec], where: str
@@ -329,22 +335,31 @@ class _Placed:
 
     def __init__(self) -> None:
         self.clusters: dict[str, list[JSON]] = {}
-        self.by: dict[tuple[str, str, str, str, str], tuple[str, JSON]] = {}
+        self.by: dict[tuple[str, str, str, str, str], tuple[str, str, JSON]] = {}
 
-    def add(self, cluster: str, manifests: Sequence[JSON], topology: str) -> None:
+    def add(self, cluster: str, manifests: Sequence[JSON], topology: str,
+            rendered_by: str) -> None:
+        """``rendered_by`` is the component (or its replica) whose render these are: two
+        renders of one object (group, kind, namespace, name) in a cluster are refused
+        naming both, as one would silently overwrite the other in the member."""
         for manifest in manifests:
             meta = manifest.get("metadata") or {}
-            key = (cluster, str(manifest.get("apiVersion")), str(manifest.get("kind")),
+            group = str(manifest.get("apiVersion")).rpartition("/")[0]
+            key = (cluster, group, str(manifest.get("kind")),
                    str(meta.get("namespace") or ""), str(meta.get("name")))
             if key in self.by:
-                first, body = self.by[key]
+                first, first_render, body = self.by[key]
+                if first_render != rendered_by:
+                    raise AppError(f"{rendered_by}: renders {key[2]} {key[3]}/{key[4]} in "
+                                   f"cluster {cluster}, which {first_render} renders too; "
+                                   "two renders of one object in a cluster are refused")
                 if body != manifest:
                     raise AppError(f"policy {topology}: places {key[2]} {key[3]}/{key[4]} "
                                    f"in cluster {cluster}, where policy {first} places it "
                                    "differently; one deploy step renders an object once "
                                    "per cluster")
                 continue
-            self.by[key] = (topology, manifest)
+            self.by[key] = (topology, rendered_by, manifest)
             self.clusters.setdefault(cluster, []).append(manifest)
 
 

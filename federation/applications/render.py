@@ -45,6 +45,8 @@ JSON = dict[str, Any]
 
 APP_LABEL = "app.oam.dev/name"
 COMPONENT_LABEL = "app.oam.dev/component"
+REPLICA_KEY_LABEL = "app.oam.dev/replicaKey"
+"""KubeVela's label on what a replication policy's copy of a component renders."""
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 OUTPUT_KEY = "x-federation-output-name"
 """A user-defined component's ``outputs`` key on an auxiliary object while it renders
@@ -101,6 +103,8 @@ def render_component(component: Component, app: str, namespace: str,
         labels = meta.setdefault("labels", {})
         labels[APP_LABEL] = app
         labels[COMPONENT_LABEL] = component.name
+        if component.replica_key:
+            labels[REPLICA_KEY_LABEL] = component.replica_key
     return objects
 
 

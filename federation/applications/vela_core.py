@@ -33,7 +33,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "hpa", "k8s-update-strategy", "lifecycle", "podsecuritycontext",
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
-    "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only"),
+    "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only",
+               "replication"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
@@ -65,7 +66,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                            "delete-then-create write the executor does not have, and `op: "
                            "patch`, the default, is a three-way merge where our writes are "
                            "full updates)",
-        "replication": _CONTROLLER + " (components replicated by keys into topologies)",
     },
     "workflowstep": {
         "apply-terraform-config": _TERRAFORM,

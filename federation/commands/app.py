@@ -214,6 +214,8 @@ def _print(compiled: compile_.Compiled) -> None:
             click.echo(f"#   component {checks.component}: "
                        f"{', '.join(sorted({c.ref for c in checks.checks}))}: "
                        f"{custom_status.NO_LIVE_OBJECTS}")
+        for replicas in target.replicas if target else ():
+            click.echo(f"#   {replicas}")
         for topology in target.empty if target else ():
             click.echo(f"#   topology {topology}: allowEmpty, its selection matches no member "
                        "cluster; nothing placed")
