@@ -56,6 +56,7 @@ from pathlib import Path
 import propagation_bench as pb
 
 from federation.contexts import client as kube
+from federation.controllers import setup
 from federation.hub import bindings
 from federation.local import fleet as fleet_lib
 from federation.runtime import leader, peers, shards
@@ -85,6 +86,34 @@ def rss_bytes(status: str) -> int | None:
     """Resident set size from the text of ``/proc/<pid>/status`` (``VmRSS: N kB``)."""
     found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
     return int(found.group(1)) * 1024 if found else None
+
+
+SHARDED = frozenset(setup.shard_keys())
+"""The controllers every sharded replica runs; the others run on the leader only, and a
+follower's queues of those keep what it will do if it leads (never empty)."""
+
+
+def queue_totals(metrics: str) -> tuple[float, float] | None:
+    """(keys queued or being processed, keys ever added) of a replica's /metrics, over the
+    controllers it runs: all on a leader or a plain run, the sharded ones on a follower
+    (``federation_leader 0``). None when the workqueue series are absent."""
+    follower = re.search(r"^federation_leader 0(\.0)?$", metrics, re.MULTILINE) is not None
+    busy = adds = 0.0
+    found = False
+    for line in metrics.splitlines():
+        name, _, rest = line.partition("{")
+        if name not in ("federation_workqueue_depth", "federation_workqueue_processing",
+                        "federation_workqueue_adds_total"):
+            continue
+        labels_text, _, value = rest.rpartition("} ")
+        if follower and dict(pb.LABEL.findall(labels_text)).get("controller") not in SHARDED:
+            continue
+        found = True
+        if name == "federation_workqueue_adds_total":
+            adds += float(value)
+        else:
+            busy += float(value)
+    return (busy, adds) if found else None
 
 
 SHARD_LINE = re.compile(r": shard (\S+), live shards (.*?)( \(waiting to claim\))?$",
@@ -265,6 +294,9 @@ def without_background(counts: collections.Counter[str]) -> int:
 # -- replicas ------------------------------------------------------------------------------
 
 
+QUEUE_METRICS_PATH = pb.QUEUE_METRICS_PATH + "&name[]=federation_leader"
+
+
 class Replica(pb.ControlPlane):
     """One `fedctl run` of a group, with its own pid and log file."""
 
@@ -287,6 +319,10 @@ class Replica(pb.ControlPlane):
 
     def claimed(self) -> bool:
         return self.shard_count == 0 or claimed(self.log_text(), self.shard_count)
+
+    async def queue_state(self) -> tuple[float, float] | None:
+        status, text = await self._get(self.metrics_port, QUEUE_METRICS_PATH)
+        return queue_totals(text) if status == 200 else None
 
     async def keys(self) -> float | None:
         status, text = await self._get(self.metrics_port, "/metrics?name[]="
