@@ -308,7 +308,8 @@ class Replica(pb.ControlPlane):
         if shard_count:
             extra += ["--shards", str(shard_count), "--leader-election-id", election_id]
         super().__init__(bench.fleet, extra, pid_file=directory / f"{index}.pid",
-                         log_file=directory / f"{index}.log")
+                         log_file=directory / f"{election_id}-{index}.log")
+        """A log per group: the claim and the identity are read from its last lines."""
         self.shard_count = shard_count
 
     def log_text(self) -> str:
