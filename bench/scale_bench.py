@@ -393,11 +393,19 @@ class ScaleBench(pb.Bench):
     async def start_group(self, count: int, shard_count: int) -> tuple[float, float, float]:
         """Stop the running replicas, start ``count`` (plain when ``shard_count`` is 0) on a
         fresh Lease id; (spawned at, all ready at, all claimed at) as monotonic times."""
+        await self.prepare_group(count, shard_count)
+        return await self.launch_group()
+
+    async def prepare_group(self, count: int, shard_count: int) -> None:
+        """Stop the running replicas and install the RBAC of a fresh Lease id (its writes
+        are the installer's, made before a restart is measured)."""
         await self.stop_group()
         self.groups += 1
         election_id = f"bench-{os.getpid()}-{self.groups}"
         self.replicas = [Replica(self, i, shard_count, election_id) for i in range(count)]
         await asyncio.to_thread(self.install, election_id)
+
+    async def launch_group(self) -> tuple[float, float, float]:
         spawned = time.monotonic()
         for replica in self.replicas:
             replica.start()
@@ -547,10 +555,10 @@ class ScaleBench(pb.Bench):
         assert clients is not None
         replicas, shard_count = CONFIGS[name]
         what = f"restart as {label(replicas, shard_count)}"
+        await self.prepare_group(replicas, shard_count)  # stops the running ones
         await self.settle(timeout=300)
         hub_before, members_before = await clients.writes()
-        await self.stop_group()
-        spawned, ready, claimed_at = await self.start_group(replicas, shard_count)
+        spawned, ready, claimed_at = await self.launch_group()
         idle_at = await self.settle(timeout=300)
         hub_after, members_after = await clients.writes()
         hub, member = pb.delta(hub_after, hub_before), pb.delta(members_after, members_before)
