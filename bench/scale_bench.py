@@ -519,7 +519,8 @@ class ScaleBench(pb.Bench):
                 claimed_s=(claimed_at - spawned) if shard_count else math.nan,
                 elapsed=burst.elapsed, cpu_ms=[c * 1000 / count for c in burst.cpu_net],
                 keys=keys, writes=counts, complete=burst.complete))
-            log(f"replicas {name}: {count / burst.elapsed:.1f} templates/s, writes {counts}")
+            log(f"replicas {name}: {count / burst.elapsed:.1f} templates/s, writes {counts}; "
+                "row: " + replicas_table(self.results, self.raw).splitlines()[-1])
         await self.stop_group()
 
     async def scale(self) -> None:
@@ -683,7 +684,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="seconds into the handover burst the replica is killed")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--quiet", type=float, default=3.0)
-    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds a burst's copies may take to appear and be ready")
     parser.add_argument("--state-dir", default=str(pb.ROOT / ".fleet-bench"))
     parser.add_argument("--kubeconfig", default=str(pb.ROOT / "kubeconfigs" / "bench.local.yaml"))
     parser.add_argument("--keep", action="store_true", help="leave a fleet the bench started")
