@@ -209,17 +209,21 @@ class ControlPlane:
     so `fedctl local down` stops it too."""
 
     def __init__(self, fleet: fleet_lib.Fleet, extra: Sequence[str],
-                 profile: str | None = None) -> None:
+                 profile: str | None = None, pid_file: Path | None = None,
+                 log_file: Path | None = None) -> None:
         self.fleet = fleet
         self.extra = list(extra)
         self.profile = profile
+        self.pid_file = pid_file or fleet.control_plane_pid_file
+        """Another pid and log file than the fleet's run one more replica (bench/scale_bench.py)."""
+        self.log_file = log_file or fleet.control_plane_log_file
         self.starts = 0
         self.metrics_port = self.health_port = 0
         self.session: aiohttp.ClientSession | None = None
 
     @property
     def pid(self) -> int | None:
-        return processes.owned_pid(self.fleet.control_plane_pid_file)
+        return processes.owned_pid(self.pid_file)
 
     def install(self) -> None:
         done = subprocess.run(
@@ -232,8 +236,7 @@ class ControlPlane:
     def start(self) -> float:
         """Spawn `fedctl run`; the monotonic time it was spawned."""
         if self.pid is not None:
-            raise RuntimeError("a control plane already runs "
-                               f"({self.fleet.control_plane_pid_file})")
+            raise RuntimeError(f"a control plane already runs ({self.pid_file})")
         self.metrics_port, self.health_port = free_port(), free_port()
         identity = self.fleet.ensure_control_plane_identity()
         self.starts += 1
@@ -244,13 +247,12 @@ class ControlPlane:
                 "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
                 "--health-probe-bind-address", f"127.0.0.1:{self.health_port}", *self.extra]
         started = time.monotonic()
-        processes.spawn(argv, self.fleet.control_plane_pid_file,
-                        self.fleet.control_plane_log_file,
+        processes.spawn(argv, self.pid_file, self.log_file,
                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         return started
 
     def stop(self) -> None:
-        processes.terminate(self.fleet.control_plane_pid_file, timeout=30)
+        processes.terminate(self.pid_file, timeout=30)
 
     async def _get(self, port: int, path: str) -> tuple[int, str]:
         if self.session is None:
@@ -269,11 +271,15 @@ class ControlPlane:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.pid is None:
-                raise RuntimeError(f"fedctl run exited; see {self.fleet.control_plane_log_file}")
+                raise RuntimeError(f"fedctl run exited; see {self.log_file}")
             if await self.ready():
                 return time.monotonic()
             await asyncio.sleep(0.1)
         raise TimeoutError(f"fedctl run not ready within {timeout:.0f} s")
+
+    def background_writes(self, hub: collections.Counter[str]) -> int:
+        """Hub writes :meth:`settle` does not count as activity: MemberCluster heartbeats."""
+        return heartbeats(hub)
 
     async def queue_state(self) -> tuple[float, float] | None:
         """(keys queued or being processed, keys ever added), summed over controllers;
@@ -561,9 +567,9 @@ class Bench:
         deadline = time.monotonic() + timeout
         window_start, last = time.monotonic(), None
         while time.monotonic() < deadline:
-            queue = await self.plane.queue_state()
+            queue = await self.queue_state()
             hub, members = await self.clients.writes()
-            state = (sum(hub.values()) - heartbeats(hub), sum(members.values()),
+            state = (sum(hub.values()) - self.background_writes(hub), sum(members.values()),
                      queue[1] if queue else 0.0)
             busy = queue is not None and queue[0] > 0
             now = time.monotonic()
@@ -573,6 +579,14 @@ class Bench:
                 return window_start
             await asyncio.sleep(0.25)
         return math.nan
+
+    def background_writes(self, hub: collections.Counter[str]) -> int:
+        """Hub writes :meth:`settle` does not count as activity: MemberCluster heartbeats."""
+        return heartbeats(hub)
+
+    async def queue_state(self) -> tuple[float, float] | None:
+        """The control plane's (keys busy, keys ever added) that :meth:`settle` watches."""
+        return await self.plane.queue_state()
 
     def namespace(self, scenario: str) -> str:
         self.namespaces += 1

@@ -184,6 +184,10 @@ class Controller:
             self.errors += 1
             if fenced(exc):
                 log.warning("%s: reconcile %s stopped: %s", self.name, request, exc)
+                if key is not None and self.owns is not None:
+                    # A shard's permit lapsed or moved: kept, queued again when the keys
+                    # are this replica's (a handover, or a round after the lapse).
+                    self.queue.park(request)
                 return
             failures = self.queue.failures(request)
             # A cluster being away fails every reconcile that touches it; its outage is

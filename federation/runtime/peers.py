@@ -178,6 +178,9 @@ class Peers:
         """A successful round: its view may be acted on until ``started + renew_deadline``."""
         until = started + self.settings.renew_deadline
         changed = live != self.view.live
+        # A round that ended after the last view's deadline (a slow hub, a starved loop):
+        # keys refused meanwhile were parked; they are this replica's again now.
+        lapsed = self._claiming and self.clock() >= self.view.valid_until
         self.view = View(live, until if self.shard is not None else -math.inf)
         self.lease_writes.until = until if self.shard is not None else math.inf
         claiming = self.shard is not None and self.clock() >= self.claim_from
@@ -189,6 +192,11 @@ class Peers:
                 self.handovers += 1
                 log.info("%s: shard %s, live shards %s%s", self.identity, self.shard,
                          ", ".join(live), "" if claiming else " (waiting to claim)")
+            for listener in self.listeners:
+                listener()
+        elif lapsed and claiming:
+            log.info("%s: shard %s renewed after its permit lapsed; queueing what waited",
+                     self.identity, self.shard)
             for listener in self.listeners:
                 listener()
 

@@ -166,3 +166,35 @@ def test_unsharded_controllers_behave_as_before() -> None:
         await runner
 
     virtual.run(scenario())
+
+
+def test_a_write_refused_while_the_shard_lapsed_is_kept_and_done_when_it_is_back() -> None:
+    """Found by bench/scale_bench.py at load 8: a reconcile refused because the replica's
+    shard round came late (the key stays this replica's) was dropped: its template was
+    never propagated. It is parked now, and done at the next unpark."""
+
+    async def scenario() -> None:
+        ownership = Ownership("shop/a")
+        lapse: list[str] = ["shard lease fcm-shard-0 not renewed in time"]
+        out = Sent(kube.ShardedPermit(lambda k: lapse[0] if lapse else ownership.holds(k),
+                                      leader_fence(valid=True)))
+
+        async def reconcile_a(req: reconcile.Request) -> None:
+            out.write("/copy")
+
+        ctl = controller.Controller("propagation", reconcile_a, workers=1)
+        ctl.shard_key = key
+        ctl.shard(ownership.owns)
+        ctl.queue.admit = None  # the lapse begins after the key was handed to a worker
+        ctl.queue.add(request("a"))
+        runner = asyncio.create_task(ctl.run())
+        await asyncio.sleep(1)
+        assert out.sent == [] and request("a") in ctl.queue.parked, "the refused key was lost"
+        lapse.clear()
+        assert ctl.queue.unpark() == 1  # the round after the lapse (peers' listeners)
+        await asyncio.sleep(1)
+        assert out.sent == ["/copy"]
+        ctl.shutdown()
+        await runner
+
+    virtual.run(scenario())
