@@ -37,6 +37,12 @@ class InterpretError(Exception):
     The message names the customization and the operation."""
 
 
+class InterpretTimeout(InterpretError):
+    """No answer within the wall-clock timeout. Unlike a script error or a spent budget
+    (the same inputs fail the same way), this may pass on its own: the script ran inside
+    its budgets but the machine was busy, so asking again later can answer."""
+
+
 @dataclasses.dataclass
 class Interpreting:
     """The customizations in force and the pool their scripts run in."""
@@ -95,7 +101,7 @@ class Interpreting:
         try:
             return dict(await asyncio.wait_for(future, self.timeout))
         except TimeoutError:
-            raise InterpretError(f"customization {names}, {operation.value}: no answer within "
+            raise InterpretTimeout(f"customization {names}, {operation.value}: no answer within "
                                  f"{self.timeout:g} s (abandoned)") from None
         except lua.ScriptError as exc:
             raise InterpretError(str(exc)) from None

@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from federation.controllers.kit.interpreting import InterpretError
+from federation.controllers.kit.interpreting import InterpretError, InterpretTimeout
 from federation.controllers.propagation import customized
 from federation.controllers.propagation.context import TransformContext
 from federation.hub import status
@@ -51,6 +51,9 @@ class Observations:
     reflected: Mapping[str, JSON | None]
     aggregated: JSON | None = None
     failures: tuple[str, ...] = ()
+    timed_out: bool = False
+    """A script gave no answer in time (:class:`InterpretTimeout`): nothing else may change
+    to requeue the template, so the reconciler asks again after a while."""
 
     def copy_states(self) -> dict[str, tuple[str, JSON | None]]:
         """(health, reflected status) by cluster, for the binding's aggregated status."""
@@ -71,18 +74,31 @@ async def observe(ctx: TransformContext, template: Mapping[str, Any],
     none, or unreadable) and of ``template``'s status over them."""
     health: dict[str, status.Health] = {}
     reflected: dict[str, JSON | None] = {}
-    failures: list[str] = []
+    failures = _Failures()
     for cluster, copy in sorted(copies.items()):
         health[cluster], reflected[cluster] = await _one(ctx, cluster, copy, failures)
     items = [{"clusterName": cluster, "status": reflected.get(cluster),
               "applied": copies[cluster] is not None and cluster not in failed,
               "health": _KARMADA_HEALTH[health[cluster]]} for cluster in sorted(copies)]
     aggregated = await _aggregate(ctx, template, items, failures)
-    return Observations(health, reflected, aggregated, tuple(failures))
+    return Observations(health, reflected, aggregated, tuple(failures.messages),
+                        failures.timed_out)
+
+
+@dataclasses.dataclass
+class _Failures:
+    """What failed while observing, and whether any of it was a timeout."""
+
+    messages: list[str] = dataclasses.field(default_factory=list)
+    timed_out: bool = False
+
+    def add(self, exc: InterpretError, where: str = "") -> None:
+        self.messages.append(f"{where}: {exc}" if where else str(exc))
+        self.timed_out = self.timed_out or isinstance(exc, InterpretTimeout)
 
 
 async def _one(ctx: TransformContext, cluster: str, copy: Mapping[str, Any] | None,
-               failures: list[str]) -> tuple[status.Health, JSON | None]:
+               failures: _Failures) -> tuple[status.Health, JSON | None]:
     if copy is None:
         return "Unknown", None
     args = declarative.Arguments(observed=customized.as_json(copy))
@@ -92,7 +108,7 @@ async def _one(ctx: TransformContext, cluster: str, copy: Mapping[str, Any] | No
         if found is not None:
             health = "Healthy" if found["healthy"] else "Unhealthy"
     except InterpretError as exc:
-        failures.append(f"{cluster}: {exc}")
+        failures.add(exc, cluster)
         health = "Unknown"
     own = copy.get("status")
     state: JSON | None = {k: v for k, v in own.items() if k != "conditions"} \
@@ -102,20 +118,20 @@ async def _one(ctx: TransformContext, cluster: str, copy: Mapping[str, Any] | No
         if found is not None:
             state = found["status"] if isinstance(found["status"], dict) else None
     except InterpretError as exc:
-        failures.append(f"{cluster}: {exc}")
+        failures.add(exc, cluster)
         state = None
     return health, state
 
 
 async def _aggregate(ctx: TransformContext, template: Mapping[str, Any], items: list[JSON],
-                     failures: list[str]) -> JSON | None:
+                     failures: _Failures) -> JSON | None:
     """The template's status by its customization's AggregateStatus; None when none
     scripts it or it failed (then the template's status is left as it is)."""
     args = declarative.Arguments(desired=customized.as_json(template), status_items=items)
     try:
         found = await customized.interpret(ctx, Operation.AGGREGATE_STATUS, args, template)
     except InterpretError as exc:
-        failures.append(str(exc))
+        failures.add(exc)
         return None
     if found is None:
         return None
@@ -124,7 +140,8 @@ async def _aggregate(ctx: TransformContext, template: Mapping[str, Any], items: 
     if not isinstance(result, dict) or not (conditions is None or (
             isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions))):
         name = await customized.chosen(ctx, Operation.AGGREGATE_STATUS, template)
-        failures.append(f"customization {name}, AggregateStatus: the returned status must "
-                        "be an object whose conditions are a list of objects")
+        failures.messages.append(f"customization {name}, AggregateStatus: the returned "
+                                 "status must be an object whose conditions are a list of "
+                                 "objects")
         return None
     return result

@@ -291,8 +291,9 @@ class Reconciler:
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             raise copies_failed(build, report, self.hub)
-        after = [t for t in (requeue_after,
-                             self.settings.retry_pending if pending else None) if t is not None]
+        # A script that timed out (a busy machine) is asked again: no event may come.
+        retry = self.settings.retry_pending if pending or observed.timed_out else None
+        after = [t for t in (requeue_after, retry) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
     def _legacy_marks(self, template: ReadOnly) -> plan.Plan:

@@ -11,11 +11,15 @@ import pytest
 
 pytest.importorskip("lupa")
 
+from federation.controllers import propagation
+from federation.controllers.kit.interpreting import Interpreting
 from federation.controllers.propagation import observations
 from federation.hub import bindings
 from tests.unit.controllers.fakes import (
     JSON,
+    FakeKinds,
     FakeMC,
+    FakeRecorder,
     cluster_set,
     reconciler,
     request_for,
@@ -151,6 +155,26 @@ async def test_a_failing_health_script_is_a_condition_and_the_record_is_written(
     assert (found["status"], found["reason"]) == ("False", "InterpreterFailed")
     assert "member1: customization widgets, InterpretHealth: " in found["message"]
     assert {e.health for e in record(mc).aggregated} == {"Unknown"}
+
+
+async def test_a_script_with_no_answer_in_time_is_asked_again() -> None:
+    """A script that ran out of wall-clock time (a busy machine, not a spent budget) may
+    answer next time, and no event need come: the template is requeued, so its health is
+    not left Unknown until something else changes. A script that failed is not: the same
+    inputs fail the same way."""
+    mc, template = fleet(**ALL)
+    settings = propagation.PropagationSettings()
+    timing_out = propagation.Reconciler(mc, mc.clusters, FakeKinds(), FakeRecorder(),
+                                        settings, interpreting=Interpreting(timeout=0.0))
+    result = await timing_out.reconcile(request_for(template))
+    found = conditions(record(mc).conditions)[observations.CONDITION]
+    assert "no answer within 0 s (abandoned)" in found["message"]
+    assert result is not None and result.requeue_after == settings.retry_pending
+
+    failing, _ = fleet(healthInterpretation="function InterpretHealth(o) error('no') end")
+    result = await reconciler(failing).reconcile(request_for(template))
+    assert observations.CONDITION in conditions(record(failing).conditions)
+    assert result is None or result.requeue_after is None
 
 
 async def test_an_endless_aggregate_script_stops_at_its_budget_with_a_condition() -> None:
