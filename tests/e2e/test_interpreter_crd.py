@@ -172,8 +172,22 @@ def hub_status(fleet: TestFleet, group: str, ns: str) -> dict[str, Any]:
     return status
 
 
+def explained(fleet: TestFleet, control_plane: ControlPlane, group: str, ns: str,
+              condition: Any, timeout: float, what: str) -> None:
+    """wait_for, whose failure shows what the hub and the members held and the control
+    plane's log (a timeout here is a state to explain, not a slow poll)."""
+    try:
+        wait_for(condition, timeout=timeout, what=what)
+    except AssertionError as exc:
+        copies = {m: {k: (copy_of(fleet, m, group, ns) or {}).get(k)
+                      for k in ("metadata", "status")} for m in WEIGHTS}
+        raise AssertionError(
+            f"{exc}\nbinding status: {json.dumps(binding(fleet, ns).get('status'))}\n"
+            f"copies: {json.dumps(copies)}\n{control_plane.log_tail(80)}") from None
+
+
 def test_a_custom_kind_is_divided_judged_and_summed_by_its_scripts(
-        fleet: TestFleet, group: str, ns: str) -> None:
+        fleet: TestFleet, control_plane: ControlPlane, group: str, ns: str) -> None:
     apply(fleet, "hub", crd(group))
     wait_for(lambda: fleet.kubectl("hub", "get", f"clonesets.{group}", "-n", ns,
                                    check=False).returncode == 0, timeout=30, what="CRD served")
@@ -188,8 +202,9 @@ def test_a_custom_kind_is_divided_judged_and_summed_by_its_scripts(
     for member, share in WEIGHTS.items():
         wait_for(partial(report_ready, fleet, member, group, ns, share), timeout=30,
                  what=f"{member}'s status written")
-    wait_for(lambda: (healthy(fleet, ns) or {}).get("status") == "True", timeout=60,
-             what="Healthy once every script says so")
+    explained(fleet, control_plane, group, ns,
+              lambda: (healthy(fleet, ns) or {}).get("status") == "True", timeout=60,
+              what="Healthy once every script says so")
     assert cluster_health(fleet, ns) == dict.fromkeys(WEIGHTS, "Healthy")
     wait_for(lambda: hub_status(fleet, group, ns) == {
         "replicas": 10, "readyReplicas": 10, "readyClusters": 3}, timeout=60,
