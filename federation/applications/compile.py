@@ -18,6 +18,7 @@ from federation.applications import (
     resource_policies,
     scope,
     steps,
+    terraform_steps,
     workflow,
 )
 from federation.placement import clusters as clusters_
@@ -216,6 +217,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, context.namespace, where)
+        names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type in terraform_steps.STEP_TYPES:
+        spec, topology = terraform_steps.deploy_step(step, spec, context.app,
+                                                     context.namespace, where)
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.DEPRECATED_STEPS:
         names, known = steps.deprecated_step(step, spec, known, where)

@@ -279,6 +279,8 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
                 for obj in objects:  # a tenant's manifest (a definition's are checked there)
                     if terraform.is_configuration(obj):
                         terraform.check_manifest(obj, entry.where)
+                    elif terraform.is_provider(obj):
+                        terraform.check_provider_manifest(obj, entry.where)
             for cluster, manifests in _place(objects, topology, target_ns, fleet,
                                              notes).items():
                 placed.add(cluster, manifests, topology.name, entry.where)
