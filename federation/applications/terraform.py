@@ -253,9 +253,15 @@ def check_provider_manifest(obj: Mapping[str, Any], where: str) -> None:
     the Secret to every module run with the Provider, so the Secret must be in the
     Provider's own namespace; and its credentials must come from that Secret (or be
     ``None``): ``InjectedIdentity``, ``Environment`` and ``Filesystem`` are the terraform
-    controller's own identity and files, the member administrator's credentials."""
+    controller's own identity and files, the member administrator's credentials. Nor may
+    it be the controller's default Provider (``default/default``)."""
     meta = obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
+    if meta.get("name") == PROVIDER_DEFAULT_NAMESPACE == namespace:
+        raise AppError(f"{where}: Provider default/default is the terraform controller's "
+                       "default, which every Configuration without providerRef in the "
+                       "member uses (another namespace's modules would run with this "
+                       "Application's account); name it otherwise")
     spec = obj.get("spec")
     here = f"{where}: Provider {meta.get('name')} spec.credentials"
     credentials = spec.get("credentials") if isinstance(spec, dict) else None

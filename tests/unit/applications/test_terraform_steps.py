@@ -215,3 +215,24 @@ def test_dry_run_says_what_each_step_does(tmp_path: Path) -> None:
         "# step rds (apply-terraform-config): writes a Configuration for the member's "
         "terraform controller to run; the step waits until it reports the apply Available: "
         "member1 (parallelism 5)"]
+
+
+def test_the_terraform_controllers_default_provider_is_not_a_tenants() -> None:
+    """The attack: an Application of ``default`` writes Provider default/default (the
+    step's ``name``, or a manifest); every Configuration without providerRef in the member,
+    other namespaces' included, would run with its cloud account and leave it their
+    resources. Another name there, or ``default`` elsewhere, is fine."""
+    def in_default(step: JSON) -> compile_.Compiled:
+        return compile_.compile_app({"components": [], "workflow": {"steps": [step]}},
+                                    "app", "default", {}, FLEET, local_cluster="member1")
+
+    with pytest.raises(model.AppError, match=r"Provider default/default is the terraform "
+                       "controller's default"):
+        in_default(provider_step(name="default"))
+    credentials = {"source": "Secret", "secretRef": {"namespace": "default", "name": "aws",
+                                                     "key": "c"}}
+    manifest = {**provider_manifest(credentials), "metadata": {"name": "default"}}
+    with pytest.raises(model.AppError, match=r"Provider default/default"):
+        in_default({"name": "d", "type": "apply-object", "properties": {"value": manifest}})
+    in_default(provider_step(name="mine"))
+    compiled(provider_step(name="default"))
