@@ -18,6 +18,7 @@ from federation.applications import (
     resource_policies,
     scope,
     steps,
+    terraform_steps,
     workflow,
 )
 from federation.placement import clusters as clusters_
@@ -105,10 +106,13 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                              for i in item.step.inputs}))
     replication.check_named(spec, [item.step for item in flow.flatten(spec)])
     chosen = list(known.values())
+    made_by = {key: made for target in targets.values() for key, made in
+               target.made_by.items()}
     return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
-                    policies.gc_of(chosen), notifications,
-                    resource_policies.apply_once_of(chosen),
-                    resource_policies.read_only_of(chosen), _reads(beside.reads, targets),
+                    policies.gc_of(chosen, made_by), notifications,
+                    resource_policies.apply_once_of(chosen, made_by),
+                    resource_policies.read_only_of(chosen, made_by),
+                    _reads(beside.reads, targets),
                     beside.cleans, beside.awaits, beside.collects)
 
 
@@ -216,6 +220,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, context.namespace, where)
+        names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type in terraform_steps.STEP_TYPES:
+        spec, topology = terraform_steps.deploy_step(step, spec, context.app,
+                                                     context.namespace, where)
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.DEPRECATED_STEPS:
         names, known = steps.deprecated_step(step, spec, known, where)

@@ -560,7 +560,7 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 def _clean(obj: Mapping[str, Any]) -> JSON:
-    return {k: v for k, v in obj.items() if k != OUTPUT_KEY}
+    return {k: v for k, v in obj.items() if k not in (OUTPUT_KEY, render.MADE_BY_KEY)}
 
 
 def _values(answer: Mapping[str, Any], definition: Definition, where: str) -> JSON:

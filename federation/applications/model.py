@@ -55,7 +55,18 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
               "export2config", "export2secret", "deploy2env", "print-message-in-status",
-              "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs")
+              "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
+              "apply-terraform-config", "apply-terraform-provider")
+
+TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
+                                   "writeConnectionSecretToRef", "providerRef", "region",
+                                   "jobEnv", "forceDelete"})
+TERRAFORM_PROVIDER_KEYS = frozenset({
+    "type", "name", "accessKey", "secretKey", "region", "token", "subscriptionID",
+    "tenantID", "clientID", "clientSecret", "apiKey", "credentials", "project", "secretID",
+    "publicKey", "privateKey", "projectID"})
+"""The parameters of vela-core's apply-terraform-config and apply-terraform-provider
+(:mod:`.terraform_steps` checks them by provider type; a test keeps both in step)."""
 
 MAX_COMPONENTS = 100
 """Components per Application: KubeVela Applications rarely have more than a dozen or two,
@@ -394,7 +405,9 @@ def _check_step(step: Step, where: str) -> None:
                                              "portName", "outer", "protocal"},
                "export-data": {"name", "namespace", "kind", "data", "topology"},
                "depends-on-app": {"name", "namespace"},
-               "clean-jobs": {"labelselector", "namespace"}}[step.type]
+               "clean-jobs": {"labelselector", "namespace"},
+               "apply-terraform-config": set(TERRAFORM_CONFIG_KEYS),
+               "apply-terraform-provider": set(TERRAFORM_PROVIDER_KEYS)}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

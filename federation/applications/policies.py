@@ -104,7 +104,8 @@ def health_of(policies: Sequence[PolicySpec]) -> Health:
     return Health()
 
 
-def gc_of(policies: Sequence[PolicySpec]) -> GarbageCollect:
+def gc_of(policies: Sequence[PolicySpec],
+          made_by: resource_policies.Provenance | None = None) -> GarbageCollect:
     for policy in policies:
         if policy.type == "garbage-collect":
             where = f"policy {policy.name} properties"
@@ -121,7 +122,7 @@ def gc_of(policies: Sequence[PolicySpec]) -> GarbageCollect:
             if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 100:
                 raise AppError(f"{where}.applicationRevisionLimit: an integer from 1 to 100")
             return GarbageCollect(keep, limit, go_on,
-                                  resource_policies.gc_rules_of(policy, where))
+                                  resource_policies.gc_rules_of(policy, where, made_by))
     return GarbageCollect()
 
 
@@ -224,6 +225,10 @@ class Target:
     (``spec.status``), each against its workload's identity."""
     replicas: tuple[str, ...] = ()
     """A line per replication policy of the step: the components it copies, by which keys."""
+    made_by: Mapping[resource_policies.ObjectKey, resource_policies.MadeBy] = \
+        dataclasses.field(default_factory=dict)
+    """What rendered each object (component type, workload or trait, trait type), for the
+    resource policies' type selectors."""
 
 
 def _policy_document(topology: Topology, resource: resources_.Resource) -> JSON:
@@ -262,12 +267,13 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     topologies = _topologies(chosen, local_cluster, fleet, where)
     notes: list[str] = []
     placed = _Placed()
+    made_by: dict[resource_policies.ObjectKey, resource_policies.MadeBy] = {}
     checks: list[custom_status.Checks] = []
     for topology in topologies:
         target_ns = topology.namespace or namespace
         for entry in entries:
             objects = render.render_component(entry.component, app, target_ns, entry.where,
-                                              user)
+                                              user, made_by)
             found = user.status_checks(entry.component, target_ns, objects) \
                 if user is not None else None
             if found is not None and found not in checks:
@@ -279,6 +285,8 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
                 for obj in objects:  # a tenant's manifest (a definition's are checked there)
                     if terraform.is_configuration(obj):
                         terraform.check_manifest(obj, entry.where)
+                    elif terraform.is_provider(obj):
+                        terraform.check_provider_manifest(obj, entry.where)
             for cluster, manifests in _place(objects, topology, target_ns, fleet,
                                              notes).items():
                 placed.add(cluster, manifests, topology.name, entry.where)
@@ -288,7 +296,7 @@ def deploy_target(spec: AppSpec, app: str, namespace: str, step_policies: Sequen
     empty = tuple(sorted({t.name for t in topologies
                           if f"{t.name}: {EMPTY_NOTE}" in notes}))
     return Target({c: tuple(m) for c, m in sorted(per_cluster.items())}, tuple(notes), empty,
-                  tuple(checks), tuple(replicas))
+                  tuple(checks), tuple(replicas), made_by)
 
 
 def _chosen(step_policies: Sequence[str], policies: Mapping[str, PolicySpec], where: str

@@ -35,6 +35,7 @@ from federation.applications import (
     ingress,
     jsonpatch,
     pods,
+    resource_policies,
     storage,
     traits,
     workloads,
@@ -51,6 +52,11 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job")
 OUTPUT_KEY = "x-federation-output-name"
 """A user-defined component's ``outputs`` key on an auxiliary object while it renders
 (:mod:`.definitions`), removed before the object leaves :func:`render_component`."""
+MADE_BY_KEY = "x-federation-made-by"
+"""What made an object while the traits run: ``WORKLOAD`` on the component's first object
+(KubeVela's workload, of the component's type), ``AuxiliaryWorkload`` on its others, a
+trait's type on what the trait added (an object without the key after a trait); removed
+with ``OUTPUT_KEY``."""
 
 
 class UserTypes(Protocol):
@@ -74,30 +80,36 @@ class UserTypes(Protocol):
 
 
 def render_component(component: Component, app: str, namespace: str,
-                     where: str = "spec.components[0]", user: UserTypes | None = None
-                     ) -> list[JSON]:
+                     where: str = "spec.components[0]", user: UserTypes | None = None,
+                     made_by: dict[resource_policies.ObjectKey, resource_policies.MadeBy]
+                     | None = None) -> list[JSON]:
     """The manifests of one component with its traits applied, in a stable order; a type
-    ``user`` defines is rendered by its definition (which wins over a built-in)."""
+    ``user`` defines is rendered by its definition (which wins over a built-in).
+    ``made_by``: filled with what rendered each object (the resource policies' type
+    selectors read it)."""
     if user is not None and user.has_component(component.type):
         objects = user.component(component, namespace, where)
     else:
         objects = _render_type(component, app, namespace, where)
+    objects = [{**obj, MADE_BY_KEY: resource_policies.WORKLOAD if index == 0 else
+                resource_policies.AUXILIARY} for index, obj in enumerate(objects)]
     for index, trait in enumerate(component.traits):
         here = f"{where}.traits[{index}].properties"
         if user is not None and user.has_trait(trait.type):
-            objects = user.trait(objects, trait, component, namespace, here)
+            objects = _mark(user.trait(objects, trait, component, namespace, here), trait)
             continue
         with_app = _APP_TRAITS.get(trait.type)
         if with_app is not None:
-            objects = with_app(objects, trait, component, app, namespace, here)
+            objects = _mark(with_app(objects, trait, component, app, namespace, here), trait)
             continue
         patch = _TRAITS.get(trait.type)
         if patch is None:
             raise AppError(f"{where}.traits[{index}].type: {trait.type!r} is not a built-in "
                            f"trait ({', '.join(_TRAITS)})")
-        objects = patch(objects, trait, component, namespace, here)
+        objects = _mark(patch(objects, trait, component, namespace, here), trait)
     for obj in objects:
         obj.pop(OUTPUT_KEY, None)
+        made = obj.pop(MADE_BY_KEY, None)
         meta = obj.setdefault("metadata", {})
         meta.setdefault("namespace", namespace)
         labels = meta.setdefault("labels", {})
@@ -105,7 +117,20 @@ def render_component(component: Component, app: str, namespace: str,
         labels[COMPONENT_LABEL] = component.name
         if component.replica_key:
             labels[REPLICA_KEY_LABEL] = component.replica_key
+        if made_by is not None:
+            made_by[resource_policies.object_key(obj)] = _made_by(made, component)
     return objects
+
+
+def _mark(objects: list[JSON], trait: Trait) -> list[JSON]:
+    """An object a trait added has no mark yet: the trait made it."""
+    return [obj if MADE_BY_KEY in obj else {**obj, MADE_BY_KEY: trait.type} for obj in objects]
+
+
+def _made_by(made: Any, component: Component) -> resource_policies.MadeBy:
+    if made == resource_policies.WORKLOAD:  # no trait type is upper case
+        return resource_policies.MadeBy(component.type, resource_policies.WORKLOAD)
+    return resource_policies.MadeBy("", resource_policies.TRAIT, str(made or ""))
 
 
 def _render_type(component: Component, app: str, namespace: str, where: str) -> list[JSON]:

@@ -21,12 +21,19 @@ health; one that is not in the member is an error (``... is marked as read-only 
 not exist``), whoever placed one that is.
 
 A selector matches as KubeVela's ``ResourcePolicyRuleSelector``: each list given must hold
-the object's value, and at least one is given. Here ``componentNames``, ``resourceTypes``
-(kinds) and ``resourceNames``; ``componentTypes``, ``oamTypes`` and ``traitTypes`` match
-labels this control plane does not put on what it renders, so they are refused by name
-rather than matching nothing. A path is dotted field names with ``[N]`` list indexes or
-``[key]`` map keys (``spec.template.spec.containers[0].resources``); a field the live
-object lacks is left as rendered (KubeVela fails the reconcile there).
+the object's value, and at least one is given: ``componentNames`` (its component),
+``componentTypes`` (the type of the component whose workload it is: a component's first
+object, KubeVela's ``output``), ``oamTypes`` (``WORKLOAD`` for that object, ``TRAIT`` for
+the others), ``traitTypes`` (the trait that added it; ``AuxiliaryWorkload`` for a
+component's other objects, its ``outputs``), ``resourceTypes`` (kinds) and
+``resourceNames``. KubeVela reads the middle three from labels it puts on what it renders
+(``workload.oam.dev/type``, ``app.oam.dev/resourceType``, ``trait.oam.dev/type``); here
+the render records them beside the objects (:class:`MadeBy`, by :func:`object_key`),
+which the selectors read, so the objects written are unchanged.
+
+A path is dotted field names with ``[N]`` list indexes or ``[key]`` map keys
+(``spec.template.spec.containers[0].resources``); a field the live object lacks is left
+as rendered (KubeVela fails the reconcile there).
 
 ``garbage-collect``'s ``rules`` (policy/garbage-collect.cue; ``FindStrategy`` and
 ``FindDeleteOption`` of ``GarbageCollectPolicySpec``): the first rule whose ``selector``
@@ -58,8 +65,38 @@ Stage = Literal["onUpdate", "onStateKeep"]
 WHOLE = "*"
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[([^\[\]]+)\]|(\.)")
 
-_SELECTOR = {"componentNames?": [str], "resourceTypes?": [str], "resourceNames?": [str]}
-_UNLABELLED = ("componentTypes", "oamTypes", "traitTypes")
+_SELECTOR = {"componentNames?": [str], "componentTypes?": [str],
+             "oamTypes?": [shapes.Enum("WORKLOAD", "TRAIT")],
+             "traitTypes?": [str], "resourceTypes?": [str], "resourceNames?": [str]}
+_SELECTOR_KEYS = ("componentNames", "componentTypes", "oamTypes", "traitTypes",
+                  "resourceTypes", "resourceNames")
+WORKLOAD = "WORKLOAD"
+TRAIT = "TRAIT"
+AUXILIARY = "AuxiliaryWorkload"
+ObjectKey = tuple[str, str, str, str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class MadeBy:
+    """What rendered an object: KubeVela's ``workload.oam.dev/type`` (the component's
+    type, on its workload only), ``app.oam.dev/resourceType`` and ``trait.oam.dev/type``."""
+
+    component_type: str = ""
+    oam_type: str = ""
+    trait_type: str = ""
+
+
+Provenance = Mapping[ObjectKey, MadeBy]
+
+
+def object_key(manifest: Mapping[str, Any]) -> ObjectKey:
+    """A rendered object's identity among a revision's: its component, API group, kind,
+    namespace and name."""
+    meta = manifest.get("metadata") or {}
+    return (str((meta.get("labels") or {}).get("app.oam.dev/component") or ""),
+            str(manifest.get("apiVersion") or "").rpartition("/")[0],
+            str(manifest.get("kind") or ""), str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""))
 APPLY_ONCE = {"enable": shapes.Default(bool, False), "rules?": [{
     "selector?": _SELECTOR, "strategy?": {
         "path": [str], "affect": shapes.Default(shapes.Enum("", "always", "onUpdate",
@@ -69,16 +106,23 @@ APPLY_ONCE = {"enable": shapes.Default(bool, False), "rules?": [{
 @dataclasses.dataclass(frozen=True)
 class Selector:
     component_names: tuple[str, ...] = ()
+    component_types: tuple[str, ...] = ()
+    oam_types: tuple[str, ...] = ()
+    trait_types: tuple[str, ...] = ()
     resource_types: tuple[str, ...] = ()
     resource_names: tuple[str, ...] = ()
+    made_by: Provenance = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    """What rendered each object of the revision (read by the three type lists)."""
 
     def match(self, manifest: Mapping[str, Any]) -> bool:
         meta = manifest.get("metadata") or {}
+        made = self.made_by.get(object_key(manifest), MadeBy())
         values = (str((meta.get("labels") or {}).get("app.oam.dev/component") or ""),
+                  made.component_type, made.oam_type, made.trait_type,
                   str(manifest.get("kind") or ""), str(meta.get("name") or ""))
         given = [(names, value) for names, value in zip(
-            (self.component_names, self.resource_types, self.resource_names), values,
-            strict=True) if names]
+            (self.component_names, self.component_types, self.oam_types, self.trait_types,
+             self.resource_types, self.resource_names), values, strict=True) if names]
         return bool(given) and all(value and value in names for names, value in given)
 
 
@@ -109,21 +153,11 @@ class ApplyOnce:
         return ()
 
 
-def _no_unlabelled(policy: PolicySpec, where: str) -> None:
-    rules = policy.properties.get("rules")
-    for index, rule in enumerate(rules if isinstance(rules, list) else []):
-        selector = rule.get("selector") if isinstance(rule, dict) else None
-        for key in _UNLABELLED:
-            if isinstance(selector, dict) and key in selector:
-                raise AppError(f"{where}.rules[{index}].selector.{key}: not supported (the "
-                               "objects rendered here carry no such label; select by "
-                               "componentNames, resourceTypes or resourceNames)")
-
-
-def _selector(raw: Mapping[str, Any] | None) -> Selector:
+def _selector(raw: Mapping[str, Any] | None, made_by: Provenance) -> Selector:
     raw = raw or {}
-    return Selector(*(tuple(raw.get(k) or ()) for k in (
-        "componentNames", "resourceTypes", "resourceNames")))
+    names, types, oam, traits_, kinds, resources = (tuple(raw.get(k) or ())
+                                                    for k in _SELECTOR_KEYS)
+    return Selector(names, types, oam, traits_, kinds, resources, made_by)
 
 
 GC_RULES = [{"selector": _SELECTOR,
@@ -140,11 +174,12 @@ class GcRule:
     propagation: str = ""
 
 
-def gc_rules_of(policy: PolicySpec, where: str) -> tuple[GcRule, ...]:
-    """A ``garbage-collect`` policy's ``rules`` (none: an empty tuple)."""
-    _no_unlabelled(policy, where)
+def gc_rules_of(policy: PolicySpec, where: str, made_by: Provenance | None = None
+                ) -> tuple[GcRule, ...]:
+    """A ``garbage-collect`` policy's ``rules`` (none: an empty tuple); ``made_by``: what
+    rendered each object of the revision."""
     rules = shapes.check(policy.properties.get("rules", []), GC_RULES, f"{where}.rules")
-    return tuple(GcRule(_selector(rule["selector"]), rule["strategy"],
+    return tuple(GcRule(_selector(rule["selector"], made_by or {}), rule["strategy"],
                         rule.get("propagation", "")) for rule in rules)
 
 
@@ -165,26 +200,27 @@ class ReadOnly:
         return any(selector.match(manifest) for selector in self.selectors)
 
 
-def read_only_of(policies: Sequence[PolicySpec]) -> ReadOnly:
+def read_only_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None
+                 ) -> ReadOnly:
     """The Application's ``read-only`` policies (every one's rules)."""
     selectors: list[Selector] = []
     for policy in policies:
         if policy.type == "read-only":
             where = f"policy {policy.name} properties"
-            _no_unlabelled(policy, where)
             params = shapes.check(policy.properties, {"rules?": [{"selector": _SELECTOR}]},
                                   where)
-            selectors += [_selector(rule["selector"]) for rule in params.get("rules") or []]
+            selectors += [_selector(rule["selector"], made_by or {})
+                          for rule in params.get("rules") or []]
     return ReadOnly(tuple(selectors))
 
 
-def apply_once_of(policies: Sequence[PolicySpec]) -> ApplyOnce:
+def apply_once_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None
+                  ) -> ApplyOnce:
     """The Application's ``apply-once`` policy (the first; none: nothing kept)."""
     policy = next((p for p in policies if p.type == "apply-once"), None)
     if policy is None:
         return ApplyOnce()
     where = f"policy {policy.name} properties"
-    _no_unlabelled(policy, where)
     params = shapes.check(policy.properties, APPLY_ONCE, where)
     if "rules" not in params:
         return ApplyOnce(params["enable"])
@@ -194,7 +230,7 @@ def apply_once_of(policies: Sequence[PolicySpec]) -> ApplyOnce:
         if strategy is not None:
             for number, path in enumerate(strategy["path"]):
                 parse_path(path, f"{where}.rules[{index}].strategy.path[{number}]")
-        rules.append(Rule(_selector(rule.get("selector")),
+        rules.append(Rule(_selector(rule.get("selector"), made_by or {}),
             tuple(strategy["path"]) if strategy is not None else None,
             strategy["affect"] if strategy is not None else ""))
     return ApplyOnce(params["enable"], tuple(rules))

@@ -243,6 +243,55 @@ def check_manifest(obj: Mapping[str, Any], where: str) -> None:
                            "Configuration (inline, or kubernetes.namespace)")
 
 
+PROVIDER_KIND = "Provider"
+_PROVIDER_SOURCES = ("Secret", "None")
+
+
+def check_provider_manifest(obj: Mapping[str, Any], where: str) -> None:
+    """A Provider a tenant writes (a manifest, or ``apply-terraform-provider``): the
+    terraform controller reads its ``credentials.secretRef`` wherever it points and hands
+    the Secret to every module run with the Provider, so the Secret must be in the
+    Provider's own namespace; and its credentials must come from that Secret (or be
+    ``None``): ``InjectedIdentity``, ``Environment`` and ``Filesystem`` are the terraform
+    controller's own identity and files, the member administrator's credentials. Nor may
+    it be the controller's default Provider (``default/default``)."""
+    meta = obj.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    if meta.get("name") == PROVIDER_DEFAULT_NAMESPACE == namespace:
+        raise AppError(f"{where}: Provider default/default is the terraform controller's "
+                       "default, which every Configuration without providerRef in the "
+                       "member uses (another namespace's modules would run with this "
+                       "Application's account); name it otherwise")
+    spec = obj.get("spec")
+    here = f"{where}: Provider {meta.get('name')} spec.credentials"
+    credentials = spec.get("credentials") if isinstance(spec, dict) else None
+    if not isinstance(credentials, dict):
+        return  # the Provider CRD requires it: the member refuses the object
+    source = credentials.get("source")
+    if source not in _PROVIDER_SOURCES:
+        raise AppError(f"{here}.source: {str(source)[:32]!r} is not supported (Secret or "
+                       "None: the other sources are the terraform controller's own "
+                       "credentials)")
+    ref = credentials.get("secretRef")
+    if ref is None:
+        return
+    if not isinstance(ref, dict):
+        raise AppError(f"{here}.secretRef: must be a map of name, namespace and key")
+    given = ref.get("namespace")
+    if given is None:
+        raise AppError(f"{here}.secretRef.namespace: required, the namespace of the "
+                       f"Provider {namespace!r}")
+    if given != namespace:
+        raise AppError(f"{here}.secretRef.namespace: {str(given)[:64]!r} is not the namespace "
+                       f"of the Provider {namespace!r}: a tenant's Provider reads its own "
+                       "namespace's Secret only")
+
+
+def is_provider(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == PROVIDER_KIND and \
+        str(obj.get("apiVersion") or "").rpartition("/")[0] == GROUP
+
+
 def is_configuration(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == KIND and \
         str(obj.get("apiVersion") or "").rpartition("/")[0] == GROUP
@@ -261,5 +310,17 @@ def health(what: str, live: Mapping[str, Any]
     apply = status.get("apply") or {}
     state = apply.get("state") if isinstance(apply, dict) else None
     if state == "Available":
+        return "healthy", ""
+    return "progressing", f"{what}: state {str(state or 'not reported')[:64]}"
+
+
+def provider_health(what: str, live: Mapping[str, Any]
+                    ) -> tuple[Literal["healthy", "progressing"], str]:
+    """vela-core's ``apply-terraform-provider`` check: a Provider is ready once the
+    terraform controller reports ``status.state: ready`` (it has read the credentials
+    Secret). Its message is not copied (it can quote the Secret's content)."""
+    status = live.get("status") or {}
+    state = status.get("state") if isinstance(status, dict) else None
+    if state == "ready":
         return "healthy", ""
     return "progressing", f"{what}: state {str(state or 'not reported')[:64]}"

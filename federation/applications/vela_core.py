@@ -17,8 +17,13 @@ _SHELL = ("runs commands or builds images on the control plane's own cluster wit
 _URL = ("sends HTTP requests from the control plane to a URL the tenant names and uses the "
         "answer (docs/security.md, outbound connections: only notification steps POST "
         "out, fire-and-forget, through the outbound policy)")
-_TERRAFORM = ("needs the terraform addon's controller and its Configuration CRD, which "
-              "this control plane does not run")
+_SECRET_READ = ("reads a Secret with the control plane's identity and moves its content "
+                "(the connection Secret a Terraform module wrote, passwords included): "
+                "the control plane reads no Secret for an Application (read-object refuses "
+                "Secrets: docs/security.md, Applications: data steps)")
+_CLOUD_RESOURCE = ("copies the connection Secret a Terraform component wrote to other "
+                   "clusters by an env-binding policy's env: " + _SECRET_READ + "; run "
+                   "the Terraform component in each cluster that needs its Secret")
 _CONFIG = ("KubeVela's config store (Secrets in vela-system, shared across namespaces): "
            "this control plane keeps no tenant config store and reads no Secret for an "
            "Application")
@@ -39,7 +44,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
                      "collect-service-endpoints", "export-data", "depends-on-app",
-                     "clean-jobs"),
+                     "clean-jobs", "apply-terraform-config", "apply-terraform-provider"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -68,24 +73,23 @@ REFUSED: dict[Kind, dict[str, str]] = {
                            "full updates)",
     },
     "workflowstep": {
-        "apply-terraform-config": _TERRAFORM,
-        "apply-terraform-provider": _TERRAFORM,
         "build-push-image": _SHELL,
         "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
         "create-config": _CONFIG,
         "delete-config": _CONFIG,
-        "deploy-cloud-resource": _TERRAFORM,
+        "deploy-cloud-resource": _CLOUD_RESOURCE,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "
                           "list; the control plane's member role has no right on them, as "
                           "Kubernetes' own edit role has none since CVE-2021-25740: a "
                           "selector-less Service's Endpoints forward traffic to any address, "
                           "another namespace's pods included)",
-        "generate-jdbc-connection": _TERRAFORM + "; it reads the cloud resource's Secret",
+        "generate-jdbc-connection": _SECRET_READ + " into the step's outputs, the database "
+                                    "password in the Application's status",
         "list-config": _CONFIG,
         "read-config": _CONFIG,
         "request": _URL,
-        "share-cloud-resource": _TERRAFORM,
+        "share-cloud-resource": _CLOUD_RESOURCE,
         "vela-cli": _SHELL,
         "webhook": _URL + "; a notification step POSTs a message",
     },

@@ -247,6 +247,14 @@ def _gc_words(compiled: compile_.Compiled, obj: JSON) -> str:
     return ""
 
 
+TERRAFORM_WORDS = {
+    "apply-terraform-config": ": writes a Configuration for the member's terraform controller "
+                              "to run; the step waits until it reports the apply Available",
+    "apply-terraform-provider": ": writes a terraform Provider and the Secret of its "
+                                "credentials, both in the Application's namespace",
+}
+
+
 def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
     """What a step that reads, waits or deletes does, for its line (deploy steps print
     their objects instead)."""
@@ -266,6 +274,8 @@ def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
     if chosen is not None:
         return ": waits for an endpoint of the Application's own Services and Ingresses " \
                f"in the clusters its steps deploy to ({_filters(chosen)})"
+    if step.type in TERRAFORM_WORDS and not step.unrendered:
+        return TERRAFORM_WORDS[step.type]
     if step.type == "print-message-in-status" and not step.unrendered:
         return f": its status message will be {json.dumps(step.message)}"
     return ""

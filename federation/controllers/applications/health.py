@@ -108,6 +108,8 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
             ("progressing", f"{what}: {status.message or 'not healthy (healthPolicy)'}")
     if terraform.is_configuration(obj):  # a Terraform component, as KubeVela judges it
         return terraform.health(what, live)
+    if terraform.is_provider(obj):  # apply-terraform-provider's wait, for any Provider
+        return terraform.provider_health(what, live)
     if obj["kind"] not in WORKLOAD_KINDS:
         return "healthy", ""
     return workload_health(what, live, obj["kind"])

@@ -186,8 +186,8 @@ def test_health_and_gc_policies() -> None:
                                     "strategy": "sometimes"}]}, r"rules\[0\]\.strategy"),
                        ({"rules": [{"selector": {"kinds": ["a"]}}]},
                         r"rules\[0\]\.selector\.kinds"),
-                       ({"rules": [{"selector": {"traitTypes": ["a"]}}]},
-                        r"rules\[0\]\.selector\.traitTypes: not supported"),
+                       ({"rules": [{"selector": {"traitTypes": [1]}}]},
+                        r"rules\[0\]\.selector\.traitTypes\[0\]: must be a string"),
                        ({"rules": [{"selector": {}, "propagation": "foreground"}]},
                         r"rules\[0\]\.propagation"),
                        ({"rules": [{"selector": {}, "when": "now"}]}, r"rules\[0\]\.when")):

@@ -40,10 +40,11 @@ SERVICES = Resource("", "v1", "services", "Service")
 SECRETS = Resource("", "v1", "secrets", "Secret")
 CONFIGURATIONS = Resource("terraform.core.oam.dev", "v1beta2", "configurations",
                           "Configuration")
+PROVIDERS = Resource("terraform.core.oam.dev", "v1beta1", "providers", "Provider")
 KINDS = {r.kind: r for r in (kube.CONFIGMAPS, SECRETS, kube.NAMESPACES, kube.DEPLOYMENTS, SERVICES,
                              api.APPLICATIONS, api.APPLICATION_REVISIONS,
                              api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.MEMBER_CLUSTERS,
-                             CONFIGURATIONS)}
+                             CONFIGURATIONS, PROVIDERS)}
 
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}

@@ -163,3 +163,24 @@ async def test_a_read_only_object_that_is_not_there_is_a_problem() -> None:
     assert [v.obj["kind"] for v in build.plan] == ["ApplicationRevision"]
     assert build.problems == ["Deployment shop/web in member1: is marked as read-only but "
                               "does not exist"]
+
+
+async def test_read_only_by_component_type_reaches_the_controllers_plan() -> None:
+    """A rule by ``componentTypes`` (what rendered the object, recorded by the compile)
+    holds in the controller as one by kind does; a type that made nothing holds nothing."""
+    foreign = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "shop",
+                            "annotations": {"federation.io/application": "shop/other"}},
+               "spec": {"replicas": 9}}
+    for types, kinds in ((["webservice"], ["ApplicationRevision"]),
+                         (["worker"], ["ApplicationRevision"])):
+        doc = app()
+        doc["spec"]["policies"].append({"name": "ro", "type": "read-only", "properties": {
+            "rules": [{"selector": {"componentTypes": types}}]}})
+        build = await planned(FakeView([("member1", NAMESPACE), ("member1", foreign)]), doc)
+        assert [v.obj["kind"] for v in build.plan] == kinds
+        if types == ["webservice"]:
+            assert build.problems == []
+        else:  # not read-only: someone else's Deployment is a problem, never overwritten
+            assert build.problems == ["Deployment shop/web in member1: exists and is not "
+                                      "managed by federation"]

@@ -164,3 +164,19 @@ async def test_a_terraform_configuration_waits_for_its_module_to_be_applied() ->
     body["status"]["apply"]["state"] = "Available"
     view.put("member1", body)
     assert await health.object_health(view, build, "member1", obj) == ("healthy", "")
+
+
+async def test_a_terraform_provider_waits_for_the_controller_to_report_it_ready() -> None:
+    """apply-terraform-provider's check: ``status.state: ready``; the controller's message
+    (it can quote the credentials Secret) is not copied."""
+    obj = {"apiVersion": "terraform.core.oam.dev/v1beta1", "kind": "Provider",
+           "metadata": {"name": "aws", "namespace": "shop"}, "spec": {"provider": "aws"}}
+    build = build_of(app())
+    body = live_copy(obj, uid=build.uid, owner=build.owner)
+    body["status"] = {"state": "ProviderNotReady", "message": "key=AKIA-SECRET"}
+    view = FakeView([("member1", body)])
+    assert await health.object_health(view, build, "member1", obj) == (
+        "progressing", "Provider shop/aws: state ProviderNotReady")
+    body["status"] = {"state": "ready"}
+    view.put("member1", body)
+    assert await health.object_health(view, build, "member1", obj) == ("healthy", "")
