@@ -70,7 +70,7 @@ from federation.controllers.propagation.settings import PropagationSettings
 from federation.hub import api, bindings, deny, preservation, status
 from federation.interpreter.customizations import Operation
 from federation.placement import engine
-from federation.runtime.reconcile import Request, Result
+from federation.runtime.reconcile import Request, Result, group_kind
 
 log = logging.getLogger("federation.propagation")
 
@@ -135,6 +135,7 @@ class Reconciler:
         self.recorder = recorder
         self.settings = settings or PropagationSettings()
         self.hub = clusters.hub.name
+        self.clusters = clusters
         self.writer: plan.Writer = executor.Writer(mc, self.hub, self.settings.deny_list,
                                                    kinds.own_writes.wrote)
         self.scheduler = scheduling.Scheduler(self.settings.schedule_budget,
@@ -260,6 +261,7 @@ class Reconciler:
         pending = sorted((set(build.pending_before) | set(build.removals))
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
+        await self._follow_new_copies(build, copies_now)
         observed = await observations.observe(self.context, build.template, copies_now, failed)
         conds = record.conditions(build, failed, pending, copies_now, observed)
         assert build.decision is not None
@@ -295,6 +297,20 @@ class Reconciler:
         retry = self.settings.retry_pending if pending or observed.timed_out else None
         after = [t for t in (requeue_after, retry) if t is not None]
         return Result(requeue_after=min(after)) if after else None
+
+    async def _follow_new_copies(self, build: Build,
+                                 copies: Mapping[str, ReadOnly | None]) -> None:
+        """Follow the template's kind in each member where a copy now is but the kind was
+        not served when this reconcile read the copies (its CRD came with this plan).
+        Without an informer there, the member's own changes to the copy (its status, a
+        drift) would reconcile nothing until some other event came, and the template's
+        health would stay as first recorded."""
+        kind = group_kind(build.resource)
+        late = [self.clusters.clusters[cluster] for cluster, copy in copies.items()
+                if copy is not None and cluster in self.clusters.clusters
+                and cluster != self.hub and self.kinds.member_resource(cluster, kind) is None]
+        if late:
+            await self.kinds.track_members(build.resource, late)
 
     def _legacy_marks(self, template: ReadOnly) -> plan.Plan:
         """A template an earlier version marked: drop its finalizer and annotations, once."""

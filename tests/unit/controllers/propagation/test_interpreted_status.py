@@ -220,3 +220,38 @@ async def test_a_problem_reaches_the_template_of_an_aggregated_kind() -> None:
     applied = conditions(stored["status"]["conditions"])["Applied"]
     assert (applied["status"], applied["reason"]) == ("False", "InterpreterFailed")
     assert stored["status"]["readyReplicas"] == 4
+
+
+class _LateKinds(FakeKinds):
+    """A kind the members do not serve when the reconcile reads their copies (its CRD
+    comes with the reconcile's own plan): the first attempt per member to follow it
+    finds nothing to follow, a later one does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: dict[str, int] = {}
+        self.followed: set[str] = set()
+
+    def member_resource(self, cluster: str, kind: str) -> Any:
+        return self.resource(kind) if cluster in self.followed else None
+
+    async def track_members(self, resource: Any, only: Any = None) -> None:
+        for cluster in only or ():
+            self.asked[cluster.name] = self.asked.get(cluster.name, 0) + 1
+            if self.asked[cluster.name] > 1:  # served by now: the copy was written
+                self.followed.add(cluster.name)
+
+
+async def test_a_copy_written_where_its_kind_was_not_served_yet_is_followed() -> None:
+    """The CRD reaches a member in the same plan as the first copy. The member's later
+    changes to the copy (its status) must reconcile the template, so the kind is followed
+    there once the copy exists; before, nothing did until another event came, and the
+    template's health stayed as first recorded (test_interpreter_crd's timeouts in CI)."""
+    mc, template = fleet(**ALL)
+    for member in MEMBERS:  # engaged: a member that does not serve a kind holds no copy
+        mc.clusters.get(member).client = mc  # type: ignore[assignment]
+    kinds = _LateKinds()
+    r = propagation.Reconciler(mc, mc.clusters, kinds, FakeRecorder())
+    await r.reconcile(request_for(template))
+    assert all(mc.find(m, "Widget", "w", "shop") is not None for m in MEMBERS)
+    assert kinds.followed == set(MEMBERS)
