@@ -261,7 +261,7 @@ class Reconciler:
         pending = sorted((set(build.pending_before) | set(build.removals))
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
-        await self._follow_new_copies(build, copies_now)
+        unfollowed = await self._follow_new_copies(build, copies_now)
         observed = await observations.observe(self.context, build.template, copies_now, failed)
         conds = record.conditions(build, failed, pending, copies_now, observed)
         assert build.decision is not None
@@ -294,23 +294,28 @@ class Reconciler:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             raise copies_failed(build, report, self.hub)
         # A script that timed out (a busy machine) is asked again: no event may come.
-        retry = self.settings.retry_pending if pending or observed.timed_out else None
+        # So is a copy whose member's watch could not start yet (its discovery lagged).
+        retry = self.settings.retry_pending if pending or observed.timed_out or unfollowed \
+            else None
         after = [t for t in (requeue_after, retry) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
     async def _follow_new_copies(self, build: Build,
-                                 copies: Mapping[str, ReadOnly | None]) -> None:
+                                 copies: Mapping[str, ReadOnly | None]) -> bool:
         """Follow the template's kind in each member where a copy now is but the kind was
         not served when this reconcile read the copies (its CRD came with this plan).
         Without an informer there, the member's own changes to the copy (its status, a
         drift) would reconcile nothing until some other event came, and the template's
-        health would stay as first recorded."""
+        health would stay as first recorded. True when some member is still not followed
+        (its discovery lags its CRD): the template is then looked at again soon."""
         kind = group_kind(build.resource)
         late = [self.clusters.clusters[cluster] for cluster, copy in copies.items()
                 if copy is not None and cluster in self.clusters.clusters
                 and cluster != self.hub and self.kinds.member_resource(cluster, kind) is None]
-        if late:
-            await self.kinds.track_members(build.resource, late)
+        if not late:
+            return False
+        await self.kinds.track_members(build.resource, late)
+        return any(self.kinds.member_resource(c.name, kind) is None for c in late)
 
     def _legacy_marks(self, template: ReadOnly) -> plan.Plan:
         """A template an earlier version marked: drop its finalizer and annotations, once."""

@@ -255,3 +255,18 @@ async def test_a_copy_written_where_its_kind_was_not_served_yet_is_followed() ->
     await r.reconcile(request_for(template))
     assert all(mc.find(m, "Widget", "w", "shop") is not None for m in MEMBERS)
     assert kinds.followed == set(MEMBERS)
+
+
+async def test_a_member_whose_discovery_still_lags_has_the_template_looked_at_again() -> None:
+    """The copy is written but the member's discovery does not list its kind yet: the
+    template is requeued, so the kind is followed at the next look."""
+    mc, template = fleet(**ALL)
+    for member in MEMBERS:
+        mc.clusters.get(member).client = mc  # type: ignore[assignment]
+    kinds = _LateKinds()
+    kinds.asked = {m: -5 for m in MEMBERS}  # not served for a few more asks
+    settings = propagation.PropagationSettings()
+    r = propagation.Reconciler(mc, mc.clusters, kinds, FakeRecorder(), settings)
+    result = await r.reconcile(request_for(template))
+    assert kinds.followed == set()
+    assert result is not None and result.requeue_after == settings.retry_pending
