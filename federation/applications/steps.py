@@ -65,18 +65,25 @@ def check(step: Step, namespace: str, where: str) -> JSON:
     return {"value": props["value"], **rest}
 
 
+def step_component(step: Step, manifests: list[JSON], where: str,
+                   what: str = "the object") -> Component:
+    """The ``k8s-objects`` component, named after the step, of the objects a step applies
+    (its step is then a deploy step of that one component)."""
+    try:
+        return Component(name=step.name, type="k8s-objects",
+                         properties={"objects": manifests})
+    except ValueError:
+        raise AppError(f"{where}.name: {step.name!r} must be a DNS label to name {what} "
+                       "the step applies") from None
+
+
 def object_step(step: Step, spec: AppSpec, app: str, namespace: str, where: str
                 ) -> tuple[AppSpec, PolicySpec]:
     """The step as a deploy step: the spec of its one component, and its topology."""
     props = check(step, namespace, f"{where}.properties")
     manifest = _deployment(step.name, app, props) if step.type == "apply-deployment" \
         else dict(props["value"])
-    try:
-        component = Component(name=step.name, type="k8s-objects",
-                              properties={"objects": [manifest]})
-    except ValueError:
-        raise AppError(f"{where}.name: {step.name!r} must be a DNS label to name the object "
-                       "the step applies") from None
+    component = step_component(step, [manifest], where)
     topology = PolicySpec(name=where, type="topology",
                           properties={"clusters": [props.get("cluster") or LOCAL]})
     return spec.model_copy(update={"components": (component,)}), topology
@@ -289,12 +296,7 @@ def export_data(step: Step, spec: AppSpec, app: str, namespace: str,
     name = object_name(props.get("name", app), f"{here}.name")
     manifest: JSON = {"apiVersion": "v1", "kind": props["kind"], "metadata": {"name": name}}
     manifest["data" if props["kind"] == "ConfigMap" else "stringData"] = data
-    try:
-        component = Component(name=step.name, type="k8s-objects",
-                              properties={"objects": [manifest]})
-    except ValueError:
-        raise AppError(f"{where}.name: {step.name!r} must be a DNS label to name the object "
-                       "the step applies") from None
+    component = step_component(step, [manifest], where)
     placement: JSON = {"clusters": [LOCAL]}
     if "topology" in props:
         chosen = known.get(props["topology"])

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.applications import shapes, steps, terraform
-from federation.applications.model import AppError, AppSpec, Component, PolicySpec, Step
+from federation.applications.model import AppError, AppSpec, PolicySpec, Step
 
 JSON = dict[str, Any]
 STEP_TYPES = ("apply-terraform-config", "apply-terraform-provider")
@@ -81,12 +81,7 @@ def deploy_step(step: Step, spec: AppSpec, app: str, namespace: str, where: str
     objects it writes, named after the step), and its topology (the local cluster)."""
     made = objects(step.type, step.properties, app, step.name, namespace,
                    f"{where}.properties")
-    try:
-        component = Component(name=step.name, type="k8s-objects",
-                              properties={"objects": made})
-    except ValueError:
-        raise AppError(f"{where}.name: {step.name!r} must be a DNS label to name the "
-                       "objects the step applies") from None
+    component = steps.step_component(step, made, where, "the objects")
     topology = PolicySpec(name=where, type="topology",
                           properties={"clusters": [steps.LOCAL]})
     return spec.model_copy(update={"components": (component,)}), topology
