@@ -113,19 +113,21 @@ def owners(writes: dict[tuple[str, str], list[Write]]) -> dict[str, set[str]]:
     return found
 
 
-def burst(fleet: TestFleet, namespace: str, version: str) -> None:
+def burst(fleet: TestFleet, namespace: str, version: str, count: int = TEMPLATES) -> None:
+    """ConfigMaps ``t0`` .. ``t<count-1>`` of ``namespace`` on the hub, at ``version``."""
     apply(fleet, "hub", *[{"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": f"t{i}", "namespace": namespace},
-                           "data": {"v": version}} for i in range(TEMPLATES)])
+                           "data": {"v": version}} for i in range(count)])
 
 
-def converged(fleet: TestFleet, namespace: str, version: str) -> bool:
+def converged(fleet: TestFleet, namespace: str, version: str, count: int = TEMPLATES) -> bool:
+    """Every member holds all ``count`` copies at ``version``."""
     for member in fleet.member_names:
         out = fleet.kubectl(member, "-n", namespace, "get", "configmaps", "-o",
                             "jsonpath={range .items[*]}{.metadata.name}={.data.v}{\"\\n\"}{end}",
                             check=False).stdout
         got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-        if sum(1 for i in range(TEMPLATES) if got.get(f"t{i}") == version) != TEMPLATES:
+        if sum(1 for i in range(count) if got.get(f"t{i}") == version) != count:
             return False
     return True
 

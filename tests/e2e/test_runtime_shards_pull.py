@@ -28,6 +28,7 @@ from tests.e2e.conftest import install
 from tests.e2e.helpers import apply, free_port, wait_for
 from tests.e2e.test_agent import Agent, _only, ready
 from tests.e2e.test_runtime_fencing import Write, parse
+from tests.e2e.test_runtime_shards import burst, converged
 
 TEMPLATES = 60
 LEASE_DURATION = 15
@@ -126,23 +127,6 @@ def creates(writes: list[Write], namespace: str) -> collections.Counter[str]:
                                w.uri.partition("?")[0] == path and w.code < 300)
 
 
-def burst(fleet: TestFleet, namespace: str, version: str) -> None:
-    apply(fleet, "hub", *[{"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": f"t{i}", "namespace": namespace},
-                           "data": {"v": version}} for i in range(TEMPLATES)])
-
-
-def converged(fleet: TestFleet, namespace: str, version: str) -> bool:
-    for member in fleet.member_names:
-        out = fleet.kubectl(member, "-n", namespace, "get", "configmaps", "-o",
-                            "jsonpath={range .items[*]}{.metadata.name}={.data.v}{\"\\n\"}{end}",
-                            check=False).stdout
-        got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-        if sum(1 for i in range(TEMPLATES) if got.get(f"t{i}") == version) != TEMPLATES:
-            return False
-    return True
-
-
 @pytest.mark.timeout(600)
 def test_three_replicas_deliver_to_a_pull_member_and_hand_over_a_killed_ones_keys(
         fleet: TestFleet, sharded: tuple[list[Replica], Agent]) -> None:
@@ -157,8 +141,8 @@ def test_three_replicas_deliver_to_a_pull_member_and_hand_over_a_killed_ones_key
                  "placement": {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}}})
     time.sleep(LEASE_DURATION + 2)  # every replica past its claim wait: all keys owned
     start = time.time()
-    burst(fleet, namespace, "1")
-    wait_for(lambda: converged(fleet, namespace, "1"), timeout=180, interval=2,
+    burst(fleet, namespace, "1", TEMPLATES)
+    wait_for(lambda: converged(fleet, namespace, "1", TEMPLATES), timeout=180, interval=2,
              what=f"version 1 on every member\n{agent.log_tail()}")
     streamed = set(re.findall(r"open \(cluster member3, replica (\S+),",
                               agent.log_path.read_text(errors="replace")))
@@ -170,13 +154,13 @@ def test_three_replicas_deliver_to_a_pull_member_and_hand_over_a_killed_ones_key
     # Updates, with one replica killed mid-burst: member3 gets each once, from whichever
     # replica owns the key before or after the handover.
     start = time.time()
-    applying = threading.Thread(target=burst, args=(fleet, namespace, "2"))
+    applying = threading.Thread(target=burst, args=(fleet, namespace, "2", TEMPLATES))
     applying.start()
     time.sleep(0.5)
     replicas[1].kill()
     killed = time.time()
     applying.join()
-    wait_for(lambda: converged(fleet, namespace, "2"), timeout=LEASE_DURATION + 90,
+    wait_for(lambda: converged(fleet, namespace, "2", TEMPLATES), timeout=LEASE_DURATION + 90,
              interval=1, what=f"version 2 on every member after the kill\n"
                               f"{agent.log_tail()}\n{replicas[0].tail()}")
     print(f"converged {time.time() - killed:.1f}s after the kill")
