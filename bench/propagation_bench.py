@@ -68,6 +68,9 @@ from federation.contexts import kubeconfig  # noqa: E402
 from federation.local import fleet as fleet_lib  # noqa: E402
 from federation.local import processes  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+import cpu_profile  # noqa: E402
+
 JSON = dict[str, Any]
 POLICIES = kube.Resource("policy.federation.io", "v1alpha1", "propagationpolicies",
                          "PropagationPolicy")
@@ -254,6 +257,26 @@ class ControlPlane:
     def stop(self) -> None:
         processes.terminate(self.pid_file, timeout=30)
 
+    async def profile_window(self, what: str) -> str | None:
+        """With ``--profile-cpu``: ``start`` drops what the profiler counted so far;
+        ``dump`` writes what it counted since, and returns that file (None on failure)."""
+        pid = self.pid
+        if self.profile is None or pid is None:
+            return None
+        if what == "start":
+            os.kill(pid, signal.SIGUSR1)
+            return None
+        out = Path(f"{self.profile}.{self.starts}.window")
+        written = _size(out, remove=True)
+        os.kill(pid, signal.SIGUSR2)
+        for _ in range(100):  # a large profile takes a moment to write
+            await asyncio.sleep(0.1)
+            size = _size(out)
+            if size and size == written:  # no longer growing
+                return str(out)
+            written = size
+        return None
+
     async def _get(self, port: int, path: str) -> tuple[int, str]:
         if self.session is None:
             self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5))
@@ -301,6 +324,24 @@ class ControlPlane:
     async def close(self) -> None:
         if self.session is not None:
             await self.session.close()
+
+
+PROFILE_STAGES = (
+    "runtime/controller.py", "reconciler.py:", "(_record)", "kit/chain.py",
+    "kit/plan.py", "kit/executor.py", "contexts/client.py:737(request)",
+    "contexts/cache.py:259(run)",
+    "(_apply)", "(_emit)", "json/decoder.py", "json/encoder.py", "copy.py", "logging",
+    "runtime/metrics.py",
+)
+"""Labels (substrings of :func:`cpu_profile.where`) whose CPU with callees the profile
+summary shows: the stages of a template's path, and the usual suspects."""
+
+
+def _size(path: Path, remove: bool = False) -> int:
+    """The size of ``path`` (0 when absent), after removing it when ``remove``."""
+    if remove:
+        path.unlink(missing_ok=True)
+    return path.stat().st_size if path.exists() else 0
 
 
 QUEUE_METRICS_PATH = "/metrics?" + "&".join(
@@ -489,6 +530,13 @@ class Run:
     templates: int
     members: int
     elapsed: float
+    rest: float = math.nan
+    """Cores the control plane used just before, idle (:meth:`Bench.plane_at_rest`)."""
+    cpu_window: float = math.nan
+    """Seconds over which ``cpu`` was counted."""
+    profile: str | None = None
+    """With ``--profile-cpu``: the control plane's CPU profile of the same window as
+    ``cpu`` (first create to quiet)."""
 
     @property
     def hub_writes_per_template(self) -> float:
@@ -508,6 +556,8 @@ class Bench:
         self.clients: Clients | None = None
         self.namespaces = 0
         self.at_rest: dict[int, float] = {}
+        self.profiles: list[tuple[str, str]] = []
+        """(scenario, tables) of each profiled window (``--profile-cpu``)."""
         """Cores the members' API servers and etcds use idle, by fleet size."""
 
     # -- fleet and control plane ----------------------------------------------------
@@ -550,6 +600,14 @@ class Bench:
             if rate >= previous * 0.85 or time.monotonic() > deadline:
                 return rate
             previous = rate
+
+    async def plane_at_rest(self, window: float = 5.0) -> float:
+        """Cores the control plane uses with nothing to do (probes, heartbeats, capacity
+        summaries, its own timers) over ``window`` seconds, nobody polling it: what any
+        window of a scenario costs it whatever the templates do."""
+        before = cpu_seconds(self.plane.pid)
+        await asyncio.sleep(window)
+        return (cpu_seconds(self.plane.pid) - before) / window
 
     async def start_plane(self) -> None:
         await asyncio.to_thread(self.plane.install)
@@ -624,7 +682,9 @@ class Bench:
         await asyncio.sleep(1)  # the policy reaches the control plane's cache first
         own_before = clients.own_hub_writes
         hub_before, members_before = await clients.writes()
-        cpu_before = cpu_seconds(self.plane.pid)
+        rest = await self.plane_at_rest()
+        cpu_before, cpu_from = cpu_seconds(self.plane.pid), time.monotonic()
+        await self.plane.profile_window("start")
         owners_before = cpu_by_owner(self.fleet, self.plane.pid)
         names = [f"d{i}" for i in range(count)]
         created: dict[str, float] = {}
@@ -664,7 +724,8 @@ class Bench:
                 f"{watch.missing(names, watch.ready)} not ready")
         quiet = await self.settle()
         hub_after, members_after = await clients.writes()
-        cpu = cpu_seconds(self.plane.pid) - cpu_before
+        cpu, cpu_window = cpu_seconds(self.plane.pid) - cpu_before, time.monotonic() - cpu_from
+        profile = await self.plane.profile_window("dump")
         watch.stop()
         done = {n: t for n in names if (t := watch.all_present(n)) is not None}
         latencies = [done[n] - created[n] for n in names if n in done]
@@ -680,7 +741,8 @@ class Bench:
                    window_cpu=window_cpu, window_writes=window_writes, complete=ready,
                    templates=count, members=len(members),
                    elapsed=(last - started) if done else math.nan,
-                   creates_done=max(accepted.values(), default=math.nan) - started)
+                   creates_done=max(accepted.values(), default=math.nan) - started,
+                   profile=profile, rest=rest, cpu_window=cpu_window)
 
     def report(self, scenario: str, run: Run, p99_target: float | None) -> None:
         note = "" if run.complete else " (incomplete: timed out)"
@@ -698,6 +760,27 @@ class Bench:
         self.rows.append(judged(scenario, "hub writes per template", run.hub_writes_per_template,
                                 ".2f", "<= 3", lambda v: v <= 3))
         self.rows.append(info(scenario, "control plane CPU (s)", run.cpu, ".1f"))
+        per_template = 1000 * run.cpu / run.templates
+        measure = "control plane CPU per template (ms, first create -> quiet)"
+        if run.profile is not None or self.args.profile_cpu:
+            self.rows.append(info(scenario, measure + ", under cProfile", per_template, ".2f"))
+        elif scenario == "burst":
+            self.rows.append(judged(scenario, measure, per_template, ".2f", "<= 5",
+                                    lambda v: v <= 5))
+        else:
+            self.rows.append(info(scenario, measure, per_template, ".2f"))
+        self.rows.append(info(scenario, "control plane at rest before the run (cores)",
+                              run.rest, ".3f"))
+        self.rows.append(info(
+            scenario, "control plane CPU per template net of its rest (ms; window s)",
+            f"{1000 * (run.cpu - run.rest * run.cpu_window) / run.templates:.2f}; "
+            f"{run.cpu_window:.1f}"))
+        window = run.window_cpu.get("control plane", math.nan)
+        self.rows.append(info(scenario, "control plane CPU per template until all copies (ms)",
+                              1000 * window / run.templates, ".2f"))
+        if run.profile is not None:
+            self.profiles.append((scenario, cpu_profile.summary(
+                run.profile, run.templates, names=PROFILE_STAGES)))
         self.rows.append(info(scenario, "the bench's hub creates / all copies done after (s)",
                               f"{run.creates_done:.2f} / {run.elapsed:.2f}"))
         if run.members in self.at_rest:
@@ -967,6 +1050,11 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"{time.monotonic() - started:.0f} s")
     print()
     print(table(bench.rows))
+    for scenario, tables in bench.profiles:
+        print()
+        print(f"{scenario}: control plane CPU profile, first create -> quiet")
+        print()
+        print(tables)
 
 
 if __name__ == "__main__":

@@ -367,7 +367,12 @@ class MultiClusterClient:
                 informer = cluster.cache.informers[resource]
             view.items[name] = list(informer.store.list(namespace, selector))
 
-        await asyncio.gather(*(one(n) for n in names))
+        if len(names) == 1:
+            # The common read (a controller's own hub cache): awaited in place. A task per
+            # cluster (gather) cost more than the read itself, on every cached list.
+            await one(names[0])
+        else:
+            await asyncio.gather(*(one(n) for n in names))
         if not copy:
             return view
         return ListResult({name: [_copy(o) for o in items]

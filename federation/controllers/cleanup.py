@@ -106,7 +106,7 @@ class Reconciler:
         if binding is None:
             return None
         try:
-            record = bindings.BindingRecord.of(binding)
+            record = bindings.cached(binding)
         except bindings.BindingError as exc:
             # Never act on a record nobody can read: no template lookup, no member delete.
             log.warning("%s: not cleaned up: %s", binding["metadata"]["name"], exc)

@@ -232,8 +232,8 @@ class Manager:
         self._own_clients: list[kube.ClusterClient] = []
         for cluster in cluster_set.engaged:
             self._adopt(cluster)
-        self.metrics.registry.register(metrics.StateCollector(
-            cluster_set, lambda: self.controllers, lambda: self.is_leader))
+        metrics.StateCollector(cluster_set, lambda: self.controllers,
+                               lambda: self.is_leader).register(self.metrics.registry)
 
     # -- registration --------------------------------------------------------------------
 

@@ -75,7 +75,12 @@ class Metrics:
 
 
 class StateCollector(Collector):
-    """Gauges read from clusters, informers and queues at scrape time."""
+    """Gauges read from clusters, informers and queues at scrape time.
+
+    :meth:`register` adds it to a registry as three collectors (clusters, watches, queues
+    and leadership), each describing its families: a scrape restricted by name
+    (``/metrics?name[]=...``, what the bench polls several times a second while it waits
+    for quiet) then reads only the part it asks for, not every informer of every cluster."""
 
     def __init__(self, cluster_set: clusters.ClusterSet,
                  controllers: Callable[[], list[Controller]],
@@ -84,9 +89,16 @@ class StateCollector(Collector):
         self.controllers = controllers
         self.is_leader = is_leader
 
+    def register(self, registry: CollectorRegistry) -> None:
+        for part in (self._clusters, self._watches, self._queues_and_leader):
+            registry.register(_Part(part))
+
     def collect(self) -> Iterator[Metric]:
         yield from self._clusters()
         yield from self._watches()
+        yield from self._queues_and_leader()
+
+    def _queues_and_leader(self) -> Iterator[Metric]:
         yield from self._queues()
         leader = GaugeMetricFamily("federation_leader", "1 while this process leads.")
         leader.add_metric([], 1.0 if self.is_leader() else 0.0)
@@ -160,6 +172,20 @@ class StateCollector(Collector):
             adds.add_metric([controller.name], float(queue.adds))
             retries.add_metric([controller.name], float(queue.retries))
         yield from (depth, by_priority, waiting, busy, adds, retries)
+
+
+class _Part(Collector):
+    """One part of :class:`StateCollector`, described by the families it yields (read once,
+    when registered: the families are yielded whatever the state, only their samples vary)."""
+
+    def __init__(self, collect: Callable[[], Iterator[Metric]]) -> None:
+        self._collect = collect
+
+    def collect(self) -> Iterator[Metric]:
+        return self._collect()
+
+    def describe(self) -> list[Metric]:
+        return list(self._collect())
 
 
 def _resource_label(informer: cache.CachedResource) -> str:

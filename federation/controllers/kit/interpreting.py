@@ -57,16 +57,30 @@ class Interpreting:
         dataclasses.field(default_factory=dict)
     """By (name, uid, resourceVersion): one deleted and made again is parsed again."""
     _pool: concurrent.futures.ThreadPoolExecutor | None = None
+    _last: tuple[tuple[tuple[str, str, str], ...],
+                 tuple[customizations.Registry, dict[str, str]]] | None = None
+    """The registry last built, with the versions it was built from: every interpreter
+    question of every reconcile asks for it (several per template), and the
+    customizations in force seldom change, so it is built again only when they do."""
 
     def registry(self, objects: list[Mapping[str, Any]]) -> tuple[customizations.Registry,
                                                                   dict[str, str]]:
-        """The valid customizations of ``objects`` and, by target, why others were refused."""
+        """The valid customizations of ``objects`` and, by target, why others were refused.
+        Answered from :attr:`_last` when ``objects`` are the same versions, in the same
+        order; callers only read what they get."""
+        versions = tuple(_version(obj) for obj in objects)
+        if self._last is not None and self._last[0] == versions:
+            return self._last[1]
+        built = self._build(objects, versions)
+        self._last = (versions, built)
+        return built
+
+    def _build(self, objects: list[Mapping[str, Any]],
+               versions: tuple[tuple[str, str, str], ...]
+               ) -> tuple[customizations.Registry, dict[str, str]]:
         valid, refused = [], {}
         seen = set()
-        for obj in objects:
-            meta = obj.get("metadata") or {}
-            key = (str(meta.get("name")), str(meta.get("uid")),
-                   str(meta.get("resourceVersion")))
+        for obj, key in zip(objects, versions, strict=True):
             seen.add(key)
             if key not in self._parsed:
                 try:
@@ -131,6 +145,12 @@ class Interpreting:
             await asyncio.Event().wait()
         finally:
             self.close()
+
+
+def _version(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(name, uid, resourceVersion): one version of one customization object."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name")), str(meta.get("uid")), str(meta.get("resourceVersion"))
 
 
 @dataclasses.dataclass(frozen=True)

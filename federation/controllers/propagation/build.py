@@ -108,7 +108,7 @@ class Build:
         """The binding's record, read once (the empty record when there is none); raises
         :class:`~federation.hub.bindings.BindingError` for one nobody can read (the
         reconciler asks first, before any transformer)."""
-        return bindings.BindingRecord.of(self.binding)
+        return bindings.cached(self.binding)  # the cached binding: memoised by version
 
     @property
     def own_record(self) -> bindings.BindingRecord | None:

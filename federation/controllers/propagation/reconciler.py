@@ -515,7 +515,7 @@ def readable_record(binding: ReadOnly | None) -> bindings.BindingRecord | None:
     if binding is None:
         return None
     try:
-        return bindings.BindingRecord.of(binding)
+        return bindings.cached(binding)
     except bindings.BindingError as exc:
         log.warning("%s: not finalised: %s", binding["metadata"].get("name"), exc)
         return None

@@ -104,3 +104,56 @@ def test_member_cluster_heartbeats_are_not_charged_to_templates() -> None:
                     window_cpu={}, window_writes=(0, 0), creates_done=0.0,
                     complete=True, templates=10, members=3, elapsed=1.0)
     assert run.hub_writes_per_template == 1.0
+
+
+def _busy(rounds: int) -> int:
+    return sum(i * i for i in range(rounds))
+
+
+def test_cpu_profile_summary_charges_per_template_and_groups_by_module(tmp_path: Path) -> None:
+    """The profile tables the bench prints: per-unit figures (total / units), modules and
+    functions by their own time, stages by their time with callees."""
+    import cProfile
+    import time
+
+    cpu_profile = bench.cpu_profile
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    for _ in range(20):
+        _busy(20000)
+    profiler.disable()
+    path = tmp_path / "profile"
+    profiler.dump_stats(str(path))
+    found, total = cpu_profile.entries(str(path))
+    assert total > 0 and any("(_busy)" in label for label, *_ in found)
+    text = cpu_profile.summary(str(path), per=10, names=("(_busy)", "(absent)"))
+    assert "ms per template" in text
+    busy = next(line for line in text.splitlines()
+                if line.startswith("| `") and "(_busy)" in line and "calls/template" not in line)
+    assert "| 2.0 |" in busy  # 20 calls over 10 templates
+    assert "(absent)" not in text
+    assert cpu_profile.group_of(("~", 0, "<method 'get' of 'dict' objects>")) == "builtin dict"
+    assert cpu_profile.group_of(("/x/site-packages/aiohttp/client.py", 1, "f")) == "aiohttp"
+    assert cpu_profile.group_of(("/w/federation/contexts/cache.py", 1, "f")) == \
+        "federation/contexts/cache.py"
+
+
+def test_cpu_profile_compare_gives_the_ratio_of_two_profiles(tmp_path: Path) -> None:
+    """Two profiles side by side: the whole, a named stage and the modules, after/before."""
+    import cProfile
+    import time
+
+    paths = []
+    for rounds in (40, 20):
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        for _ in range(rounds):
+            _busy(20000)
+        profiler.disable()
+        paths.append(tmp_path / f"p{rounds}")
+        profiler.dump_stats(str(paths[-1]))
+    text = bench.cpu_profile.compare(str(paths[0]), str(paths[1]), 10, names=("(_busy)",))
+    assert text.splitlines()[0].startswith("| what | before")
+    busy = next(line for line in text.splitlines() if "(_busy)" in line)
+    ratio = float(busy.rstrip(" |").rsplit("|", 1)[1])
+    assert 0.3 < ratio < 0.8  # half the work, give or take the clock's grain

@@ -399,3 +399,48 @@ def test_drift_reverts_round_trip_and_a_bad_count_is_named() -> None:
     obj["status"]["driftReverts"] = {"member1": -1}
     with pytest.raises(bindings.BindingError, match=r"driftReverts\.member1"):
         bindings.BindingRecord.from_obj(obj)
+
+
+def _served(obj: JSON, uid: str, version: str) -> JSON:
+    """``obj`` as the server returns it: with a uid and a resourceVersion."""
+    return {**obj, "metadata": {**obj.get("metadata", {}), "uid": uid,
+                                "resourceVersion": version}}
+
+
+def test_cached_records_are_parsed_once_per_version_and_follow_a_new_version() -> None:
+    """The memo of cached bindings answers the same version with the same record (parsed
+    once), and a new version (the server changes resourceVersion on every write) with the
+    new record: a cached answer never outlives the version it was read from."""
+    first = _served(written(), "uid-memo", "10")
+    record = bindings.cached(first)
+    assert record == bindings.BindingRecord.of(first)
+    assert bindings.cached(json.loads(json.dumps(first))) is record  # same version: memo
+    changed = json.loads(json.dumps(first))
+    changed["spec"]["pendingCleanup"] = []
+    changed["metadata"]["resourceVersion"] = "11"
+    newer = bindings.cached(changed)
+    assert newer.pending_cleanup == () and record.pending_cleanup == ("member3",)
+    assert bindings.cached(None) == bindings.BindingRecord()
+
+
+def test_cached_records_raise_for_an_unreadable_version_every_time() -> None:
+    """An unreadable binding raises on every read (errors are not memoised), and its fixed
+    version reads."""
+    broken = _served({**written(), "spec": "garbage"}, "uid-broken", "5")
+    for _ in range(2):
+        with pytest.raises(bindings.BindingError):
+            bindings.cached(broken)
+    assert bindings.cached(_served(written(), "uid-broken", "6")).orphan is True
+
+
+def test_same_record_compares_with_the_cached_version_it_is_given() -> None:
+    """same_record reads the cached binding through the memo: after the cache moves to a
+    new version, the comparison is with that version, not a remembered one."""
+    old = _served(written(), "uid-same", "1")
+    wanted = json.loads(json.dumps(written()))
+    assert bindings.same_record(old, wanted)
+    moved = json.loads(json.dumps(old))
+    moved["spec"]["pendingCleanup"] = []
+    moved["metadata"]["resourceVersion"] = "2"
+    assert not bindings.same_record(moved, wanted)
+    assert bindings.same_record(old, wanted)

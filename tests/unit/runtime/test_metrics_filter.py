@@ -3,11 +3,14 @@ asks for), and the whole exposition without it."""
 
 from __future__ import annotations
 
+import typing
+
 import aiohttp
+import prometheus_client
 import pytest
 
 from federation.contexts import clusters, kubeconfig
-from federation.runtime import controller, manager
+from federation.runtime import controller, manager, metrics
 
 in_session_loop = pytest.mark.asyncio(loop_scope="session")
 
@@ -47,3 +50,32 @@ async def test_name_filter_renders_only_the_named_series() -> None:
         assert only == wanted
     finally:
         await mgr.close()
+
+
+class _CountingClusters:
+    """A cluster set that counts how often a scrape reads its clusters."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    @property
+    def clusters(self) -> dict[str, clusters.Cluster]:
+        self.reads += 1
+        return {}
+
+
+def test_a_scrape_by_name_reads_only_the_part_it_names() -> None:
+    """Asked for the queue series only, the collector reads no cluster and no informer (the
+    bench polls this several times a second); the whole exposition reads them all."""
+    counting = _CountingClusters()
+    registry = prometheus_client.CollectorRegistry()
+    metrics.StateCollector(typing.cast(clusters.ClusterSet, counting), lambda: [],
+                           lambda: True).register(registry)
+    before = counting.reads
+    text = prometheus_client.generate_latest(
+        registry.restricted_registry(["federation_workqueue_depth", "federation_leader"])).decode()
+    assert counting.reads == before
+    assert "federation_leader 1.0" in text
+    everything = prometheus_client.generate_latest(registry).decode()
+    assert counting.reads == before + 2  # clusters and watches, once each
+    assert "federation_cluster_available" in everything and "federation_leader" in everything

@@ -59,3 +59,33 @@ async def test_the_threads_end_with_the_managers_runnable() -> None:
     assert not interpreting.pool_open
     assert await healthy(interpreting) is True
     interpreting.close()
+
+
+def _version(customization: JSON, version: str, script: str) -> JSON:
+    """``customization`` at resourceVersion ``version`` with ``script`` as its health check."""
+    return {**customization, "metadata": {**customization["metadata"],
+                                          "resourceVersion": version},
+            "spec": {**customization["spec"], "customizations": {"healthInterpretation": {
+                "luaScript": script}}}}
+
+
+async def test_the_registry_is_built_again_when_a_customization_changes_or_goes() -> None:
+    """The registry is kept while the same versions are in force, and a new version, a
+    broken one or none at all is answered by a registry of what is in force now: a change
+    to a customization takes effect at the next question, never an old script."""
+    interpreting = Interpreting()
+    first = interpreting.registry([CUSTOMIZATION])
+    assert interpreting.registry([CUSTOMIZATION]) is first  # same versions: kept
+    unhealthy = _version(CUSTOMIZATION, "2", "function InterpretHealth(o) return false end")
+    assert interpreting.registry([unhealthy]) is not first
+    assert await interpreting.run([unhealthy], Operation.INTERPRET_HEALTH,
+                                  declarative.Arguments(observed=WIDGET), WIDGET) == {
+        "healthy": False}
+    broken = _version(CUSTOMIZATION, "3", "")
+    broken["spec"] = {**broken["spec"], "customizations": {"noSuchOperation": {}}}
+    _, refused = interpreting.registry([broken])
+    assert refused  # refused by name, not answered with the last good one
+    registry, refused = interpreting.registry([])
+    assert refused == {} and registry.choose(WIDGET, Operation.INTERPRET_HEALTH) is None
+    assert await healthy(interpreting) is True
+    interpreting.close()

@@ -270,3 +270,25 @@ async def test_a_member_whose_discovery_still_lags_has_the_template_looked_at_ag
     result = await r.reconcile(request_for(template))
     assert kinds.followed == set()
     assert result is not None and result.requeue_after == settings.retry_pending
+
+
+async def test_health_follows_each_report_with_a_customization_that_came_late() -> None:
+    """test_interpreter_crd's sequence on one reconciler (one interpreter registry, the
+    binding memo across versions): the template is reconciled before its customization
+    exists (the registry is first built from none), then the customization arrives; each
+    member's report moves the binding's Healthy condition, ready and back."""
+    mc, template = fleet()
+    r = reconciler(mc)
+    await r.reconcile(request_for(template))
+    assert {e.health for e in record(mc).aggregated} == {"Healthy"}  # the built-in: exists
+    mc.put("hub", customization(**ALL))
+    await r.reconcile(request_for(template))
+    assert conditions(record(mc).conditions)["Healthy"]["status"] == "False"  # the script
+    for member in MEMBERS:
+        report(mc, member, 2)
+        await r.reconcile(request_for(template))
+    assert conditions(record(mc).conditions)["Healthy"]["status"] == "True"
+    report(mc, "member2", 1)
+    await r.reconcile(request_for(template))
+    healthy = conditions(record(mc).conditions)["Healthy"]
+    assert (healthy["status"], healthy["message"]) == ("False", "member2: Unhealthy")
