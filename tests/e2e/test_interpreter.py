@@ -23,7 +23,9 @@ from tests.e2e.test_write_budget import breakdown, delta, mutating_requests
 
 POLICY_API = "policy.federation.io/v1alpha1"
 RETAIN_LABEL = "resourcetemplate.karmada.io/retain-replicas"
-WATCH_SECONDS = 60
+# A revert follows the member's event at once or at a requeue the reconciler schedules;
+# the longest of those is PropagationSettings.cleanup_wait (30 s), so 35 s covers them all.
+WATCH_SECONDS = 35
 
 
 @pytest.fixture
