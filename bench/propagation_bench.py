@@ -201,7 +201,7 @@ PLANE_COUNTERS = ("federation_reconcile_total",
                   "federation_watch_events_total", "federation_watch_events")
 
 
-def per_template(counts: collections.Counter[str], templates: int) -> list[tuple[str, float]]:
+def counts_per_template(counts: collections.Counter[str], templates: int) -> list[tuple[str, float]]:
     """Totals per template: propagation's reconciles, requests, watch events, then each."""
     totals: collections.Counter[str] = collections.Counter()
     for key, value in counts.items():
@@ -827,7 +827,7 @@ class Bench:
         window = run.window_cpu.get("control plane", math.nan)
         self.rows.append(info(scenario, "control plane CPU per template until all copies (ms)",
                               1000 * window / run.templates, ".2f"))
-        for measure, value in per_template(run.counts, run.templates):
+        for measure, value in counts_per_template(run.counts, run.templates):
             self.rows.append(info(scenario, f"{measure} per template", value, ".2f"))
         if run.counts:
             log(f"{scenario}: control plane counts {breakdown(run.counts, top=30)}")

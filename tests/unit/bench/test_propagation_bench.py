@@ -180,7 +180,7 @@ def test_plane_counts_per_template() -> None:
     template, by hub and members; buckets and other controllers are not counted."""
     counts = bench.plane_counts(PLANE_METRICS)
     assert counts["reconciles cleanup success"] == 50
-    assert dict(bench.per_template(counts, 100)) == {
+    assert dict(bench.counts_per_template(counts, 100)) == {
         "API requests (hub)": 3.0, "API requests (member)": 2.0,
         "propagation reconciles": 10.0, "watch events (hub)": 2.0,
         "watch events (member)": 4.0}
