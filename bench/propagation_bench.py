@@ -201,8 +201,9 @@ PLANE_COUNTERS = ("federation_reconcile_total",
                   "federation_watch_events_total", "federation_watch_events")
 
 
-def counts_per_template(counts: collections.Counter[str], templates: int) -> list[tuple[str, float]]:
-    """Totals per template: propagation's reconciles, requests, watch events, then each."""
+def counts_per_template(counts: collections.Counter[str], templates: int
+                        ) -> list[tuple[str, float]]:
+    """Per template: propagation's reconciles, API requests and watch events (hub, members)."""
     totals: collections.Counter[str] = collections.Counter()
     for key, value in counts.items():
         if key.startswith("reconciles propagation "):
