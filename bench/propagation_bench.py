@@ -174,6 +174,47 @@ def breakdown(counts: collections.Counter[str], top: int = 8) -> str:
     return ", ".join(f"{what} {n}" for what, n in counts.most_common(top)) or "none"
 
 
+def plane_counts(text: str) -> collections.Counter[str]:
+    """The control plane's own counters a template's path moves, from its ``/metrics``:
+    reconciles per controller and result, API requests by cluster kind (hub or member) and
+    verb, watch events by cluster kind and resource."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name not in PLANE_COUNTERS:
+            continue
+        labels_text, _, value = line.rpartition("} ")
+        labels = dict(LABEL.findall(labels_text))
+        where = "hub" if labels.get("cluster") == "hub" else "member"
+        if name == "federation_reconcile_total":
+            key = f"reconciles {labels.get('controller')} {labels.get('result')}"
+        elif name == "federation_client_request_duration_seconds_count":
+            key = f"requests {where} {labels.get('verb')}"
+        else:
+            key = f"watch events {where} {labels.get('resource')}"
+        counts[key] += int(float(value))
+    return counts
+
+
+PLANE_COUNTERS = ("federation_reconcile_total",
+                  "federation_client_request_duration_seconds_count",
+                  "federation_watch_events_total", "federation_watch_events")
+
+
+def counts_per_template(counts: collections.Counter[str], templates: int
+                        ) -> list[tuple[str, float]]:
+    """Per template: propagation's reconciles, API requests and watch events (hub, members)."""
+    totals: collections.Counter[str] = collections.Counter()
+    for key, value in counts.items():
+        if key.startswith("reconciles propagation "):
+            totals["propagation reconciles"] += value
+        elif key.startswith("requests "):
+            totals["API requests (" + key.split()[1] + ")"] += value
+        elif key.startswith("watch events "):
+            totals["watch events (" + key.split()[2] + ")"] += value
+    return [(key, value / templates) for key, value in sorted(totals.items())]
+
+
 # -- the control plane -----------------------------------------------------------------
 
 
@@ -320,6 +361,11 @@ class ControlPlane:
             elif name in ("federation_workqueue_adds", "federation_workqueue_adds_total"):
                 adds += float(line.rsplit(" ", 1)[1])
         return (busy, adds) if found else None
+
+    async def counts(self) -> collections.Counter[str]:
+        """:func:`plane_counts` now (empty when the metrics do not answer)."""
+        status, text = await self._get(self.metrics_port, "/metrics")
+        return plane_counts(text) if status == 200 else collections.Counter()
 
     async def close(self) -> None:
         if self.session is not None:
@@ -537,6 +583,8 @@ class Run:
     profile: str | None = None
     """With ``--profile-cpu``: the control plane's CPU profile of the same window as
     ``cpu`` (first create to quiet)."""
+    counts: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    """The control plane's own counters (:func:`plane_counts`) over the same window."""
 
     @property
     def hub_writes_per_template(self) -> float:
@@ -683,6 +731,7 @@ class Bench:
         own_before = clients.own_hub_writes
         hub_before, members_before = await clients.writes()
         rest = await self.plane_at_rest()
+        counts_before = await self.plane.counts()  # read outside the CPU window
         cpu_before, cpu_from = cpu_seconds(self.plane.pid), time.monotonic()
         await self.plane.profile_window("start")
         owners_before = cpu_by_owner(self.fleet, self.plane.pid)
@@ -726,6 +775,7 @@ class Bench:
         hub_after, members_after = await clients.writes()
         cpu, cpu_window = cpu_seconds(self.plane.pid) - cpu_before, time.monotonic() - cpu_from
         profile = await self.plane.profile_window("dump")
+        counts = delta(await self.plane.counts(), counts_before)
         watch.stop()
         done = {n: t for n in names if (t := watch.all_present(n)) is not None}
         latencies = [done[n] - created[n] for n in names if n in done]
@@ -742,7 +792,7 @@ class Bench:
                    templates=count, members=len(members),
                    elapsed=(last - started) if done else math.nan,
                    creates_done=max(accepted.values(), default=math.nan) - started,
-                   profile=profile, rest=rest, cpu_window=cpu_window)
+                   profile=profile, rest=rest, cpu_window=cpu_window, counts=counts)
 
     def report(self, scenario: str, run: Run, p99_target: float | None) -> None:
         note = "" if run.complete else " (incomplete: timed out)"
@@ -778,6 +828,10 @@ class Bench:
         window = run.window_cpu.get("control plane", math.nan)
         self.rows.append(info(scenario, "control plane CPU per template until all copies (ms)",
                               1000 * window / run.templates, ".2f"))
+        for measure, value in counts_per_template(run.counts, run.templates):
+            self.rows.append(info(scenario, f"{measure} per template", value, ".2f"))
+        if run.counts:
+            log(f"{scenario}: control plane counts {breakdown(run.counts, top=30)}")
         if run.profile is not None:
             self.profiles.append((scenario, cpu_profile.summary(
                 run.profile, run.templates, names=PROFILE_STAGES)))

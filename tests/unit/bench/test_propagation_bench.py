@@ -157,3 +157,30 @@ def test_cpu_profile_compare_gives_the_ratio_of_two_profiles(tmp_path: Path) -> 
     busy = next(line for line in text.splitlines() if "(_busy)" in line)
     ratio = float(busy.rstrip(" |").rsplit("|", 1)[1])
     assert 0.3 < ratio < 0.8  # half the work, give or take the clock's grain
+
+
+PLANE_METRICS = "\n".join([
+    '# HELP federation_reconcile_total Reconciles',
+    'federation_reconcile_total{cluster="hub",controller="propagation",result="success"} 900',
+    'federation_reconcile_total{cluster="hub",controller="propagation",result="error"} 100',
+    'federation_reconcile_total{cluster="hub",controller="cleanup",result="success"} 50',
+    'federation_client_request_duration_seconds_count{cluster="hub",code="201",verb="POST"} 300',
+    'federation_client_request_duration_seconds_count{cluster="member1",code="201",verb="POST"}'
+    ' 100',
+    'federation_client_request_duration_seconds_count{cluster="member2",code="200",verb="PUT"}'
+    ' 100',
+    'federation_client_request_duration_seconds_bucket{cluster="hub",le="0.1",verb="POST"} 7',
+    'federation_watch_events_total{cluster="member1",resource="apps/v1/deployments"} 400',
+    'federation_watch_events_total{cluster="hub",resource="apps/v1/deployments"} 200',
+])
+
+
+def test_plane_counts_per_template() -> None:
+    """The control plane's reconciles (propagation only), requests and watch events, per
+    template, by hub and members; buckets and other controllers are not counted."""
+    counts = bench.plane_counts(PLANE_METRICS)
+    assert counts["reconciles cleanup success"] == 50
+    assert dict(bench.counts_per_template(counts, 100)) == {
+        "API requests (hub)": 3.0, "API requests (member)": 2.0,
+        "propagation reconciles": 10.0, "watch events (hub)": 2.0,
+        "watch events (member)": 4.0}
