@@ -7,13 +7,17 @@ def-doc examples."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
 from federation.applications import compile as compile_
 from federation.applications import model
 from federation.applications import resource_policies as rp
+from federation.cli import cli
 from federation.placement import clusters as clusters_
 
 JSON = dict[str, Any]
@@ -159,3 +163,20 @@ def test_a_refused_rule_refuses_the_application_at_compile() -> None:
     with pytest.raises(model.AppError, match=r"policy resource-update properties\.rules\[1\]"
                                              r"\.strategy\.op: 'patch' is not supported"):
         compile_.compile_app(spec, "recreate", "ns", {}, [clusters_.Cluster(name="m")], "m")
+
+
+def test_dry_run_says_which_objects_are_recreated(tmp_path: Path) -> None:
+    """KubeVela's def-doc example through ``fedctl app dry-run``: the Secret's line says
+    it is recreated on data.key; the ConfigMap (op replace) gets no line."""
+    spec = recreate_app()
+    doc = {"apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+           "metadata": {"name": "recreate", "namespace": "ns"}, "spec": spec}
+    path = tmp_path / "app.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(path), "--local-cluster",
+                                     "member1"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("# resource-update: ") == 1
+    line = "# resource-update: deleted and created again when data.key differs in the member"
+    after = result.output.split(line + "\n", 1)[1]
+    assert after.split("---")[0].count("kind: Secret") == 1
