@@ -40,7 +40,7 @@ def recreate_app() -> JSON:
         "objects": [{k: v for k, v in obj.items() if k != "metadata"} | {
             "metadata": {"name": "recreate"}} for obj in (SECRET, CONFIG_MAP)]}}],
         "policies": [{"type": "resource-update", "name": "resource-update",
-                      "properties": {"rules": RULES}}]}
+                      "properties": {"rules": copy.deepcopy(RULES)}}]}
 
 
 def policy(properties: JSON, *more: JSON) -> rp.ResourceUpdate:
