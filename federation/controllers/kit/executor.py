@@ -150,12 +150,18 @@ class Writer:
     async def recreate(self, cluster: str, gone: JSON, obj: JSON) -> JSON:
         """:attr:`~.plan.Action.RECREATE`: ``obj`` is checked as its create would be
         before ``gone`` (an exact reference: that UID and resourceVersion only) is
-        deleted, so a create this writer refuses deletes nothing; then the create."""
+        deleted, so a create this writer refuses deletes nothing; then the create. A
+        ``gone`` already gone (404: an earlier recreate whose create failed, read from a
+        cache that still showed it) is created all the same: a create never overwrites."""
         if cluster == self.hub:
             raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)}: a recreate is a "
                               "member write")
         await self._check(cluster, obj)
-        await self.delete(cluster, gone)
+        try:
+            await self.delete(cluster, gone)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
         return await self.create(cluster, obj)
 
     async def delete(self, cluster: str, obj: JSON) -> JSON:

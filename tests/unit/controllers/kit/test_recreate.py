@@ -108,3 +108,15 @@ async def test_a_recreate_on_the_hub_or_through_a_writer_without_it_is_refused()
                                     Plain())).failed()
     assert failed.refused and "cannot recreate" in (failed.error or "")
     assert mc.writes == []
+
+
+async def test_an_object_already_gone_is_created() -> None:
+    """An earlier recreate deleted it and its create failed; the cache still showed the
+    old version, so the plan deletes it again: the 404 means nothing of that name is
+    there, and the create (which never overwrites) follows."""
+    mc = fleet()
+    live = mc.put("member1", config_map("a", k="old"))
+    mc.objects.clear()
+    report = await run(mc, recreate(live, config_map("a", k="new")))
+    assert report.ok
+    assert mc.writes == [("create", "member1", "ConfigMap/a")]
