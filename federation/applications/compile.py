@@ -116,9 +116,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                     policies.gc_of(chosen, made_by), notifications,
                     resource_policies.apply_once_of(chosen, made_by),
                     resource_policies.read_only_of(chosen, made_by),
-                    _reads(beside.reads, targets),
-                    beside.cleans, beside.awaits, beside.collects,
-                    resource_policies.resource_update_of(chosen, made_by))
+                    _reads(beside.reads, targets), beside.cleans, beside.awaits,
+                    beside.collects, resource_policies.resource_update_of(chosen, made_by))
 
 
 @dataclasses.dataclass
