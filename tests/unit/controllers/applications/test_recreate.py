@@ -125,3 +125,13 @@ async def test_a_path_the_member_lacks_is_a_problem_and_nothing_is_written() -> 
     assert build.problems == ["Deployment shop/web in member1: resource-update recreateFields "
                               "'spec.paused': not in the member's object (nothing can say "
                               "whether it changed)"]
+
+
+async def test_a_read_only_object_is_never_recreated() -> None:
+    """read-only wins: an object both policies select is read, never written, so never
+    deleted, whatever its recreate field says."""
+    doc = with_rule()
+    doc["spec"]["policies"].append({"name": "ro", "type": "read-only", "properties": {
+        "rules": [{"selector": {"resourceTypes": ["Deployment"]}}]}})
+    build = await planned_over(doc, await ours())
+    assert deployment(build) is None and build.problems == []
