@@ -52,6 +52,10 @@ class Compiled:
     collects: Mapping[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
     """collect-service-endpoints step name -> its filters (the controller reads the
     Application's own Services and Ingresses for it)."""
+    resource_update: resource_policies.ResourceUpdate = dataclasses.field(
+        default_factory=resource_policies.ResourceUpdate)
+    """Which member objects are deleted and created again instead of updated
+    (``resource-update``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -112,8 +116,8 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                     policies.gc_of(chosen, made_by), notifications,
                     resource_policies.apply_once_of(chosen, made_by),
                     resource_policies.read_only_of(chosen, made_by),
-                    _reads(beside.reads, targets),
-                    beside.cleans, beside.awaits, beside.collects)
+                    _reads(beside.reads, targets), beside.cleans, beside.awaits,
+                    beside.collects, resource_policies.resource_update_of(chosen, made_by))
 
 
 @dataclasses.dataclass

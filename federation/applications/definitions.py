@@ -452,7 +452,8 @@ class Rendering:
     def context(self, component: Component, namespace: str) -> JSON:
         """KubeVela's ``context`` for one component (pkg/cue/process): the names a
         template reads. ``cluster`` is empty: a render here serves every cluster of a
-        topology; ``replicaKey`` is a replication policy's key for this copy ("" for none)."""
+        topology; ``replicaKey`` is a replication policy's key for this copy ("" for none);
+        ``revision`` the component's hash (:meth:`~.model.Component.revision`)."""
         app = self.app
         return {"name": component.name, "namespace": namespace, "appName": app.name,
                 "appRevision": f"{app.name}-v{app.revision}",
@@ -460,7 +461,8 @@ class Rendering:
                 "appAnnotations": dict(app.annotations), "componentType": component.type,
                 "components": list(app.components), "workflowName": app.name,
                 "publishVersion": app.annotations.get("app.oam.dev/publishVersion", ""),
-                "cluster": "", "replicaKey": component.replica_key}
+                "cluster": "", "replicaKey": component.replica_key,
+                "revision": component.revision()}
 
     def component(self, component: Component, namespace: str, where: str) -> list[JSON]:
         definition = self.catalog.get("component", component.type)

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
 import ipaddress
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar
@@ -50,7 +52,7 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
-                "read-only", "env-binding", "replication")
+                "read-only", "env-binding", "replication", "resource-update")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
@@ -164,6 +166,19 @@ class Component(_Model):
     @property
     def replica_key(self) -> str:
         return self._replica_key
+
+    def revision(self) -> str:
+        """KubeVela's ``context.revision``: a hash of the component as a step renders it
+        (vela-core hashes its ApplicationComponent: name, type, properties, traits, data
+        passing, replication key), 16 hex digits, so it changes with the component and
+        with nothing else (``addRevisionLabel`` puts it on the pods: a changed component
+        rolls them). Not vela-core's digits (its Go hash of a Go struct), the same role."""
+        content = {**self.model_dump(mode="json"), "dependsOn": list(self.dependsOn),
+                   "inputs": [i.model_dump(mode="json") for i in self.inputs],
+                   "outputs": [o.model_dump(mode="json") for o in self.outputs],
+                   "replicaKey": self._replica_key}
+        text = json.dumps(content, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def replicated(self, key: str) -> Component:
         """This component as the copy a replication policy renders for ``key``."""

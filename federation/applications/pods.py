@@ -12,6 +12,9 @@ component/webservice.cue, worker.cue; trait/sidecar.cue):
   filled in (periodSeconds 10, timeoutSeconds 1, successThreshold 1, failureThreshold 3,
   initialDelaySeconds 0; ``httpGet.scheme`` HTTP), unknown keys refused (it is closed);
 - ``hostAliases``: ``ip`` and ``hostnames``;
+- ``addRevisionLabel`` (webservice, statefulset and daemon; worker.cue has none): the pod
+  template labelled ``app.oam.dev/revision`` with ``context.revision``
+  (:meth:`~.model.Component.revision`), so a changed component rolls its pods;
 - ``sidecar``: a container appended to the workload's pod (``name``, ``image``, ``cmd``,
   ``args``, ``env``, ``volumes`` of ``name``/``path`` mounts, probes).
 
@@ -26,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.applications import fields
-from federation.applications.model import AppError
+from federation.applications.model import AppError, Component
 
 JSON = dict[str, Any]
 
@@ -34,6 +37,18 @@ POD_PROPS = {"volumeMounts", "volumes", "livenessProbe", "readinessProbe", "host
 _MOUNT_KINDS = ("pvc", "configMap", "secret", "emptyDir", "hostPath")
 _PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "timeoutSeconds": 1,
                    "successThreshold": 1, "failureThreshold": 3}
+
+
+REVISION_LABEL = "app.oam.dev/revision"
+"""KubeVela's pod label of the component's revision (``addRevisionLabel``)."""
+
+
+def revision_label(component: Component, where: str) -> dict[str, str]:
+    """``addRevisionLabel: true`` (default false): the pod template's label of
+    ``context.revision``, as webservice.cue, statefulset.cue and daemon.cue write it."""
+    wanted = fields.boolean(component.properties.get("addRevisionLabel", False),
+                            f"{where}.addRevisionLabel")
+    return {REVISION_LABEL: component.revision()} if wanted else {}
 
 
 def apply(props: Mapping[str, Any], container: JSON, pod: JSON, where: str,

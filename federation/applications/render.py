@@ -149,7 +149,8 @@ def _render_type(component: Component, app: str, namespace: str, where: str) -> 
 _CONTAINER_PROPS = {"image", "imagePullPolicy", "imagePullSecrets", "cmd", "args", "env",
                     "cpu", "memory", "limit", "labels", "annotations", "replicas",
                     *pods.POD_PROPS}
-_WEBSERVICE_PROPS = frozenset(_CONTAINER_PROPS | {"port", "ports", "exposeType"})
+_WEBSERVICE_PROPS = frozenset(_CONTAINER_PROPS | {"port", "ports", "exposeType",
+                                                   "addRevisionLabel"})
 _STATEFULSET_PROPS = _WEBSERVICE_PROPS - {"limit"}
 REPLICATED_KINDS = ("Deployment", "StatefulSet", "ReplicaSet")
 """Workload kinds with ``spec.replicas`` (a DaemonSet runs one pod per node)."""
@@ -206,6 +207,7 @@ def _deployment(component: Component, namespace: str, where: str,
     if "annotations" in props:
         pod_meta["annotations"] = fields.string_map(props["annotations"],
                                                     f"{where}.annotations")
+    pod_meta["labels"].update(pods.revision_label(component, where))
     pod_spec: JSON = {"containers": [container]}
     if "imagePullSecrets" in props:
         pod_spec["imagePullSecrets"] = [

@@ -31,6 +31,19 @@ component's other objects, its ``outputs``), ``resourceTypes`` (kinds) and
 the render records them beside the objects (:class:`MadeBy`, by :func:`object_key`),
 which the selectors read, so the objects written are unchanged.
 
+``resource-update`` (policy/resource-update.cue; ``ResourceUpdatePolicySpec.FindStrategy``
+and ``needRecreate`` in pkg/utils/apply): the first rule (of every resource-update policy,
+in order, as KubeVela concatenates them) whose ``selector`` matches an object gives its
+``strategy``: ``recreateFields``, paths whose value in the member's object differing from
+the rendered one makes the write a delete and a create instead of an update (an
+immutable field: a Secret's data with ``immutable: true``, a Deployment's selector), and
+``op``: ``replace`` (a full update: how every object of an Application is written here)
+or ``patch``, KubeVela's default, a three-way merge keeping fields others set in the
+member, which no write here is: refused by name. A rule without ``op`` leaves the
+update as it is (here a full update; in KubeVela its default, ``patch``). A path either
+object lacks is an error for that object, as KubeVela's (it fails the apply), so a
+misspelt path never silently disables the recreate.
+
 A path is dotted field names with ``[N]`` list indexes or ``[key]`` map keys
 (``spec.template.spec.containers[0].resources``); a field the live object lacks is left
 as rendered (KubeVela fails the reconcile there).
@@ -190,6 +203,79 @@ def gc_strategy(rules: Sequence[GcRule], manifest: Mapping[str, Any]) -> tuple[s
     strategy = matching[0].strategy if matching else ON_APP_UPDATE
     propagation = next((rule.propagation for rule in matching if rule.propagation), "")
     return strategy, propagation
+
+
+_PATCH_REFUSED = ("KubeVela's op patch is a three-way merge that keeps fields others set "
+                  "in the member; every write of an Application's object here is a full "
+                  "update, which is op replace: write replace, or leave op out")
+RESOURCE_UPDATE = {"rules?": [{"selector": _SELECTOR, "strategy?": {
+    "op?": shapes.Enum("patch", "replace"), "recreateFields?": [str]}}]}
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateRule:
+    selector: Selector
+    recreate_fields: tuple[str, ...] = ()
+    op: str = ""
+    """"" (not given) or ``replace``: the same full update."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Recreate:
+    """Whether the write of an object over its live version is a delete and a create."""
+
+    changed: tuple[str, ...] = ()
+    """The recreate fields whose live value differs from the rendered one."""
+    missing: str = ""
+    """Why the decision cannot be made (a path one of the objects lacks), or ""."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceUpdate:
+    rules: tuple[UpdateRule, ...] = ()
+
+    def rule(self, manifest: Mapping[str, Any]) -> UpdateRule | None:
+        return next((r for r in self.rules if r.selector.match(manifest)), None)
+
+    def recreate(self, desired: Mapping[str, Any], live: Mapping[str, Any]) -> Recreate:
+        """``needRecreate``: the recreate fields of the first matching rule compared
+        between ``live`` and ``desired`` (equal JSON values), each path read in both."""
+        rule = self.rule(desired)
+        changed: list[str] = []
+        for path in rule.recreate_fields if rule is not None else ():
+            parts = parse_path(path, "recreateFields")
+            (in_live, old), (in_desired, new) = _get(live, parts), _get(desired, parts)
+            if not (in_live and in_desired):
+                where = "the member's object" if not in_live else "the rendered object"
+                return Recreate(missing=f"resource-update recreateFields {path!r}: not in "
+                                        f"{where} (nothing can say whether it changed)")
+            if old != new:
+                changed.append(path)
+        return Recreate(tuple(changed))
+
+
+def resource_update_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None
+                       ) -> ResourceUpdate:
+    """The rules of the Application's ``resource-update`` policies, in order."""
+    rules: list[UpdateRule] = []
+    for policy in policies:
+        if policy.type != "resource-update":
+            continue
+        where = f"policy {policy.name} properties"
+        params = shapes.check(policy.properties, RESOURCE_UPDATE, where)
+        for index, rule in enumerate(params.get("rules") or ()):
+            here = f"{where}.rules[{index}].strategy"
+            strategy = rule.get("strategy") or {}
+            if strategy.get("op") == "patch":
+                raise AppError(f"{here}.op: 'patch' is not supported ({_PATCH_REFUSED})")
+            paths = tuple(strategy.get("recreateFields") or ())
+            for number, path in enumerate(paths):
+                if path == WHOLE or not parse_path(path, f"{here}.recreateFields[{number}]"):
+                    raise AppError(f"{here}.recreateFields[{number}]: {path!r} is not a "
+                                   "field path such as data.key or spec.selector")
+            rules.append(UpdateRule(_selector(rule["selector"], made_by or {}), paths,
+                                    strategy.get("op", "")))
+    return ResourceUpdate(tuple(rules))
 
 
 @dataclasses.dataclass(frozen=True)

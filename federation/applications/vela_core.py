@@ -27,7 +27,6 @@ _CLOUD_RESOURCE = ("copies the connection Secret a Terraform component wrote to 
 _CONFIG = ("KubeVela's config store (Secrets in vela-system, shared across namespaces): "
            "this control plane keeps no tenant config store and reads no Secret for an "
            "Application")
-_CONTROLLER = "changes what the controller writes and keeps; not built in yet"
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
@@ -39,7 +38,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only",
-               "replication"),
+               "replication", "resource-update"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
@@ -67,10 +66,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                            "share Namespaces, which no Application places here); here each "
                            "object has one writer, and a second one is refused naming the "
                            "first",
-        "resource-update": _CONTROLLER + " (recreate instead of update by rules: a "
-                           "delete-then-create write the executor does not have, and `op: "
-                           "patch`, the default, is a three-way merge where our writes are "
-                           "full updates)",
     },
     "workflowstep": {
         "build-push-image": _SHELL,

@@ -13,9 +13,9 @@ task.cue, cron-task.cue).
   is ``batch/v1`` (served since 1.21; an older member refuses the write, naming the kind).
 
 Where a definition declares a parameter its template never uses (``task``'s and
-``cron-task``'s ``livenessProbe``/``readinessProbe``, ``daemon``'s ``addRevisionLabel``,
-which needs a component revision this control plane does not keep), it is refused by
-name rather than accepted and dropped. Pods carry ``app.oam.dev/name`` and
+``cron-task``'s ``livenessProbe``/``readinessProbe``), it is refused by name rather than
+accepted and dropped. ``daemon``'s ``addRevisionLabel`` labels its pods as webservice's
+does (:func:`.pods.revision_label`). Pods carry ``app.oam.dev/name`` and
 ``app.oam.dev/component``, as the definitions label them.
 """
 
@@ -34,7 +34,8 @@ APP_LABEL = "app.oam.dev/name"
 COMPONENT_LABEL = "app.oam.dev/component"
 _CONTAINER = {"labels", "annotations", "image", "imagePullPolicy", "imagePullSecrets", "cmd",
               "env", "cpu", "memory"}
-DAEMON_PROPS = frozenset(_CONTAINER | {"port", "ports", "exposeType", *pods.POD_PROPS})
+DAEMON_PROPS = frozenset(_CONTAINER | {"port", "ports", "exposeType", "addRevisionLabel",
+                                       *pods.POD_PROPS})
 TASK_PROPS = frozenset(_CONTAINER | {"count", "restart", "volumes"})
 CRON_PROPS = frozenset(TASK_PROPS | {"schedule", "startingDeadlineSeconds", "suspend",
                                      "concurrencyPolicy", "successfulJobsHistoryLimit",
@@ -42,9 +43,7 @@ CRON_PROPS = frozenset(TASK_PROPS | {"schedule", "startingDeadlineSeconds", "sus
                                      "ttlSecondsAfterFinished", "activeDeadlineSeconds",
                                      "backoffLimit"})
 _UNUSED = {"livenessProbe": "its definition accepts a probe and renders none",
-           "readinessProbe": "its definition accepts a probe and renders none",
-           "addRevisionLabel": "a component revision label: this control plane keeps "
-                               "Application revisions only"}
+           "readinessProbe": "its definition accepts a probe and renders none"}
 
 
 def _allowed(props: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
@@ -78,7 +77,8 @@ def _container(component: Component, where: str) -> JSON:
 def _pod_template(component: Component, app: str, pod: JSON, where: str) -> JSON:
     props = component.properties
     labels = fields.string_map(props.get("labels") or {}, f"{where}.labels")
-    meta: JSON = {"labels": {**labels, APP_LABEL: app, COMPONENT_LABEL: component.name}}
+    meta: JSON = {"labels": {**labels, **pods.revision_label(component, where),
+                             APP_LABEL: app, COMPONENT_LABEL: component.name}}
     if props.get("annotations") is not None:
         meta["annotations"] = fields.string_map(props["annotations"], f"{where}.annotations")
     if props.get("imagePullSecrets") is not None:

@@ -225,6 +225,10 @@ def _print(compiled: compile_.Compiled) -> None:
                 kept = _gc_words(compiled, obj)
                 if kept:
                     click.echo(f"# garbage-collect: {kept}")
+                rule = compiled.resource_update.rule(obj)
+                if rule is not None and rule.recreate_fields:
+                    click.echo("# resource-update: deleted and created again when "
+                               f"{', '.join(rule.recreate_fields)} differs in the member")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
 
 

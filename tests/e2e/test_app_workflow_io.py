@@ -109,3 +109,36 @@ def test_outputs_flow_into_inputs_and_steps_run_in_dependency_order(
     assert after is not None and after["data"] == {"done": "yes"}
     # every wait that was shown named a step or an input of this workflow
     assert all(w.startswith(("step ", "input ")) for seen in waits for w in seen)
+
+
+def recreated_app(ns: str, key: str) -> dict[str, Any]:
+    """vela-core's resource-update example on an immutable ConfigMap (its data cannot be
+    updated): recreated when ``data.key`` changes; deployed to the local cluster."""
+    return {
+        "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
+        "metadata": {"name": "recreate", "namespace": ns},
+        "spec": {
+            "components": [{"name": "recreate", "type": "k8s-objects", "properties": {
+                "objects": [{"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "recreate"}, "data": {"key": key},
+                             "immutable": True}]}}],
+            "policies": [{"name": "update", "type": "resource-update", "properties": {
+                "rules": [{"selector": {"resourceTypes": ["ConfigMap"]},
+                           "strategy": {"recreateFields": ["data.key"]}}]}}]}}
+
+
+def test_a_changed_recreate_field_recreates_the_object(fleet: TestFleet, ns: str) -> None:
+    """resource-update's recreateFields on member1: a new ``data.key`` deletes the
+    immutable ConfigMap and creates it again (a new UID, the new data)."""
+    apply(fleet, "hub", recreated_app(ns, "a"))
+
+    def config_map() -> dict[str, Any]:
+        return get_or_none(fleet, "member1", "configmap", "recreate", "-n", ns) or {}
+
+    wait_for(lambda: config_map().get("data") == {"key": "a"}, timeout=30,
+             what="the ConfigMap in member1")
+    first = config_map()["metadata"]["uid"]
+    apply(fleet, "hub", recreated_app(ns, "b"))
+    wait_for(lambda: config_map().get("data") == {"key": "b"}, timeout=30,
+             what="the ConfigMap recreated with the new data")
+    assert config_map()["metadata"]["uid"] != first

@@ -7,12 +7,18 @@ annotation on it), after its Namespace when the member lacks it. An object of th
 identity someone else placed (not ours, another Application's, a propagated copy) is
 never overwritten: a problem naming who placed it (``Applied=False``). A member that
 cannot be read is a problem too, and that object is not planned.
+
+An update of an object a ``resource-update`` rule names ``recreateFields`` for, one of
+which differs in the member, becomes a recreate (:attr:`~.plan.Action.RECREATE`): only ever
+of an object already judged ours (the update's own check), deleting only the exact
+version read (UID and resourceVersion preconditions), never while it is being deleted.
 """
 
 from __future__ import annotations
 
 from federation.applications import resource_policies, tracker
 from federation.contexts import client as kube
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
 from federation.controllers.applications.build import JSON, Build, marked
 from federation.controllers.applications.view import ApplicationView
@@ -61,9 +67,36 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
         assert live is not None
         build.problems.append(f"{entry}: exists and {manifests.placer(live)}")
         return
+    if vertex.action is plan.Action.UPDATE and live is not None:
+        vertex = recreate_instead(build, entry, vertex, desired, live)
+        if vertex is None:
+            return
     vertex = build.add_member(vertex, entry)
     if namespace is not None:
         build.plan.depend(vertex, build.add_member(namespace))
+
+
+def recreate_instead(build: Build, entry: tracker.Entry, update: plan.Vertex, desired: JSON,
+                     live: ReadOnly) -> plan.Vertex | None:
+    """The update, or the recreate a ``resource-update`` rule asks for (None: a problem
+    says why neither is planned)."""
+    assert build.compiled is not None
+    decision = build.compiled.resource_update.recreate(desired, live)
+    if decision.missing:
+        build.problems.append(f"{entry}: {decision.missing}")
+        return None
+    if not decision.changed:
+        return update
+    if not manifests.same_placer(desired, live):  # never so: copy_vertex planned no update
+        build.problems.append(f"{entry}: exists and {manifests.placer(live)}")
+        return None
+    why = f"{', '.join(decision.changed)} changed (resource-update recreateFields)"
+    if (live.get("metadata") or {}).get("deletionTimestamp"):
+        build.problems.append(f"{entry}: being deleted; created again once it is gone "
+                              f"({why})")
+        return None
+    return plan.Vertex(entry.cluster, plan.Action.RECREATE, desired, reason=why,
+                       expect=update.expect, gone=plan.reference(live, exact=True))
 
 
 def stage_of(build: Build, entry: tracker.Entry) -> resource_policies.Stage:

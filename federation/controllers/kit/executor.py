@@ -56,6 +56,12 @@ class SharedCreates:
     async def delete(self, cluster: str, obj: JSON) -> JSON:
         return await self.writer.delete(cluster, obj)
 
+    async def recreate(self, cluster: str, gone: JSON, obj: JSON) -> JSON:
+        if not isinstance(self.writer, plan.Recreator):
+            raise RuntimeError(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster}: this "
+                               "writer cannot recreate")
+        return await self.writer.recreate(cluster, gone, obj)
+
 
 class Writer:
     """The executor's writes, through the multi-cluster client only. A create, update or
@@ -140,6 +146,23 @@ class Writer:
         meta = obj["metadata"]
         return await writer.patch_status(resource, meta["name"], {"status": obj["status"]},
                                          namespace=meta.get("namespace"))
+
+    async def recreate(self, cluster: str, gone: JSON, obj: JSON) -> JSON:
+        """:attr:`~.plan.Action.RECREATE`: ``obj`` is checked as its create would be
+        before ``gone`` (an exact reference: that UID and resourceVersion only) is
+        deleted, so a create this writer refuses deletes nothing; then the create. A
+        ``gone`` already gone (404: an earlier recreate whose create failed, read from a
+        cache that still showed it) is created all the same: a create never overwrites."""
+        if cluster == self.hub:
+            raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)}: a recreate is a "
+                              "member write")
+        await self._check(cluster, obj)
+        try:
+            await self.delete(cluster, gone)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        return await self.create(cluster, obj)
 
     async def delete(self, cluster: str, obj: JSON) -> JSON:
         """Delete with the UID as a precondition, and the resourceVersion too when the

@@ -28,7 +28,7 @@ import dataclasses
 import enum
 import functools
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 JSON = dict[str, Any]
 
@@ -76,6 +76,10 @@ class Action(enum.Enum):
     STATUS = "status"
     """Merge patch of the status subresource."""
     DELETE = "delete"
+    RECREATE = "recreate"
+    """DELETE of the exact live version in :attr:`Vertex.gone` (its UID and resourceVersion
+    as preconditions), then POST of the object: for a change an update cannot make (an
+    immutable field). The writer checks the new object before deleting the old one."""
     NOOP = "noop"
 
 
@@ -93,6 +97,9 @@ class Vertex:
     replacing: str | None = None
     """The resourceVersion of the object this write changes, when ``obj`` does not carry
     it (a status patch is sent without one)."""
+    gone: JSON | None = None
+    """A RECREATE's object to delete first: :func:`reference` of the live version judged
+    ours, ``exact`` (a newer or another object of that name survives the delete)."""
 
     def replaces(self) -> str | None:
         """The resourceVersion this write replaces, as far as it is known."""
@@ -212,6 +219,15 @@ class Writer(Protocol):
     async def delete(self, cluster: str, obj: JSON) -> JSON: ...
 
 
+@runtime_checkable
+class Recreator(Protocol):
+    """A writer that can carry out :attr:`Action.RECREATE` (the Applications' one)."""
+
+    async def recreate(self, cluster: str, gone: JSON, obj: JSON) -> JSON:
+        """Delete ``gone`` (an exact :func:`reference`), then create ``obj``; nothing is
+        deleted when ``obj`` may not be written."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     vertex: Vertex
@@ -273,7 +289,7 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
                 return Outcome(vertex, ok=False, attempted=False, error=_not_attempted(before))
         if vertex.action is Action.NOOP:
             return Outcome(vertex, ok=True, attempted=False)
-        mismatch = vertex.expect.mismatch(vertex.obj) if vertex.expect is not None else None
+        mismatch = _mismatch(vertex)
         if mismatch is not None:
             return Outcome(vertex, ok=False, attempted=False,
                            error=f"{REFUSED} {vertex.describe()}: {mismatch}")
@@ -295,6 +311,17 @@ async def execute(plan: Plan, writer: Writer, concurrency: int = 16) -> Report:
     return Report({vertex.key: by_key[vertex.key] for vertex in ordered})
 
 
+def _mismatch(vertex: Vertex) -> str | None:
+    """Why the vertex's object (and a recreate's deleted one) is not the expected one."""
+    if vertex.action is Action.RECREATE:
+        if vertex.gone is None or vertex.expect is None:
+            return "a recreate names the object it deletes and the one it creates"
+        found = vertex.expect.mismatch(vertex.gone)
+        if found is not None or not (vertex.gone.get(PRECONDITIONS) or {}).get("uid"):
+            return f"the object to delete is not the one recreated ({found or 'no UID'})"
+    return vertex.expect.mismatch(vertex.obj) if vertex.expect is not None else None
+
+
 def _not_attempted(before: Outcome) -> str:
     """Why a vertex was skipped, with the cause: a skipped dependency passes its own reason
     on (the first write that failed, and how), so a chain never hides where it broke."""
@@ -304,6 +331,11 @@ def _not_attempted(before: Outcome) -> str:
 
 
 async def _write(writer: Writer, vertex: Vertex) -> JSON:
+    if vertex.action is Action.RECREATE:
+        if not isinstance(writer, Recreator):
+            raise RuntimeError(f"{REFUSED} {vertex.describe()}: this writer cannot recreate")
+        assert vertex.gone is not None  # _mismatch refused it otherwise
+        return await writer.recreate(vertex.cluster, vertex.gone, vertex.obj)
     verbs = {Action.CREATE: writer.create, Action.UPDATE: writer.update,
              Action.APPLY: writer.apply, Action.STATUS: writer.patch_status,
              Action.DELETE: writer.delete}

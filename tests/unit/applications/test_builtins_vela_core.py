@@ -76,15 +76,12 @@ def test_daemon() -> None:
 
 def test_daemon_single_port_and_refusals() -> None:
     """daemon.cue's deprecated ``port`` is a bare containerPort; it has no ``args``,
-    ``replicas`` or ``limit``, and ``addRevisionLabel`` is refused (no component revisions)."""
+    ``replicas`` or ``limit`` (``addRevisionLabel``: test_revision_label.py)."""
     container = pod_of(rendered("daemon", {"image": "x", "port": 80}))["containers"][0]
     assert container["ports"] == [{"containerPort": 80}]
     for key, value in (("args", ["-v"]), ("replicas", 2), ("limit", {"cpu": "1"})):
         with pytest.raises(model.AppError, match=rf"properties\.{key}: not supported"):
             rendered("daemon", {"image": "x", key: value})
-    with pytest.raises(model.AppError, match=r"addRevisionLabel: not supported .a component "
-                                             r"revision label"):
-        rendered("daemon", {"image": "x", "addRevisionLabel": True})
 
 
 def test_task() -> None:

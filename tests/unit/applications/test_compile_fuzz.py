@@ -129,7 +129,8 @@ VALID: list[dict[str, Any]] = [
          "traits": [{"type": "resource", "properties": {"requests": {"cpu": "1"}}}]},
         {"name": "plain", "type": "raw", "properties": {"apiVersion": "v1",
                                                         "kind": "ConfigMap"}},
-        {"name": "web", "type": "webservice", "properties": {"image": "w"},
+        {"name": "web", "type": "webservice", "properties": {"image": "w",
+                                                             "addRevisionLabel": True},
          "traits": [{"type": "hpa", "properties": {"max": 3}},
                     {"type": "pure-ingress", "properties": {"domain": "a", "http": {"/": 80}}},
                     {"type": "volumes", "properties": {"volumes": [{"name": "v"}]}},
@@ -144,6 +145,9 @@ VALID: list[dict[str, Any]] = [
              "strategy": {"path": ["spec.replicas"]}}]}},
         {"name": "ro", "type": "read-only", "properties": {"rules": [
             {"selector": {"resourceNames": ["nothing"]}}]}},
+        {"name": "update", "type": "resource-update", "properties": {"rules": [
+            {"selector": {"resourceTypes": ["Deployment"]},
+             "strategy": {"op": "replace", "recreateFields": ["spec.selector"]}}]}},
         {"name": "gc", "type": "garbage-collect", "properties": {"continueOnFailure": True}}],
      "workflow": {"steps": [
         {"name": "all", "type": "apply-application"},

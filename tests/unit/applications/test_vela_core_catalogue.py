@@ -86,8 +86,8 @@ def test_a_refused_definition_is_refused_with_its_reason(spec: dict[str, object]
 
 
 def test_an_external_policy_of_a_refused_type_names_the_reason() -> None:
-    with pytest.raises(model.AppError, match="'resource-update' is not a built-in policy "
-                                             r"\(vela-core's policy resource-update: changes"):
+    with pytest.raises(model.AppError, match="'take-over' is not a built-in policy "
+                                             r"\(vela-core's policy take-over: lets"):
         model.external_policy({"apiVersion": "core.oam.dev/v1alpha1", "kind": "Policy",
                                "metadata": {"name": "p", "namespace": "ns"},
-                               "type": "resource-update", "properties": {}})
+                               "type": "take-over", "properties": {}})
