@@ -52,6 +52,10 @@ class Compiled:
     collects: Mapping[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
     """collect-service-endpoints step name -> its filters (the controller reads the
     Application's own Services and Ingresses for it)."""
+    shared: resource_policies.ReadOnly = dataclasses.field(
+        default_factory=resource_policies.ReadOnly)
+    """The objects it shares with the Applications of its namespace (``shared-resource``:
+    marked in :attr:`targets`)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -108,12 +112,27 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     chosen = list(known.values())
     made_by = {key: made for target in targets.values() for key, made in
                target.made_by.items()}
-    return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
+    shared = resource_policies.shared_of(chosen, made_by)
+    return Compiled(spec, tuple(specs), _marked_shared(targets, shared),
+                    policies.health_of(chosen),
                     policies.gc_of(chosen, made_by), notifications,
                     resource_policies.apply_once_of(chosen, made_by),
                     resource_policies.read_only_of(chosen, made_by),
                     _reads(beside.reads, targets),
-                    beside.cleans, beside.awaits, beside.collects)
+                    beside.cleans, beside.awaits, beside.collects, shared)
+
+
+def _marked_shared(targets: Mapping[str, policies.Target],
+                   shared: resource_policies.ReadOnly) -> dict[str, policies.Target]:
+    """The targets with the objects ``shared`` selects marked shareable (the owner writes
+    the mark, and what a sharer may read is only what its owner marked)."""
+    if not shared.selectors:
+        return dict(targets)
+    return {name: dataclasses.replace(target, clusters={
+        cluster: tuple(resource_policies.mark_shared(o) if shared.match(o) else o
+                       for o in objects)
+        for cluster, objects in target.clusters.items()})
+        for name, target in targets.items()}
 
 
 @dataclasses.dataclass
