@@ -7,6 +7,7 @@ on a step that applies whatever the ConfigMap holds, or reads it from wherever i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from federation.controllers.applications import dependencies
 from federation.controllers.applications.settings import ApplicationSettings
 from tests.unit.applications.test_controller import MC, REQUEST, Clock, set_app
 from tests.unit.applications.test_controller_workflow_io import without_nulls
-from tests.unit.applications.test_vela_steps import DEPENDING, steps_of
+from tests.unit.applications.test_vela_steps import DEPENDING, dry_run, steps_of
 from tests.unit.controllers import fakes
 from tests.unit.controllers.applications import fakes as app_fakes
 
@@ -274,3 +275,12 @@ async def test_a_create_the_hub_refuses_is_a_problem_not_a_success() -> None:
     assert ("shop", "fluxcd") not in applications(mc)
     assert not [e for e in recorder.events if e[1] == dependencies.CREATED]
     assert "depends-on-app step check: creating Application shop/fluxcd" in json.dumps(status)
+
+
+def test_dry_run_says_the_missing_application_comes_from_its_configmap(
+        tmp_path: Path) -> None:
+    result = dry_run(tmp_path, "    - {name: check, type: depends-on-app, properties: "
+                               "{name: fluxcd}}\n")
+    assert result.exit_code == 0, result.output
+    assert "waits for Application fluxcd of this namespace to be running (created from " \
+           "ConfigMap fluxcd of this namespace if it is missing)" in result.output
