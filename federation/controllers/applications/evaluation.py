@@ -6,8 +6,9 @@ step; once the workflow succeeded (or failed, with the garbage-collect policy's
 ``continueOnFailure``) every tracked cluster is final (those the release no longer targets
 are cleaned too). A failed step that asks for ``rollbackOnFailure``
 records a rollback to the last revision that succeeded, deployed from the next reconcile
-on. A step waiting asks to be looked at again. While a rollback is recorded the workflow
-is not evaluated: :mod:`.rollback` says what deploys.
+on. A step waiting asks to be looked at again; a running depends-on-app step whose
+Application is missing plans its create (:mod:`.dependencies`). While a rollback is
+recorded the workflow is not evaluated: :mod:`.rollback` says what deploys.
 """
 
 from __future__ import annotations
