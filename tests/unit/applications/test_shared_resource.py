@@ -146,9 +146,9 @@ async def test_the_owner_no_longer_rendering_it_hands_it_to_a_sharer(mc: MC) -> 
     live = mc.find("hub", "Application", "app1", "shop")
     assert live is not None
     mc.put("hub", {**without, "metadata": live["metadata"], "status": live["status"]})
-    await reconcile(mc, "shop", "app1")
+    await reconcile(mc, "shop", "app1", 1)
     assert owner_of(cm(mc, "shared")) == "shop/app2"
-    assert "shared" not in entries(mc, "shop", "app1")
+    assert "shared" not in entries(mc, "shop", "app1")  # handed over: out of its tracker
 
 
 async def test_the_sharer_reads_the_owners_content_and_is_healthy(mc: MC) -> None:
