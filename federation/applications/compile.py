@@ -112,27 +112,28 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     chosen = list(known.values())
     made_by = {key: made for target in targets.values() for key, made in
                target.made_by.items()}
+    return _shared(Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
+                            policies.gc_of(chosen, made_by), notifications,
+                            resource_policies.apply_once_of(chosen, made_by),
+                            resource_policies.read_only_of(chosen, made_by),
+                            _reads(beside.reads, targets),
+                            beside.cleans, beside.awaits, beside.collects), chosen, made_by)
+
+
+def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
+            made_by: resource_policies.Provenance) -> Compiled:
+    """``compiled`` with its ``shared-resource`` selection and the objects it selects
+    marked shareable (the owner writes the mark, and what a sharer may read is only what
+    its owner marked)."""
     shared = resource_policies.shared_of(chosen, made_by)
-    return Compiled(spec, tuple(specs), _marked_shared(targets, shared),
-                    policies.health_of(chosen),
-                    policies.gc_of(chosen, made_by), notifications,
-                    resource_policies.apply_once_of(chosen, made_by),
-                    resource_policies.read_only_of(chosen, made_by),
-                    _reads(beside.reads, targets),
-                    beside.cleans, beside.awaits, beside.collects, shared)
-
-
-def _marked_shared(targets: Mapping[str, policies.Target],
-                   shared: resource_policies.ReadOnly) -> dict[str, policies.Target]:
-    """The targets with the objects ``shared`` selects marked shareable (the owner writes
-    the mark, and what a sharer may read is only what its owner marked)."""
     if not shared.selectors:
-        return dict(targets)
-    return {name: dataclasses.replace(target, clusters={
-        cluster: tuple(resource_policies.mark_shared(o) if shared.match(o) else o
-                       for o in objects)
-        for cluster, objects in target.clusters.items()})
-        for name, target in targets.items()}
+        return compiled
+    return dataclasses.replace(compiled, shared=shared, targets={
+        name: dataclasses.replace(target, clusters={
+            cluster: tuple(resource_policies.mark_shared(o) if shared.match(o) else o
+                           for o in objects)
+            for cluster, objects in target.clusters.items()})
+        for name, target in compiled.targets.items()})
 
 
 @dataclasses.dataclass
