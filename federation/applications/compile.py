@@ -56,6 +56,10 @@ class Compiled:
         default_factory=resource_policies.ResourceUpdate)
     """Which member objects are deleted and created again instead of updated
     (``resource-update``)."""
+    shared: resource_policies.ReadOnly = dataclasses.field(
+        default_factory=resource_policies.ReadOnly)
+    """The objects it shares with the Applications of its namespace (``shared-resource``:
+    marked in :attr:`targets`)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -112,12 +116,30 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     chosen = list(known.values())
     made_by = {key: made for target in targets.values() for key, made in
                target.made_by.items()}
-    return Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
-                    policies.gc_of(chosen, made_by), notifications,
-                    resource_policies.apply_once_of(chosen, made_by),
-                    resource_policies.read_only_of(chosen, made_by),
-                    _reads(beside.reads, targets), beside.cleans, beside.awaits,
-                    beside.collects, resource_policies.resource_update_of(chosen, made_by))
+    return _shared(Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
+                            policies.gc_of(chosen, made_by), notifications,
+                            resource_policies.apply_once_of(chosen, made_by),
+                            resource_policies.read_only_of(chosen, made_by),
+                            _reads(beside.reads, targets),
+                            beside.cleans, beside.awaits, beside.collects,
+                            resource_policies.resource_update_of(chosen, made_by)),
+                   chosen, made_by)
+
+
+def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
+            made_by: resource_policies.Provenance) -> Compiled:
+    """``compiled`` with its ``shared-resource`` selection and the objects it selects
+    marked shareable (the owner writes the mark, and what a sharer may read is only what
+    its owner marked)."""
+    shared = resource_policies.shared_of(chosen, made_by)
+    if not shared.selectors:
+        return compiled
+    return dataclasses.replace(compiled, shared=shared, targets={
+        name: dataclasses.replace(target, clusters={
+            cluster: tuple(resource_policies.mark_shared(o) if shared.match(o) else o
+                           for o in objects)
+            for cluster, objects in target.clusters.items()})
+        for name, target in compiled.targets.items()})
 
 
 @dataclasses.dataclass

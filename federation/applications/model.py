@@ -52,7 +52,8 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "startup-probe", "topologyspreadconstraints", "service-binding",
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
-                "read-only", "env-binding", "replication", "resource-update")
+                "read-only", "env-binding", "replication", "resource-update",
+                "shared-resource")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",

@@ -1,6 +1,6 @@
-"""KubeVela's ``apply-once`` and ``read-only`` policies: which member objects, or parts of
-them, the controller leaves as they are, a pure decision (apply-once: vela-templates/
-definitions/internal/policy/apply-once.cue; what honours it in KubeVela:
+"""KubeVela's ``apply-once``, ``read-only`` and ``shared-resource`` policies: which member
+objects, or parts of them, the controller leaves as they are, a pure decision (apply-once:
+vela-templates/definitions/internal/policy/apply-once.cue; what honours it in KubeVela:
 ``ApplyOncePolicySpec.FindStrategy`` in apis/core.oam.dev/v1alpha1 and
 ``ApplyStrategies``/``StateKeep`` in pkg/resourcekeeper).
 
@@ -19,6 +19,14 @@ definitions/internal/policy/apply-once.cue; what honours it in KubeVela:
 the objects its ``rules[].selector`` match are never written nor deleted, only read for
 health; one that is not in the member is an error (``... is marked as read-only but does
 not exist``), whoever placed one that is.
+
+``shared-resource`` (policy/shared-resource.cue; ``SharedByApp`` in KubeVela's apply and
+``DeleteManagedResourceInApplication``): the objects its ``rules[].selector`` match carry
+:data:`SHARED_ANNOTATION`; the first Application to create one owns it (writes it), and
+another Application *of the same hub namespace* whose own policy selects it shares it:
+reads it for health, writes nothing, records it in its tracker as shared. When the owner
+stops rendering it, or is deleted, the object goes to a sharer instead of being deleted
+(:mod:`federation.controllers.applications.prune`); the last one deletes it.
 
 A selector matches as KubeVela's ``ResourcePolicyRuleSelector``: each list given must hold
 the object's value, and at least one is given: ``componentNames`` (its component),
@@ -72,6 +80,7 @@ from typing import Any, Literal
 
 from federation.applications import shapes
 from federation.applications.model import AppError, PolicySpec
+from federation.hub import manifests
 
 JSON = dict[str, Any]
 Stage = Literal["onUpdate", "onStateKeep"]
@@ -289,15 +298,61 @@ class ReadOnly:
 def read_only_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None
                  ) -> ReadOnly:
     """The Application's ``read-only`` policies (every one's rules)."""
+    return _selection(policies, "read-only", made_by)
+
+
+def shared_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None
+              ) -> ReadOnly:
+    """The Application's ``shared-resource`` policies (every one's rules): the objects it
+    shares with the other Applications of its namespace (see :func:`mark_shared`)."""
+    return _selection(policies, "shared-resource", made_by)
+
+
+def _selection(policies: Sequence[PolicySpec], kind: str, made_by: Provenance | None
+               ) -> ReadOnly:
     selectors: list[Selector] = []
     for policy in policies:
-        if policy.type == "read-only":
+        if policy.type == kind:
             where = f"policy {policy.name} properties"
             params = shapes.check(policy.properties, {"rules?": [{"selector": _SELECTOR}]},
                                   where)
             selectors += [_selector(rule["selector"], made_by or {})
                           for rule in params.get("rules") or []]
     return ReadOnly(tuple(selectors))
+
+
+SHARED_ANNOTATION = "federation.io/shared-resource"
+"""On a member object a ``shared-resource`` policy of its owner selects: the other
+Applications of the owner's hub namespace whose own policy selects it may share it."""
+
+
+def mark_shared(manifest: Mapping[str, Any]) -> JSON:
+    """``manifest`` marked as shareable (part of its content: the owner writes it)."""
+    body = copy.deepcopy(dict(manifest))
+    body.setdefault("metadata", {}).setdefault("annotations", {})[SHARED_ANNOTATION] = "true"
+    return body
+
+
+def shareable(live: Mapping[str, Any]) -> bool:
+    return ((live.get("metadata") or {}).get("annotations") or {}).get(
+        SHARED_ANNOTATION) == "true"
+
+
+def not_shared(live: Mapping[str, Any], namespace: str) -> str | None:
+    """Why an Application of hub namespace ``namespace`` whose ``shared-resource`` policy
+    selects ``live`` (placed by someone else) may not share it; None when it may. Only an
+    object another Application *of the same namespace* placed and marked shareable: a
+    tenant's namespace is the boundary, so an Application elsewhere never shares (and so
+    never inherits) it, whatever its policy says."""
+    owner = manifests.application_of(live) if manifests.is_ours(live) else None
+    if owner is None:
+        return "only an object an Application placed is shared"
+    if owner.partition("/")[0] != namespace:
+        return (f"its owner is of another namespace than {namespace}: only Applications of "
+                "one namespace share an object")
+    if not shareable(live):
+        return "its owner's shared-resource policy does not select it"
+    return None
 
 
 def apply_once_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None

@@ -47,6 +47,9 @@ class Entry:
     gc: str = ""
     """The garbage-collect strategy it was written with ("": ``onAppUpdate``)."""
     propagation: str = ""
+    shared: bool = False
+    """Another Application of the namespace owns the object; this one shares it (its
+    ``shared-resource`` policy): never written nor deleted by it, only read."""
 
     @property
     def released_on_delete(self) -> bool:
@@ -62,7 +65,8 @@ class Entry:
         return {"cluster": self.cluster, "apiVersion": self.api_version, "kind": self.kind,
                 "namespace": self.namespace, "name": self.name, "revision": self.revision,
                 "step": self.step, **({"gc": self.gc} if self.gc else {}),
-                **({"propagation": self.propagation} if self.propagation else {})}
+                **({"propagation": self.propagation} if self.propagation else {}),
+                **({"shared": True} if self.shared else {})}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Entry:
@@ -70,7 +74,8 @@ class Entry:
                    str(data.get("kind") or ""), str(data.get("namespace") or ""),
                    str(data.get("name") or ""), int(data.get("revision") or 0),
                    str(data.get("step") or ""), _one_of(data.get("gc"), _STRATEGIES),
-                   _one_of(data.get("propagation"), _PROPAGATIONS))
+                   _one_of(data.get("propagation"), _PROPAGATIONS),
+                   data.get("shared") is True)
 
     @classmethod
     def of(cls, cluster: str, obj: Mapping[str, Any], revision: int, step: str = "",

@@ -38,7 +38,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only",
-               "replication", "resource-update"),
+               "replication", "resource-update", "shared-resource"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
@@ -62,10 +62,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
         "take-over": "lets an Application take over an object it did not create: here an "
                      "object in a member that is not ours is never overwritten "
                      "(docs/applications.md, what an Application may not do)",
-        "shared-resource": "one object owned by several Applications (KubeVela's examples "
-                           "share Namespaces, which no Application places here); here each "
-                           "object has one writer, and a second one is refused naming the "
-                           "first",
     },
     "workflowstep": {
         "build-push-image": _SHELL,

@@ -596,7 +596,8 @@ def _depending(step: StepState, spec: StepSpec, obs: Observations, now: float
                ) -> tuple[StepState, list[Action]]:
     """KubeVela's ``depends-on-app``: the step waits until the Application it names is
     ``running`` (its ``status.status``), or its timeout. One that does not exist is waited
-    for too: KubeVela would create it from a ConfigMap, which is not done here."""
+    for too, while the controller creates it from the ConfigMap of its name, as KubeVela's
+    step does (:mod:`federation.applications.depends_on_app`)."""
     returns = ((obs.outputs.get(spec.name) or {}).get("dependsOn") or {}).get("$returns") or {}
     phase = ((returns.get("value") or {}).get("status") or {}).get("status")
     if phase == "running":

@@ -273,7 +273,8 @@ def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
                f"labelled {labels} in its namespace, where earlier steps put them"
     awaited = compiled.awaits.get(step.name)
     if awaited is not None:
-        return f": waits for Application {awaited} of this namespace to be running"
+        return f": waits for Application {awaited} of this namespace to be running " \
+               f"(created from ConfigMap {awaited} of this namespace if it is missing)"
     chosen = compiled.collects.get(step.name)
     if chosen is not None:
         return ": waits for an endpoint of the Application's own Services and Ingresses " \

@@ -82,6 +82,10 @@ class Build:
     """Components whose definitions have a status (``healthPolicy``/``customStatus``):
     what it said, per deploy step and cluster."""
     final: set[str] = dataclasses.field(default_factory=set)
+    creations: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    """depends-on-app step -> the missing Application it would create from its ConfigMap."""
+    created: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Plan vertex key -> the depends-on-app step whose Application it creates."""
     # deploy, prune
     diff: Diff | None = None
     by_vertex: dict[str, Entry] = dataclasses.field(default_factory=dict)

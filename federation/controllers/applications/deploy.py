@@ -5,8 +5,10 @@ what must be held says what to write; each object becomes a create, update or no
 (:func:`~federation.controllers.kit.copies.copy_vertex`, our marks and the Application's
 annotation on it), after its Namespace when the member lacks it. An object of the same
 identity someone else placed (not ours, another Application's, a propagated copy) is
-never overwritten: a problem naming who placed it (``Applied=False``). A member that
-cannot be read is a problem too, and that object is not planned.
+never overwritten: a problem naming who placed it (``Applied=False``), unless it is another
+Application's of this namespace that both ``shared-resource`` policies select: then it is
+shared (:func:`share`), never written. A member that cannot be read is a problem too, and
+that object is not planned.
 
 An update of an object a ``resource-update`` rule names ``recreateFields`` for, one of
 which differs in the member, becomes a recreate (:attr:`~.plan.Action.RECREATE`): only ever
@@ -15,6 +17,8 @@ version read (UID and resourceVersion preconditions), never while it is being de
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from federation.applications import resource_policies, tracker
 from federation.contexts import client as kube
@@ -52,6 +56,10 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
         if live is None:  # KubeVela's words
             build.problems.append(f"{entry}: is marked as read-only but does not exist")
         return  # read for health only: never written, never tracked (so never deleted)
+    if live is not None and build.compiled.shared.match(manifest) and \
+            not manifests.same_placer(desired, live):
+        share(build, entry, desired, live)
+        return
     kept = apply_once(build, entry, manifest)
     if kept and live is None and stage_of(build, entry) == "onStateKeep":
         return  # KubeVela's apply-once: an object deleted in the member stays deleted
@@ -97,6 +105,20 @@ def recreate_instead(build: Build, entry: tracker.Entry, update: plan.Vertex, de
         return None
     return plan.Vertex(entry.cluster, plan.Action.RECREATE, desired, reason=why,
                        expect=update.expect, gone=plan.reference(live, exact=True))
+
+
+def share(build: Build, entry: tracker.Entry, desired: JSON, live: ReadOnly) -> None:
+    """KubeVela's sharer: another Application of this namespace owns the object; this one
+    writes nothing and records it as shared (read for health; on the owner's removal the
+    object may come to it). Anything else is someone else's object, refused as ever."""
+    why = resource_policies.not_shared(live, build.namespace)
+    if why is not None:
+        build.problems.append(f"{entry}: exists and {manifests.placer(live)}; not shared: "
+                              f"{why}")
+        return
+    build.add_member(plan.Vertex(entry.cluster, plan.Action.NOOP, desired,
+                                 reason=f"shared ({manifests.placer(live)})"),
+                     dataclasses.replace(entry, shared=True))
 
 
 def stage_of(build: Build, entry: tracker.Entry) -> resource_policies.Stage:

@@ -6,8 +6,9 @@ step; once the workflow succeeded (or failed, with the garbage-collect policy's
 ``continueOnFailure``) every tracked cluster is final (those the release no longer targets
 are cleaned too). A failed step that asks for ``rollbackOnFailure``
 records a rollback to the last revision that succeeded, deployed from the next reconcile
-on. A step waiting asks to be looked at again. While a rollback is recorded the workflow
-is not evaluated: :mod:`.rollback` says what deploys.
+on. A step waiting asks to be looked at again; a running depends-on-app step whose
+Application is missing plans its create (:mod:`.dependencies`). While a rollback is
+recorded the workflow is not evaluated: :mod:`.rollback` says what deploys.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from federation.applications import endpoints, revision, steps, workflow
 from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
+from federation.controllers.applications import dependencies
 from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView
@@ -37,6 +39,7 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
                                 build.component_health)
     state, build.actions = workflow.evaluate(state, compiled.steps, obs, now)
     build.state = state
+    dependencies.plan_creations(view.hub, build)
     held(build)
     done = state.phase == "succeeded" or (state.phase == "failed"
                                           and compiled.gc.continue_on_failure)
@@ -101,33 +104,7 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
                 found[spec.name] = live
     found.update(await read_objects(view, build))
     found.update(await collected_endpoints(view, build))
-    found.update(await awaited_apps(view, build))
-    return found
-
-
-async def awaited_apps(view: ApplicationView, build: Build) -> dict[str, JSON]:
-    """``dependsOn`` of each depends-on-app step not ended yet: the Application it names,
-    of this Application's namespace on the hub, read from the cache; only its name and
-    ``status.status`` are kept (or why it cannot be read). No ConfigMap is read and no
-    Application created (KubeVela's way when it does not exist)."""
-    assert build.compiled is not None and build.state is not None
-    ended = {s.name for s in build.state.steps if s.phase in workflow.FINISHED}
-    found: dict[str, JSON] = {}
-    for step, name in build.compiled.awaits.items():
-        if step in ended:
-            continue
-        read = await read_object(view, build.namespace, steps.Read(
-            "", "core.oam.dev/v1beta1", "Application", name))
-        value = read["$returns"].get("value")
-        returns: JSON = {"err": f"{read['$returns'].get('err')}: waiting for it (it is not "
-                                "created from a ConfigMap here)"}
-        if value is not None:
-            shown = value.get("status")  # whoever may write its status chose its shape
-            phase = shown.get("status") if isinstance(shown, dict) else None
-            returns = {"value": {
-                "metadata": {"name": name, "namespace": build.namespace},
-                "status": {"status": phase if isinstance(phase, str) else ""}}}
-        found[step] = {"dependsOn": {"$returns": returns}}
+    found.update(await dependencies.awaited_apps(view, build))
     return found
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federation.applications import custom_status, terraform, workflow
+from federation.applications import custom_status, resource_policies, terraform, workflow
 from federation.applications.render import WORKLOAD_KINDS
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
@@ -98,7 +98,8 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
         return "progressing", f"{what} not created yet"
     wanted = manifests.digest(marked(obj, build.uid, build.owner))
     annotations = live["metadata"].get("annotations") or {}
-    read_only = build.compiled is not None and build.compiled.read_only.match(obj)
+    read_only = build.compiled is not None and (
+        build.compiled.read_only.match(obj) or shared_here(build, obj, live))
     if not read_only and annotations.get(manifests.APPLIED_HASH_ANNOTATION) != wanted:
         return "progressing", f"{what} not updated yet"
     if status is not None and (status.judged or not status.healthy):
@@ -113,6 +114,15 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
     if obj["kind"] not in WORKLOAD_KINDS:
         return "healthy", ""
     return workload_health(what, live, obj["kind"])
+
+
+def shared_here(build: Build, obj: JSON, live: ReadOnly) -> bool:
+    """Shared with its owner, another Application of this namespace: its content is the
+    owner's, so only its health counts here."""
+    assert build.compiled is not None
+    return build.compiled.shared.match(obj) and \
+        manifests.application_of(live) != build.owner and \
+        resource_policies.not_shared(live, build.namespace) is None
 
 
 def workload_health(what: str, live: ReadOnly, kind: str | None = None) -> Verdicts:

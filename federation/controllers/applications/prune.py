@@ -6,22 +6,26 @@ not delete another team's objects. An entry whose object is gone already, or is 
 else's now, counts as deleted; one on a member that cannot be read stays tracked (pending)
 and is tried again. :func:`plan_removals` serves the deleted Application's clean-up too.
 An entry the garbage-collect policy's rules release (``never``, propagation ``orphan``)
-leaves the tracker without a delete: its object stays in the member as it is.
+leaves the tracker without a delete: its object stays in the member as it is. A shared
+object (``shared-resource``) its owner lets go of goes to a sharer of the owner's namespace
+instead (:func:`heir_of`, :func:`handover`); a sharer's own entry just leaves its tracker.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable
 
-from federation.applications import tracker
+from federation.applications import resource_policies, tracker
+from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError, ClusterUnavailable
-from federation.controllers.applications.build import JSON, Build
+from federation.controllers.applications.build import JSON, Build, entries_of
 from federation.controllers.applications.settings import APP_ANNOTATION
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Verdict
-from federation.hub import manifests
+from federation.hub import api, manifests
 
 log = logging.getLogger("federation.applications")
 
@@ -63,11 +67,53 @@ async def plan_removals(view: ApplicationView, entries: Iterable[tracker.Entry],
             if live is not None else None
         if live is None or not manifests.is_ours(live) or placed_by != owner:
             found.gone.append(entry)  # never there, deleted already, or someone else's now
+            continue  # (a sharer's entry: the owner's object, left as it is)
+        try:
+            heir = await heir_of(view, entry, owner) if resource_policies.shareable(live) \
+                else None
+        except ClientError as exc:
+            log.debug("%s: %s", entry, exc)
+            continue  # who shares it is not known: neither deleted nor handed over yet
+        if heir is not None:
+            found.deletes.append((handover(entry.cluster, live, *heir), entry))
             continue
         body["metadata"]["uid"] = live["metadata"].get("uid")
         found.deletes.append((plan.Vertex(entry.cluster, plan.Action.DELETE, body,
                                           reason="no longer rendered"), entry))
     return found
+
+
+async def heir_of(view: ApplicationView, entry: tracker.Entry, owner: str
+                  ) -> tuple[str, str] | None:
+    """The Application that gets a shared object its owner lets go of (KubeVela gives it
+    to the next sharer): the first, by name, of the owner's namespace whose tracker lists
+    the object as shared and that still exists, as ``(namespace/name, uid)``. Only the
+    owner's own namespace is looked at: a tracker elsewhere claiming the object (trackers
+    are their tenants' to write) is never an heir."""
+    namespace, _, name = owner.partition("/")
+    for rt in sorted(await view.list(api.RESOURCE_TRACKERS, namespace),
+                     key=lambda doc: str((doc.get("metadata") or {}).get("name"))):
+        other = str((rt.get("metadata") or {}).get("name") or "")
+        if other == name or not any(e.shared and e.key == entry.key for e in entries_of(rt)):
+            continue
+        app = await view.get(api.APPLICATIONS, other, namespace, view.hub)
+        meta = (app or {}).get("metadata") or {}
+        if meta.get("uid") and not meta.get("deletionTimestamp"):
+            return f"{namespace}/{other}", str(meta["uid"])
+    return None
+
+
+def handover(cluster: str, live: ReadOnly, heir: str, uid: str) -> plan.Vertex:
+    """The update that makes ``heir`` the owner of ``live`` (its content as it is, its
+    resourceVersion kept: a concurrent change fails the write); the heir's next reconcile
+    writes its own content there."""
+    body: JSON = copy.deepcopy(dict(live))
+    body["metadata"].pop("managedFields", None)
+    annotations = body["metadata"].setdefault("annotations", {})
+    annotations[APP_ANNOTATION] = heir
+    annotations[manifests.TEMPLATE_UID_ANNOTATION] = uid
+    return plan.Vertex(cluster, plan.Action.UPDATE, body, expect=plan.Identity.of(live),
+                       reason=f"shared: handed over to Application {heir}")
 
 
 def reference(entry: tracker.Entry) -> JSON:

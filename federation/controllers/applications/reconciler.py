@@ -20,6 +20,7 @@ from federation.applications import tracker, workflow
 from federation.contexts.cache import ReadOnly
 from federation.controllers.applications import (
     compilation,
+    dependencies,
     deploy,
     evaluation,
     health,
@@ -99,6 +100,7 @@ class Reconciler:
             return None
         report = await self.execute(build.plan, shared_creates(build))
         revision_on_record(build, report)
+        dependencies.created(build, report)
         done = record.outcome(build, report)
         record.raise_for_tracker(await self.execute(
             record.plan_record(self.view.hub, build, report, done)))
@@ -158,12 +160,12 @@ def revision_on_record(build: Build, report: plan.Report) -> None:
 
 
 def shared_creates(build: Build) -> list[str]:
-    """Creates another reconcile may have made first (a member Namespace, the revision):
-    409 AlreadyExists is done."""
+    """Creates another reconcile may have made first (a member Namespace, the revision, an
+    Application a depends-on-app step creates): 409 AlreadyExists is done."""
     keys = [v.key for v in build.plan if v.obj.get("kind") == "Namespace"]
     if build.revision_vertex is not None:
         keys.append(build.revision_vertex.key)
-    return keys
+    return keys + dependencies.shared(build)
 
 
 def requeue(build: Build, outcome: Outcome, retry: float | None) -> Result | None:

@@ -46,11 +46,12 @@ def outcome(build: Build, report: plan.Report) -> Outcome:
     assert build.diff is not None
     written: list[tracker.Entry] = []
     deleted = list(build.gone)
+    removing = set(build.diff.delete)  # deleted, or a shared one handed to its heir
     for key, result in report.outcomes.items():
         entry = build.by_vertex.get(key)
         if entry is None:
             continue
-        if result.vertex.action is plan.Action.DELETE:
+        if result.vertex.action is plan.Action.DELETE or entry in removing:
             if result.ok or not_found(result):
                 deleted.append(entry)
         elif result.ok:

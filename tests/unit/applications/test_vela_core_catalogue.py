@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 import re
 import subprocess
 from pathlib import Path
@@ -53,6 +54,16 @@ def test_the_table_is_the_catalogue() -> None:
     assert {key for key, status in rows.items() if status in ("built in", "added")} == built
     assert {key for key, status in rows.items() if status == "refused"} == refused
     assert set(rows) == built | refused
+
+
+def test_the_counts_in_the_text_are_the_tables() -> None:
+    """The sentence above the table says how many of each (it had gone stale once)."""
+    counts = collections.Counter(documented().values())
+    text = " ".join((ROOT / "docs/applications.md").read_text().split())
+    said = re.search(r"(\d+) were built in, (\d+) are added since, (\d+) are refused", text)
+    assert said is not None
+    assert tuple(int(n) for n in said.groups()) == (
+        counts["built in"], counts["added"], counts["refused"])
 
 
 def test_the_catalogue_is_what_the_code_registers() -> None:

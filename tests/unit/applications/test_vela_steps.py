@@ -4,7 +4,8 @@ tenant: ``print-message-in-status`` (its message as the step's status message),
 Ingresses in the clusters its steps started, into the step's outputs), ``export-data`` (a
 ConfigMap or Secret in the Application's own namespace of a topology's clusters, as a
 deploy step of that one object), ``depends-on-app`` (waits for another Application of
-the same namespace to be running), ``clean-jobs`` (this Application's own Jobs and Pods
+the same namespace to be running; creating a missing one from its ConfigMap is
+``test_depends_on_app.py``'s), ``clean-jobs`` (this Application's own Jobs and Pods
 of its namespace taken away where earlier steps put them, deleted through the tracker).
 Each attack test fails on a naive step that reads or deletes what its properties name."""
 
@@ -429,8 +430,8 @@ async def test_depends_on_app_waits_until_the_other_application_is_running() -> 
     clock = Clock()
     status = await run(mc, DEPENDING, 3)
     assert steps_of(status)["check"] == ("running", "Application shop/fluxcd on the hub not "
-                                         "found: waiting for it (it is not created from a "
-                                         "ConfigMap here)")
+                                         "found, nor ConfigMap shop/fluxcd to create it "
+                                         "from: waiting for it")
     mc.put("hub", other_app("fluxcd", "shop", "runningWorkflow"))
     status = await reconcile(mc, 3, clock)
     assert steps_of(status)["check"] == ("running", "waiting for it to be running (it is "
