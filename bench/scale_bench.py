@@ -53,6 +53,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import cpu_profile
 import propagation_bench as pb
 
 from federation.contexts import client as kube
@@ -309,14 +310,15 @@ QUEUE_METRICS_PATH = pb.QUEUE_METRICS_PATH + "&name[]=federation_leader"
 class Replica(pb.ControlPlane):
     """One `fedctl run` of a group, with its own pid and log file."""
 
-    def __init__(self, bench: ScaleBench, index: int, shard_count: int, election_id: str
-                 ) -> None:
+    def __init__(self, bench: ScaleBench, index: int, shard_count: int, election_id: str,
+                 profile: str | None = None) -> None:
         directory = bench.fleet.state_dir / "bench-replicas"
         directory.mkdir(parents=True, exist_ok=True)
         extra = list(bench.args.control_plane_arg)
         if shard_count:
             extra += ["--shards", str(shard_count), "--leader-election-id", election_id]
-        super().__init__(bench.fleet, extra, pid_file=directory / f"{index}.pid",
+        super().__init__(bench.fleet, extra, profile=profile,
+                         pid_file=directory / f"{index}.pid",
                          log_file=directory / f"{election_id}-{index}.log")
         """A log per group: the claim and the identity are read from its last lines."""
         self.shard_count = shard_count
@@ -407,13 +409,17 @@ class ScaleBench(pb.Bench):
         await self.prepare_group(count, shard_count)
         return await self.launch_group()
 
-    async def prepare_group(self, count: int, shard_count: int) -> None:
+    async def prepare_group(self, count: int, shard_count: int, profile: str | None = None
+                            ) -> None:
         """Stop the running replicas and install the RBAC of a fresh Lease id (its writes
-        are the installer's, made before a restart is measured)."""
+        are the installer's, made before a restart is measured); ``profile``: the replicas
+        run under bench/cpu_profile.py, writing ``<profile>-<group>-<index>.1``."""
         await self.stop_group()
         self.groups += 1
         election_id = f"bench-{os.getpid()}-{self.groups}"
-        self.replicas = [Replica(self, i, shard_count, election_id) for i in range(count)]
+        self.replicas = [Replica(self, i, shard_count, election_id,
+                                 None if profile is None else f"{profile}-{self.groups}-{i}")
+                         for i in range(count)]
         await asyncio.to_thread(self.install, election_id)
 
     async def launch_group(self) -> tuple[float, float, float]:
@@ -576,7 +582,8 @@ class ScaleBench(pb.Bench):
         assert clients is not None
         replicas, shard_count = CONFIGS[name]
         what = f"restart as {label(replicas, shard_count)}"
-        await self.prepare_group(replicas, shard_count)  # stops the running ones
+        # stops the running ones
+        await self.prepare_group(replicas, shard_count, self.args.profile_restart)
         await self.settle(timeout=300)
         hub_before, members_before = await clients.writes()
         spawned, ready, claimed_at = await self.launch_group()
@@ -605,6 +612,11 @@ class ScaleBench(pb.Bench):
         self.rows.append(pb.info("scale", f"{what}: CPU s to idle, per replica", " / ".join(
             f"{c:.1f}" for c in self.cpu())))
         log(f"{what}: hub writes {pb.breakdown(hub)}; member writes {pb.breakdown(member)}")
+        for index, replica in enumerate(self.replicas):
+            profile = await replica.profile_window("dump")  # start -> now (never restarted)
+            if profile is not None:
+                self.profiles.append((f"{what}, replica {index}", cpu_profile.summary(
+                    profile, await self.propagated_templates(), names=pb.PROFILE_STAGES)))
 
     async def handover(self) -> None:
         clients = await self.fleet_up(self.args.members, fresh=False)
@@ -716,6 +728,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kubeconfig", default=str(pb.ROOT / "kubeconfigs" / "bench.local.yaml"))
     parser.add_argument("--keep", action="store_true", help="leave a fleet the bench started")
     parser.add_argument("--control-plane-arg", action="append", default=[])
+    parser.add_argument("--profile-restart", metavar="FILE", help="run the restarts' "
+                        "replicas under bench/cpu_profile.py (CPU time, slower: their times "
+                        "are not the unprofiled ones) and print each one's profile, start -> "
+                        "idle, per template")
     args = parser.parse_args(argv)
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     args.configs = [s.strip() for s in args.configs.split(",") if s.strip()]
@@ -752,6 +768,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(replicas_table(bench.results, bench.raw))
     print()
     print(pb.table(bench.rows))
+    for what, tables in bench.profiles:
+        print()
+        print(f"{what}: control plane CPU profile, start -> idle")
+        print()
+        print(tables)
 
 
 if __name__ == "__main__":
