@@ -12,7 +12,8 @@ Scenarios (``--scenarios``, in this order), on one local fleet of ``--members`` 
   apart) and are idle; the burst is timed from there. Per configuration: templates/s and
   copies/s (first hub create -> last copy seen by the bench's member watches), the ratio to
   the raw rate, control-plane CPU per template per replica (``/proc/<pid>/stat`` from the
-  first create until idle again, minus the replica's own idle rate over that time), keys
+  first create until idle again, gross, and net of the replica's own idle rate over that
+  time, measured over ``--idle-window`` (15 s) once it settled before the burst), keys
   held per replica (``federation_shard_keys_held{controller="propagation"}``), and who wrote
   each copy, from the members' audit logs (User-Agent ``fedctl/<v> (<identity>)``): copies
   written per replica, copies written more than once or by two replicas, copies not written.
@@ -22,7 +23,9 @@ Scenarios (``--scenarios``, in this order), on one local fleet of ``--members`` 
   (``1``: plain; ``3``: three replicas of `--shards 3`): hub and member writes during the
   restart (each API server's ``apiserver_request_total``, mutating verbs, MemberCluster
   status and Leases apart), start -> /readyz 200 on every replica, start -> idle, RSS per
-  replica once idle.
+  replica once idle. ``--profile-restart FILE`` runs the restarts' replicas under
+  bench/cpu_profile.py and prints where each one's CPU went, start -> idle (profiled
+  times are slower than the real ones: read the shares).
 - ``handover``: three replicas of `--shards 3`, claimed and idle; a burst of
   ``--handover-templates`` (500); ``--kill-after`` (1.5 s) after its first create one
   replica is SIGKILLed. Reported: kill -> first write of one of its keys (by the seed's
