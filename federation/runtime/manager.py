@@ -16,7 +16,8 @@ Start order, as in controller-runtime:
    membership starts with the sync, so the claim wait (a lease duration) runs while
    the caches list, not after: a cold start of replicas is ready and claimed at
    about the same time (measured at 2,000 templates, 3 replicas: claimed 16 s after
-   ready when it started after the sync).
+   ready when it started after the sync). The garbage collector is held meanwhile and
+   the cached fleet frozen out of its passes once synced (:mod:`federation.runtime.heap`).
 4. Leader election, when enabled (caches keep running on standbys, so a new
    leader starts warm).
 5. Controllers and other runnables that need leadership.
@@ -72,7 +73,7 @@ from federation.contexts.cache import CachedResource
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiCluster, MultiClusterClient
-from federation.runtime import auth, leader, metrics, peers, watchdog
+from federation.runtime import auth, heap, leader, metrics, peers, watchdog
 from federation.runtime import controller as controllers
 
 log = logging.getLogger("federation.manager")
@@ -118,6 +119,9 @@ class ManagerSettings:
     watchdog: watchdog.WatchdogSettings = dataclasses.field(
         default_factory=watchdog.WatchdogSettings)
     """The event-loop watchdog's period and the lag it logs (1 s)."""
+    heap: heap.HeapSettings = dataclasses.field(default_factory=heap.HeapSettings)
+    """How the cached fleet is kept out of the garbage collector's passes
+    (:mod:`federation.runtime.heap`)."""
     cache_sync_timeout: float = 30.0
     """Seconds to wait for each cluster's first list before starting controllers
     anyway: a healthy member lists thousands of objects in a second or two; one
@@ -208,6 +212,7 @@ class Manager:
         self.client = MultiClusterClient(cluster_set, self.settings.field_manager)
         self.metrics = metrics.Metrics()
         self.watchdog = watchdog.LoopWatchdog(self.metrics, self.settings.watchdog)
+        self.heap = heap.Heap(self.settings.heap)
         self.controllers: list[controllers.Controller] = []
         self.runnables: list[tuple[str, Runnable]] = []
         self.cached: list[controllers.Watch] = []
@@ -473,6 +478,7 @@ class Manager:
             await self._serve("health", self.settings.health_probe_bind_address,
                               [("/healthz", self._healthz), ("/readyz", self._readyz)])
             await self._serve_metrics()
+            self.heap.hold()  # the first lists are the heap: no pass over them meanwhile
             for cluster in self.clusters.engaged:
                 self._engage(cluster)
             sync = self._spawn(self._sync(), "cache sync")
@@ -480,6 +486,8 @@ class Manager:
                 self._spawn(self.peers.run(), "shard membership")
             ending = () if self.peers is None or shard is None else (self.peers.lost, shard)
             await _first(sync, self._stop, *ending)
+            self.heap.settle()
+            self._spawn(self.heap.keep(), "heap keeper")
             self.caches_started = True
             self.started.set()
             if self._stop.is_set():
@@ -489,6 +497,8 @@ class Manager:
             else:
                 lost = await self._lead_and_run()
         finally:
+            if self.heap.held:  # stopped before the caches synced
+                self.heap.settle()
             await self._shutdown(lost)
         if lost:
             raise LeadershipLost("leadership lost; exiting")
