@@ -143,8 +143,10 @@ def test_the_claim_wait_runs_while_the_caches_sync(monkeypatch: pytest.MonkeyPat
         await asyncio.sleep(11)  # still syncing: the shard is held, its keys not yet ours
         assert mgr.peers is not None and mgr.peers.shard is not None
         assert done["sharded"] == []
+        assert mgr.heap.held  # no collector passes over the caches while they list
         await asyncio.sleep(7)  # 18 s: the claim wait (15 s) ended during the sync
         assert sorted(done["sharded"]) == sorted(KEYS)
+        assert not mgr.heap.held and mgr.heap.passes == 1  # synced: frozen once
         mgr.stop()
         await asyncio.wait_for(running, 40)
 
