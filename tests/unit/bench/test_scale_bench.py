@@ -147,7 +147,8 @@ def _result(name: str, replicas: int, shard_count: int, elapsed: float,
     return scale.ConfigResult(
         name=name, replicas=replicas, shards=shard_count, templates=500, members=3,
         ready_s=2.0, claimed_s=math.nan if not shard_count else 17.5, elapsed=elapsed,
-        cpu_ms=cpu_ms, gross_ms=gross_ms if gross_ms is not None else cpu_ms, keys=[None] if not shard_count else [250.0, 250.0],
+        cpu_ms=cpu_ms, gross_ms=gross_ms if gross_ms is not None else cpu_ms,
+        keys=[None] if not shard_count else [250.0, 250.0],
         writes=scale.WriteCounts(1000, 1000, 0, 0, 0, {IDENTITY_A: 500, IDENTITY_B: 500}),
         complete=True)
 
