@@ -54,7 +54,7 @@ def test_the_first_lists_run_without_collections_and_are_frozen_once_synced() ->
     collector.tracked = 600_000  # the caches' containers at 10,000 templates
     keeper.settle()
     assert collector.enabled and not keeper.held
-    assert collector.scanned == [600_000] and collector.frozen == 600_000
+    assert collector.scanned == [] and collector.frozen == 600_000  # frozen, no pass
     assert collector.tracked == 0  # later automatic passes do not see the cached fleet
 
 
@@ -65,14 +65,14 @@ def test_passes_scan_only_what_is_new_and_an_hourly_one_everything() -> None:
                            collector=collector)
         keeper.hold()
         collector.tracked = 1000
-        keeper.settle()  # pass 1
+        keeper.settle()  # round 1: frozen without a pass
         keeping = asyncio.create_task(keeper.keep())
         collector.tracked = 50  # the watches brought 50 new objects
-        await asyncio.sleep(601)  # pass 2: only the new ones
-        assert collector.scanned == [1000, 50] and collector.frozen == 1050
+        await asyncio.sleep(601)  # round 2: a pass over the new ones only
+        assert collector.scanned == [50] and collector.frozen == 1050
         collector.tracked = 20
-        await asyncio.sleep(600)  # pass 3 (every third): the frozen ones too
-        assert collector.scanned == [1000, 50, 1070] and collector.frozen == 1070
+        await asyncio.sleep(600)  # round 3 (every third): the frozen ones too
+        assert collector.scanned == [50, 1070] and collector.frozen == 1070
         keeping.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await keeping
@@ -84,4 +84,4 @@ def test_settle_without_hold_leaves_the_collector_as_it_was() -> None:
     collector = FakeCollector()
     collector.enabled = False  # someone else's choice (a profiler, a test)
     heap.Heap(collector=collector).settle()
-    assert not collector.enabled and collector.scanned == [0]
+    assert not collector.enabled and collector.frozen == 0
