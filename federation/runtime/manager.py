@@ -12,12 +12,12 @@ Start order, as in controller-runtime:
    attached.
 3. Cache sync, for all clusters at once, each bounded by ``cache_sync_timeout``:
    a member that is down or stuck is reported and left to catch up on its own;
-   it never holds up the others. Only then is the manager ready. With shards, shard
-   membership starts with the sync, so the claim wait (a lease duration) runs while
-   the caches list, not after: a cold start of replicas is ready and claimed at
-   about the same time (measured at 2,000 templates, 3 replicas: claimed 16 s after
-   ready when it started after the sync). The garbage collector is held meanwhile and
-   the cached fleet frozen out of its passes once synced (:mod:`federation.runtime.heap`).
+   it never holds up the others. Only then is the manager ready. The garbage
+   collector is held meanwhile and the cached fleet frozen out of its passes once
+   synced (:mod:`federation.runtime.heap`). With shards, shard membership starts after
+   the sync, not with it (tried: three replicas listing 10,000 templates each kept the
+   hub so busy that their shard rounds missed the renew deadline, and all three exited
+   before their caches synced).
 4. Leader election, when enabled (caches keep running on standbys, so a new
    leader starts warm).
 5. Controllers and other runnables that need leadership.
@@ -482,20 +482,14 @@ class Manager:
             for cluster in self.clusters.engaged:
                 self._engage(cluster)
             sync = self._spawn(self._sync(), "cache sync")
-            shard = None if self.peers is None else \
-                self._spawn(self.peers.run(), "shard membership")
-            ending = () if self.peers is None or shard is None else (self.peers.lost, shard)
-            await _first(sync, self._stop, *ending)
+            await _first(sync, self._stop)
             self.heap.settle()
             self._spawn(self.heap.keep(), "heap keeper")
             self.caches_started = True
             self.started.set()
-            if self._stop.is_set():
-                pass
-            elif self.peers is not None and shard is not None:
-                lost = await self._share_and_run(shard)
-            else:
-                lost = await self._lead_and_run()
+            if not self._stop.is_set():
+                lost = await (self._share_and_run() if self.peers is not None
+                              else self._lead_and_run())
         finally:
             if self.heap.held:  # stopped before the caches synced
                 self.heap.settle()
@@ -536,19 +530,16 @@ class Manager:
     def _runs_everywhere(self, ctl: controllers.Controller) -> bool:
         return ctl.shard_key is not None or ctl.every_replica
 
-    async def _share_and_run(self, shard: asyncio.Task[Any]) -> bool:
-        """Sharded: hold a shard (``shard``, the membership task started with the cache
-        sync) and run the sharded controllers (and the runnables, which serve them) on
-        every replica at once; the rest once elected. True if either the shard or the
-        leadership was lost."""
+    async def _share_and_run(self) -> bool:
+        """Sharded: hold a shard and run the sharded controllers (and the runnables, which
+        serve them) on every replica at once; the rest once elected. True if either the
+        shard or the leadership was lost."""
         assert self.peers is not None
-        if self.peers.lost.is_set() or shard.done():  # lost while the caches synced
-            _report_crash(shard)
-            return True
         self.elector = self._make_elector()
         self.fence = kube.ShardedPermit(self.peers.holds, self.elector.fence)
         for cluster in self.clusters.clusters.values():
             self._adopt(cluster)
+        shard = self._spawn(self.peers.run(), "shard membership")
         election = self._spawn(self.elector.run(), "leader election")
         for ctl in filter(self._runs_everywhere, self.controllers):
             self._spawn(ctl.run(), f"controller {ctl.name}")
