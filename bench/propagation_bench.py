@@ -595,6 +595,9 @@ class Run:
 
 
 class Bench:
+    TEMPLATE_NAMESPACES = "bench-t-"
+    """The prefix of the namespaces whose templates :meth:`propagated_templates` counts."""
+
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.rows: list[Row] = []
@@ -999,7 +1002,8 @@ class Bench:
         assert clients is not None
         hub = await clients.hub.list(kube.DEPLOYMENTS)
         names = {(o["metadata"]["namespace"], o["metadata"]["name"])
-                 for o in hub.get("items", []) if o["metadata"]["namespace"].startswith("bench-t")}
+                 for o in hub.get("items", [])
+                 if o["metadata"]["namespace"].startswith(self.TEMPLATE_NAMESPACES)}
         for member in clients.members[: self.args.members]:
             listing = await clients.member[member].list(kube.DEPLOYMENTS)
             names &= {(o["metadata"]["namespace"], o["metadata"]["name"])

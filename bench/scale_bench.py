@@ -12,7 +12,8 @@ Scenarios (``--scenarios``, in this order), on one local fleet of ``--members`` 
   apart) and are idle; the burst is timed from there. Per configuration: templates/s and
   copies/s (first hub create -> last copy seen by the bench's member watches), the ratio to
   the raw rate, control-plane CPU per template per replica (``/proc/<pid>/stat`` from the
-  first create until idle again, minus the replica's own idle rate over that time), keys
+  first create until idle again, gross, and net of the replica's own idle rate over that
+  time, measured over ``--idle-window`` (15 s) once it settled before the burst), keys
   held per replica (``federation_shard_keys_held{controller="propagation"}``), and who wrote
   each copy, from the members' audit logs (User-Agent ``fedctl/<v> (<identity>)``): copies
   written per replica, copies written more than once or by two replicas, copies not written.
@@ -22,7 +23,9 @@ Scenarios (``--scenarios``, in this order), on one local fleet of ``--members`` 
   (``1``: plain; ``3``: three replicas of `--shards 3`): hub and member writes during the
   restart (each API server's ``apiserver_request_total``, mutating verbs, MemberCluster
   status and Leases apart), start -> /readyz 200 on every replica, start -> idle, RSS per
-  replica once idle.
+  replica once idle. ``--profile-restart FILE`` runs the restarts' replicas under
+  bench/cpu_profile.py and prints where each one's CPU went, start -> idle (profiled
+  times are slower than the real ones: read the shares).
 - ``handover``: three replicas of `--shards 3`, claimed and idle; a burst of
   ``--handover-templates`` (500); ``--kill-after`` (1.5 s) after its first create one
   replica is SIGKILLed. Reported: kill -> first write of one of its keys (by the seed's
@@ -53,6 +56,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import cpu_profile
 import propagation_bench as pb
 
 from federation.contexts import client as kube
@@ -242,7 +246,9 @@ class ConfigResult:
     elapsed: float
     """First hub create -> last copy seen."""
     cpu_ms: list[float]
-    """Net CPU ms per template, per replica (first create -> idle)."""
+    """Net CPU ms per template, per replica (first create -> idle, minus the idle rate)."""
+    gross_ms: list[float]
+    """Gross CPU ms per template, per replica (first create -> idle)."""
     keys: list[float | None]
     writes: WriteCounts
     complete: bool
@@ -266,8 +272,9 @@ def replicas_table(results: Sequence[ConfigResult], raw: float) -> str:
     """The replicas scenario as one table: each configuration's rate, its ratio to the raw
     baseline and to the first configuration, CPU, keys and audit-log write counts."""
     lines = ["| replicas | templates/s | copies/s | ratio ours/raw (>= 0.4) | rate vs first | "
-             "CPU ms/template per replica | CPU ms/template, all | keys held per replica | "
-             "copies written per replica | extra writes / by two / lost | claim wait (s) |",
+             "CPU ms/template per replica, gross (net of idle) | CPU ms/template, all, gross "
+             "(net) | keys held per replica | copies written per replica | "
+             "extra writes / by two / lost | claim wait (s) |",
              "|---|---:|---:|---:|---:|---|---:|---|---|---|---:|"]
     first = results[0].templates_per_second if results else math.nan
     for r in results:
@@ -279,9 +286,15 @@ def replicas_table(results: Sequence[ConfigResult], raw: float) -> str:
             f"| {label(r.replicas, r.shards)}{note} | {r.templates_per_second:.1f} | "
             f"{r.copies_per_second:.0f} | "
             f"{r.copies_per_second / raw:.2f} | {r.templates_per_second / first:.2f} | "
-            f"{' / '.join(f'{c:.1f}' for c in r.cpu_ms)} | {sum(r.cpu_ms):.1f} | {keys} | "
+            f"{cpu_cells(r.gross_ms, r.cpu_ms)} | {sum(r.gross_ms):.1f} ({sum(r.cpu_ms):.1f}) | "
+            f"{keys} | "
             f"{written} | {r.writes.extra} / {r.writes.by_two} / {r.writes.lost} | {claim} |")
     return "\n".join(lines)
+
+
+def cpu_cells(gross: Sequence[float], net: Sequence[float]) -> str:
+    """Per replica ``gross (net)`` CPU ms: the net alone hides a wrong idle rate."""
+    return " / ".join(f"{g:.1f} ({n:.1f})" for g, n in zip(gross, net, strict=True))
 
 
 def without_background(counts: collections.Counter[str]) -> int:
@@ -300,14 +313,15 @@ QUEUE_METRICS_PATH = pb.QUEUE_METRICS_PATH + "&name[]=federation_leader"
 class Replica(pb.ControlPlane):
     """One `fedctl run` of a group, with its own pid and log file."""
 
-    def __init__(self, bench: ScaleBench, index: int, shard_count: int, election_id: str
-                 ) -> None:
+    def __init__(self, bench: ScaleBench, index: int, shard_count: int, election_id: str,
+                 profile: str | None = None) -> None:
         directory = bench.fleet.state_dir / "bench-replicas"
         directory.mkdir(parents=True, exist_ok=True)
         extra = list(bench.args.control_plane_arg)
         if shard_count:
             extra += ["--shards", str(shard_count), "--leader-election-id", election_id]
-        super().__init__(bench.fleet, extra, pid_file=directory / f"{index}.pid",
+        super().__init__(bench.fleet, extra, profile=profile,
+                         pid_file=directory / f"{index}.pid",
                          log_file=directory / f"{election_id}-{index}.log")
         """A log per group: the claim and the identity are read from its last lines."""
         self.shard_count = shard_count
@@ -367,6 +381,8 @@ class Audit:
 
 
 class ScaleBench(pb.Bench):
+    TEMPLATE_NAMESPACES = "bench-s-"
+
     def __init__(self, args: argparse.Namespace) -> None:
         args.data_plane = "running"
         args.placement = "duplicated"
@@ -396,13 +412,17 @@ class ScaleBench(pb.Bench):
         await self.prepare_group(count, shard_count)
         return await self.launch_group()
 
-    async def prepare_group(self, count: int, shard_count: int) -> None:
+    async def prepare_group(self, count: int, shard_count: int, profile: str | None = None
+                            ) -> None:
         """Stop the running replicas and install the RBAC of a fresh Lease id (its writes
-        are the installer's, made before a restart is measured)."""
+        are the installer's, made before a restart is measured); ``profile``: the replicas
+        run under bench/cpu_profile.py, writing ``<profile>-<group>-<index>.1``."""
         await self.stop_group()
         self.groups += 1
         election_id = f"bench-{os.getpid()}-{self.groups}"
-        self.replicas = [Replica(self, i, shard_count, election_id) for i in range(count)]
+        self.replicas = [Replica(self, i, shard_count, election_id,
+                                 None if profile is None else f"{profile}-{self.groups}-{i}")
+                         for i in range(count)]
         await asyncio.to_thread(self.install, election_id)
 
     async def launch_group(self) -> tuple[float, float, float]:
@@ -432,8 +452,13 @@ class ScaleBench(pb.Bench):
             await replica.close()
         self.replicas = []
 
-    async def idle_rates(self, window: float = 5.0) -> list[float]:
-        before = [pb.cpu_seconds(r.pid) for r in self.replicas]
+    async def idle_rates(self) -> list[float]:
+        """Each replica's CPU rate (cores) over ``--idle-window`` seconds with nothing to do.
+        Called after :meth:`settle`: a window of a few seconds right after a burst or a
+        start catches the tail of its work (informer relists, timers), and a rate that
+        high subtracted over a whole burst ate all of it (a 0.0 ms column)."""
+        window = self.args.idle_window
+        before = self.cpu()
         await asyncio.sleep(window)
         after = self.cpu()
         return [(a - b) / window for a, b in zip(after, before, strict=True)]
@@ -454,6 +479,7 @@ class ScaleBench(pb.Bench):
         watch = pb.CopyWatch(clients, namespace, members)
         await watch.start()
         await asyncio.sleep(1)  # the policy reaches the replicas' caches first
+        await self.settle(timeout=300)
         idle = await self.idle_rates()
         audit = Audit(self, members)
         names = [f"d{i}" for i in range(count)]
@@ -485,7 +511,7 @@ class ScaleBench(pb.Bench):
         net = [net_cpu(u, rate, quiet) if not math.isnan(u) else math.nan
                for u, rate in zip(used, idle, strict=True)]
         return Burst(namespace=namespace, names=names, members=list(members),
-                     elapsed=last - started, complete=ready, cpu_net=net,
+                     elapsed=last - started, complete=ready, cpu_gross=used, cpu_net=net,
                      writes=audit.writes(namespace), killed=killed, killed_wall=killed_wall,
                      last=last)
 
@@ -518,6 +544,7 @@ class ScaleBench(pb.Bench):
                 members=len(members), ready_s=ready - spawned,
                 claimed_s=(claimed_at - spawned) if shard_count else math.nan,
                 elapsed=burst.elapsed, cpu_ms=[c * 1000 / count for c in burst.cpu_net],
+                gross_ms=[c * 1000 / count for c in burst.cpu_gross],
                 keys=keys, writes=counts, complete=burst.complete))
             log(f"replicas {name}: {count / burst.elapsed:.1f} templates/s, writes {counts}; "
                 "row: " + replicas_table(self.results, self.raw).splitlines()[-1])
@@ -539,8 +566,10 @@ class ScaleBench(pb.Bench):
                                      burst.elapsed, ".1f"))
             self.rows.append(pb.info("scale", "top-up: templates/s",
                                      missing / burst.elapsed, ".1f"))
-            self.rows.append(pb.info("scale", "top-up: control plane CPU ms per template",
-                                     burst.cpu_net[0] * 1000 / missing, ".1f"))
+            self.rows.append(pb.info("scale", "top-up: control plane CPU ms per template, "
+                                     "gross (net of idle)", cpu_cells(
+                                         [burst.cpu_gross[0] * 1000 / missing],
+                                         [burst.cpu_net[0] * 1000 / missing])))
         total = await self.propagated_templates()
         self.rows.append(pb.info("scale", "templates propagated (x members)",
                                  f"{total} x {len(members)}"))
@@ -556,7 +585,8 @@ class ScaleBench(pb.Bench):
         assert clients is not None
         replicas, shard_count = CONFIGS[name]
         what = f"restart as {label(replicas, shard_count)}"
-        await self.prepare_group(replicas, shard_count)  # stops the running ones
+        # stops the running ones
+        await self.prepare_group(replicas, shard_count, self.args.profile_restart)
         await self.settle(timeout=300)
         hub_before, members_before = await clients.writes()
         spawned, ready, claimed_at = await self.launch_group()
@@ -585,6 +615,11 @@ class ScaleBench(pb.Bench):
         self.rows.append(pb.info("scale", f"{what}: CPU s to idle, per replica", " / ".join(
             f"{c:.1f}" for c in self.cpu())))
         log(f"{what}: hub writes {pb.breakdown(hub)}; member writes {pb.breakdown(member)}")
+        for index, replica in enumerate(self.replicas):
+            profile = await replica.profile_window("dump")  # start -> now (never restarted)
+            if profile is not None:
+                self.profiles.append((f"{what}, replica {index}", cpu_profile.summary(
+                    profile, await self.propagated_templates(), names=pb.PROFILE_STAGES)))
 
     async def handover(self) -> None:
         clients = await self.fleet_up(self.args.members, fresh=False)
@@ -657,7 +692,10 @@ class Burst:
     members: list[str]
     elapsed: float
     complete: bool
+    cpu_gross: list[float]
+    """CPU seconds per replica, first create -> idle."""
     cpu_net: list[float]
+    """The same beyond each replica's idle rate."""
     writes: list[CopyWrite]
     killed: float
     killed_wall: float
@@ -684,12 +722,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="seconds into the handover burst the replica is killed")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--quiet", type=float, default=3.0)
+    parser.add_argument("--idle-window", type=float, default=15.0,
+                        help="seconds each replica's idle CPU rate is measured over, after "
+                        "it settled, before a burst")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds a burst's copies may take to appear and be ready")
     parser.add_argument("--state-dir", default=str(pb.ROOT / ".fleet-bench"))
     parser.add_argument("--kubeconfig", default=str(pb.ROOT / "kubeconfigs" / "bench.local.yaml"))
     parser.add_argument("--keep", action="store_true", help="leave a fleet the bench started")
     parser.add_argument("--control-plane-arg", action="append", default=[])
+    parser.add_argument("--profile-restart", metavar="FILE", help="run the restarts' "
+                        "replicas under bench/cpu_profile.py (CPU time, slower: their times "
+                        "are not the unprofiled ones) and print each one's profile, start -> "
+                        "idle, per template")
     args = parser.parse_args(argv)
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     args.configs = [s.strip() for s in args.configs.split(",") if s.strip()]
@@ -726,6 +771,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(replicas_table(bench.results, bench.raw))
     print()
     print(pb.table(bench.rows))
+    for what, tables in bench.profiles:
+        print()
+        print(f"{what}: control plane CPU profile, start -> idle")
+        print()
+        print(tables)
 
 
 if __name__ == "__main__":

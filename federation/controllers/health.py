@@ -122,6 +122,8 @@ class HealthController:
         self.hub = clusters.hub.name
         self.enqueue: Callable[[Request], None] = lambda _: None
         self._capacity_at: dict[str, float] = {}
+        self._allocations: dict[str, capacity.Allocations] = {}
+        """Each member's workload shares, kept between its summaries."""
 
     def request(self, name: str) -> Request:
         return Request(self.hub, group_kind(api.MEMBER_CLUSTERS), "", name)
@@ -133,6 +135,7 @@ class HealthController:
     def forget(self, name: str) -> None:
         """A member left: nothing of it is kept here (its health went with its Cluster)."""
         self._capacity_at.pop(name, None)
+        self._allocations.pop(name, None)
 
     # -- the reconciler ------------------------------------------------------------------
 
@@ -218,9 +221,11 @@ class HealthController:
         if nodes.errors or any(w.errors for w in workloads):
             return None
         self._capacity_at[name] = now
-        items = [dict(o, kind=r.kind) for r, w in zip(WORKLOADS, workloads, strict=True)
-                 for o in w.items.get(name, [])]
-        return capacity.summary(nodes.items.get(name, []), items)
+        pairs = ((r.kind, o) for r, w in zip(WORKLOADS, workloads, strict=True)
+                 for o in w.items.get(name, []))
+        return capacity.member_summary(nodes.items.get(name, []), pairs,
+                                       self._allocations.setdefault(name,
+                                                                    capacity.Allocations()))
 
     async def _write_taints(self, doc: ReadOnly, taints: list[JSON]) -> JSON:
         # A new top level and spec: ``doc`` is the cache's own (copy what you change).

@@ -6,7 +6,9 @@ object's ``(uid, resourceVersion)`` names one immutable version of it (the API s
 changes ``resourceVersion`` on every write), so the parse of that version can be kept
 and handed out again. Objects without both (files read by ``fedctl plan``) are parsed
 every time. The memo is bounded: past ``limit`` entries the oldest go first, so deleted
-policies cannot grow it for ever.
+policies cannot grow it for ever. With ``latest_only`` it keeps one entry per object (its
+last version read), so its size follows the number of live objects, not of versions seen:
+for kinds with one object per template (bindings), whose count passes any fixed limit.
 """
 
 from __future__ import annotations
@@ -21,20 +23,26 @@ T = TypeVar("T")
 class Memo(Generic[T]):
     """``parse(doc)`` results by the document's version (see the module docstring)."""
 
-    def __init__(self, parse: Callable[[Mapping[str, Any]], T], limit: int = 4096) -> None:
+    def __init__(self, parse: Callable[[Mapping[str, Any]], T], limit: int = 4096,
+                 latest_only: bool = False) -> None:
         self._parse = parse
         self._limit = limit
-        self._found: OrderedDict[Hashable, T] = OrderedDict()
+        self._latest_only = latest_only
+        self._found: OrderedDict[Hashable, tuple[Hashable, T]] = OrderedDict()
+        """Slot (the version key, or the object's with ``latest_only``) -> (version key, parse)."""
 
     def __call__(self, doc: Mapping[str, Any]) -> T:
         key = version_key(doc)
         if key is None:
             return self._parse(doc)
-        if key in self._found:
-            self._found.move_to_end(key)
-            return self._found[key]
+        slot = key[:2] if self._latest_only else key
+        found = self._found.get(slot)
+        if found is not None and found[0] == key:
+            self._found.move_to_end(slot)
+            return found[1]
         value = self._parse(doc)  # an exception is not memoised: it is raised every time
-        self._found[key] = value
+        self._found[slot] = (key, value)
+        self._found.move_to_end(slot)
         if len(self._found) > self._limit:
             self._found.popitem(last=False)
         return value
@@ -43,7 +51,7 @@ class Memo(Generic[T]):
         return len(self._found)
 
 
-def version_key(doc: Mapping[str, Any]) -> Hashable | None:
+def version_key(doc: Mapping[str, Any]) -> tuple[str, str, str] | None:
     meta = doc.get("metadata")
     if not isinstance(meta, Mapping):
         return None

@@ -12,7 +12,12 @@ Start order, as in controller-runtime:
    attached.
 3. Cache sync, for all clusters at once, each bounded by ``cache_sync_timeout``:
    a member that is down or stuck is reported and left to catch up on its own;
-   it never holds up the others. Only then is the manager ready.
+   it never holds up the others. Only then is the manager ready. The garbage
+   collector is held meanwhile and the cached fleet frozen out of its passes once
+   synced (:mod:`federation.runtime.heap`). With shards, shard membership starts after
+   the sync, not with it (tried: three replicas listing 10,000 templates each kept the
+   hub so busy that their shard rounds missed the renew deadline, and all three exited
+   before their caches synced).
 4. Leader election, when enabled (caches keep running on standbys, so a new
    leader starts warm).
 5. Controllers and other runnables that need leadership.
@@ -68,7 +73,7 @@ from federation.contexts.cache import CachedResource
 from federation.contexts.client import Resource
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.contexts.multicluster import MultiCluster, MultiClusterClient
-from federation.runtime import auth, leader, metrics, peers, watchdog
+from federation.runtime import auth, heap, leader, metrics, peers, watchdog
 from federation.runtime import controller as controllers
 
 log = logging.getLogger("federation.manager")
@@ -114,6 +119,9 @@ class ManagerSettings:
     watchdog: watchdog.WatchdogSettings = dataclasses.field(
         default_factory=watchdog.WatchdogSettings)
     """The event-loop watchdog's period and the lag it logs (1 s)."""
+    heap: heap.HeapSettings = dataclasses.field(default_factory=heap.HeapSettings)
+    """How the cached fleet is kept out of the garbage collector's passes
+    (:mod:`federation.runtime.heap`)."""
     cache_sync_timeout: float = 30.0
     """Seconds to wait for each cluster's first list before starting controllers
     anyway: a healthy member lists thousands of objects in a second or two; one
@@ -204,6 +212,7 @@ class Manager:
         self.client = MultiClusterClient(cluster_set, self.settings.field_manager)
         self.metrics = metrics.Metrics()
         self.watchdog = watchdog.LoopWatchdog(self.metrics, self.settings.watchdog)
+        self.heap = heap.Heap(self.settings.heap)
         self.controllers: list[controllers.Controller] = []
         self.runnables: list[tuple[str, Runnable]] = []
         self.cached: list[controllers.Watch] = []
@@ -469,16 +478,21 @@ class Manager:
             await self._serve("health", self.settings.health_probe_bind_address,
                               [("/healthz", self._healthz), ("/readyz", self._readyz)])
             await self._serve_metrics()
+            self.heap.hold()  # the first lists are the heap: no pass over them meanwhile
             for cluster in self.clusters.engaged:
                 self._engage(cluster)
             sync = self._spawn(self._sync(), "cache sync")
             await _first(sync, self._stop)
+            self.heap.settle()
+            self._spawn(self.heap.keep(), "heap keeper")
             self.caches_started = True
             self.started.set()
             if not self._stop.is_set():
                 lost = await (self._share_and_run() if self.peers is not None
                               else self._lead_and_run())
         finally:
+            if self.heap.held:  # stopped before the caches synced
+                self.heap.settle()
             await self._shutdown(lost)
         if lost:
             raise LeadershipLost("leadership lost; exiting")

@@ -143,17 +143,19 @@ def test_net_cpu_subtracts_the_idle_rate_and_never_goes_negative() -> None:
 
 
 def _result(name: str, replicas: int, shard_count: int, elapsed: float,
-            cpu_ms: list[float]) -> object:
+            cpu_ms: list[float], gross_ms: list[float] | None = None) -> object:
     return scale.ConfigResult(
         name=name, replicas=replicas, shards=shard_count, templates=500, members=3,
         ready_s=2.0, claimed_s=math.nan if not shard_count else 17.5, elapsed=elapsed,
-        cpu_ms=cpu_ms, keys=[None] if not shard_count else [250.0, 250.0],
+        cpu_ms=cpu_ms, gross_ms=gross_ms if gross_ms is not None else cpu_ms,
+        keys=[None] if not shard_count else [250.0, 250.0],
         writes=scale.WriteCounts(1000, 1000, 0, 0, 0, {IDENTITY_A: 500, IDENTITY_B: 500}),
         complete=True)
 
 
 def test_replicas_table_gives_ratios_to_raw_and_to_the_first_configuration() -> None:
-    results = [_result("1", 1, 0, 10.0, [6.0]), _result("2", 2, 2, 5.0, [3.5, 3.0])]
+    results = [_result("1", 1, 0, 10.0, [6.0]),
+               _result("2", 2, 2, 5.0, [3.5, 3.0], gross_ms=[4.0, 3.5])]
     table = scale.replicas_table(results, raw=600.0)
     lines = table.splitlines()
     assert len(lines) == 4
@@ -162,8 +164,17 @@ def test_replicas_table_gives_ratios_to_raw_and_to_the_first_configuration() -> 
     assert plain[:5] == ["1 (plain `fedctl run`)", "50.0", "150", "0.25", "1.00"]
     assert plain[-1] == "-"  # no claim wait without shards
     assert sharded[:5] == ["2 x `--shards 2`", "100.0", "300", "0.50", "2.00"]
-    assert sharded[5:8] == ["3.5 / 3.0", "6.5", "250 / 250"]
+    assert sharded[5:8] == ["4.0 (3.5) / 3.5 (3.0)", "7.5 (6.5)", "250 / 250"]
     assert sharded[-1] == "17.5"
+
+
+def test_cpu_cells_print_gross_beside_net_so_a_zero_net_is_visible() -> None:
+    assert scale.cpu_cells([12.5, 9.0], [0.0, 3.25]) == "12.5 (0.0) / 9.0 (3.2)"
+
+
+def test_arguments_measure_idle_over_a_longer_window_than_the_quiet() -> None:
+    args = scale.parse_args([])
+    assert args.idle_window > args.quiet
 
 
 def test_without_background_leaves_out_heartbeats_and_leases() -> None:

@@ -86,3 +86,24 @@ def test_hub_policies_are_parsed_once_per_version() -> None:
                      "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}}
     first = propagation_policies.parse_policy(body)
     assert first is not None and propagation_policies.parse_policy(dict(body)) is first
+
+
+def test_latest_only_keeps_one_entry_per_object_and_parses_a_large_fleet_once() -> None:
+    """Bindings (one per template) outnumber any fixed limit of versions: a memo of the
+    latest version per object reads 10,000 of them twice and parses each once."""
+    calls: list[int] = []
+
+    def parse(d: Any) -> int:
+        calls.append(1)
+        return int(d["spec"]["replicas"])
+
+    memo = parsed.Memo(parse, limit=1 << 17, latest_only=True)
+    fleet = [doc("1", uid=f"b{i}") for i in range(10_000)]
+    for _ in range(2):
+        for each in fleet:
+            memo(each)
+    assert len(calls) == 10_000 and len(memo) == 10_000
+    assert memo(doc("2", uid="b7", replicas=4)) == 4  # a new version replaces the old one
+    assert len(memo) == 10_000 and len(calls) == 10_001
+    assert memo(doc("1", uid="b7")) == 1  # the old version again: parsed again, not stale
+    assert len(calls) == 10_002

@@ -124,3 +124,30 @@ def test_a_deposed_leader_exits_and_gives_its_shard_up_at_once(
             "holderIdentity"] == ""
 
     virtual.run(scenario())
+
+
+
+def test_the_collector_is_held_while_the_caches_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold start with slow caches (12 s here): no collector pass over the caches while
+    they list, everything frozen once synced; the shard is taken after the sync (a shard
+    round competing with the lists of a 10,000-template fleet missed its renew deadline)."""
+
+    async def scenario() -> None:
+        hub = Hub()
+        mgr, done = sharded_manager(hub, monkeypatch, "r1", rival_leads=True)
+
+        async def slow_sync() -> None:
+            await asyncio.sleep(12)
+
+        monkeypatch.setattr(mgr, "_sync", slow_sync)
+        running = asyncio.create_task(mgr.run())
+        await asyncio.sleep(11)
+        assert mgr.heap.held and mgr.peers is not None and mgr.peers.shard is None
+        await asyncio.sleep(2)
+        assert not mgr.heap.held and mgr.heap.passes == 1  # synced: frozen once
+        await asyncio.sleep(17)  # the shard taken at 12 s, claimed 15 s later
+        assert sorted(done["sharded"]) == sorted(KEYS)
+        mgr.stop()
+        await asyncio.wait_for(running, 40)
+
+    virtual.run(scenario())

@@ -1,0 +1,92 @@
+"""An informer's first list survives a page that times out: the page is asked again with
+the same continue token, not the whole list from the start."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from federation.contexts import cache
+from federation.contexts import client as kube
+from tests.unit.clients import Unserved
+from tests.unit.runtime import virtual
+
+pytestmark = pytest.mark.timeout(10)
+
+
+class SlowPages(Unserved):
+    """Three pages of two ConfigMaps; the pages named in ``failing`` time out once each
+    (``forever``: every time)."""
+
+    name = "hub"
+
+    def __init__(self, failing: set[str], forever: bool = False) -> None:
+        self.failing = failing
+        self.forever = forever
+        self.asked: list[str] = []
+
+    async def list(self, resource: kube.Resource, namespace: str | None = None,
+                   **params: Any) -> dict[str, Any]:
+        token = params.get("continue") or "p0"
+        self.asked.append(token)
+        if token in self.failing:
+            if not self.forever:
+                self.failing.discard(token)
+            raise kube.ClusterUnavailable("hub", f"GET page {token}: timed out")
+        index = int(token[1:])
+        items = [{"metadata": {"name": f"c{index}-{i}", "namespace": "ns",
+                               "resourceVersion": "1"}} for i in range(2)]
+        meta = {"resourceVersion": "9"} if index == 2 else {"continue": f"p{index + 1}"}
+        return {"items": items, "metadata": meta}
+
+    async def watch(self, resource: kube.Resource, **_: Any) -> AsyncIterator[dict[str, Any]]:
+        await asyncio.sleep(3600)
+        yield {}
+
+
+async def synced(client: SlowPages, timeout: float = 60) -> cache.Informer:
+    informer = cache.Informer(client, kube.CONFIGMAPS)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.synced.wait(), timeout)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return informer
+
+
+def test_a_page_that_times_out_is_asked_again_not_the_whole_list() -> None:
+    async def scenario() -> None:
+        client = SlowPages({"p1", "p2"})
+        informer = await synced(client)
+        assert client.asked == ["p0", "p1", "p1", "p2", "p2"]  # p0 was never asked again
+        assert len(informer.store) == 6 and informer.lists == 1 and informer.restarts == 0
+
+    virtual.run(scenario())
+
+
+def test_a_page_that_keeps_failing_starts_the_list_over_after_the_retries() -> None:
+    async def scenario() -> None:
+        client = SlowPages({"p1"}, forever=True)
+        informer = cache.Informer(client, kube.CONFIGMAPS)
+        task = asyncio.create_task(informer.run())
+        await asyncio.sleep(4)  # three retries 0.8 s apart, then the informer's backoff
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert client.asked[:5] == ["p0", "p1", "p1", "p1", "p1"]
+        assert informer.restarts >= 1 and not informer.synced.is_set()
+
+    virtual.run(scenario())
+
+
+def test_a_first_page_that_fails_is_the_informers_backoff_as_before() -> None:
+    async def scenario() -> None:
+        client = SlowPages({"p0"})
+        informer = await synced(client)
+        assert client.asked[:2] == ["p0", "p0"] and informer.restarts == 1
+        assert len(informer.store) == 6
+
+    virtual.run(scenario())
