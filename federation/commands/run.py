@@ -167,7 +167,7 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(quiet_closed_tls)
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, mgr.stop)
+        loop.add_signal_handler(signum, _stopping, mgr, work, signum)
     from federation.controllers import install
 
     hub_client = mgr.clusters.hub.client
@@ -187,6 +187,13 @@ async def serve(mgr: manager.Manager, work: WorkServer | None = None,
         if work is not None:
             await work.stop()
         await mgr.close()  # every exit path: no connection is left for the GC to report
+
+
+def _stopping(mgr: manager.Manager, work: WorkServer | None, signum: int) -> None:
+    log.info("%s: stopping", signal.Signals(signum).name)
+    mgr.stop()
+    if work is not None:
+        work.stopping()
 
 
 def _sharding(shards: int) -> bool:

@@ -23,11 +23,13 @@ Start order, as in controller-runtime:
 5. Controllers and other runnables that need leadership.
 
 It stops on :meth:`Manager.stop` (``fedctl run`` wires SIGTERM and SIGINT to
-it) or when leadership is lost. Shutdown is bounded by ``shutdown_timeout``:
-queues stop taking keys, workers finish the reconcile in hand, the Lease is
-released, informers are cancelled, connections closed; whatever is still
-running at the deadline is cancelled. On a **loss** of leadership nothing is
-allowed to finish: the fence (see :mod:`federation.runtime.leader`) already
+it) or when leadership is lost. On a stop, queues stop taking keys and workers
+get ``drain_timeout`` to finish the reconcile in hand; one still running then (a
+write waiting for a pull member's absent agent, a request to a hub that does not
+answer) is cancelled. Then the shard and leader Leases are released (together
+bounded by ``release_timeout``), every other task is cancelled and connections
+closed; ``shutdown_timeout`` caps the whole. On a **loss** of leadership nothing
+is allowed to finish: the fence (see :mod:`federation.runtime.leader`) already
 refuses every write, and controllers and runnables are cancelled at once.
 
 ``/healthz`` answers 200 while the process runs its loop. ``/readyz`` answers
@@ -58,10 +60,11 @@ import dataclasses
 import ipaddress
 import json
 import logging
+import math
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -127,8 +130,18 @@ class ManagerSettings:
     anyway: a healthy member lists thousands of objects in a second or two; one
     that needs 30 s is treated as down and catches up in the background."""
     shutdown_timeout: float = 30.0
-    """Seconds from SIGTERM to exit (controller-runtime's graceful shutdown
-    default), inside Kubernetes' 30 s termination grace period."""
+    """Seconds from SIGTERM to exit at most (controller-runtime's graceful shutdown
+    default; the shipped Deployment's grace period is longer). The phases below are
+    bounded on their own, so a clean stop takes a fraction of it."""
+    drain_timeout: float = 5.0
+    """Seconds workers get after a stop to finish the reconcile in hand. Reconciles take
+    milliseconds; one that waits longer waits on something that may not come in time (a
+    pull member's agent that left: its write waits for it up to 30 s; a hub that does
+    not answer: 10 s a request), so it is cancelled and reconciled again by whoever
+    holds its key next, from what is there then (reconciles are level-triggered)."""
+    release_timeout: float = 5.0
+    """Seconds to give the shard and leader Leases up. A hub that does not answer by
+    then cannot hand them over anyway: the others take them when they expire."""
     field_manager: str = "federation"
     """The server-side apply field manager of every write this manager makes."""
     shards: int = 0
@@ -588,7 +601,13 @@ class Manager:
         return client
 
     async def _shutdown(self, lost: bool = False) -> None:
-        deadline = time.monotonic() + self.settings.shutdown_timeout
+        loop = asyncio.get_running_loop()  # its clock: the waits below are timed by it
+        started = loop.time()
+        deadline = started + self.settings.shutdown_timeout
+
+        def left(limit: float = math.inf) -> float:
+            return max(min(deadline - loop.time(), limit), 0.1)
+
         for ctl in self.controllers:
             ctl.shutdown()
         workers = [t for t in self._tasks if t.get_name().startswith("controller ")]
@@ -598,35 +617,48 @@ class Manager:
                                  if t.get_name() in {n for n, _ in self.runnables}]
             log.warning("leadership lost: cancelling %d controllers and runnables now",
                         len(leading))
-            for task in leading:
-                task.cancel()
-            await asyncio.gather(*leading, return_exceptions=True)
+            await _cancel(leading, left())
         elif workers:
-            _, pending = await asyncio.wait(workers, timeout=max(deadline - time.monotonic(), 0))
-            for task in pending:
-                log.warning("%s did not finish in time; cancelling", task.get_name())
-        await self._release(deadline, lost)
+            await self._drain(workers, left(self.settings.drain_timeout), left)
+        await self._release(lost, left)
         if self.elector is not None:
             self.elector.fence.revoke("shutting down")
         if self.peers is not None and self.peers.revoked is None:
             self.peers.revoked = "shutting down"
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await _cancel(self._tasks, left())
         self._tasks.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.close(), max(deadline - time.monotonic(), 0.1))
-        log.info("manager stopped")
+            await asyncio.wait_for(self.close(), left())
+        log.info("manager stopped in %.1fs", loop.time() - started)
 
-    async def _release(self, deadline: float, lost: bool) -> None:
+    async def _drain(self, workers: list[asyncio.Task[Any]], timeout: float,
+                     left: Callable[[], float]) -> None:
+        """Let the workers finish the reconcile in hand for ``timeout``; cancel the rest."""
+        _, pending = await asyncio.wait(workers, timeout=timeout)
+        if not pending:
+            return
+        busy = [t.get_name() for t in asyncio.all_tasks()
+                if " worker " in t.get_name() and not t.done()]
+        log.warning("%d reconciles still running %.1fs after the stop (%s); cancelling them: "
+                    "they are reconciled again by whoever holds their keys next", len(busy),
+                    timeout, ", ".join(sorted(busy)[:5]) + (", ..." if len(busy) > 5 else ""))
+        await _cancel(pending, left())
+
+    async def _release(self, lost: bool, left: Callable[[float], float]) -> None:
         """Give the shard and the leadership up so others take over now. After a loss only
         the shard (if its own permit still holds: ``Peers.release`` checks), since the
-        leadership may be someone else's; a lost shard is never released."""
+        leadership may be someone else's; a lost shard is never released. Both within
+        ``release_timeout``: a hub that does not answer cannot hand them over anyway."""
+        end = asyncio.get_running_loop().time() + self.settings.release_timeout
         for release in (self.peers.release if self.peers else None,
                         None if lost else self.elector.release if self.elector else None):
             if release is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(release(), max(deadline - time.monotonic(), 0.1))
+                timeout = left(end - asyncio.get_running_loop().time())
+                try:
+                    await asyncio.wait_for(release(), timeout)
+                except TimeoutError:
+                    log.warning("the hub did not answer the release of a Lease in %.1fs; "
+                                "the others take it when it expires", timeout)
 
     async def close(self) -> None:
         """Close servers, caches and every connection; safe to call more than once, and on
@@ -660,6 +692,19 @@ async def _first(*waitables: asyncio.Event | asyncio.Future[Any]) -> None:
     finally:
         for task in owned:
             task.cancel()
+
+
+async def _cancel(tasks: Collection[asyncio.Task[Any]], timeout: float) -> None:
+    """Cancel ``tasks`` and wait up to ``timeout`` for them to end (a task that catches
+    its cancellation and goes on waiting must not hold the process)."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        ended, stuck = await asyncio.wait(tasks, timeout=timeout)
+        for task in ended:
+            _ = task.cancelled() or task.exception()  # retrieved: ended as they may
+        for task in stuck:
+            log.warning("%s did not end when cancelled; leaving it", task.get_name())
 
 
 def _report_crash(task: asyncio.Task[Any]) -> None:

@@ -314,6 +314,22 @@ class PullState:
         self._discoveries.clear()
         self._wake.set()
 
+    def abandon(self, why: str) -> int:
+        """The control plane is stopping: with no agent connected, nothing awaited will
+        be answered before it exits, so every writer waiting is told now (a retryable
+        :class:`ClusterUnavailable`, as when ``write_timeout`` passes: the Work stays queued
+        and fenced). With an agent connected, answers come: nothing changes. The number of
+        writers told."""
+        if self.connected:
+            return 0
+        told = 0
+        for future in self.waiters.values():
+            if not future.done():
+                future.set_exception(AgentGone(why))
+                told += 1
+        self.waiters.clear()
+        return told
+
     def track(self, record: identity.CertificateRecord) -> None:
         """Accept the serials of ``record`` from now on; a live stream whose certificate it
         no longer accepts ends at once (a re-join revokes)."""

@@ -214,6 +214,16 @@ class WorkServer:
         log.info("work server listening on %s (port %d)", address, self.port)
         return self.port
 
+    def stopping(self) -> None:
+        """The control plane is stopping (SIGTERM): writes waiting for an agent that has
+        left fail now, so the manager's drain does not wait for them (docs/runtime.md,
+        "Shutdown"). Streams stay open until :meth:`stop`."""
+        for name, state in self.states.items():
+            told = state.abandon("the control plane is stopping")
+            if told:
+                log.info("%s: %d writes waiting for its agent failed: the control plane is "
+                         "stopping", name, told)
+
     async def stop(self, grace: float = 1.0) -> None:
         for state in self.states.values():
             state.disconnect("the control plane is stopping")

@@ -76,12 +76,16 @@ class ControlPlane:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            started = time.monotonic()
             self.process.terminate()
             try:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+            with self.log_path.open("a") as log:
+                log.write(f"== SIGTERM -> exit {time.monotonic() - started:.1f}s "
+                          f"(status {self.process.returncode})\n")
 
     def log_tail(self, lines: int = 40) -> str:
         try:
