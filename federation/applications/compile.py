@@ -113,7 +113,13 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
             rendered_inputs={i.from_: workflow.input_value(values or {}, i.from_)
                              for i in item.step.inputs}))
     replication.check_named(spec, [item.step for item in flow.flatten(spec)])
-    chosen = list(known.values())
+    return _assemble(spec, specs, targets, notifications, beside, list(known.values()))
+
+
+def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
+              targets: dict[str, policies.Target], notifications: dict[str, model.Notification],
+              beside: _Beside, chosen: list[model.PolicySpec]) -> Compiled:
+    """The compiled revision from its rendered steps and the policies it chose."""
     made_by = {key: made for target in targets.values() for key, made in
                target.made_by.items()}
     return _shared(Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
@@ -124,7 +130,6 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                             beside.cleans, beside.awaits, beside.collects,
                             resource_policies.resource_update_of(chosen, made_by)),
                    chosen, made_by)
-
 
 def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
             made_by: resource_policies.Provenance) -> Compiled:
