@@ -16,8 +16,8 @@ from federation.applications import depends_on_app, model
 from federation.contexts.client import ApiError
 from federation.controllers.applications import dependencies
 from federation.controllers.applications.settings import ApplicationSettings
+from tests.unit.applications import test_vela_steps as vela_steps
 from tests.unit.applications.test_controller import MC, REQUEST, Clock, set_app
-from tests.unit.applications.test_controller_workflow_io import without_nulls
 from tests.unit.applications.test_vela_steps import DEPENDING, dry_run, steps_of
 from tests.unit.controllers import fakes
 from tests.unit.controllers.applications import fakes as app_fakes
@@ -130,23 +130,9 @@ def test_a_configmap_without_the_application_key_is_refused() -> None:
 # -- on the in-memory fleet ------------------------------------------------------------------
 
 
-async def reconcile(mc: MC, times: int, recorder: app_fakes.Recorder | None = None,
-                    clock: Clock | None = None) -> JSON:
-    """Reconciles of shop/shop as it is on the hub, each by a new controller."""
-    clock = clock or Clock()
-    status: JSON = {}
-    for _ in range(times):
-        reconciler = app_fakes.reconciler(mc, recorder or app_fakes.Recorder(),
-                                          ApplicationSettings(local_cluster="member1"),
-                                          clock=clock)
-        await reconciler.reconcile(REQUEST)
-        live = mc.find("hub", "Application", "shop", "shop")
-        assert live is not None
-        live["status"] = without_nulls(live["status"])
-        mc.put("hub", live)
-        status = live["status"]
-        clock.now += 1
-    return status
+async def reconcile(mc: MC, times: int, recorder: app_fakes.Recorder | None = None) -> JSON:
+    """Reconciles of shop/shop as it is on the hub, each by a new controller, all ``times``."""
+    return await vela_steps.reconcile(mc, times, recorder=recorder, until_done=False)
 
 
 def applications(mc: MC) -> dict[tuple[str, str], JSON]:

@@ -211,13 +211,17 @@ async def run(mc: MC, app: JSON, times: int = 10) -> JSON:
     return await reconcile(mc, times)
 
 
-async def reconcile(mc: MC, times: int, clock: Clock | None = None) -> JSON:
-    """Reconciles of the Application as it is on the hub, each by a new controller."""
+async def reconcile(mc: MC, times: int, clock: Clock | None = None, *,
+                    recorder: app_fakes.Recorder | None = None,
+                    until_done: bool = True) -> JSON:
+    """Reconciles of the Application as it is on the hub, each by a new controller
+    (``until_done``: no more once the workflow succeeded or failed)."""
     clock = clock or Clock()
     status: JSON = {}
     settings = ApplicationSettings(local_cluster="member1")
     for _ in range(times):
-        reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), settings, clock=clock)
+        reconciler = app_fakes.reconciler(mc, recorder or app_fakes.Recorder(), settings,
+                                          clock=clock)
         await reconciler.reconcile(REQUEST)
         live = mc.find("hub", "Application", "shop", "shop")
         assert live is not None
@@ -225,7 +229,7 @@ async def reconcile(mc: MC, times: int, clock: Clock | None = None) -> JSON:
         mc.put("hub", live)
         status = live["status"]
         clock.now += 1
-        if status.get("workflow", {}).get("phase") in ("succeeded", "failed"):
+        if until_done and status.get("workflow", {}).get("phase") in ("succeeded", "failed"):
             break
     return status
 
