@@ -139,13 +139,19 @@ async def test_kubevelas_three_applications_share_one_configmap(mc: MC) -> None:
     assert cm(mc, "non-shared-app3") is None
 
 
-async def test_the_owner_no_longer_rendering_it_hands_it_to_a_sharer(mc: MC) -> None:
-    await deploy(mc, sharing_app("app1"), sharing_app("app2"))
-    without = sharing_app("app1")
+def stop_rendering_the_shared_object(mc: MC, name: str) -> None:
+    """shop/``name`` on the hub without its first component (the one rendering the shared
+    ConfigMap), its metadata and status kept."""
+    without = sharing_app(name)
     del without["spec"]["components"][0]
-    live = mc.find("hub", "Application", "app1", "shop")
+    live = mc.find("hub", "Application", name, "shop")
     assert live is not None
     mc.put("hub", {**without, "metadata": live["metadata"], "status": live["status"]})
+
+
+async def test_the_owner_no_longer_rendering_it_hands_it_to_a_sharer(mc: MC) -> None:
+    await deploy(mc, sharing_app("app1"), sharing_app("app2"))
+    stop_rendering_the_shared_object(mc, "app1")
     await reconcile(mc, "shop", "app1", 1)
     assert owner_of(cm(mc, "shared")) == "shop/app2"
     assert "shared" not in entries(mc, "shop", "app1")  # handed over: out of its tracker
@@ -227,11 +233,7 @@ async def test_attack_a_sharer_never_writes_the_object(mc: MC) -> None:
 
 async def test_attack_a_sharer_leaving_or_deleted_never_deletes_it(mc: MC) -> None:
     await deploy(mc, sharing_app("app1"), sharing_app("app2"))
-    without = sharing_app("app2")
-    del without["spec"]["components"][0]
-    live = mc.find("hub", "Application", "app2", "shop")
-    assert live is not None
-    mc.put("hub", {**without, "metadata": live["metadata"], "status": live["status"]})
+    stop_rendering_the_shared_object(mc, "app2")
     await reconcile(mc, "shop", "app2")
     assert owner_of(cm(mc, "shared")) == "shop/app1"
     assert "shared" not in entries(mc, "shop", "app2")

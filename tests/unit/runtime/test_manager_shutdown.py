@@ -102,11 +102,13 @@ def test_a_reconcile_waiting_for_an_absent_agent_is_cancelled_and_the_leases_rel
     assert drain <= took < drain + 1.0, took
 
 
+async def idle(request: reconcile.Request) -> None:
+    """A reconcile with nothing to do."""
+    return None
+
+
 def test_a_stop_with_nothing_in_hand_releases_the_leases_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    async def idle(request: reconcile.Request) -> None:
-        return None
-
     async def scenario() -> float:
         hub = Hub()
         mgr, _ = lone_replica(hub, monkeypatch, idle)
@@ -125,9 +127,6 @@ def test_a_hub_that_does_not_answer_the_releases_holds_the_stop_release_timeout_
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Both releases hang (the hub is partitioned away as SIGTERM comes): the stop ends
     ``release_timeout`` later, the Leases left to expire, the permit revoked all the same."""
-    async def idle(request: reconcile.Request) -> None:
-        return None
-
     async def scenario() -> float:
         hub = Hub()
         mgr, clients = lone_replica(hub, monkeypatch, idle)
