@@ -86,8 +86,11 @@ def allocated(workloads: Iterable[Mapping[str, Any]],
               allocations: Allocations | None = None) -> dict[str, float]:
     """What the ``workloads`` (each with its ``kind``) request; ``allocations`` remembers
     each one's share between calls."""
-    return (allocations or Allocations()).total(
-        (str(w.get("kind") or ""), w) for w in workloads)
+    return (allocations or Allocations()).total(_kinded(workloads))
+
+
+def _kinded(workloads: Iterable[Mapping[str, Any]]) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    return ((str(w.get("kind") or ""), w) for w in workloads)
 
 
 def share(kind: str, workload: Mapping[str, Any]) -> dict[str, float]:
@@ -132,8 +135,7 @@ class Allocations:
 def summary(nodes: Iterable[Mapping[str, Any]], workloads: Iterable[Mapping[str, Any]],
             allocations: Allocations | None = None) -> JSON:
     """``status.resourceSummary`` of a MemberCluster (cpu in millicores, memory in bytes)."""
-    return {"allocatable": _format(allocatable(nodes)),
-            "allocated": _format(allocated(workloads, allocations))}
+    return member_summary(nodes, _kinded(workloads), allocations or Allocations())
 
 
 def member_summary(nodes: Iterable[Mapping[str, Any]],
