@@ -308,10 +308,7 @@ class PullState:
         self.agent_detail = f"agent disconnected: {why}"
         for mirror in self.mirrors.values():
             mirror.close_watches()
-        for future in self._discoveries.values():
-            if not future.done():
-                future.set_exception(AgentGone(why))
-        self._discoveries.clear()
+        _fail_waiting(self._discoveries, why)
         self._wake.set()
 
     def abandon(self, why: str) -> int:
@@ -322,13 +319,7 @@ class PullState:
         writers told."""
         if self.connected:
             return 0
-        told = 0
-        for future in self.waiters.values():
-            if not future.done():
-                future.set_exception(AgentGone(why))
-                told += 1
-        self.waiters.clear()
-        return told
+        return _fail_waiting(self.waiters, why)
 
     def track(self, record: identity.CertificateRecord) -> None:
         """Accept the serials of ``record`` from now on; a live stream whose certificate it
@@ -764,3 +755,15 @@ def _discovery_path(path: str) -> bool:
     if not parts or parts[0] not in ("api", "apis"):
         return False
     return len(parts) <= (2 if parts[0] == "api" else 3)
+
+
+def _fail_waiting(futures: dict[Any, asyncio.Future[Any]], why: str) -> int:
+    """Fail every future of ``futures`` still waiting with :class:`AgentGone` and forget
+    them all; the number failed."""
+    failed = 0
+    for future in futures.values():
+        if not future.done():
+            future.set_exception(AgentGone(why))
+            failed += 1
+    futures.clear()
+    return failed
