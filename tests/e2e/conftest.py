@@ -98,13 +98,20 @@ class ControlPlane:
 def control_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
                   ) -> Iterator[ControlPlane]:
     """`fedctl install` + `fedctl run` for the tests of one module."""
-    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
-               tmp_path_factory.mktemp("run") / "fedctl-run.log")
     # Simulated reloaders listen on loopback, which the outbound policy refuses unless allowed
     # (as the local fleet's control plane does; tests/e2e/test_security_rollout.py runs one
     # without it).
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8",
-                         "--reloader-allow", "127.0.0.0/8")
+    yield from running_plane(fleet_session, tmp_path_factory, "--cleanup-wait", "8",
+                             "--reloader-allow", "127.0.0.0/8")
+
+
+def running_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory,
+                  *args: str) -> Iterator[ControlPlane]:
+    """A module's `fedctl run` with ``args`` (its log where FEDERATION_TEST_RUN_LOG says),
+    stopped after the module's tests: a module fixture yields from it."""
+    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
+               tmp_path_factory.mktemp("run") / "fedctl-run.log")
+    plane = ControlPlane(fleet_session, log, *args)
     plane.start()
     try:
         yield plane

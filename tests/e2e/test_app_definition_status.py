@@ -8,16 +8,14 @@ the member's controller by annotating the object there); then healthy and runnin
 from __future__ import annotations
 
 import functools
-import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane
+from tests.e2e.conftest import ControlPlane, running_plane
 from tests.e2e.helpers import apply, get_or_none, wait_for
 
 APP_API = "core.oam.dev/v1beta1"
@@ -48,15 +46,8 @@ message: "ready=\\(_ready) in \\(context.cluster)"
 @pytest.fixture(scope="module")
 def status_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
                  ) -> Iterator[ControlPlane]:
-    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
-               tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8")
-    plane.start()
     fleet_session.kubectl("hub", "create", "namespace", "vela-system", check=False)
-    try:
-        yield plane
-    finally:
-        plane.stop()
+    yield from running_plane(fleet_session, tmp_path_factory, "--cleanup-wait", "8")
 
 
 @pytest.fixture

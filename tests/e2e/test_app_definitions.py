@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane
+from tests.e2e.conftest import ControlPlane, running_plane
 from tests.e2e.helpers import apply, get_or_none, healthz_seconds, wait_for
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kubevela" / "definitions.yaml"
@@ -35,15 +34,8 @@ def kubevela_definitions() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def defs_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[ControlPlane]:
-    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
-               tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8")
-    plane.start()
     fleet_session.kubectl("hub", "create", "namespace", "vela-system", check=False)
-    try:
-        yield plane
-    finally:
-        plane.stop()
+    yield from running_plane(fleet_session, tmp_path_factory, "--cleanup-wait", "8")
 
 
 @pytest.fixture

@@ -9,31 +9,22 @@ with the last of them).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane
+from tests.e2e.conftest import ControlPlane, running_plane
 from tests.e2e.helpers import apply, get_or_none, wait_for
 
 
 @pytest.fixture(scope="module")
 def plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[ControlPlane]:
-    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
-               tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    control = ControlPlane(fleet_session, log, "--app-local-cluster", "member1")
-    control.start()
-    try:
-        yield control
-    finally:
-        control.stop()
+    yield from running_plane(fleet_session, tmp_path_factory, "--app-local-cluster", "member1")
 
 
 @pytest.fixture

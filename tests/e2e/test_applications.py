@@ -6,18 +6,16 @@ failing release stopped at the canary and rolled back, and clean-up.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane
+from tests.e2e.conftest import ControlPlane, running_plane
 from tests.e2e.helpers import apply, get_or_none, wait_for
 
 MEMBERS = ("member1", "member2", "member3")
@@ -27,15 +25,8 @@ APP_API = "core.oam.dev/v1beta1"
 @pytest.fixture(scope="module")
 def apps_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[ControlPlane]:
-    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
-               tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8",
-                         "--app-local-cluster", "member1")
-    plane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
+    yield from running_plane(fleet_session, tmp_path_factory, "--cleanup-wait", "8",
+                             "--app-local-cluster", "member1")
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ blackholed webhook below is really dialled and really holds its POSTs for their 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import urllib.request
@@ -25,7 +24,6 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +31,7 @@ import pytest
 from federation.contexts import egress
 from tests.conftest import TestFleet
 from tests.e2e import hostile_rollouts
-from tests.e2e.conftest import ControlPlane
+from tests.e2e.conftest import ControlPlane, running_plane
 from tests.e2e.helpers import TcpListener, apply, apply_notification_app, get_or_none, wait_for
 from tests.e2e.test_rollouts import DYNAMIC, INI, MEMBERS, TIMEOUT, start
 
@@ -42,15 +40,8 @@ from tests.e2e.test_rollouts import DYNAMIC, INI, MEMBERS, TIMEOUT, start
 def strict_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
                  ) -> Iterator[ControlPlane]:
     """``fedctl run`` with the default outbound policy: public reloader addresses only."""
-    log = Path(os.environ.get("FEDERATION_TEST_RUN_LOG") or
-               tmp_path_factory.mktemp("run") / "fedctl-run.log")
-    plane = ControlPlane(fleet_session, log, "--cleanup-wait", "8",
-                         "--notification-allow", "127.0.0.0/8")
-    plane.start()
-    try:
-        yield plane
-    finally:
-        plane.stop()
+    yield from running_plane(fleet_session, tmp_path_factory, "--cleanup-wait", "8",
+                             "--notification-allow", "127.0.0.0/8")
 
 
 @pytest.fixture
