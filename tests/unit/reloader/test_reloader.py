@@ -420,7 +420,7 @@ def _running(pid: int) -> bool:
     """Alive and not a zombie waiting to be reaped."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except OSError:  # gone, or reaped between the open and the read (ESRCH)
         return False
     return state != "Z"
 
