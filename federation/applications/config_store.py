@@ -227,8 +227,9 @@ def decide(chosen: StoreStep, namespace: str, owner: str,
     if chosen.kind == "read":
         found = properties_of(live) if live is not None and is_store(live) else None
         if found is None:
-            why = "its template is sensitive: never read" if live is not None and \
-                is_store(live) and _sensitive(live) else missing(chosen.name)
+            why = f"config {chosen.name}: its template is sensitive: never read" \
+                if live is not None and is_store(live) and _sensitive(live) \
+                else missing(chosen.name)
             return Decision("failed", why)
         return Decision("done", f"config {chosen.name} read", {"config": found})
     if chosen.kind == "delete":
