@@ -345,3 +345,32 @@ async def test_a_failed_write_is_retried_and_never_reported_done() -> None:
     assert create["phase"] == "running"
     assert base64.b64decode(must(mc, "hub", "Secret", "db")["data"]["password"]).decode() == VALUE
     assert VALUE not in json.dumps(live["status"])
+
+
+async def test_a_delete_never_takes_a_secret_put_in_the_configs_place() -> None:
+    """Between the read of the store Secret and its delete, someone replaces it with a
+    Secret that is not a config: the delete carries the version read (UID and
+    resourceVersion), so it fails and the new Secret is kept."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    mc.put("hub", store_secret("db", {"k": 1}))
+    set_app(mc, application(step("delete-config")))
+    reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=Clock())
+    original = mc.cluster
+
+    def racing(name: str) -> Any:
+        writer = original(name)
+        delete = writer.delete
+
+        async def raced(resource: Resource, *args: Any, **kw: Any) -> JSON:
+            if resource.kind == "Secret" and name == "hub":
+                mc.put("hub", plain_secret())
+            return await delete(resource, *args, **kw)
+        writer.delete = raced  # type: ignore[method-assign]
+        return writer
+    mc.cluster = racing  # type: ignore[method-assign]
+    await reconciler.reconcile(REQUEST)
+    live = mc.find("hub", "Application", "shop", "shop")
+    assert live is not None
+    assert steps_of(live["status"])["delete-config"]["phase"] == "running"
+    kept = must(mc, "hub", "Secret", "db")
+    assert base64.b64decode(kept["data"]["password"]).decode() == VALUE
