@@ -91,7 +91,7 @@ def test_a_config_is_written_read_used_in_a_member_and_deleted(
     steps = {s["name"]: s for s in workflow_of(fleet, ns)["steps"]}
     phases = {name: (s["phase"], s["reason"]) for name, s in steps.items()}
     assert phases == {"write": ("succeeded", "Written"), "read": ("succeeded", "Read"),
-                      "use": ("succeeded", ""), "forget": ("succeeded", "Deleted"),
+                      "use": ("succeeded", "Healthy"), "forget": ("succeeded", "Deleted"),
                       "neighbour": ("failed", "Execute")}, phases
     # the neighbour is answered as a missing config, and nothing of it is anywhere
     assert steps["neighbour"]["message"] == "no config neighbour in the store of this namespace"
