@@ -116,6 +116,15 @@ def decision(fleet: TestFleet, name: str, namespace: str) -> dict[str, int]:
             if e.get("replicas")}
 
 
+def placed_as(fleet: TestFleet, name: str, namespace: str) -> dict[str, int]:
+    """:func:`decision`, or {} while the binding is not made yet (a wait right after the
+    apply may look before the control plane made it)."""
+    if get_or_none(fleet, "hub", "resourcebindings.work.federation.io", f"{name}-deployment",
+                   "-n", namespace) is None:
+        return {}
+    return decision(fleet, name, namespace)
+
+
 def ready_on(fleet: TestFleet, name: str, namespace: str,
              members: tuple[str, ...]) -> dict[str, int]:
     """Ready replicas of our copy per member (kubectl on each member)."""
@@ -149,9 +158,9 @@ def deploy_both(fleet: TestFleet, ns: str) -> dict[str, int]:
           policy("tolerant", ns, DYNAMIC, tolerating(TOLERATION)),
           policy("intolerant", ns, EQUAL, []), settings, duplicated)
     wait_for(lambda: config_uid(fleet, ns), timeout=60, what="settings in member2")
-    wait_for(lambda: decision(fleet, "intolerant", ns) == {m: 2 for m in MEMBERS},
+    wait_for(lambda: placed_as(fleet, "intolerant", ns) == {m: 2 for m in MEMBERS},
              timeout=60, what="intolerant placed 2/2/2")
-    placed = wait_for(lambda: (d := decision(fleet, "tolerant", ns)) and sum(d.values()) == 6
+    placed = wait_for(lambda: (d := placed_as(fleet, "tolerant", ns)) and sum(d.values()) == 6
                       and d, timeout=60, what="tolerant placed")
     assert placed.get("member2"), f"tolerant has nothing on member2 to fail over: {placed}"
     for name in ("tolerant", "intolerant"):
@@ -285,7 +294,7 @@ def test_flapping_member_moves_nothing(fleet: TestFleet, ns: str) -> None:
     """member2 frozen 3 s at a time, three times (below the failure threshold): it never
     turns NotReady and nothing moves, even for a policy that tolerates 0 s."""
     apply(fleet, "hub", deployment("eager", ns), policy("eager", ns, EQUAL, tolerating(0)))
-    wait_for(lambda: decision(fleet, "eager", ns) == {m: 2 for m in MEMBERS}, timeout=60,
+    wait_for(lambda: placed_as(fleet, "eager", ns) == {m: 2 for m in MEMBERS}, timeout=60,
              what="eager placed 2/2/2")
     wait_for(lambda: sum(ready_on(fleet, "eager", ns, MEMBERS).values()) == 6, timeout=60,
              what="eager ready")
