@@ -1059,6 +1059,10 @@ class Bench:
         self.rows.append(judged("restart", "start -> idle (s)", idle_at - started, ".1f",
                                 "<= 10", lambda v: v <= 10))
         self.rows.append(info("restart", "control plane CPU to idle (s)", cpu, ".1f"))
+        counts = await self.plane.counts()  # from its spawn
+        for measure, value in counts_per_template(counts, total):
+            self.rows.append(info("restart", f"{measure} per template", value, ".2f"))
+        log(f"restart: control plane counts {breakdown(counts, top=30)}")
         log(f"restart: hub writes {breakdown(hub)}; member writes {breakdown(member)}")
 
     async def propagated_templates(self) -> int:
