@@ -641,6 +641,9 @@ class Run:
         collections.Counter(), collections.Counter())
     """What the hub's and the members' API servers served (:func:`server_traffic`) from
     before the first create until quiet (the bench's own watches and creates included)."""
+    total_cpu: dict[str, float] = dataclasses.field(default_factory=dict)
+    """The same from the first create to quiet: the whole burst's cost, whatever its pace
+    (a slower burst puts more of its status rounds before the last copy)."""
 
     @property
     def hub_writes_per_template(self) -> float:
@@ -832,6 +835,8 @@ class Bench:
                 f"{watch.missing(names, watch.seen)} copies missing, "
                 f"{watch.missing(names, watch.ready)} not ready")
         quiet = await self.settle()
+        total_cpu = {k: v - owners_before.get(k, 0.0)
+                     for k, v in cpu_by_owner(self.fleet, self.plane.pid).items()}
         hub_after, members_after = await clients.writes()
         traffic_after = await clients.traffic()
         cpu, cpu_window = cpu_seconds(self.plane.pid) - cpu_before, time.monotonic() - cpu_from
@@ -849,7 +854,8 @@ class Bench:
                    hub_writes=delta(hub_after, hub_before),
                    member_writes=delta(members_after, members_before),
                    own_writes=clients.own_hub_writes - own_before, cpu=cpu,
-                   window_cpu=window_cpu, window_writes=window_writes, complete=ready,
+                   window_cpu=window_cpu, total_cpu=total_cpu,
+                   window_writes=window_writes, complete=ready,
                    templates=count, members=len(members),
                    elapsed=(last - started) if done else math.nan,
                    creates_done=max(accepted.values(), default=math.nan) - started,
@@ -912,6 +918,9 @@ class Bench:
                               "{} / {}".format(*run.window_writes)))
         self.rows.append(info(scenario, "CPU s until all copies: " + ", ".join(
             run.window_cpu), " / ".join(f"{v:.1f}" for v in run.window_cpu.values())))
+        self.rows.append(info(scenario, "CPU ms per template, first create -> quiet: " + ", ".join(
+            run.total_cpu), " / ".join(f"{1000 * v / run.templates:.1f}"
+                                       for v in run.total_cpu.values())))
         log(f"{scenario}: hub writes {breakdown(run.hub_writes)} (the bench's own: "
             f"{run.own_writes}); member writes {breakdown(run.member_writes)}")
 
