@@ -159,6 +159,47 @@ async def api_writes(client: kube.ClusterClient) -> collections.Counter[str]:
     return mutating_requests((await client.request_raw("/metrics")).decode())
 
 
+def server_traffic(text: str) -> collections.Counter[str]:
+    """An API server's own account of what it served, every verb: ``requests VERB
+    resource[/subresource]`` (``apiserver_request_total``, all codes; requests for no
+    resource, such as the bench's polls of ``/metrics``, left out), ``watch events KIND``
+    sent to watchers (``apiserver_watch_events_total``) and ``watch bytes KIND`` (the
+    sum of ``apiserver_watch_events_sizes``): what a template costs the server beyond
+    its writes."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in text.splitlines():
+        name = line.split("{", 1)[0]
+        if name not in ("apiserver_request_total", "apiserver_watch_events_total",
+                        "apiserver_watch_events_sizes_sum"):
+            continue
+        labels_text, _, value = line.rpartition("} ")
+        labels = dict(LABEL.findall(labels_text))
+        if name == "apiserver_request_total":
+            if not labels.get("resource") or labels["resource"] == "endpoints":
+                continue
+            what = labels["resource"] + ("/" + labels["subresource"]
+                                         if labels.get("subresource") else "")
+            key = f"requests {labels.get('verb', '?')} {what}"
+        else:
+            kind = labels.get("resource") or labels.get("kind") or "?"
+            key = f"watch {'events' if name.endswith('total') else 'bytes'} {kind}"
+        counts[key] += int(float(value))
+    return counts
+
+
+def traffic_per_template(hub: collections.Counter[str], members: collections.Counter[str],
+                         templates: int) -> list[tuple[str, str]]:
+    """Rows: requests (every verb), watch events and watch KB per template, hub / members."""
+    def total(counts: collections.Counter[str], prefix: str, scale: float = 1.0) -> float:
+        return sum(v for k, v in counts.items() if k.startswith(prefix)) / scale / templates
+
+    return [(f"API server {what} per template: hub / members",
+             f"{total(hub, prefix, scale):.2f} / {total(members, prefix, scale):.2f}")
+            for what, prefix, scale in (("requests (all verbs)", "requests ", 1.0),
+                                        ("watch events sent", "watch events ", 1.0),
+                                        ("watch KB sent", "watch bytes ", 1024.0))]
+
+
 def delta(after: collections.Counter[str], before: collections.Counter[str]
           ) -> collections.Counter[str]:
     return collections.Counter({k: after[k] - before[k] for k in after
@@ -420,6 +461,17 @@ class Clients:
             if exc.status != 409:
                 raise
 
+    async def traffic(self) -> tuple[collections.Counter[str], collections.Counter[str]]:
+        """:func:`server_traffic` so far: the hub's, and all members' together."""
+        async def of(client: kube.ClusterClient) -> collections.Counter[str]:
+            return server_traffic((await client.request_raw("/metrics")).decode())
+
+        hub = await of(self.hub)
+        members: collections.Counter[str] = collections.Counter()
+        for counts in await asyncio.gather(*(of(c) for c in self.member.values())):
+            members.update(counts)
+        return hub, members
+
     async def writes(self) -> tuple[collections.Counter[str], collections.Counter[str]]:
         """Mutating requests so far: the hub's, and all members' together."""
         hub = await api_writes(self.hub)
@@ -585,6 +637,13 @@ class Run:
     ``cpu`` (first create to quiet)."""
     counts: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     """The control plane's own counters (:func:`plane_counts`) over the same window."""
+    traffic: tuple[collections.Counter[str], collections.Counter[str]] = (
+        collections.Counter(), collections.Counter())
+    """What the hub's and the members' API servers served (:func:`server_traffic`) from
+    before the first create until quiet (the bench's own watches and creates included)."""
+    total_cpu: dict[str, float] = dataclasses.field(default_factory=dict)
+    """The same from the first create to quiet: the whole burst's cost, whatever its pace
+    (a slower burst puts more of its status rounds before the last copy)."""
 
     @property
     def hub_writes_per_template(self) -> float:
@@ -733,6 +792,7 @@ class Bench:
         await asyncio.sleep(1)  # the policy reaches the control plane's cache first
         own_before = clients.own_hub_writes
         hub_before, members_before = await clients.writes()
+        traffic_before = await clients.traffic()
         rest = await self.plane_at_rest()
         counts_before = await self.plane.counts()  # read outside the CPU window
         cpu_before, cpu_from = cpu_seconds(self.plane.pid), time.monotonic()
@@ -775,7 +835,10 @@ class Bench:
                 f"{watch.missing(names, watch.seen)} copies missing, "
                 f"{watch.missing(names, watch.ready)} not ready")
         quiet = await self.settle()
+        total_cpu = {k: v - owners_before.get(k, 0.0)
+                     for k, v in cpu_by_owner(self.fleet, self.plane.pid).items()}
         hub_after, members_after = await clients.writes()
+        traffic_after = await clients.traffic()
         cpu, cpu_window = cpu_seconds(self.plane.pid) - cpu_before, time.monotonic() - cpu_from
         profile = await self.plane.profile_window("dump")
         counts = delta(await self.plane.counts(), counts_before)
@@ -791,11 +854,14 @@ class Bench:
                    hub_writes=delta(hub_after, hub_before),
                    member_writes=delta(members_after, members_before),
                    own_writes=clients.own_hub_writes - own_before, cpu=cpu,
-                   window_cpu=window_cpu, window_writes=window_writes, complete=ready,
+                   window_cpu=window_cpu, total_cpu=total_cpu,
+                   window_writes=window_writes, complete=ready,
                    templates=count, members=len(members),
                    elapsed=(last - started) if done else math.nan,
                    creates_done=max(accepted.values(), default=math.nan) - started,
-                   profile=profile, rest=rest, cpu_window=cpu_window, counts=counts)
+                   profile=profile, rest=rest, cpu_window=cpu_window, counts=counts,
+                   traffic=(delta(traffic_after[0], traffic_before[0]),
+                            delta(traffic_after[1], traffic_before[1])))
 
     def report(self, scenario: str, run: Run, p99_target: float | None) -> None:
         note = "" if run.complete else " (incomplete: timed out)"
@@ -835,6 +901,11 @@ class Bench:
             self.rows.append(info(scenario, f"{measure} per template", value, ".2f"))
         if run.counts:
             log(f"{scenario}: control plane counts {breakdown(run.counts, top=30)}")
+        for measure, shown in traffic_per_template(*run.traffic, run.templates):
+            self.rows.append(info(scenario, measure, shown))
+        for where, counts in zip(("hub", "members"), run.traffic, strict=True):
+            log(f"{scenario}: {where} API server served, per template: " + ", ".join(
+                f"{what} {n / run.templates:.2f}" for what, n in counts.most_common(40)))
         if run.profile is not None:
             self.profiles.append((scenario, cpu_profile.summary(
                 run.profile, run.templates, names=PROFILE_STAGES)))
@@ -847,6 +918,9 @@ class Bench:
                               "{} / {}".format(*run.window_writes)))
         self.rows.append(info(scenario, "CPU s until all copies: " + ", ".join(
             run.window_cpu), " / ".join(f"{v:.1f}" for v in run.window_cpu.values())))
+        self.rows.append(info(scenario, "CPU ms per template, first create -> quiet: " + ", ".join(
+            run.total_cpu), " / ".join(f"{1000 * v / run.templates:.1f}"
+                                       for v in run.total_cpu.values())))
         log(f"{scenario}: hub writes {breakdown(run.hub_writes)} (the bench's own: "
             f"{run.own_writes}); member writes {breakdown(run.member_writes)}")
 
@@ -994,6 +1068,10 @@ class Bench:
         self.rows.append(judged("restart", "start -> idle (s)", idle_at - started, ".1f",
                                 "<= 10", lambda v: v <= 10))
         self.rows.append(info("restart", "control plane CPU to idle (s)", cpu, ".1f"))
+        counts = await self.plane.counts()  # from its spawn
+        for measure, value in counts_per_template(counts, total):
+            self.rows.append(info("restart", f"{measure} per template", value, ".2f"))
+        log(f"restart: control plane counts {breakdown(counts, top=30)}")
         log(f"restart: hub writes {breakdown(hub)}; member writes {breakdown(member)}")
 
     async def propagated_templates(self) -> int:

@@ -614,6 +614,13 @@ class ScaleBench(pb.Bench):
                                      " / ".join(f"{v:.2f}" for v in rss)))
         self.rows.append(pb.info("scale", f"{what}: CPU s to idle, per replica", " / ".join(
             f"{c:.1f}" for c in self.cpu())))
+        counts: collections.Counter[str] = collections.Counter()
+        for replica in self.replicas:  # their counters start at the spawn
+            counts.update(await replica.counts())
+        templates = await self.propagated_templates()
+        for measure, value in pb.counts_per_template(counts, templates):
+            self.rows.append(pb.info("scale", f"{what}: {measure} per template", value))
+        log(f"{what}: control plane counts {pb.breakdown(counts, top=30)}")
         log(f"{what}: hub writes {pb.breakdown(hub)}; member writes {pb.breakdown(member)}")
         for index, replica in enumerate(self.replicas):
             profile = await replica.profile_window("dump")  # start -> now (never restarted)

@@ -48,7 +48,10 @@ MEMBER_EVENT_DELAY = 0.5
 """Seconds a member event waits before it reconciles its template. A new copy's status
 changes several times within a second (created, progressing, ready) in every member;
 waiting half a second lets the queue fold those into one reconcile and one status write
-instead of one each, while drift is still reverted well within a second."""
+instead of one each, while drift is still reverted well within a second. Not for the
+events of a first list (the state found at start, not a change): they are queued at
+once, and a template queued already (the hub's own first list queues every template)
+takes none of them (a start of 10,000 templates on 3 members armed 30,000 timers)."""
 
 
 OWN_WRITES_LIMIT = 50_000
@@ -210,7 +213,8 @@ class KindTracker:
 
     def _copy_event(self, event: Event) -> None:
         """A member object changed: reconcile the hub template of the same identity, at
-        :data:`COPY_EVENT_PRIORITY`; our own write coming back reconciles nothing."""
+        :data:`COPY_EVENT_PRIORITY`, after :data:`MEMBER_EVENT_DELAY` unless the event is
+        part of a first list; our own write coming back reconciles nothing."""
         if self.own_writes.echo(event):
             return
         meta = event.obj.get("metadata") or {}
@@ -218,7 +222,7 @@ class KindTracker:
                                     str(meta.get("namespace") or ""), str(meta["name"]))
         priority = COPY_EVENT_PRIORITY
         for each in (request, *(self.related(event) if self.related is not None else ())):
-            if self.enqueue_after is not None:
+            if self.enqueue_after is not None and not event.initial:
                 self.enqueue_after(each, MEMBER_EVENT_DELAY, priority)
             else:
                 self.enqueue(each, priority)

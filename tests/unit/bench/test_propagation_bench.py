@@ -184,3 +184,28 @@ def test_plane_counts_per_template() -> None:
         "API requests (hub)": 3.0, "API requests (member)": 2.0,
         "propagation reconciles": 10.0, "watch events (hub)": 2.0,
         "watch events (member)": 4.0}
+
+
+def test_server_traffic_counts_every_verb_and_the_watch_events_sent() -> None:
+    """Reads count as well as writes (the servers' cost beyond writes); requests for no
+    resource (the bench's polls of /metrics) and the endpoints reconciler do not; watch
+    events and their bytes by kind, whichever label names it."""
+    text = "\n".join([
+        METRICS,
+        'apiserver_request_total{code="200",resource="",verb="GET"} 900',
+        'apiserver_watch_events_total{group="apps",kind="Deployment",version="v1"} 30',
+        'apiserver_watch_events_sizes_sum{group="apps",kind="Deployment",version="v1"} 2048',
+        'apiserver_watch_events_sizes_count{group="apps",kind="Deployment",version="v1"} 30',
+        'apiserver_watch_events_total{group="",resource="configmaps",version="v1"} 4',
+    ])
+    counts = bench.server_traffic(text)
+    assert counts == {"requests POST deployments": 500, "requests PATCH deployments/status": 12,
+                      "requests LIST deployments": 40, "requests PUT resourcebindings": 3,
+                      "requests APPLY customresourcedefinitions": 7,
+                      "watch events Deployment": 30, "watch bytes Deployment": 2048,
+                      "watch events configmaps": 4}
+    rows = dict(bench.traffic_per_template(counts, counts, 10))
+    assert rows["API server requests (all verbs) per template: hub / members"] == \
+        "56.20 / 56.20"
+    assert rows["API server watch events sent per template: hub / members"] == "3.40 / 3.40"
+    assert rows["API server watch KB sent per template: hub / members"] == "0.20 / 0.20"

@@ -123,3 +123,16 @@ def test_member_events_wait_and_bring_their_related_templates() -> None:
     tracker._copy_event(Event("MODIFIED", "member1", kube.DEPLOYMENTS, web()))
     assert [(r.name, d) for r, d in delayed] == [("web", kinds.MEMBER_EVENT_DELAY),
                                                 ("api", kinds.MEMBER_EVENT_DELAY)]
+
+
+def test_a_first_list_of_member_copies_is_queued_at_once_without_timers() -> None:
+    """The copies found at start are no burst of changes: queued at once at the copies'
+    priority (a key the hub's first list queued already takes nothing more), no timer."""
+    delayed: list[reconcile.Request] = []
+    queued: list[tuple[reconcile.Request, int]] = []
+    tracker = kinds.KindTracker(fleet(cluster("member1")), lambda r, p: queued.append((r, p)),
+                                enqueue_after=lambda r, _d, _p: delayed.append(r))
+    tracker._copy_event(Event("ADDED", "member1", kube.DEPLOYMENTS, web(), initial=True))
+    assert delayed == []
+    assert queued == [(reconcile.Request("hub", "Deployment.apps", "shop", "web"),
+                       kinds.COPY_EVENT_PRIORITY)]
