@@ -60,6 +60,9 @@ class Compiled:
         default_factory=resource_policies.ReadOnly)
     """The objects it shares with the Applications of its namespace (``shared-resource``:
     marked in :attr:`targets`)."""
+    take_over: resource_policies.ReadOnly = dataclasses.field(
+        default_factory=resource_policies.ReadOnly)
+    """The objects it may adopt from a member when no one placed them (``take-over``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -128,7 +131,8 @@ def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
                             resource_policies.read_only_of(chosen, made_by),
                             _reads(beside.reads, targets),
                             beside.cleans, beside.awaits, beside.collects,
-                            resource_policies.resource_update_of(chosen, made_by)),
+                            resource_policies.resource_update_of(chosen, made_by),
+                            take_over=resource_policies.take_over_of(chosen, made_by)),
                    chosen, made_by)
 
 def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
