@@ -229,6 +229,9 @@ def _print(compiled: compile_.Compiled) -> None:
                 if rule is not None and rule.recreate_fields:
                     click.echo("# resource-update: deleted and created again when "
                                f"{', '.join(rule.recreate_fields)} differs in the member")
+                if compiled.take_over.match(obj):
+                    click.echo("# take-over: adopted if the member holds it and no one "
+                               "placed it")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
 
 

@@ -8,12 +8,16 @@ cluster-scoped kind, a namespace's ResourceQuota, a selector that matches everyt
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner
 
 from federation.applications import compile as compile_
 from federation.applications import model, resource_policies
+from federation.cli import cli
 from federation.contexts.client import Resource
 from federation.hub import manifests
 from federation.placement import clusters as clusters_
@@ -392,3 +396,18 @@ async def test_a_resource_update_rule_recreates_the_adopted_object(mc: MC) -> No
     assert adopted["metadata"]["uid"] != before["metadata"]["uid"]
     assert adopted["data"] == {"key": "ours"}
     assert manifests.application_of(adopted) == "shop/take-over"
+
+
+def test_dry_run_says_which_objects_may_be_adopted(tmp_path: Path) -> None:
+    """KubeVela's def-doc example through ``fedctl app dry-run``: the Deployment's line
+    says it is adopted; the ConfigMap the rule does not select gets none."""
+    doc = take_over_app(objects=[deployment(), {"apiVersion": "v1", "kind": "ConfigMap",
+                                                 "metadata": {"name": "c"}}])
+    path = tmp_path / "app.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(path), "--local-cluster",
+                                     "member1"])
+    assert result.exit_code == 0, result.output
+    line = "# take-over: adopted if the member holds it and no one placed it\n"
+    assert result.output.count(line) == 1
+    assert result.output.split(line, 1)[1].split("---")[0].count("kind: Deployment") == 1
