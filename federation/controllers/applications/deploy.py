@@ -34,6 +34,8 @@ from federation.controllers.kit.copies import copy_vertex
 from federation.hub import manifests
 
 TAKE_OVER_HINT = " (a take-over policy selecting it would adopt it)"
+"""Said of a conflicting object a take-over policy would adopt, as propagation's conflict
+names ``conflictResolution: Overwrite``."""
 
 
 async def plan_deploy(view: ApplicationView, build: Build) -> Verdict | None:
@@ -80,9 +82,7 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     vertex = copy_vertex(entry.cluster, desired, live, overwrite=adopt,
                          expect=plan.Identity.of(manifest))
     if vertex is None:
-        assert live is not None
-        build.problems.append(f"{entry}: exists and {manifests.placer(live)}"
-                              f"{TAKE_OVER_HINT if not manifests.is_ours(live) else ''}")
+        conflict(view, build, entry, live)
         return
     if vertex.action is plan.Action.UPDATE and live is not None:
         vertex = recreate_instead(build, entry, vertex, desired, live, adopt)
@@ -91,6 +91,17 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     vertex = build.add_member(vertex, entry)
     if namespace is not None:
         build.plan.depend(vertex, build.add_member(namespace))
+
+
+def conflict(view: ApplicationView, build: Build, entry: tracker.Entry,
+             live: ReadOnly | None) -> None:
+    """The problem of an object of this identity someone else placed, never overwritten;
+    one a take-over policy would adopt says so."""
+    assert live is not None
+    adoptable = resource_policies.not_taken_over(live, build.owner,
+                                                 entry.cluster == view.hub) is None
+    build.problems.append(f"{entry}: exists and {manifests.placer(live)}"
+                          f"{TAKE_OVER_HINT if adoptable else ''}")
 
 
 def may_take_over(view: ApplicationView, build: Build, entry: tracker.Entry,

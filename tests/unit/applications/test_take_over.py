@@ -128,6 +128,19 @@ async def test_without_the_policy_the_conflict_is_named_and_nothing_written(mc: 
     assert not member_writes(mc, "busybox-ref")
 
 
+async def test_the_hint_is_given_only_where_a_take_over_would_adopt(mc: MC) -> None:
+    """A ResourceQuota is never adopted: its conflict does not suggest the policy."""
+    unmanaged(mc, {"apiVersion": "v1", "kind": "ResourceQuota",
+                   "metadata": {"name": "compute"}, "spec": {}})
+    mc.put("hub", take_over_app(policy=False, objects=[
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "compute"},
+         "spec": {"hard": {"pods": "1"}}}]))
+    message = applied(await reconcile(mc, "shop", "take-over"))["message"]
+    assert "ResourceQuota shop/compute in member1: exists and is not managed by " \
+           "federation" in message
+    assert "take-over" not in message
+
+
 async def test_a_rule_that_does_not_select_it_adopts_nothing(mc: MC) -> None:
     before = unmanaged(mc, deployment())
     mc.put("hub", take_over_app(selector={"resourceNames": ["other"]}))
