@@ -19,6 +19,7 @@ from federation.applications import compile as compile_
 from federation.applications import model, resource_policies
 from federation.cli import cli
 from federation.contexts.client import Resource
+from federation.controllers.applications import deploy
 from federation.hub import manifests
 from federation.placement import clusters as clusters_
 from tests.unit.applications.test_controller import MC
@@ -138,7 +139,7 @@ async def test_the_hint_is_given_only_where_a_take_over_would_adopt(mc: MC) -> N
     message = applied(await reconcile(mc, "shop", "take-over"))["message"]
     assert "ResourceQuota shop/compute in member1: exists and is not managed by " \
            "federation" in message
-    assert "take-over" not in message
+    assert deploy.TAKE_OVER_HINT not in message
 
 
 async def test_a_rule_that_does_not_select_it_adopts_nothing(mc: MC) -> None:
