@@ -125,15 +125,37 @@ def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
     """The compiled revision from its rendered steps and the policies it chose."""
     made_by = {key: made for target in targets.values() for key, made in
                target.made_by.items()}
-    return _shared(Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
-                            policies.gc_of(chosen, made_by), notifications,
-                            resource_policies.apply_once_of(chosen, made_by),
-                            resource_policies.read_only_of(chosen, made_by),
-                            _reads(beside.reads, targets),
-                            beside.cleans, beside.awaits, beside.collects,
-                            resource_policies.resource_update_of(chosen, made_by),
-                            take_over=resource_policies.take_over_of(chosen, made_by)),
-                   chosen, made_by)
+    compiled = Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
+                        policies.gc_of(chosen, made_by), notifications,
+                        resource_policies.apply_once_of(chosen, made_by),
+                        resource_policies.read_only_of(chosen, made_by),
+                        _reads(beside.reads, targets),
+                        beside.cleans, beside.awaits, beside.collects,
+                        resource_policies.resource_update_of(chosen, made_by),
+                        take_over=resource_policies.take_over_of(chosen, made_by))
+    return _shared(_whole_take_overs(compiled), chosen, made_by)
+
+
+def _whole_take_overs(compiled: Compiled) -> Compiled:
+    """``compiled``, unless its take-over rules select an object given by its metadata
+    only: KubeVela's example names the object to adopt so, and its three-way merge keeps
+    the member's content; every write here is a full update, which would replace that
+    content (a ConfigMap's data emptied; a Deployment without spec refused by the member
+    only at the write), so it is refused by name at compile."""
+    for target in compiled.targets.values():
+        for objects in target.clusters.values():
+            for obj in objects:
+                if compiled.take_over.match(obj) and \
+                        not set(obj) - {"apiVersion", "kind", "metadata"}:
+                    meta = obj.get("metadata") or {}
+                    raise model.AppError(
+                        f"a take-over policy selects {obj.get('kind')} "
+                        f"{meta.get('namespace')}/{meta.get('name')}, given by its metadata "
+                        "only: KubeVela merges that into the member's object, keeping its "
+                        "content; every write here is a full update, which would replace "
+                        "it: give the whole object (its spec or data)")
+    return compiled
+
 
 def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
             made_by: resource_policies.Provenance) -> Compiled:

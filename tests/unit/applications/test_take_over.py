@@ -337,6 +337,19 @@ def test_the_rules_of_every_take_over_policy_count() -> None:
     assert not plain.take_over.selectors
 
 
+def test_kubevelas_bare_example_is_refused_by_name() -> None:
+    """KubeVela's own example names the Deployment by metadata only (its merge keeps the
+    member's spec); a full update would replace it, so the compile refuses it by name."""
+    app = take_over_app(objects=[{"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "metadata": {"name": "busybox-ref"}}])
+    with pytest.raises(model.AppError, match=r"a take-over policy selects Deployment "
+                                             r"shop/busybox-ref, given by its metadata only"):
+        compile_.compile_app(app["spec"], "take-over", "shop", {}, FLEET, "member1")
+    unselected = take_over_app(objects=app["spec"]["components"][0]["properties"]["objects"],
+                               selector={"resourceTypes": ["ConfigMap"]})
+    compile_.compile_app(unselected["spec"], "take-over", "shop", {}, FLEET, "member1")
+
+
 @pytest.mark.parametrize(("props", "words"), [
     ({"rules": [{"selector": {"kinds": ["Deployment"]}}]}, "kinds"),
     ({"rules": [{}]}, "selector"),
