@@ -377,6 +377,11 @@ GOVERNANCE_KINDS = frozenset({"ResourceQuota", "LimitRange"})
 """Core kinds a member's administrator sets on a namespace to bound what runs there: an
 Application may create its own, but adopting one would let a tenant rewrite (or, by
 deleting the Application, remove) the limits put on its own namespace."""
+KEPT_BY_THE_MEMBER = frozenset({("ConfigMap", "kube-root-ca.crt"),
+                                ("ServiceAccount", "default")})
+"""Core objects the member's own controllers keep in every namespace (its API server's CA
+bundle, the default ServiceAccount): adopted, the Application and that controller would
+rewrite them in turn."""
 KUBEVELA_NAME_LABEL = "app.oam.dev/name"
 KUBEVELA_NAMESPACE_LABEL = "app.oam.dev/namespace"
 """KubeVela's ``GetControlledBy``: both set, the object is that Application's."""
@@ -412,6 +417,10 @@ def not_taken_over(live: Mapping[str, Any], owner: str, on_hub: bool = False) ->
     if "/" not in str(live.get("apiVersion") or "") and live.get("kind") in GOVERNANCE_KINDS:
         return (f"a {live.get('kind')} bounds the namespace and is its administrator's: "
                 "an Application may create its own, never adopt one")
+    if "/" not in str(live.get("apiVersion") or "") and \
+            (live.get("kind"), meta.get("name")) in KEPT_BY_THE_MEMBER:
+        return (f"the member's own controllers keep {live.get('kind')} {meta.get('name')} "
+                "in every namespace and would write it back")
     controller = next((ref for ref in meta.get("ownerReferences") or ()
                        if isinstance(ref, Mapping) and ref.get("controller") is True), None)
     if controller is not None:
