@@ -83,8 +83,10 @@ def test_an_unmanaged_deployment_is_refused_then_taken_over(fleet: TestFleet,
              what="the conflict named in the Applied condition")
     untouched = member_deployment(fleet, ns)
     assert untouched is not None
-    assert untouched["metadata"]["resourceVersion"] == original["metadata"]["resourceVersion"]
-    assert "federation.io/managed-by" not in untouched["metadata"]["labels"]
+    # (its status is the fleet's simulator's to write: the generation counts spec changes)
+    assert untouched["metadata"]["generation"] == original["metadata"]["generation"]
+    assert untouched["metadata"]["labels"] == original["metadata"]["labels"]
+    assert untouched["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox:1"
 
     apply(fleet, "hub", take_over_app(ns, policy=True))
 
