@@ -133,28 +133,7 @@ def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
                         beside.cleans, beside.awaits, beside.collects,
                         resource_policies.resource_update_of(chosen, made_by),
                         take_over=resource_policies.take_over_of(chosen, made_by))
-    return _shared(_whole_take_overs(compiled), chosen, made_by)
-
-
-def _whole_take_overs(compiled: Compiled) -> Compiled:
-    """``compiled``, unless its take-over rules select an object given by its metadata
-    only: KubeVela's example names the object to adopt so, and its three-way merge keeps
-    the member's content; every write here is a full update, which would replace that
-    content (a ConfigMap's data emptied; a Deployment without spec refused by the member
-    only at the write), so it is refused by name at compile."""
-    for target in compiled.targets.values():
-        for objects in target.clusters.values():
-            for obj in objects:
-                if compiled.take_over.match(obj) and \
-                        not set(obj) - {"apiVersion", "kind", "metadata"}:
-                    meta = obj.get("metadata") or {}
-                    raise model.AppError(
-                        f"a take-over policy selects {obj.get('kind')} "
-                        f"{meta.get('namespace')}/{meta.get('name')}, given by its metadata "
-                        "only: KubeVela merges that into the member's object, keeping its "
-                        "content; every write here is a full update, which would replace "
-                        "it: give the whole object (its spec or data)")
-    return compiled
+    return _shared(compiled, chosen, made_by)
 
 
 def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],

@@ -373,6 +373,25 @@ def take_over_of(policies: Sequence[PolicySpec], made_by: Provenance | None = No
     return _selection(policies, "take-over", made_by)
 
 
+_IDENTITY_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
+_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def bare(manifest: Mapping[str, Any]) -> bool:
+    """Given by its identity and metadata only: how KubeVela's own take-over example names
+    the object to adopt, its three-way merge keeping the member's content."""
+    return not set(manifest) - _IDENTITY_FIELDS
+
+
+def member_fields(live: Mapping[str, Any]) -> tuple[str, ...]:
+    """The top-level fields of ``live`` that are its content (``spec``, ``data``...), as
+    paths to keep (:func:`keep_live`) where a ``take-over`` rule selects a :func:`bare`
+    object: every write here is a full update, so keeping them is how the member's content
+    stays as KubeVela's merge leaves it (status is the member's anyway)."""
+    return tuple(key for key in live if key not in _IDENTITY_FIELDS and key != "status"
+                 and _FIELD_NAME.fullmatch(key))
+
+
 GOVERNANCE_KINDS = frozenset({"ResourceQuota", "LimitRange"})
 """Core kinds a member's administrator sets on a namespace to bound what runs there: an
 Application may create its own, but adopting one would let a tenant rewrite (or, by

@@ -32,6 +32,7 @@ from federation.applications import (
     endpoints,
     model,
     refs,
+    resource_policies,
     restarts,
     scope,
     workflow,
@@ -230,8 +231,10 @@ def _print(compiled: compile_.Compiled) -> None:
                     click.echo("# resource-update: deleted and created again when "
                                f"{', '.join(rule.recreate_fields)} differs in the member")
                 if compiled.take_over.match(obj):
+                    kept = "; given by its metadata only, the member's content is kept" \
+                        if resource_policies.bare(obj) else ""
                     click.echo("# take-over: adopted if the member holds it and no one "
-                               "placed it")
+                               f"placed it{kept}")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
 
 

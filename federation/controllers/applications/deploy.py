@@ -70,7 +70,7 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
         build.compiled.take_over.match(manifest)
     if adopt and not may_take_over(view, build, entry, live):
         return
-    kept = apply_once(build, entry, manifest)
+    kept = kept_paths(build, entry, manifest, live)
     if kept and live is None and stage_of(build, entry) == "onStateKeep":
         return  # KubeVela's apply-once: an object deleted in the member stays deleted
     if resource_policies.WHOLE in kept and live is not None and not adopt:
@@ -159,6 +159,19 @@ def stage_of(build: Build, entry: tracker.Entry) -> resource_policies.Stage:
     one already written (``onStateKeep``: the tracker has the object at this revision)."""
     tracked = {e.key: e.revision for e in build.entries()}
     return "onStateKeep" if tracked.get(entry.key) == entry.revision else "onUpdate"
+
+
+def kept_paths(build: Build, entry: tracker.Entry, manifest: JSON, live: ReadOnly | None
+               ) -> tuple[str, ...]:
+    """The live values kept in the write: apply-once's paths, and the member's content
+    for an object a take-over rule selects that the Application gives by its metadata only
+    (KubeVela's own example: its three-way merge keeps the member's spec)."""
+    assert build.compiled is not None
+    kept = apply_once(build, entry, manifest)
+    if live is not None and resource_policies.bare(manifest) and \
+            build.compiled.take_over.match(manifest):
+        kept = (*kept, *resource_policies.member_fields(live))
+    return kept
 
 
 def apply_once(build: Build, entry: tracker.Entry, manifest: JSON) -> tuple[str, ...]:

@@ -117,6 +117,50 @@ async def test_kubevelas_e2e_case_adopts_the_deployment_and_deletes_it_with_the_
     assert mc.find("member1", "Deployment", "busybox-ref", "shop") is None
 
 
+BARE = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "busybox-ref"}}
+
+
+async def test_kubevelas_bare_example_adopts_the_member_content_as_it_is(mc: MC) -> None:
+    """KubeVela's example as written names the Deployment by its metadata only: its
+    three-way merge keeps the member's spec, and so is it kept here (every write being a
+    full update, the member's content is written back); the marks and labels are the
+    Application's, a second reconcile writes nothing, and the deletion takes it away."""
+    before = unmanaged(mc, deployment())
+    mc.put("hub", take_over_app(objects=[copy.deepcopy(BARE)]))
+    status = await reconcile(mc, "shop", "take-over")
+    assert applied(status)["status"] == "True", status
+    adopted = member(mc, "Deployment", "busybox-ref")
+    assert adopted["metadata"]["uid"] == before["metadata"]["uid"]
+    assert adopted["spec"] == before["spec"]
+    assert manifests.application_of(adopted) == "shop/take-over"
+    assert adopted["metadata"]["labels"]["app.oam.dev/component"] == "busybox"
+    mc.writes.clear()
+    await reconcile(mc, "shop", "take-over")
+    assert not member_writes(mc, "busybox-ref")
+    delete_app(mc, "shop", "take-over")
+    await reconcile(mc, "shop", "take-over", 1)
+    assert mc.find("member1", "Deployment", "busybox-ref", "shop") is None
+
+
+async def test_a_bare_configmap_keeps_its_data(mc: MC) -> None:
+    before = unmanaged(mc, {"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "settings"}, "data": {"k": "v"}})
+    mc.put("hub", take_over_app(objects=[{"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": {"name": "settings"}}],
+                                selector={"resourceTypes": ["ConfigMap"]}))
+    await reconcile(mc, "shop", "take-over")
+    adopted = member(mc, "ConfigMap", "settings")
+    assert adopted["data"] == before["data"]
+    assert manifests.application_of(adopted) == "shop/take-over"
+
+
+def test_only_content_fields_are_kept() -> None:
+    live = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "type": "Opaque",
+            "data": {}, "immutable": True, "status": {}, "we.ird[0]": 1}
+    assert resource_policies.member_fields(live) == ("type", "data", "immutable")
+    assert resource_policies.bare(BARE) and not resource_policies.bare(deployment())
+
+
 async def test_without_the_policy_the_conflict_is_named_and_nothing_written(mc: MC) -> None:
     before = unmanaged(mc, deployment())
     mc.put("hub", take_over_app(policy=False))
@@ -337,19 +381,6 @@ def test_the_rules_of_every_take_over_policy_count() -> None:
     assert not plain.take_over.selectors
 
 
-def test_kubevelas_bare_example_is_refused_by_name() -> None:
-    """KubeVela's own example names the Deployment by metadata only (its merge keeps the
-    member's spec); a full update would replace it, so the compile refuses it by name."""
-    app = take_over_app(objects=[{"apiVersion": "apps/v1", "kind": "Deployment",
-                                  "metadata": {"name": "busybox-ref"}}])
-    with pytest.raises(model.AppError, match=r"a take-over policy selects Deployment "
-                                             r"shop/busybox-ref, given by its metadata only"):
-        compile_.compile_app(app["spec"], "take-over", "shop", {}, FLEET, "member1")
-    unselected = take_over_app(objects=app["spec"]["components"][0]["properties"]["objects"],
-                               selector={"resourceTypes": ["ConfigMap"]})
-    compile_.compile_app(unselected["spec"], "take-over", "shop", {}, FLEET, "member1")
-
-
 @pytest.mark.parametrize(("props", "words"), [
     ({"rules": [{"selector": {"kinds": ["Deployment"]}}]}, "kinds"),
     ({"rules": [{}]}, "selector"),
@@ -446,3 +477,9 @@ def test_dry_run_says_which_objects_may_be_adopted(tmp_path: Path) -> None:
     line = "# take-over: adopted if the member holds it and no one placed it\n"
     assert result.output.count(line) == 1
     assert result.output.split(line, 1)[1].split("---")[0].count("kind: Deployment") == 1
+    doc = take_over_app(objects=[BARE])
+    path.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(path), "--local-cluster",
+                                     "member1"])
+    assert "# take-over: adopted if the member holds it and no one placed it; given by " \
+           "its metadata only, the member's content is kept\n" in result.output
