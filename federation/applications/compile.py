@@ -64,6 +64,9 @@ class Compiled:
     stores: Mapping[str, config_store.StoreStep] = dataclasses.field(default_factory=dict)
     """config-store step name -> what it writes, reads, lists or deletes (the controller
     does it in the Application's own namespace on the hub)."""
+    take_over: resource_policies.ReadOnly = dataclasses.field(
+        default_factory=resource_policies.ReadOnly)
+    """The objects it may adopt from a member when no one placed them (``take-over``)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -126,15 +129,16 @@ def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
     """The compiled revision from its rendered steps and the policies it chose."""
     made_by = {key: made for target in targets.values() for key, made in
                target.made_by.items()}
-    return _shared(Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
-                            policies.gc_of(chosen, made_by), notifications,
-                            resource_policies.apply_once_of(chosen, made_by),
-                            resource_policies.read_only_of(chosen, made_by),
-                            _reads(beside.reads, targets),
-                            beside.cleans, beside.awaits, beside.collects,
-                            resource_policies.resource_update_of(chosen, made_by),
-                            stores=beside.stores),
-                   chosen, made_by)
+    compiled = Compiled(spec, tuple(specs), targets, policies.health_of(chosen),
+                        policies.gc_of(chosen, made_by), notifications,
+                        resource_policies.apply_once_of(chosen, made_by),
+                        resource_policies.read_only_of(chosen, made_by),
+                        _reads(beside.reads, targets),
+                        beside.cleans, beside.awaits, beside.collects,
+                        resource_policies.resource_update_of(chosen, made_by),
+                        stores=beside.stores,
+                        take_over=resource_policies.take_over_of(chosen, made_by))
+    return _shared(compiled, chosen, made_by)
 
 def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
             made_by: resource_policies.Provenance) -> Compiled:

@@ -53,7 +53,7 @@ TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "s
                "pure-ingress", "volumes", "pvc", "configmap", "nocalhost")
 POLICY_TYPES = ("topology", "override", "health", "garbage-collect", "apply-once",
                 "read-only", "env-binding", "replication", "resource-update",
-                "shared-resource")
+                "shared-resource", "take-over")
 STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "step-group", "apply-object", "apply-deployment", "apply-application",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",

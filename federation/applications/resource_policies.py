@@ -28,6 +28,17 @@ reads it for health, writes nothing, records it in its tracker as shared. When t
 stops rendering it, or is deleted, the object goes to a sharer instead of being deleted
 (:mod:`federation.controllers.applications.prune`); the last one deletes it.
 
+``take-over`` (policy/take-over.cue; ``TakeOverPolicySpec.FindStrategy`` and the
+``TakeOver`` apply option of KubeVela's ``MustBeControlledByApp``): the objects its
+``rules[].selector`` match (the rules of every take-over policy, as KubeVela
+concatenates them) may be *adopted* when the member already holds an object of that
+identity that no one placed: it is written over (a full update carrying the version read)
+and from then on is this Application's, with our marks, tracked and deleted with it as any
+of its objects. :func:`not_taken_over` says what is never adopted whatever the rules say
+(KubeVela's own rule: an object another Application manages is refused; ours adds another
+placer of ours, another namespace, the hub, a member's namespace governance, an object a
+member controller owns, one being deleted).
+
 A selector matches as KubeVela's ``ResourcePolicyRuleSelector``: each list given must hold
 the object's value, and at least one is given: ``componentNames`` (its component),
 ``componentTypes`` (the type of the component whose workload it is: a component's first
@@ -353,6 +364,106 @@ def not_shared(live: Mapping[str, Any], namespace: str) -> str | None:
     if not shareable(live):
         return "its owner's shared-resource policy does not select it"
     return None
+
+
+def take_over_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None
+                 ) -> ReadOnly:
+    """The Application's ``take-over`` policies (every one's rules): the objects it may
+    adopt from the member when no one placed them (see :func:`not_taken_over`)."""
+    return _selection(policies, "take-over", made_by)
+
+
+_IDENTITY_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
+_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def bare(manifest: Mapping[str, Any]) -> bool:
+    """Given by its identity and metadata only: how KubeVela's own take-over example names
+    the object to adopt, its three-way merge keeping the member's content."""
+    return not set(manifest) - _IDENTITY_FIELDS
+
+
+def member_fields(live: Mapping[str, Any]) -> tuple[str, ...]:
+    """The top-level fields of ``live`` that are its content (``spec``, ``data``...), as
+    paths to keep (:func:`keep_live`) where a ``take-over`` rule selects a :func:`bare`
+    object: every write here is a full update, so keeping them is how the member's content
+    stays as KubeVela's merge leaves it (status is the member's anyway)."""
+    return tuple(key for key in live if key not in _IDENTITY_FIELDS and key != "status"
+                 and _FIELD_NAME.fullmatch(key))
+
+
+GOVERNANCE_KINDS = frozenset({"ResourceQuota", "LimitRange"})
+"""Core kinds a member's administrator sets on a namespace to bound what runs there: an
+Application may create its own, but adopting one would let a tenant rewrite (or, by
+deleting the Application, remove) the limits put on its own namespace."""
+KEPT_BY_THE_MEMBER = frozenset({("ConfigMap", "kube-root-ca.crt"),
+                                ("ServiceAccount", "default")})
+"""Core objects the member's own controllers keep in every namespace (its API server's CA
+bundle, the default ServiceAccount): adopted, the Application and that controller would
+rewrite them in turn."""
+KUBEVELA_NAME_LABEL = "app.oam.dev/name"
+KUBEVELA_NAMESPACE_LABEL = "app.oam.dev/namespace"
+"""KubeVela's ``GetControlledBy``: both set, the object is that Application's."""
+
+
+def ownership_marks(live: Mapping[str, Any]) -> tuple[str, ...]:
+    """The marks of ours ``live`` carries: who placed it, in part or whole."""
+    meta = live.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    return tuple(
+        [key for key in (manifests.MANAGED_BY_LABEL,) if key in labels] +
+        [key for key in (manifests.TEMPLATE_UID_ANNOTATION, manifests.APPLIED_HASH_ANNOTATION,
+                         manifests.APPLICATION_ANNOTATION, SHARED_ANNOTATION)
+         if key in annotations])
+
+
+def not_taken_over(live: Mapping[str, Any], owner: str, on_hub: bool = False) -> str | None:
+    """Why the Application ``owner`` (``namespace/name``), whose ``take-over`` policy
+    selects an object it renders, may not adopt ``live``, the member's object of that
+    identity that it did not place; None when it may. The refusals name the kind of
+    placer only, never another tenant's Application."""
+    meta = live.get("metadata") or {}
+    namespace = owner.partition("/")[0]
+    placed_by = _placed_by(live, owner)
+    if placed_by:
+        return f"{placed_by}; take-over adopts only an object no one placed"
+    if on_hub:
+        return "an Application never writes on the hub: only member objects are adopted"
+    if str(meta.get("namespace") or "") != namespace:
+        return (f"take-over adopts objects only in the Application's own namespace "
+                f"({namespace}): a target-namespaces grant lets it place new objects "
+                "elsewhere, not adopt what others put there")
+    if "/" not in str(live.get("apiVersion") or "") and live.get("kind") in GOVERNANCE_KINDS:
+        return (f"a {live.get('kind')} bounds the namespace and is its administrator's: "
+                "an Application may create its own, never adopt one")
+    if "/" not in str(live.get("apiVersion") or "") and \
+            (live.get("kind"), meta.get("name")) in KEPT_BY_THE_MEMBER:
+        return (f"the member's own controllers keep {live.get('kind')} {meta.get('name')} "
+                "in every namespace and would write it back")
+    controller = next((ref for ref in meta.get("ownerReferences") or ()
+                       if isinstance(ref, Mapping) and ref.get("controller") is True), None)
+    if controller is not None:
+        return (f"a {controller.get('kind') or 'controller'} in the member controls it "
+                "(ownerReferences) and would write it back")
+    if meta.get("deletionTimestamp"):
+        return "it is being deleted"
+    return None
+
+
+def _placed_by(live: Mapping[str, Any], owner: str) -> str:
+    """Which other placer's marks ``live`` carries ("": none, or only this
+    Application's)."""
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    kubevela = (labels.get(KUBEVELA_NAMESPACE_LABEL), labels.get(KUBEVELA_NAME_LABEL))
+    if all(kubevela) and f"{kubevela[0]}/{kubevela[1]}" != owner:
+        return "another KubeVela Application manages it (app.oam.dev/namespace and name)"
+    marks = ownership_marks(live)
+    application = manifests.application_of(live)
+    if not marks or application == owner:
+        return ""
+    if application is not None or SHARED_ANNOTATION in marks:
+        return "another Application placed it"
+    return f"a propagated template placed it (our marks: {', '.join(marks)})"
 
 
 def apply_once_of(policies: Sequence[PolicySpec], made_by: Provenance | None = None

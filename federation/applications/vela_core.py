@@ -36,7 +36,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
               "securitycontext", "resource", "service-account", "startup-probe",
               "topologyspreadconstraints", "service-binding", "pure-ingress", "nocalhost"),
     "policy": ("topology", "override", "garbage-collect", "apply-once", "read-only",
-               "replication", "resource-update", "shared-resource"),
+               "replication", "resource-update", "shared-resource", "take-over"),
     "workflowstep": ("deploy", "apply-component", "suspend", "notification", "apply-object",
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
@@ -58,9 +58,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     "trait": {
     },
     "policy": {
-        "take-over": "lets an Application take over an object it did not create: here an "
-                     "object in a member that is not ours is never overwritten "
-                     "(docs/applications.md, what an Application may not do)",
     },
     "workflowstep": {
         "build-push-image": _SHELL,

@@ -33,6 +33,7 @@ from federation.applications import (
     endpoints,
     model,
     refs,
+    resource_policies,
     restarts,
     scope,
     workflow,
@@ -230,6 +231,11 @@ def _print(compiled: compile_.Compiled) -> None:
                 if rule is not None and rule.recreate_fields:
                     click.echo("# resource-update: deleted and created again when "
                                f"{', '.join(rule.recreate_fields)} differs in the member")
+                if compiled.take_over.match(obj):
+                    kept = "; given by its metadata only, the member's content is kept" \
+                        if resource_policies.bare(obj) else ""
+                    click.echo("# take-over: adopted if the member holds it and no one "
+                               f"placed it{kept}")
                 click.echo(yaml.safe_dump(obj, sort_keys=False).rstrip())
 
 

@@ -7,8 +7,10 @@ annotation on it), after its Namespace when the member lacks it. An object of th
 identity someone else placed (not ours, another Application's, a propagated copy) is
 never overwritten: a problem naming who placed it (``Applied=False``), unless it is another
 Application's of this namespace that both ``shared-resource`` policies select: then it is
-shared (:func:`share`), never written. A member that cannot be read is a problem too, and
-that object is not planned.
+shared (:func:`share`), never written; or one no one placed that the Application's
+``take-over`` policy selects: then it is adopted (:func:`may_take_over`), written over with
+our marks like any update, the version read as its precondition. A member that cannot be
+read is a problem too, and that object is not planned.
 
 An update of an object a ``resource-update`` rule names ``recreateFields`` for, one of
 which differs in the member, becomes a recreate (:attr:`~.plan.Action.RECREATE`): only ever
@@ -30,6 +32,10 @@ from federation.controllers.kit import plan
 from federation.controllers.kit.chain import Verdict
 from federation.controllers.kit.copies import copy_vertex
 from federation.hub import manifests
+
+TAKE_OVER_HINT = " (a take-over policy selecting it would adopt it)"
+"""Said of a conflicting object a take-over policy would adopt, as propagation's conflict
+names ``conflictResolution: Overwrite``."""
 
 
 async def plan_deploy(view: ApplicationView, build: Build) -> Verdict | None:
@@ -60,23 +66,26 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
             not manifests.same_placer(desired, live):
         share(build, entry, desired, live)
         return
-    kept = apply_once(build, entry, manifest)
+    adopt = live is not None and not manifests.same_placer(desired, live) and \
+        build.compiled.take_over.match(manifest)
+    if adopt and not may_take_over(view, build, entry, live):
+        return
+    kept = kept_paths(build, entry, manifest, live)
     if kept and live is None and stage_of(build, entry) == "onStateKeep":
         return  # KubeVela's apply-once: an object deleted in the member stays deleted
-    if resource_policies.WHOLE in kept and live is not None:
+    if resource_policies.WHOLE in kept and live is not None and not adopt:
         build.add_member(plan.Vertex(entry.cluster, plan.Action.NOOP, desired,
                                      reason="left as it is (apply-once)"), entry)
         return
     if kept and live is not None:
         desired = resource_policies.keep_live(desired, live, kept)
-    vertex = copy_vertex(entry.cluster, desired, live, overwrite=False,
+    vertex = copy_vertex(entry.cluster, desired, live, overwrite=adopt,
                          expect=plan.Identity.of(manifest))
     if vertex is None:
-        assert live is not None
-        build.problems.append(f"{entry}: exists and {manifests.placer(live)}")
+        conflict(view, build, entry, live)
         return
     if vertex.action is plan.Action.UPDATE and live is not None:
-        vertex = recreate_instead(build, entry, vertex, desired, live)
+        vertex = recreate_instead(build, entry, vertex, desired, live, adopt)
         if vertex is None:
             return
     vertex = build.add_member(vertex, entry)
@@ -84,10 +93,34 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
         build.plan.depend(vertex, build.add_member(namespace))
 
 
+def conflict(view: ApplicationView, build: Build, entry: tracker.Entry,
+             live: ReadOnly | None) -> None:
+    """The problem of an object of this identity someone else placed, never overwritten;
+    one a take-over policy would adopt says so."""
+    assert live is not None
+    adoptable = resource_policies.not_taken_over(live, build.owner,
+                                                 entry.cluster == view.hub) is None
+    build.problems.append(f"{entry}: exists and {manifests.placer(live)}"
+                          f"{TAKE_OVER_HINT if adoptable else ''}")
+
+
+def may_take_over(view: ApplicationView, build: Build, entry: tracker.Entry,
+                  live: ReadOnly | None) -> bool:
+    """Whether this Application's ``take-over`` policy adopts ``live``, an object of the
+    identity it renders that it did not place; when not, a problem says why (naming the
+    kind of placer only) and nothing is written."""
+    assert live is not None
+    why = resource_policies.not_taken_over(live, build.owner, entry.cluster == view.hub)
+    if why is not None:
+        build.problems.append(f"{entry}: exists and is not taken over: {why}")
+    return why is None
+
+
 def recreate_instead(build: Build, entry: tracker.Entry, update: plan.Vertex, desired: JSON,
-                     live: ReadOnly) -> plan.Vertex | None:
+                     live: ReadOnly, adopt: bool = False) -> plan.Vertex | None:
     """The update, or the recreate a ``resource-update`` rule asks for (None: a problem
-    says why neither is planned)."""
+    says why neither is planned). ``adopt``: the update takes over an object no one
+    placed (``take-over``), which a recreate may replace as the update would."""
     assert build.compiled is not None
     decision = build.compiled.resource_update.recreate(desired, live)
     if decision.missing:
@@ -95,7 +128,7 @@ def recreate_instead(build: Build, entry: tracker.Entry, update: plan.Vertex, de
         return None
     if not decision.changed:
         return update
-    if not manifests.same_placer(desired, live):  # never so: copy_vertex planned no update
+    if not adopt and not manifests.same_placer(desired, live):  # copy_vertex planned none
         build.problems.append(f"{entry}: exists and {manifests.placer(live)}")
         return None
     why = f"{', '.join(decision.changed)} changed (resource-update recreateFields)"
@@ -126,6 +159,19 @@ def stage_of(build: Build, entry: tracker.Entry) -> resource_policies.Stage:
     one already written (``onStateKeep``: the tracker has the object at this revision)."""
     tracked = {e.key: e.revision for e in build.entries()}
     return "onStateKeep" if tracked.get(entry.key) == entry.revision else "onUpdate"
+
+
+def kept_paths(build: Build, entry: tracker.Entry, manifest: JSON, live: ReadOnly | None
+               ) -> tuple[str, ...]:
+    """The live values kept in the write: apply-once's paths, and the member's content
+    for an object a take-over rule selects that the Application gives by its metadata only
+    (KubeVela's own example: its three-way merge keeps the member's spec)."""
+    assert build.compiled is not None
+    kept = apply_once(build, entry, manifest)
+    if live is not None and resource_policies.bare(manifest) and \
+            build.compiled.take_over.match(manifest):
+        kept = (*kept, *resource_policies.member_fields(live))
+    return kept
 
 
 def apply_once(build: Build, entry: tracker.Entry, manifest: JSON) -> tuple[str, ...]:

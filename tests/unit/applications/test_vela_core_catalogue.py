@@ -81,9 +81,6 @@ def test_the_catalogue_is_what_the_code_registers() -> None:
     ({"components": [{"name": "c", "type": "helmchart"}]},
      r"components\[0\]\.type: 'helmchart' is not a built-in type \(vela-core's component "
      r"helmchart: renders a Helm chart"),
-    ({"components": [], "policies": [{"name": "p", "type": "take-over"}]},
-     r"policies\[0\]\.type: 'take-over' is not a built-in policy \(vela-core's policy "
-     r"take-over: lets an Application take over"),
     ({"components": [], "workflow": {"steps": [{"name": "s", "type": "vela-cli"}]}},
      r"steps\[0\]\.type: 'vela-cli' is not a built-in step \(vela-core's workflowstep "
      r"vela-cli: runs commands"),
@@ -96,9 +93,12 @@ def test_a_refused_definition_is_refused_with_its_reason(spec: dict[str, object]
         model.parse_spec(spec)
 
 
-def test_an_external_policy_of_a_refused_type_names_the_reason() -> None:
-    with pytest.raises(model.AppError, match="'take-over' is not a built-in policy "
-                                             r"\(vela-core's policy take-over: lets"):
+def test_an_external_policy_of_a_refused_type_names_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(No vela-core policy is refused since take-over was built in: a stand-in.)"""
+    monkeypatch.setitem(vela_core.REFUSED["policy"], "stand-in", "the reason")
+    with pytest.raises(model.AppError, match="'stand-in' is not a built-in policy "
+                                             r"\(vela-core's policy stand-in: the reason"):
         model.external_policy({"apiVersion": "core.oam.dev/v1alpha1", "kind": "Policy",
                                "metadata": {"name": "p", "namespace": "ns"},
-                               "type": "take-over", "properties": {}})
+                               "type": "stand-in", "properties": {}})

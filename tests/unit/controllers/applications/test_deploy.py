@@ -183,4 +183,4 @@ async def test_read_only_by_component_type_reaches_the_controllers_plan() -> Non
             assert build.problems == []
         else:  # not read-only: someone else's Deployment is a problem, never overwritten
             assert build.problems == ["Deployment shop/web in member1: exists and is not "
-                                      "managed by federation"]
+                                      "managed by federation"]  # no hint: shop/other's mark

@@ -104,7 +104,7 @@ async def test_attack_an_unmanaged_object_of_that_name_is_never_recreated() -> N
     build = await planned_over(with_rule(), foreign)
     assert deployment(build) is None
     assert build.problems == ["Deployment shop/web in member1: exists and is not managed by "
-                              "federation"]
+                              "federation" + deploy.TAKE_OVER_HINT]
 
 
 async def test_an_object_being_deleted_is_waited_for_not_deleted_again() -> None:
