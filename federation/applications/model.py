@@ -59,7 +59,8 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "apply-remaining", "deploy2runtime", "restart-workflow", "read-object",
               "export2config", "export2secret", "deploy2env", "print-message-in-status",
               "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
-              "apply-terraform-config", "apply-terraform-provider")
+              "apply-terraform-config", "apply-terraform-provider", "webhook", "request",
+              "check-metrics")
 
 TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
                                    "writeConnectionSecretToRef", "providerRef", "region",
@@ -423,7 +424,11 @@ def _check_step(step: Step, where: str) -> None:
                "depends-on-app": {"name", "namespace"},
                "clean-jobs": {"labelselector", "namespace"},
                "apply-terraform-config": set(TERRAFORM_CONFIG_KEYS),
-               "apply-terraform-provider": set(TERRAFORM_PROVIDER_KEYS)}[step.type]
+               "apply-terraform-provider": set(TERRAFORM_PROVIDER_KEYS),
+               "webhook": {"url", "data"},
+               "request": {"url", "method", "body", "header"},
+               "check-metrics": {"query", "metricEndpoint", "condition", "duration",
+                                 "failDuration"}}[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

@@ -43,7 +43,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "apply-deployment", "step-group", "restart-workflow", "read-object",
                      "export2config", "export2secret", "print-message-in-status",
                      "collect-service-endpoints", "export-data", "depends-on-app",
-                     "clean-jobs", "apply-terraform-config", "apply-terraform-provider"),
+                     "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
+                     "webhook", "request", "check-metrics"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -65,7 +66,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     },
     "workflowstep": {
         "build-push-image": _SHELL,
-        "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
         "create-config": _CONFIG,
         "delete-config": _CONFIG,
         "deploy-cloud-resource": _CLOUD_RESOURCE,
@@ -79,10 +79,8 @@ REFUSED: dict[Kind, dict[str, str]] = {
                                     "password in the Application's status",
         "list-config": _CONFIG,
         "read-config": _CONFIG,
-        "request": _URL,
         "share-cloud-resource": _CLOUD_RESOURCE,
         "vela-cli": _SHELL,
-        "webhook": _URL + "; a notification step POSTs a message",
     },
 }
 
