@@ -648,8 +648,7 @@ def _calling(step: StepState, spec: StepSpec, obs: Observations, now: float
     if _timed_out(step, spec, now):
         return _fail(step, spec, now, "Timeout", f"not done within {spec.timeout:.0f}s")
     if answer is None:
-        return dataclasses.replace(step, phase="running", reason="Wait",
-                                   message="waiting for the answer"), \
+        return dataclasses.replace(step, phase="running", reason="Wait"), \
             [Wait(_until_timeout(step, spec, now, obs.probe_interval))]
     if spec.type == "check-metrics":
         return _checking(step, spec, answer, obs, now)
@@ -669,10 +668,11 @@ def _calling(step: StepState, spec: StepSpec, obs: Observations, now: float
                                message=f"answered {status}", due=None), []
 
 
-def _ask(step: StepState) -> StepState:
-    """The next call asked for (the controller makes it once the status records it)."""
+def _ask(step: StepState, message: str = "waiting for the answer") -> StepState:
+    """The next call asked for (the controller makes it once the status records it); the
+    message of the last answer stays until the next one comes."""
     return dataclasses.replace(step, phase="running", reason="Wait", calls=step.calls + 1,
-                               due=None, message="waiting for the answer")
+                               due=None, message=message)
 
 
 def _again(step: StepState, spec: StepSpec, now: float, wait: float, message: str
@@ -680,7 +680,8 @@ def _again(step: StepState, spec: StepSpec, now: float, wait: float, message: st
     """Another call once ``wait`` has passed since the answer was first seen."""
     due = step.due if step.due is not None else now + wait
     if now >= due:
-        return _ask(step), [Wait(_until_timeout(step, spec, now, http_steps.RETRY_SECONDS))]
+        retry = _until_timeout(step, spec, now, http_steps.RETRY_SECONDS)
+        return _ask(step, message), [Wait(retry)]
     waiting = dataclasses.replace(step, phase="running", reason="Wait", message=message,
                                   due=due)
     return waiting, [Wait(_until_timeout(step, spec, now, due - now))]
