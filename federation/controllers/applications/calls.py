@@ -28,6 +28,7 @@ from typing import Any
 
 from federation.applications import http_steps, workflow
 from federation.controllers.applications import notifications
+from federation.untrusted.text import one_line
 
 JSON = dict[str, Any]
 Key = tuple[str, int, float, str, int]
@@ -113,7 +114,7 @@ def observation(step_type: str, at: float, result: notifications.Answer | str) -
             {"at": at, "statusCode": result.status, "invalid": REDIRECT}
     if step_type == "check-metrics":
         if result.status >= 400:
-            return {"at": at, "error": f"Prometheus answered {result.status}"}
+            return {"at": at, "error": _prometheus_error(result)}
         try:
             return {"at": at, "value": http_steps.prometheus_value(result.body)}
         except http_steps.AnswerError as exc:
@@ -130,6 +131,18 @@ def observation(step_type: str, at: float, result: notifications.Answer | str) -
         except http_steps.AnswerError as exc:
             found["invalid"] = str(exc)
     return found
+
+
+def _prometheus_error(answer: notifications.Answer) -> str:
+    """``Prometheus answered 400: parse error...``: its own ``error`` field when it has one
+    (the query's mistake, which the tenant needs), one line and short."""
+    try:
+        doc = http_steps.json_answer(answer.body)
+    except http_steps.AnswerError:
+        doc = None
+    error = doc.get("error") if isinstance(doc, dict) else None
+    detail = f": {one_line(error, 200)}" if isinstance(error, str) and error else ""
+    return f"Prometheus answered {answer.status}{detail}"
 
 
 def _application(app: Mapping[str, Any]) -> str:

@@ -17,9 +17,10 @@ import pytest
 from aiohttp import web
 
 from federation.applications import http_steps
+from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.controllers.applications import calls, notifications
-from tests.unit.applications.test_controller import MC, REQUEST, Clock, must, set_app
+from tests.unit.applications.test_controller import MC, REQUEST, Clock, Writer, must, set_app
 from tests.unit.controllers import fakes
 from tests.unit.controllers.applications import fakes as app_fakes
 
@@ -264,6 +265,16 @@ def test_a_call_is_asked_once_per_key_and_a_full_backlog_is_the_steps_answer() -
     assert caller.answered(key(number=3), "webhook") == {"at": 3.0, "error": calls.NO_SENDER}
 
 
+@pytest.mark.parametrize(("status", "body", "error"), [
+    (400, '{"status":"error","errorType":"bad_data","error":"parse error at char 4\\n"}',
+     "Prometheus answered 400: parse error at char 4\\n"),
+    (503, "<html>down</html>", "Prometheus answered 503"),
+])
+def test_a_prometheus_error_is_one_line(status: int, body: str, error: str) -> None:
+    found = calls.observation("check-metrics", 1.0, notifications.Answer(status, {}, body))
+    assert found == {"at": 1.0, "error": error}
+
+
 def test_answers_kept_are_bounded() -> None:
     caller = calls.Caller({}, lambda: 0.0, remembered=3)
     for n in range(5):
@@ -338,6 +349,28 @@ async def test_a_request_answered_404_fails_the_workflow_without_the_url() -> No
     ask = status["workflow"]["steps"][0]
     assert (ask["phase"], ask["message"]) == ("failed", "the request failed: answered 404")
     assert "SECRET" not in json.dumps(status) and "SECRET" not in str(recorder.events)
+
+
+async def test_nothing_is_called_before_the_status_says_the_step_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The status write fails: no call; the retried reconcile calls once."""
+    mc = MC(fakes.cluster_set(*fakes.MEMBERS))
+    clock = Clock()
+    outbox = Answering('{"greeting": "hello"}')
+    caller = calls.Caller({"request": outbox}, clock)
+    set_app(mc, request_app("https://api.example/"))
+
+    async def refuse(self: Writer, *args: Any, **kw: Any) -> Any:
+        raise kube.ApiError("hub", 500, "InternalError", "etcd timeout")
+
+    reconciler = app_fakes.reconciler(mc, app_fakes.Recorder(), clock=clock, caller=caller)
+    with monkeypatch.context() as patched:
+        patched.setattr(Writer, "patch_status", refuse)
+        with pytest.raises(kube.ApiError):
+            await reconciler.reconcile(REQUEST)
+    assert outbox.calls == []
+    await reconcile_until(mc, caller, clock, app_fakes.Recorder(), times=3)
+    assert len(outbox.calls) == 1
 
 
 async def test_without_an_answer_the_step_waits_and_the_reconcile_returns() -> None:
