@@ -392,3 +392,30 @@ async def test_without_an_answer_the_step_waits_and_the_reconcile_returns() -> N
     ask = status["workflow"]["steps"][0]
     assert (ask["phase"], ask["message"]) == ("running", "waiting for the answer")
     assert silent.calls == 1
+
+
+def test_an_answer_becomes_the_steps_observation() -> None:
+    prometheus = '{"status":"success","data":{"resultType":"scalar","result":[1,"10"]}}'
+    assert calls.observation("check-metrics", 2.0, notifications.Answer(
+        200, {}, prometheus)) == {"at": 2.0, "value": 10.0}
+    found = calls.observation("request", 2.0, notifications.Answer(200, {}, "<html>"))
+    assert found["invalid"].startswith("the answer is not JSON")
+    assert "response" not in found
+    found = calls.observation("request", 2.0, notifications.Answer(500, {}, "<html>"))
+    assert found["statusCode"] == 500 and "invalid" not in found
+
+
+def test_a_webhook_of_an_application_over_the_body_cap_is_not_sent() -> None:
+    sent: list[notifications.Call] = []
+
+    class Outbox:
+        def submit_call(self, call: notifications.Call) -> notifications.Admission:
+            sent.append(call)
+            return notifications.Admission(True)
+
+    caller = calls.Caller({"notification": Outbox()}, lambda: 1.0)
+    big = {**APP, "spec": {"components": [], "note": "x" * http_steps.MAX_BODY}}
+    caller.ensure(big, key(), http_steps.HttpCall("notification", "POST", "x", send_app=True))
+    assert sent == []
+    found = caller.answered(key(), "webhook")
+    assert found is not None and "larger than 262144 bytes" in found["error"]
