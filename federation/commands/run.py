@@ -344,10 +344,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         _check_serving(settings, work_bind_address)
         own = own_addresses(metrics_bind_address, health_probe_bind_address,
                             work_bind_address)
-        notification_egress = egress.EgressPolicy(
-            egress.parse_networks(notification_allow), own)
-        request_egress = egress.EgressPolicy(egress.parse_networks(request_allow), own)
-        reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
+        policies = _egress_policies(own, notification=notification_allow,
+                                    request=request_allow, reloader=reloader_allow)
         cluster_set = _cluster_set(kubeconfig_path, hub_context, contexts, disabled_contexts,
                                    kube.ClientSettings(
                                        qps=kube_api_qps, burst=kube_api_burst,
@@ -363,13 +361,19 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
-        allowed_exec=allow_exec, work=work,
-        notification_egress=notification_egress, request_egress=request_egress,
-        reloader_egress=reloader_egress,
+        allowed_exec=allow_exec, work=work, **policies,
         applications=_application_settings(app_local_cluster, cleanup_wait,
                                            definition_namespaces),
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
+
+
+def _egress_policies(own: frozenset[egress.Address], **allowed: tuple[str, ...]
+                     ) -> dict[str, egress.EgressPolicy]:
+    """The outbound policy of each purpose (``notification``, ``request``, ``reloader``)
+    from its ``--PURPOSE-allow`` CIDRs, as the Settings' ``PURPOSE_egress`` fields."""
+    return {f"{purpose}_egress": egress.EgressPolicy(egress.parse_networks(cidrs), own)
+            for purpose, cidrs in allowed.items()}
 
 
 def _application_settings(local_cluster: str | None, cleanup_wait: float,
