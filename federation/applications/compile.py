@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.applications import (
+    config_store,
     dataflow,
     endpoints,
     flow,
@@ -64,6 +65,9 @@ class Compiled:
     calls: Mapping[str, http_steps.HttpCall] = dataclasses.field(default_factory=dict)
     """webhook, request and check-metrics step name -> the HTTP call it makes (the
     controller's sender makes it, off the reconcile)."""
+    stores: Mapping[str, config_store.StoreStep] = dataclasses.field(default_factory=dict)
+    """config-store step name -> what it writes, reads, lists or deletes (the controller
+    does it in the Application's own namespace on the hub)."""
 
 
 def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
@@ -133,7 +137,7 @@ def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
                             _reads(beside.reads, targets),
                             beside.cleans, beside.awaits, beside.collects,
                             resource_policies.resource_update_of(chosen, made_by),
-                            calls=beside.calls),
+                            calls=beside.calls, stores=beside.stores),
                    chosen, made_by)
 
 def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
@@ -156,13 +160,14 @@ def _shared(compiled: Compiled, chosen: Sequence[model.PolicySpec],
 class _Beside:
     """What the controller does for some steps beside the state machine: the reads of
     read-object, the waits of depends-on-app and collect-service-endpoints, the selectors
-    of clean-jobs, by step name."""
+    of clean-jobs, the config-store steps, by step name."""
 
     reads: dict[str, tuple[steps.Read, str]] = dataclasses.field(default_factory=dict)
     cleans: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     awaits: dict[str, str] = dataclasses.field(default_factory=dict)
     collects: dict[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
     calls: dict[str, http_steps.HttpCall] = dataclasses.field(default_factory=dict)
+    stores: dict[str, config_store.StoreStep] = dataclasses.field(default_factory=dict)
 
     def add(self, step: model.Step, context: _Context, where: str) -> None:
         here, app, namespace = f"{where}.properties", context.app, context.namespace
@@ -172,6 +177,8 @@ class _Beside:
             self.cleans[step.name] = steps.clean_jobs(step, app, namespace, here)
         elif step.type == "depends-on-app":
             self.awaits[step.name] = steps.depends_on_app(step, app, namespace, here)
+        elif step.type in config_store.STEP_TYPES:
+            self.stores[step.name] = config_store.check(step, namespace, here)
         elif step.type == "collect-service-endpoints":
             self.collects[step.name] = endpoints.collect(
                 step, app, namespace, [c.name for c in context.spec.components], here)

@@ -380,7 +380,8 @@ def read_object(step: Step, namespace: str, where: str) -> Read:
     kind = props["kind"]
     if kind.lower() == "secret":
         raise AppError(f"{where}.kind: a Secret is not read (the control plane reads no "
-                       "Secret for an Application)")
+                       "Secret for an Application but the configs of its namespace's config "
+                       "store: read-config)")
     if kind in resources_.CLUSTER_SCOPED_KINDS:
         raise AppError(f"{where}.kind: {kind} is cluster-scoped; a step reads the "
                        "Application's own namespace only")

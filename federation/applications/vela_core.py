@@ -19,14 +19,12 @@ _URL = ("sends HTTP requests from the control plane to a URL the tenant names an
         "out, fire-and-forget, through the outbound policy)")
 _SECRET_READ = ("reads a Secret with the control plane's identity and moves its content "
                 "(the connection Secret a Terraform module wrote, passwords included): "
-                "the control plane reads no Secret for an Application (read-object refuses "
-                "Secrets: docs/security.md, Applications: data steps)")
+                "the control plane reads no Secret for an Application but the configs of its "
+                "namespace's config store (read-object refuses Secrets: docs/security.md, "
+                "Applications: data steps)")
 _CLOUD_RESOURCE = ("copies the connection Secret a Terraform component wrote to other "
                    "clusters by an env-binding policy's env: " + _SECRET_READ + "; run "
                    "the Terraform component in each cluster that needs its Secret")
-_CONFIG = ("KubeVela's config store (Secrets in vela-system, shared across namespaces): "
-           "this control plane keeps no tenant config store and reads no Secret for an "
-           "Application")
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
@@ -44,6 +42,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "export2config", "export2secret", "print-message-in-status",
                      "collect-service-endpoints", "export-data", "depends-on-app",
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
+                     "create-config", "read-config", "list-config", "delete-config",
                      "webhook", "request", "check-metrics"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
@@ -66,8 +65,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     },
     "workflowstep": {
         "build-push-image": _SHELL,
-        "create-config": _CONFIG,
-        "delete-config": _CONFIG,
         "deploy-cloud-resource": _CLOUD_RESOURCE,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "
@@ -77,8 +74,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                           "another namespace's pods included)",
         "generate-jdbc-connection": _SECRET_READ + " into the step's outputs, the database "
                                     "password in the Application's status",
-        "list-config": _CONFIG,
-        "read-config": _CONFIG,
         "share-cloud-resource": _CLOUD_RESOURCE,
         "vela-cli": _SHELL,
     },

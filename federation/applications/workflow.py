@@ -198,6 +198,9 @@ class Observations:
     """(step, cluster, component) -> health of that component there (ordered deploys)."""
     evaluator: Evaluator = expressions.evaluate
     """KubeVela's CUE (:mod:`.expressions`); tests may pass another."""
+    stores: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    """config-store step -> (outcome, message) of its decision over the cached store
+    (:func:`federation.applications.config_store.decide`: done, write, failed, waiting)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -565,6 +568,9 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
     if spec.type == "notification":
         return dataclasses.replace(step, phase="succeeded", finished=now, reason="Sent"), \
             [Notify(spec.name, spec.message)], resume
+    if spec.type in STORE_STEPS:
+        new, actions = _store(step, spec, obs, now)
+        return new, actions, resume
     own = _STEPS.get(spec.type)
     if own is not None:
         new, actions = own(step, spec, obs, now)
@@ -586,6 +592,32 @@ def _advance(step: StepState, spec: StepSpec, obs: Observations, now: float, res
                                    message=f"the workflow restarts {what}"), \
             [ScheduleRestart(at, every)], resume
     raise ValueError(f"unknown step type {spec.type!r}")
+
+
+STORE_STEPS = {"create-config": "Written", "read-config": "Read", "list-config": "Listed",
+               "delete-config": "Deleted"}
+"""The config-store steps and the reason of each once done."""
+
+
+def _store(step: StepState, spec: StepSpec, obs: Observations, now: float
+           ) -> tuple[StepState, list[Action]]:
+    """A config-store step: done once the cached store shows what it asked for (a write
+    is planned by the controller while it runs, and counts once read back); failed by its
+    decision; otherwise it waits, within its timeout."""
+    outcome, message = obs.stores.get(spec.name, ("waiting", "reading the config store"))
+    if outcome == "done":
+        if spec.type == "delete-config" and step.reason == "Writing":  # gone: our delete
+            message = "config deleted"
+        return dataclasses.replace(step, phase="succeeded", finished=now,
+                                   reason=STORE_STEPS[spec.type], message=message), []
+    if outcome == "failed":
+        return _fail(step, spec, now, "Execute", message)
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"not done within {spec.timeout:.0f}s: "
+                     f"{message}")
+    return dataclasses.replace(step, phase="running",
+                               reason="Writing" if outcome == "write" else "Wait",
+                               message=message), [Wait(obs.probe_interval)]
 
 
 def _collecting(step: StepState, spec: StepSpec, obs: Observations, now: float

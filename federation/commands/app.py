@@ -25,6 +25,7 @@ import yaml
 
 from federation.applications import compile as compile_
 from federation.applications import (
+    config_store,
     cue_worker,
     custom_status,
     definition_files,
@@ -275,6 +276,9 @@ def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
     if awaited is not None:
         return f": waits for Application {awaited} of this namespace to be running " \
                f"(created from ConfigMap {awaited} of this namespace if it is missing)"
+    stored = compiled.stores.get(step.name)
+    if stored is not None:
+        return config_store.describe(stored)
     chosen = compiled.collects.get(step.name)
     if chosen is not None:
         return ": waits for an endpoint of the Application's own Services and Ingresses " \

@@ -6,9 +6,10 @@ templates of the propagated kinds but Secrets), a Role in the control plane's na
 leader-election namespace (its own Lease). Secrets, when propagated, get a ClusterRole
 of their own (:data:`SECRETS_ROLE`) that is never bound cluster-wide: a RoleBinding in
 each tenant namespace named by ``--secret-namespaces`` (never a ``kube-*`` namespace or
-ours) lets the control plane read and update Secrets there and nowhere else; it learns
-where from those RoleBindings (:data:`SECRETS_ROLE` is also their name), so the hub
-ClusterRole may list and watch RoleBindings, nothing more of RBAC. Each member gets one ClusterRole:
+ours) lets the control plane read and update Secrets there (and create and delete the
+config store's) and nowhere else; it learns where from those RoleBindings
+(:data:`SECRETS_ROLE` is also their name), so the hub ClusterRole may list and watch
+RoleBindings, nothing more of RBAC. Each member gets one ClusterRole:
 the copies of the propagated kinds, their namespaces and CRDs, nodes and
 workloads for capacity. Every binding names two subjects: the user
 ``federation:control-plane`` (the local fleet's client certificate, or any
@@ -370,14 +371,19 @@ def _binding(kind: str, name: str, role_kind: str, settings: Settings,
 
 
 def secret_rules() -> tuple[Rule, ...]:
-    """The rules of :data:`SECRETS_ROLE`: Secrets as templates, but only where bound."""
+    """The rules of :data:`SECRETS_ROLE`: Secrets as templates and as the namespace's
+    config store, but only where bound."""
     return (Rule(why=(
         "Secrets are templates like the other propagated kinds (and propagateDeps "
-        "dependencies): cached, followed, updated only to drop an earlier version's marks; "
-        "never created or deleted. Granted per namespace by a RoleBinding of this role, "
+        "dependencies): cached, followed, updated only to drop an earlier version's marks. "
+        "An Application's config-store steps (create-config, delete-config) create, update "
+        "and delete Secrets of its own namespace, only those labelled "
+        "config.oam.dev/catalog=velacore-config (a Secret without it is never written or "
+        "deleted). Granted per namespace by a RoleBinding of this role, "
         "never cluster-wide: the Secrets of kube-* namespaces and of the control plane's "
         "own namespace are never read."),
-        verbs=("get", "list", "watch", "update"), api_groups=("",), resources=("secrets",)),)
+        verbs=("get", "list", "watch", "create", "update", "delete"), api_groups=("",),
+        resources=("secrets",)),)
 
 
 def grant_rules() -> tuple[Rule, ...]:
@@ -391,7 +397,8 @@ def grant_rules() -> tuple[Rule, ...]:
 
 
 def secret_binding(namespace: str, settings: Settings) -> Manifest:
-    """The RoleBinding that lets the control plane read and update ``namespace``'s Secrets."""
+    """The RoleBinding that lets the control plane read and update ``namespace``'s Secrets
+    (and write its config store's)."""
     return _binding("RoleBinding", SECRETS_ROLE, "ClusterRole", settings, namespace)
 
 

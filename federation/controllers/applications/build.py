@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.applications import compile as compile_
-from federation.applications import custom_status, definitions, scope, workflow
+from federation.applications import config_store, custom_status, definitions, scope, workflow
 from federation.applications.tracker import Diff, Entry
 from federation.contexts.cache import ReadOnly
 from federation.controllers.kit.events import EventType
@@ -86,6 +86,10 @@ class Build:
     """depends-on-app step -> the missing Application it would create from its ConfigMap."""
     created: dict[str, str] = dataclasses.field(default_factory=dict)
     """Plan vertex key -> the depends-on-app step whose Application it creates."""
+    stores: dict[str, config_store.Decision] = dataclasses.field(default_factory=dict)
+    """config-store step -> its decision over the cached store (the steps not ended)."""
+    store_writes: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Plan vertex key -> the config-store step whose hub write it is."""
     # deploy, prune
     diff: Diff | None = None
     by_vertex: dict[str, Entry] = dataclasses.field(default_factory=dict)

@@ -19,7 +19,7 @@ from typing import Any
 from federation.applications import endpoints, revision, steps, workflow
 from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
-from federation.controllers.applications import calls, dependencies
+from federation.controllers.applications import calls, dependencies, stores
 from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView
@@ -33,13 +33,14 @@ async def evaluate_workflow(view: ApplicationView, build: Build) -> Verdict | No
     compiled, state = build.compiled, build.state
     assert compiled is not None and state is not None
     now = view.now()
+    outputs = await applied_objects(view, build)  # the config-store steps' decisions too
     obs = workflow.Observations(build.health, build.resume, compiled.health.window,
-                                compiled.health.probe_interval,
-                                await applied_objects(view, build), context_of(build),
-                                build.component_health)
+                                compiled.health.probe_interval, outputs, context_of(build),
+                                build.component_health, stores=stores.outcomes(build))
     state, build.actions = workflow.evaluate(state, compiled.steps, obs, now)
     build.state = state
     dependencies.plan_creations(view.hub, build)
+    stores.plan_writes(view.hub, build)
     held(build)
     done = state.phase == "succeeded" or (state.phase == "failed"
                                           and compiled.gc.continue_on_failure)
@@ -105,6 +106,7 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
     found.update(await read_objects(view, build))
     found.update(await collected_endpoints(view, build))
     found.update(await dependencies.awaited_apps(view, build))
+    found.update(await stores.observe(view, build))
     found.update(answers(view, build))
     return found
 

@@ -31,6 +31,7 @@ from federation.controllers.applications import (
     requests,
     revisions,
     rollback,
+    stores,
 )
 from federation.controllers.applications.build import JSON, Build
 from federation.controllers.applications.finalise import Finalisation, unknown
@@ -104,6 +105,7 @@ class Reconciler:
         report = await self.execute(build.plan, shared_creates(build))
         revision_on_record(build, report)
         dependencies.created(build, report)
+        stores.written(build, report)
         done = record.outcome(build, report)
         record.raise_for_tracker(await self.execute(
             record.plan_record(self.view.hub, build, report, done)))

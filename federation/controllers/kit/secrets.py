@@ -2,13 +2,14 @@
 
 The hub identity is never given Secrets cluster-wide (docs/security.md, "Secrets and
 credentials"). ClusterRole ``federation:control-plane:secrets`` holds the rights
-(get/list/watch/update), and a RoleBinding of the same name in a namespace opens that
-namespace: ``fedctl install --secret-namespaces`` writes them, and a namespace's own
-admin may too (Kubernetes lets them bind a role whose rights they hold there). This
-module reads those RoleBindings (:func:`granted_namespace`) and installs the hub's cache
-of Secrets as a :class:`~federation.contexts.scoped.ScopedInformer` over them
-(:func:`restrict`), so every reader of hub Secrets (templates of a Secret policy,
-``propagateDeps`` dependencies, governed configs) reads only granted namespaces and gets
+(get/list/watch/update, and create/delete for the config store's Secrets), and a
+RoleBinding of the same name in a namespace opens that namespace: ``fedctl install
+--secret-namespaces`` writes them, and a namespace's own admin may too (Kubernetes lets
+them bind a role whose rights they hold there). This module reads those RoleBindings
+(:func:`granted_namespace`) and installs the hub's cache of Secrets as a
+:class:`~federation.contexts.scoped.ScopedInformer` over them (:func:`restrict`), so every
+reader of hub Secrets (templates of a Secret policy, ``propagateDeps`` dependencies,
+governed configs, the config store) reads only granted namespaces and gets
 :class:`~federation.contexts.scoped.NotGranted` elsewhere.
 
 It never honours a grant in a ``kube-*`` namespace or the control plane's own (the

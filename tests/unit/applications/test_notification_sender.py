@@ -230,7 +230,7 @@ async def no_report(message: notifications.Message, why: str) -> None:
     raise AssertionError(f"unexpected report {why}")
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_a_namespace_whose_endpoints_hang_never_delays_another() -> None:
     """Finding 3: team-a's twenty POSTs to a blackhole hold two workers; team-b's message,
     submitted after all of them, is delivered while every one of team-a's still hangs."""
@@ -246,7 +246,7 @@ async def test_a_namespace_whose_endpoints_hang_never_delays_another() -> None:
         assert sender.waiting == 18
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_namespaces_take_turns() -> None:
     """One worker, two namespaces with five messages each: a, b, a, b... not a's five first."""
     transport = Transport()
@@ -277,7 +277,7 @@ def test_a_full_namespace_backlog_drops_the_newest_and_warns_once(
     assert "SECRET" not in caplog.text and "h.example" not in caplog.text
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_after_the_backlog_drained_a_new_drop_warns_again(
         caplog: pytest.LogCaptureFixture) -> None:
     transport = Transport()
@@ -316,7 +316,7 @@ class Failing:
         return None
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("error", [
     UnicodeError("idna SECRET"), ValueError("SECRET in text"), TimeoutError(),
     RuntimeError("SECRET"), OSError(111, "Connection refused to 10.0.0.7:6443 SECRET"),
@@ -335,7 +335,7 @@ async def test_any_failure_is_a_report_in_the_tenants_words(
     assert "10.0.0.7" not in str(reports.seen[0][1])
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_a_post_over_its_time_is_unreachable() -> None:
     transport = Transport()
     reports = Reports()
@@ -347,7 +347,7 @@ async def test_a_post_over_its_time_is_unreachable() -> None:
     assert reports.seen == [("http://blackhole.example/", egress.UNREACHABLE)]
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_an_error_answer_is_not_accepted() -> None:
     class Answers:
         async def post(self, url: str, body: Any) -> int:

@@ -14,7 +14,7 @@ from federation.contexts import client as kube
 from tests.unit.clients import Unserved
 from tests.unit.runtime import virtual
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(30)
 
 
 class SlowPages(Unserved):

@@ -31,7 +31,7 @@ class FlakyClient(Unserved):
         yield {}
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_wake_cuts_a_long_backoff_short() -> None:
     """With a 60 s backoff pending, wake() makes the informer list again at once."""
     settings = cache.CacheSettings(backoff_initial=60.0, backoff_max=60.0)

@@ -129,7 +129,7 @@ EVERYWHERE = None
 must still read only the granted namespaces, never the system ones or ours."""
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_secrets_are_listed_only_in_granted_namespaces() -> None:
     """RoleBindings in team-a (ours), kube-system and federation-system (never honoured),
     team-b (binding someone else) and other (another role): only team-a is listed, never
@@ -160,7 +160,7 @@ async def test_secrets_are_listed_only_in_granted_namespaces() -> None:
         await hub.close()
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_a_grant_while_running_lists_the_namespace_as_news() -> None:
     """A RoleBinding made while running: the namespace is listed and its objects come as
     events that are not `initial` (they are reconciled at once); listeners hear it."""
@@ -181,7 +181,7 @@ async def test_a_grant_while_running_lists_the_namespace_as_news() -> None:
         await hub.close()
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_a_revoked_grant_hides_objects_without_deleting_them() -> None:
     """The RoleBinding deleted: the namespace's Secrets leave the cache with no DELETED
     event (nothing may take them for deleted and remove their copies); reads are
@@ -201,7 +201,7 @@ async def test_a_revoked_grant_hides_objects_without_deleting_them() -> None:
         await hub.close()
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_one_namespace_rbac_refuses_does_not_stop_the_others() -> None:
     """A grant the API server does not honour (403 for team-b): team-b's reads are
     unavailable with the 403, team-a's work, and the cache still counts as synced."""
@@ -216,7 +216,7 @@ async def test_one_namespace_rbac_refuses_does_not_stop_the_others() -> None:
         await hub.close()
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 async def test_unreadable_grants_fail_reads_at_once() -> None:
     """RoleBindings not listable (an old RBAC): Secret reads fail fast saying why, as a
     retryable unavailability, not NotGranted and not None."""

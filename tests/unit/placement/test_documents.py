@@ -186,7 +186,7 @@ def test_int32_overflow_names_the_type() -> None:
     )
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_the_pure_python_loader_keeps_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without libyaml the same checks run on the pure-Python parser's events."""
     import yaml

@@ -120,7 +120,7 @@ BILLION_LAUGHS = "\n".join(
 # -- deep nesting ---------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("depth", [101, 1_000, 100_000, 1_000_000])
 def test_deep_flow_yaml_is_refused(tmp_path: Path, depth: int) -> None:
     """Flow sequences nested beyond 100 levels (up to a million) are refused, not recursed."""
@@ -128,14 +128,14 @@ def test_deep_flow_yaml_is_refused(tmp_path: Path, depth: int) -> None:
             "manifest.yaml", DEPTH)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_deep_block_yaml_in_the_clusters_file_is_refused(tmp_path: Path) -> None:
     """Indentation nesting 1,000 deep in the clusters file is refused too."""
     refused(run(tmp_path, clusters=CLUSTERS + block_nested(1_000)),
             "clusters.yaml", DEPTH)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("depth", [101, 1_000, 1_000_000])
 def test_deep_previous_json_is_refused(tmp_path: Path, depth: int) -> None:
     """--previous JSON nested beyond 100 levels is refused (below and above Python's stack)."""
@@ -144,14 +144,14 @@ def test_deep_previous_json_is_refused(tmp_path: Path, depth: int) -> None:
             "previous.json", DEPTH)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_deep_json_objects_are_refused(tmp_path: Path) -> None:
     """Nested objects, not only arrays."""
     refused(run(tmp_path, previous='{"a":' * 50_000 + "1" + "}" * 50_000),
             "previous.json", DEPTH)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_nesting_at_the_limit_is_accepted(tmp_path: Path) -> None:
     """Exactly 100 levels loads (the limit is inclusive); 101 does not."""
     def manifest(depth: int) -> str:  # the document's own mapping is level 1
@@ -164,7 +164,7 @@ def test_nesting_at_the_limit_is_accepted(tmp_path: Path) -> None:
 # -- numbers -------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("replicas", ["2147483648", str(2**63), str(10**30), "1.5", "1.0e+309",
                                       ".inf", ".nan", "-1", "'3'", "true", "1" * 5000])
 def test_replicas_that_are_not_int32_are_refused(tmp_path: Path, replicas: str) -> None:
@@ -172,14 +172,14 @@ def test_replicas_that_are_not_int32_are_refused(tmp_path: Path, replicas: str) 
     refused(run(tmp_path, manifest=POLICY + "---\n" + deployment(replicas)), "manifest.yaml")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_a_boolean_is_not_an_integer(tmp_path: Path) -> None:
     """``replicas: true`` is not 1."""
     refused(run(tmp_path, manifest=POLICY + "---\n" + deployment("true")),
             "manifest.yaml", "spec.replicas", "not a boolean")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("field", ["availableReplicas: 2147483648", "availableReplicas: true",
                                    "availableReplicas: 1.0", "ready: 1", "ready: 'yes'"])
 def test_cluster_counts_and_flags_are_strict(tmp_path: Path, field: str) -> None:
@@ -188,7 +188,7 @@ def test_cluster_counts_and_flags_are_strict(tmp_path: Path, field: str) -> None
             "clusters.yaml", "clusters[0].")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     ("rule", "path"),
     [
@@ -209,7 +209,7 @@ def test_policy_counts_are_strict(tmp_path: Path, rule: str, path: str) -> None:
     refused(run(tmp_path, manifest=policy + "---\n" + deployment()), "manifest.yaml", path)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("replicas", [2**31, 2**63, -1, 1.0, True, "3"])
 def test_previous_replicas_are_strict(tmp_path: Path, replicas: Any) -> None:
     """A previous decision's replicas are int32 counts too."""
@@ -219,7 +219,7 @@ def test_previous_replicas_are_strict(tmp_path: Path, replicas: Any) -> None:
             "previous.json", "placements[0].clusters[0].replicas")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("replicas", [10**8, 5 * 10**8, 10**9, 2**31 - 1])
 def test_huge_valid_replicas_divide_at_once(tmp_path: Path, replicas: int) -> None:
     """The case that spun forever: 1e8-1e9 replicas over room 333333333 / unlimited / unlimited."""
@@ -241,14 +241,14 @@ def run_json(tmp_path: Path, replicas: int) -> dict[str, Any]:
     return placement
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_impossible_dates_and_long_integers_in_yaml(tmp_path: Path) -> None:
     """Values PyYAML's constructor raises plain ValueErrors for are malformed YAML."""
     refused(run(tmp_path, manifest=deployment() + "when: 2001-02-30\n"),
             "manifest.yaml", SYNTAX)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_a_5000_digit_integer_in_json(tmp_path: Path) -> None:
     """Python refuses to convert it; that is malformed JSON, not a traceback."""
     refused(run(tmp_path, previous='{"placements": [], "x": ' + "9" * 5000 + "}"),
@@ -258,34 +258,34 @@ def test_a_5000_digit_integer_in_json(tmp_path: Path) -> None:
 # -- bombs and sizes ------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_billion_laughs_is_refused(tmp_path: Path) -> None:
     """Nested anchors expanding to 10**10 values are refused before anything is built."""
     refused(run(tmp_path, manifest=deployment() + BILLION_LAUGHS),
             "manifest.yaml", VALUES)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_billion_laughs_in_the_clusters_file(tmp_path: Path) -> None:
     refused(run(tmp_path, clusters=CLUSTERS + BILLION_LAUGHS),
             "clusters.yaml", VALUES)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_deep_alias_counts_the_anchor_depth(tmp_path: Path) -> None:
     """An alias to a deep anchor, placed deep, is as deep as its expansion."""
     text = deployment() + "a: &a " + nested(60) + "\nb: " + nested(50, "*a") + "\n"
     refused(run(tmp_path, manifest=text), "manifest.yaml", DEPTH)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_recursive_alias_is_refused(tmp_path: Path) -> None:
     """``&a [*a]`` would build a list containing itself."""
     refused(run(tmp_path, manifest=deployment() + "loop: &a [*a]\n"),
             "manifest.yaml", VALUES)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_ten_megabytes_of_flow_yaml_is_refused_by_size(tmp_path: Path) -> None:
     """The 10 MB flow-style file that took minutes is refused without being parsed."""
     big = "[" + ",".join(["{a: 1, b: [x, y]}"] * 600_000) + "]"
@@ -293,20 +293,20 @@ def test_ten_megabytes_of_flow_yaml_is_refused_by_size(tmp_path: Path) -> None:
     refused(run(tmp_path, manifest=big), "manifest.yaml", SIZE)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_many_values_within_the_size_limit_are_refused(tmp_path: Path) -> None:
     """3 MB of ``[0,0,...]`` is within 4 MiB but holds 1.5 million values."""
     refused(run(tmp_path, manifest="[" + ",".join(["0"] * 1_500_000) + "]"),
             "manifest.yaml", VALUES)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_too_many_documents_are_refused(tmp_path: Path) -> None:
     refused(run(tmp_path, manifest="---\n" * 20_000), "manifest.yaml",
             documents.Reason.DOCUMENTS.value)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_a_large_previous_file_is_refused_by_size(tmp_path: Path) -> None:
     refused(run(tmp_path, previous=" " * (5 * 2**20)), "previous.json", SIZE)
 
@@ -314,7 +314,7 @@ def test_a_large_previous_file_is_refused_by_size(tmp_path: Path) -> None:
 # -- encodings ------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     ("content", "words"),
     [
@@ -334,14 +334,14 @@ def test_bad_encodings_are_one_line(tmp_path: Path, content: bytes, words: tuple
     refused(run(tmp_path, manifest=content), "manifest.yaml", *words)
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("content", [b"\xc3\x28", deployment().encode("utf-16-le"), b"\0" * 10])
 def test_bad_encodings_in_the_other_files(tmp_path: Path, content: bytes) -> None:
     refused(run(tmp_path, clusters=content), "clusters.yaml")
     refused(run(tmp_path, previous=content), "previous.json")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_a_utf8_byte_order_mark_is_fine(tmp_path: Path) -> None:
     """UTF-8 with a BOM (as some editors save) loads, in YAML and JSON."""
     result = run(tmp_path, manifest=b"\xef\xbb\xbf" + (POLICY + "---\n" + deployment()).encode(),
@@ -352,7 +352,7 @@ def test_a_utf8_byte_order_mark_is_fine(tmp_path: Path) -> None:
 # -- error messages -------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_many_errors_are_one_line(tmp_path: Path) -> None:
     """Eleven problems in one policy: the first with its path, then how many more."""
     placement = (
@@ -367,7 +367,7 @@ def test_many_errors_are_one_line(tmp_path: Path) -> None:
     refused(result, "manifest.yaml", "spec.placement.", "more problems)")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("name", ['"a\\nb"', '"a\\e[2Jb"', '"a\\u2028b"'])
 def test_control_characters_from_the_input_are_escaped(tmp_path: Path, name: str) -> None:
     """A duplicate resource whose name holds a newline or a terminal escape: still one line."""
@@ -375,7 +375,7 @@ def test_control_characters_from_the_input_are_escaped(tmp_path: Path, name: str
     refused(run(tmp_path, manifest=POLICY + "---\n" + twice), "manifest.yaml", "duplicate")
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_usage_errors_are_one_line(tmp_path: Path) -> None:
     """A bad option is bad input too: one line, exit 1."""
     result = CliRunner().invoke(cli, ["plan", "-o", "xml", "-f", "x", "--clusters", "y"])
@@ -384,13 +384,13 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
     assert "'xml' is not one of" in result.stderr
 
 
-@pytest.mark.timeout(5)
+@pytest.mark.timeout(30)
 def test_a_directory_is_not_a_file(tmp_path: Path) -> None:
     refused(CliRunner().invoke(cli, ["plan", "-f", str(tmp_path), "--clusters", str(tmp_path)]),
             str(tmp_path), "cannot read")
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 def test_the_real_process_prints_one_line(tmp_path: Path) -> None:
     """``python -m federation plan`` on a deep file: one line on stderr, no traceback."""
     manifest = tmp_path / "deep.yaml"

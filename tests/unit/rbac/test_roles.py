@@ -152,16 +152,16 @@ def test_hub_templates_are_read_and_updated_never_created_or_deleted() -> None:
     """On the hub the control plane changes templates only by PUT (finalizer, annotations)
     and a status patch for workloads; it creates or deletes none. Secrets are not in the
     ClusterRole at all (finding 4: it granted them cluster-wide): their own role does it,
-    per namespace."""
+    per namespace, with create and delete for the config store's Secrets (never patch)."""
     for kind in roles.DEFAULT_KINDS:
         wanted = kind != roles.SECRETS_KIND
         for verb in ("get", "list", "watch", "update"):
             assert allows(HUB_RULES, verb, kind.group, kind.resource) == wanted, (verb, kind)
         for verb in ("create", "delete", "patch"):
             assert not allows(HUB_RULES, verb, kind.group, kind.resource), (verb, kind)
-    for verb in ("get", "list", "watch", "update"):
+    for verb in ("get", "list", "watch", "create", "update", "delete"):
         assert allows(SECRET_RULES, verb, "", "secrets")
-    for verb in ("create", "delete", "patch"):
+    for verb in ("patch", "deletecollection"):
         assert not allows(SECRET_RULES, verb, "", "secrets")
     assert allows(HUB_RULES, "patch", "apps", "deployments/status")
     assert not allows(HUB_RULES, "patch", "", "configmaps/status")

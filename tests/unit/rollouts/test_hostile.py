@@ -42,7 +42,7 @@ def refused(fmt: FileFormat, content: str, seconds: float = 2.0) -> FormatError:
     return err.value
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("line", [
     "k" + " " * 45_000 + "v",  # quadratic in configparser: a minute per parse before
     "k" + " " * 45_000 + "v = 1",
@@ -52,7 +52,7 @@ def test_an_ini_line_configparser_is_quadratic_on_is_refused_at_once(line: str) 
     assert error.reason is Reason.LINE_TOO_LONG and "line 2" in str(error)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 def test_blanks_where_configparser_does_not_look_are_fine() -> None:
     """A value or a comment full of blanks is no key: still parsed, still linear."""
     content = "[s]\n#" + " " * 45_000 + "x\nk = a" + " " * 45_000 + "b\n"
@@ -61,13 +61,13 @@ def test_blanks_where_configparser_does_not_look_are_fine() -> None:
     assert time.perf_counter() - started < 1
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 def test_a_yaml_alias_bomb_is_refused_before_it_expands() -> None:
     error = refused(FileFormat.YAML, alias_bomb())
     assert error.reason is Reason.TOO_MANY_VALUES
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 def test_a_recursive_alias_is_its_own_class() -> None:
     """The capped loader's class, not words: a recursive alias is `recursive alias` (as
     docs/rollouts.md lists), though its message also speaks of values."""
@@ -83,14 +83,14 @@ def test_deep_nesting_is_a_refusal_not_a_recursion_error(fmt: FileFormat, depth:
     assert error.reason is Reason.NESTED_TOO_DEEP, error
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 @pytest.mark.parametrize("fmt", [FileFormat.JSON, FileFormat.YAML, FileFormat.TOML])
 def test_nesting_below_the_recursion_limit_but_past_ours_is_refused(fmt: FileFormat) -> None:
     depth = formats.LIMITS.max_depth + 5
     assert refused(fmt, deep(fmt, depth)).reason is Reason.NESTED_TOO_DEEP
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 def test_a_file_larger_than_the_limit_is_refused_unread() -> None:
     content = "a: " + "x" * (formats.LIMITS.max_bytes + 1)
     assert refused(FileFormat.YAML, content, seconds=0.5).reason is Reason.TOO_LARGE
@@ -133,7 +133,7 @@ def test_unquoted_keeps_the_place_and_drops_the_text() -> None:
     assert unquoted("odd 'unpaired quote and secret") == "odd"
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
 def test_a_long_value_is_not_matched_against_a_pattern() -> None:
     """The length cap of pattern checks: the match itself is bounded by the worker's
     deadline (the controller's tests), this bounds what reaches it."""

@@ -10,7 +10,7 @@ from federation.contexts import client as kube
 from federation.contexts.cache import Event
 from federation.runtime import controller, metrics, queue, reconcile
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(30)
 
 REQUEST = reconcile.Request("member1", "ConfigMap", "default", "x")
 

@@ -17,7 +17,7 @@ from federation.contexts import client as kube
 from federation.runtime import leader
 from tests.unit.clients import Unserved
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(30)
 
 SETTINGS = leader.LeaderSettings(name="lease", namespace="ns")
 

@@ -8,7 +8,7 @@ import pytest
 
 from federation.runtime import queue
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(30)
 
 
 async def test_adding_a_waiting_key_twice_queues_it_once() -> None:

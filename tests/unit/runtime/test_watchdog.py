@@ -17,7 +17,7 @@ from federation.contexts import clusters
 from federation.runtime import manager, metrics, watchdog
 from tests.unit.runtime import virtual
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(30)
 
 
 def sample(registry: prometheus_client.CollectorRegistry, name: str,

@@ -18,7 +18,7 @@ from federation.work.proto import work_pb2 as pb
 from federation.work.pull import PullSettings, PullState, WorkClient
 from federation.work.wire import Key
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(30)
 
 
 class Clock:
