@@ -12,6 +12,7 @@ from federation.applications import (
     dataflow,
     endpoints,
     flow,
+    http_steps,
     model,
     policies,
     render,
@@ -61,6 +62,9 @@ class Compiled:
         default_factory=resource_policies.ReadOnly)
     """The objects it shares with the Applications of its namespace (``shared-resource``:
     marked in :attr:`targets`)."""
+    calls: Mapping[str, http_steps.HttpCall] = dataclasses.field(default_factory=dict)
+    """webhook, request and check-metrics step name -> the HTTP call it makes (the
+    controller's sender makes it, off the reconcile)."""
     stores: Mapping[str, config_store.StoreStep] = dataclasses.field(default_factory=dict)
     """config-store step name -> what it writes, reads, lists or deletes (the controller
     does it in the Application's own namespace on the hub)."""
@@ -136,7 +140,7 @@ def _assemble(spec: model.AppSpec, specs: Sequence[workflow.StepSpec],
                         _reads(beside.reads, targets),
                         beside.cleans, beside.awaits, beside.collects,
                         resource_policies.resource_update_of(chosen, made_by),
-                        stores=beside.stores,
+                        calls=beside.calls, stores=beside.stores,
                         take_over=resource_policies.take_over_of(chosen, made_by))
     return _shared(compiled, chosen, made_by)
 
@@ -166,6 +170,7 @@ class _Beside:
     cleans: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     awaits: dict[str, str] = dataclasses.field(default_factory=dict)
     collects: dict[str, endpoints.Collect] = dataclasses.field(default_factory=dict)
+    calls: dict[str, http_steps.HttpCall] = dataclasses.field(default_factory=dict)
     stores: dict[str, config_store.StoreStep] = dataclasses.field(default_factory=dict)
 
     def add(self, step: model.Step, context: _Context, where: str) -> None:
@@ -181,6 +186,9 @@ class _Beside:
         elif step.type == "collect-service-endpoints":
             self.collects[step.name] = endpoints.collect(
                 step, app, namespace, [c.name for c in context.spec.components], here)
+        elif step.type in http_steps.STEP_TYPES:
+            self.calls[step.name] = http_steps.compiled(step.type, step.properties, namespace,
+                                                        here)[0]
 
 
 def _reads(reads: Mapping[str, tuple[steps.Read, str]],
@@ -212,6 +220,10 @@ def _compile_step(step: model.Step, context: _Context, where: str
     if step.type == "print-message-in-status":
         message = model.status_message(step.properties, f"{where}.properties")
         return None, dataclasses.replace(step_spec, message=message), None
+    if step.type == "check-metrics":
+        check = http_steps.compiled(step.type, step.properties, context.namespace,
+                                    f"{where}.properties")[1]
+        return None, dataclasses.replace(step_spec, metrics=check), None
     if step.type != "notification":
         return None, step_spec, None
     note = model.notification(step.properties, f"{where}.properties")

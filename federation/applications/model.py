@@ -60,7 +60,8 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "export2config", "export2secret", "deploy2env", "print-message-in-status",
               "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
               "apply-terraform-config", "apply-terraform-provider", "create-config",
-              "read-config", "list-config", "delete-config")
+              "read-config", "list-config", "delete-config", "webhook", "request",
+              "check-metrics")
 
 TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
                                    "writeConnectionSecretToRef", "providerRef", "region",
@@ -397,37 +398,46 @@ def check_step(step: Step, where: str) -> None:
     _check_step(step, where)
 
 
+_STEP_PROPERTIES: dict[str, set[str]] = {
+    "deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
+    "suspend": {"duration", "message"}, "approve": {"duration", "message"},
+    "notification": {"webhook", "slack", "message"},
+    "apply-component": {"component", "cluster", "namespace"},
+    "step-group": set(),
+    "apply-object": {"value", "cluster"},
+    "apply-deployment": {"image", "replicas", "cluster", "cmd"},
+    "apply-application": set(), "apply-remaining": {"exceptions"},
+    "deploy2runtime": {"clusters"},
+    "deploy2env": {"policy", "env", "parallel"},
+    "restart-workflow": {"at", "after", "every"},
+    "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
+    "export2config": {"configName", "namespace", "data", "cluster"},
+    "export2secret": {"secretName", "namespace", "type", "data", "cluster",
+                      "kind", "dockerRegistry"},
+    "print-message-in-status": {"message"},
+    "collect-service-endpoints": {"name", "namespace", "components", "port",
+                                  "portName", "outer", "protocal"},
+    "export-data": {"name", "namespace", "kind", "data", "topology"},
+    "depends-on-app": {"name", "namespace"},
+    "clean-jobs": {"labelselector", "namespace"},
+    "apply-terraform-config": set(TERRAFORM_CONFIG_KEYS),
+    "apply-terraform-provider": set(TERRAFORM_PROVIDER_KEYS),
+    "create-config": {"name", "namespace", "template", "config"},
+    "read-config": {"name", "namespace"}, "delete-config": {"name", "namespace"},
+    "list-config": {"template", "namespace"},
+    "webhook": {"url", "data"},
+    "request": {"url", "method", "body", "header"},
+    "check-metrics": {"query", "metricEndpoint", "condition", "duration",
+                      "failDuration"}}
+"""Each step type's properties (anything else is refused by name)."""
+
+
 def _check_step(step: Step, where: str) -> None:
     if step.type not in STEP_TYPES:
         raise AppError(f"{where}.type: {not_built_in('workflowstep', step.type, STEP_TYPES)}")
     if step.timeout is not None:
         duration_seconds(step.timeout, f"{where}.timeout")
-    allowed = {"deploy": {"policies", "parallelism", "auto", "rollbackOnFailure"},
-               "suspend": {"duration", "message"}, "approve": {"duration", "message"},
-               "notification": {"webhook", "slack", "message"},
-               "apply-component": {"component", "cluster", "namespace"},
-               "step-group": set(),
-               "apply-object": {"value", "cluster"},
-               "apply-deployment": {"image", "replicas", "cluster", "cmd"},
-               "apply-application": set(), "apply-remaining": {"exceptions"},
-               "deploy2runtime": {"clusters"},
-               "deploy2env": {"policy", "env", "parallel"},
-               "restart-workflow": {"at", "after", "every"},
-               "read-object": {"apiVersion", "kind", "name", "namespace", "cluster"},
-               "export2config": {"configName", "namespace", "data", "cluster"},
-               "export2secret": {"secretName", "namespace", "type", "data", "cluster",
-                                 "kind", "dockerRegistry"},
-               "print-message-in-status": {"message"},
-               "collect-service-endpoints": {"name", "namespace", "components", "port",
-                                             "portName", "outer", "protocal"},
-               "export-data": {"name", "namespace", "kind", "data", "topology"},
-               "depends-on-app": {"name", "namespace"},
-               "clean-jobs": {"labelselector", "namespace"},
-               "apply-terraform-config": set(TERRAFORM_CONFIG_KEYS),
-               "apply-terraform-provider": set(TERRAFORM_PROVIDER_KEYS),
-               "create-config": {"name", "namespace", "template", "config"},
-               "read-config": {"name", "namespace"}, "delete-config": {"name", "namespace"},
-               "list-config": {"template", "namespace"}}[step.type]
+    allowed = _STEP_PROPERTIES[step.type]
     for key in step.properties:
         if key not in allowed:
             raise AppError(f"{where}.properties.{key}: not supported for a {step.type} step "

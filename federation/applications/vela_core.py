@@ -42,7 +42,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "export2config", "export2secret", "print-message-in-status",
                      "collect-service-endpoints", "export-data", "depends-on-app",
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
-                     "create-config", "read-config", "list-config", "delete-config"),
+                     "create-config", "read-config", "list-config", "delete-config",
+                     "webhook", "request", "check-metrics"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -61,7 +62,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     },
     "workflowstep": {
         "build-push-image": _SHELL,
-        "check-metrics": "queries a Prometheus URL the tenant names (" + _URL + ")",
         "deploy-cloud-resource": _CLOUD_RESOURCE,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "
@@ -71,10 +71,8 @@ REFUSED: dict[Kind, dict[str, str]] = {
                           "another namespace's pods included)",
         "generate-jdbc-connection": _SECRET_READ + " into the step's outputs, the database "
                                     "password in the Application's status",
-        "request": _URL,
         "share-cloud-resource": _CLOUD_RESOURCE,
         "vela-cli": _SHELL,
-        "webhook": _URL + "; a notification step POSTs a message",
     },
 }
 

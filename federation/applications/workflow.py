@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from federation.applications import expressions
+from federation.applications import expressions, http_steps
 from federation.applications.expressions import ExpressionError
 from federation.applications.render import COMPONENT_LABEL
 
@@ -47,7 +47,8 @@ DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
 
 
 TEMPLATE_ROOTS = {"collect-service-endpoints": ("collect", "outputs", "value"),
-                  "depends-on-app": ("dependsOn",)}
+                  "depends-on-app": ("dependsOn",), "request": ("req", "response"),
+                  "webhook": ("webhook", "data"), "check-metrics": ("check",)}
 """Step types whose outputs name the fields of their KubeVela template (``value.url``)
 rather than ``output``: the controller observes them under those names."""
 
@@ -110,6 +111,8 @@ class StepSpec:
     """restart-workflow: (``at`` as epoch seconds, or ``after`` in seconds; ``every``)."""
     restart_relative: bool = False
     """restart-workflow: the first of :attr:`restart` is ``after`` (from the step's run)."""
+    metrics: http_steps.MetricsCheck | None = None
+    """check-metrics: its condition and durations (the query is the controller's call)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +136,15 @@ class StepState:
     """A pending step: the steps and inputs it waits for (``step NAME``, ``input NAME``)."""
     released: tuple[tuple[str, str], ...] = ()
     """deploy with components ordered: (cluster, component) put there so far."""
+    calls: int = 0
+    """HTTP steps: the calls asked for so far; the controller makes call number ``calls``
+    (once) and observes its answer."""
+    due: float | None = None
+    """HTTP steps: when the next call is asked for (a retry, the next query)."""
+    held_since: float | None = None
+    """check-metrics: when the condition was first seen holding, in the current run."""
+    failing_since: float | None = None
+    """check-metrics: when it was first seen failing, in the current run."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -657,10 +669,104 @@ def _cleaned(step: StepState, spec: StepSpec, obs: Observations, now: float
                                        "deleted from where earlier steps put them"), []
 
 
+def _calling(step: StepState, spec: StepSpec, obs: Observations, now: float
+             ) -> tuple[StepState, list[Action]]:
+    """webhook, request and check-metrics (:mod:`.http_steps`): the step asks the
+    controller for call number :attr:`StepState.calls` and waits for its answer in
+    ``obs.outputs`` (the reconcile never waits on the network; the answer requeues it)."""
+    if step.calls == 0:
+        return _ask(step), [Wait(obs.probe_interval)]
+    answer = obs.outputs.get(spec.name)
+    if _timed_out(step, spec, now):
+        return _fail(step, spec, now, "Timeout", f"not done within {spec.timeout:.0f}s")
+    if answer is None:
+        return dataclasses.replace(step, phase="running", reason="Wait"), \
+            [Wait(_until_timeout(step, spec, now, obs.probe_interval))]
+    if spec.type == "check-metrics":
+        return _checking(step, spec, answer, obs, now)
+    error = answer.get("error")
+    if error:
+        if step.calls >= http_steps.REQUEST_CALLS:
+            return _fail(step, spec, now, "FailedAfterRetries",
+                         f"{error} ({step.calls} tries)")
+        return _again(step, spec, now, http_steps.RETRY_SECONDS * step.calls,
+                      f"{error}; trying again")
+    status = int(answer.get("statusCode") or 0)
+    if spec.type == "request" and status > 400:
+        return _fail(step, spec, now, "Execute", f"the request failed: answered {status}")
+    if answer.get("invalid"):
+        return _fail(step, spec, now, "Execute", str(answer["invalid"]))
+    return dataclasses.replace(step, phase="succeeded", finished=now, reason="Answered",
+                               message=f"answered {status}", due=None), []
+
+
+def _ask(step: StepState, message: str = "waiting for the answer") -> StepState:
+    """The next call asked for (the controller makes it once the status records it); the
+    message of the last answer stays until the next one comes."""
+    return dataclasses.replace(step, phase="running", reason="Wait", calls=step.calls + 1,
+                               due=None, message=message)
+
+
+def _again(step: StepState, spec: StepSpec, now: float, wait: float, message: str
+           ) -> tuple[StepState, list[Action]]:
+    """Another call once ``wait`` has passed since the answer was first seen."""
+    due = step.due if step.due is not None else now + wait
+    if now >= due:
+        retry = _until_timeout(step, spec, now, http_steps.RETRY_SECONDS)
+        return _ask(step, message), [Wait(retry)]
+    waiting = dataclasses.replace(step, phase="running", reason="Wait", message=message,
+                                  due=due)
+    return waiting, [Wait(_until_timeout(step, spec, now, due - now))]
+
+
+def _until_timeout(step: StepState, spec: StepSpec, now: float, wait: float) -> float:
+    if spec.timeout is not None and step.first_execute is not None:
+        return min(wait, max(step.first_execute + spec.timeout - now, 0.01))
+    return wait
+
+
+def _checking(step: StepState, spec: StepSpec, answer: Mapping[str, Any],
+              obs: Observations, now: float) -> tuple[StepState, list[Action]]:
+    """check-metrics on one answer, KubeVela's ``#PromCheck``: the condition must hold
+    for ``duration`` (from the first answer it held in, to this one), and the step fails
+    once it has not held for ``failDuration``. Times are when answers came (the
+    controller's clock). An answer the step cannot use (unreachable, not one number)
+    counts as the condition not holding (KubeVela retries the step instead)."""
+    check = spec.metrics
+    assert check is not None
+    at, value, error = float(answer["at"]), answer.get("value"), answer.get("error")
+    should = f"The healthy condition should be {check.condition.text}"
+    if not error and isinstance(value, (int, float)) and check.condition.holds(value):
+        held = step.held_since if step.held_since is not None else at
+        step = dataclasses.replace(step, held_since=held, failing_since=None)
+        if at - held >= check.duration:
+            return dataclasses.replace(step, phase="succeeded", finished=now,
+                                       reason="Passed", due=None,
+                                       message="The metric check has passed successfully."), []
+        message = (f"{should}, and the query result is {http_steps.shown(value)}, indicating "
+                   f"success. The success has persisted for {at - held:.0f}s, with success "
+                   f"duration being {check.duration_text}.")
+    else:
+        failing = step.failing_since if step.failing_since is not None else at
+        step = dataclasses.replace(step, held_since=None, failing_since=failing)
+        result = f"the query failed: {error}" if error else \
+            f"the query result is {http_steps.shown(float(value or 0))}"
+        message = (f"{should}, but {result}, indicating failure. The failure has persisted "
+                   f"for {at - failing:.0f}s, with the failure duration being "
+                   f"{check.fail_duration_text}.")
+        if at - failing >= check.fail_duration:
+            return _fail(step, spec, now, "Failed", f"{message} The check has terminated.")
+    if step.calls >= http_steps.METRICS_CALLS:
+        return _fail(step, spec, now, "Failed", f"{message} No more queries: "
+                     f"{http_steps.METRICS_CALLS} were made.")
+    return _again(step, spec, now, obs.probe_interval, message)
+
+
 _STEPS: dict[str, Callable[[StepState, StepSpec, Observations, float],
                            tuple[StepState, list[Action]]]] = {
     "print-message-in-status": _message, "collect-service-endpoints": _collecting,
-    "depends-on-app": _depending, "clean-jobs": _cleaned}
+    "depends-on-app": _depending, "clean-jobs": _cleaned,
+    **dict.fromkeys(http_steps.STEP_TYPES, _calling)}
 """Steps that advance on what was observed alone (no resume, no deploy)."""
 
 

@@ -299,6 +299,11 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
               help="Networks Application notification steps may POST to although private, "
                    "loopback or link-local (repeatable; default: public addresses only; "
                    "docs/security.md, Outbound connections).")
+@click.option("--request-allow", "request_allow", multiple=True, metavar="CIDR",
+              help="Networks Application request and check-metrics steps may call, and "
+                   "read the answer of, although private, loopback or link-local "
+                   "(repeatable; e.g. an in-cluster Prometheus; default: public addresses "
+                   "only; docs/security.md, Applications: HTTP steps).")
 @click.option("--reloader-allow", "reloader_allow", multiple=True, metavar="CIDR",
               help="Networks of reloader addresses online configuration steps may dial "
                    "(repeatable; the members' pod CIDRs; default: public addresses only).")
@@ -311,7 +316,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         allow_exec: tuple[str, ...], kube_api_qps: float | None, kube_api_burst: int | None,
         workers: int, propagation_deny: tuple[str, ...], app_local_cluster: str | None,
         definition_namespaces: str, work_bind_address: str, work_hosts: str,
-        notification_allow: tuple[str, ...], reloader_allow: tuple[str, ...]) -> None:
+        notification_allow: tuple[str, ...], request_allow: tuple[str, ...],
+        reloader_allow: tuple[str, ...]) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -338,9 +344,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         _check_serving(settings, work_bind_address)
         own = own_addresses(metrics_bind_address, health_probe_bind_address,
                             work_bind_address)
-        notification_egress = egress.EgressPolicy(
-            egress.parse_networks(notification_allow), own)
-        reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
+        policies = _egress_policies(own, notification=notification_allow,
+                                    request=request_allow, reloader=reloader_allow)
         cluster_set = _cluster_set(kubeconfig_path, hub_context, contexts, disabled_contexts,
                                    kube.ClientSettings(
                                        qps=kube_api_qps, burst=kube_api_burst,
@@ -356,12 +361,19 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
-        allowed_exec=allow_exec, work=work,
-        notification_egress=notification_egress, reloader_egress=reloader_egress,
+        allowed_exec=allow_exec, work=work, **policies,
         applications=_application_settings(app_local_cluster, cleanup_wait,
                                            definition_namespaces),
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
+
+
+def _egress_policies(own: frozenset[egress.Address], **allowed: tuple[str, ...]
+                     ) -> dict[str, egress.EgressPolicy]:
+    """The outbound policy of each purpose (``notification``, ``request``, ``reloader``)
+    from its ``--PURPOSE-allow`` CIDRs, as the Settings' ``PURPOSE_egress`` fields."""
+    return {f"{purpose}_egress": egress.EgressPolicy(egress.parse_networks(cidrs), own)
+            for purpose, cidrs in allowed.items()}
 
 
 def _application_settings(local_cluster: str | None, cleanup_wait: float,

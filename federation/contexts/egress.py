@@ -1,8 +1,9 @@
 """Outbound policy: which addresses the control plane may dial on a tenant's behalf.
 
-Two things a namespace tenant writes make the control plane open a connection: an
-Application's notification URL and a reloader address (an EndpointSlice in a member).
-Left alone, either is a server-side request forgery: the tenant picks the destination and
+Three things a namespace tenant writes make the control plane open a connection: an
+Application's notification URL, the URL of its HTTP workflow steps (webhook, request,
+check-metrics) and a reloader address (an EndpointSlice in a member). Left alone, each
+is a server-side request forgery: the tenant picks the destination and
 the control plane dials it from inside the operator's network, with the control plane's
 own reach (its health port, the node's kubelet, the cloud's metadata service, the API
 server on loopback). So every such destination is resolved *here* and each address it
@@ -90,7 +91,8 @@ def unwrap(address: Address) -> Address:
 
 @dataclass(frozen=True)
 class EgressPolicy:
-    """The rule for one purpose (notifications, reloaders): see the module's docstring."""
+    """The rule for one purpose (notifications and webhooks, requests, reloaders): see the
+    module's docstring."""
 
     allow: tuple[Network, ...] = ()
     """Operator allowlist: addresses inside these networks are permitted even when private or

@@ -114,6 +114,12 @@ class Settings:
     """Where Application notification steps may POST (``--notification-allow``): public
     addresses only unless the operator allows more (see :mod:`federation.contexts.egress`)."""
 
+    request_egress: egress.EgressPolicy = dataclasses.field(
+        default_factory=egress.EgressPolicy)
+    """Where Application request and check-metrics steps may call (``--request-allow``):
+    their answers become the step's outputs and status, so this is a read path into the
+    network, allowed apart from the notifications' write-only one."""
+
     reloader_egress: egress.EgressPolicy = dataclasses.field(
         default_factory=egress.EgressPolicy)
     """Which reloader addresses (member EndpointSlices) online steps may dial
@@ -365,7 +371,8 @@ def setup(mgr: manager.Manager, settings: Settings) -> None:
     membership.install(mgr, wiring.recorder, wiring.kinds, settings.allowed_exec,
                        settings.work)
     applications.install(mgr, wiring.recorder, settings.applications,
-                         settings.propagation.deny_list, settings.notification_egress)
+                         settings.propagation.deny_list, settings.notification_egress,
+                         settings.request_egress)
     rollouts.install(mgr, dataclasses.replace(settings.reconfigure,
                                               egress=settings.reloader_egress))
     shard(mgr.controllers)

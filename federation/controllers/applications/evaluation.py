@@ -19,7 +19,7 @@ from typing import Any
 from federation.applications import endpoints, revision, steps, workflow
 from federation.applications.tracker import Entry
 from federation.contexts.client import ClientError
-from federation.controllers.applications import dependencies, stores
+from federation.controllers.applications import calls, dependencies, stores
 from federation.controllers.applications.build import JSON, Build, last_good
 from federation.controllers.applications.settings import stamp
 from federation.controllers.applications.view import ApplicationView
@@ -107,6 +107,18 @@ async def applied_objects(view: ApplicationView, build: Build) -> dict[str, JSON
     found.update(await collected_endpoints(view, build))
     found.update(await dependencies.awaited_apps(view, build))
     found.update(await stores.observe(view, build))
+    found.update(answers(view, build))
+    return found
+
+
+def answers(view: ApplicationView, build: Build) -> dict[str, JSON]:
+    """Each running HTTP step's observation of the call it waits for, once answered."""
+    assert build.state is not None
+    found: dict[str, JSON] = {}
+    for step in calls.waiting(build.state):
+        answer = view.answered(calls.key_of(build.app, build.state, step), step.type)
+        if answer is not None:
+            found[step.name] = answer
     return found
 
 

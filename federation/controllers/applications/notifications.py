@@ -28,6 +28,12 @@ bounded append that never waits) and a small pool of sender workers delivers it:
   with ``allow_redirects=False``, no cookie jar (one tenant's webhook must not set what is
   sent to another's), no proxy from the environment and a total timeout.
 
+**Calls** (:class:`Call`: the webhook, request and check-metrics workflow steps) go
+through the same queues, limits and policy: a call is a request whose answer (status,
+headers, at most :data:`~federation.applications.http_steps.MAX_ANSWER` bytes of body)
+or tenant-safe failure is handed to the call's ``done`` callback (:mod:`.calls` keeps it
+for the step and requeues the Application); nothing is retried here.
+
 This module never raises into the controller: :meth:`Sender.submit` only appends, and a
 worker turns any failure of a POST into a report.
 """
@@ -43,11 +49,15 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from federation.applications import http_steps
 from federation.contexts import egress
 
 log = logging.getLogger("federation.notifications")
 
 NOT_ACCEPTED = "not accepted by the destination (it answered with a status of 300 or more)"
+TOO_LARGE = f"the answer is larger than {http_steps.MAX_ANSWER} bytes"
+MAX_ANSWER_HEADERS = 64
+"""Header names of an answer kept (the step's ``req.$returns.header``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,15 +79,11 @@ class SenderSettings:
     """Seconds one POST may take from connect to the answer's status line."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Message:
-    """One POST of ``{"text": text}`` to ``url`` for a step of an Application."""
+class _Owned:
+    """A message or call of a step of an Application (its namespace takes turns)."""
 
     app: Mapping[str, Any]
-    """The Application (its kind, apiVersion and metadata): what a report's Event is on."""
     step: str
-    url: str
-    text: str
 
     @property
     def namespace(self) -> str:
@@ -87,6 +93,42 @@ class Message:
     def owner(self) -> str:
         meta = self.app.get("metadata") or {}
         return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Message(_Owned):
+    """One POST of ``{"text": text}`` to ``url`` for a step of an Application."""
+
+    app: Mapping[str, Any]
+    """The Application (its kind, apiVersion and metadata): what a report's Event is on."""
+    step: str
+    url: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """What a destination answered a call: status, headers (at most
+    :data:`MAX_ANSWER_HEADERS` names) and body (text, at most ``MAX_ANSWER`` bytes)."""
+
+    status: int
+    headers: Mapping[str, tuple[str, ...]]
+    body: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Call(_Owned):
+    """One request of a step whose answer the step waits for."""
+
+    app: Mapping[str, Any]
+    step: str
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: str | None
+    done: Callable[[Answer | str], None]
+    """Called once with the answer, or the tenant-safe reason there is none; it must not
+    raise or wait."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +151,32 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
+class CallTransport(Protocol):
+    """How a call is made (aiohttp through the outbound policy; a fake in unit tests)."""
+
+    async def call(self, method: str, url: str, headers: tuple[tuple[str, str], ...],
+                   body: str | None) -> Answer:
+        """The answer (any failure raises; an answer over ``MAX_ANSWER`` bytes raises
+        :class:`AnswerTooLarge`)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class AnswerTooLarge(Exception):
+    """The answer's body is longer than the step may read."""
+
+
 class Outbox(Protocol):
     """What the applications controller needs of the sender."""
 
     def submit(self, message: Message) -> Admission: ...
+
+
+class CallOutbox(Protocol):
+    """What the HTTP steps need of a sender."""
+
+    def submit_call(self, call: Call) -> Admission: ...
 
 
 Report = Callable[[Message, str], Awaitable[None]]
@@ -140,6 +204,21 @@ class HttpTransport:
         async with self._open().post(url, json=dict(body), allow_redirects=False) as answer:
             return answer.status
 
+    async def call(self, method: str, url: str, headers: tuple[tuple[str, str], ...],
+                   body: str | None) -> Answer:
+        data = body.encode() if body is not None else None
+        async with self._open().request(method, url, headers=list(headers), data=data,
+                                        allow_redirects=False) as answer:
+            if (answer.content_length or 0) > http_steps.MAX_ANSWER:
+                raise AnswerTooLarge()
+            raw = await answer.content.read(http_steps.MAX_ANSWER + 1)
+            if len(raw) > http_steps.MAX_ANSWER:
+                raise AnswerTooLarge()
+            found: dict[str, tuple[str, ...]] = {}
+            for name in list(dict.fromkeys(answer.headers.keys()))[:MAX_ANSWER_HEADERS]:
+                found[name] = tuple(answer.headers.getall(name))
+            return Answer(answer.status, found, raw.decode("utf-8", errors="replace"))
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
@@ -151,11 +230,14 @@ class Sender:
 
     def __init__(self, policy: egress.EgressPolicy, report: Report,
                  settings: SenderSettings | None = None,
-                 transport: Transport | None = None) -> None:
+                 transport: Transport | None = None,
+                 calls: CallTransport | None = None) -> None:
         self.settings = settings or SenderSettings()
         self.report = report
-        self.transport = transport or HttpTransport(policy, self.settings)
-        self._waiting: dict[str, collections.deque[Message]] = {}
+        http = HttpTransport(policy, self.settings)
+        self.transport: Transport = transport or http
+        self.calls: CallTransport = calls or http
+        self._waiting: dict[str, collections.deque[Message | Call]] = {}
         """Per namespace, its messages in order; the dict's order is the namespaces' turn."""
         self._in_flight: collections.Counter[str] = collections.Counter()
         self._dropped: collections.Counter[str] = collections.Counter()
@@ -166,6 +248,12 @@ class Sender:
     # -- the reconcile's side: append or drop, never wait -----------------------------------
 
     def submit(self, message: Message) -> Admission:
+        return self._append(message)
+
+    def submit_call(self, call: Call) -> Admission:
+        return self._append(call)
+
+    def _append(self, message: Message | Call) -> Admission:
         ns = message.namespace
         queue = self._waiting.get(ns)
         if (queue is not None and len(queue) >= self.settings.namespace_backlog) or \
@@ -178,7 +266,7 @@ class Sender:
         self._wake.set()
         return Admission(True)
 
-    def _drop(self, message: Message) -> Admission:
+    def _drop(self, message: Message | Call) -> Admission:
         ns = message.namespace
         self._dropped[ns] += 1
         first = self._dropped[ns] == 1
@@ -204,6 +292,8 @@ class Sender:
                     group.create_task(self._work(), name=f"notification sender {number}")
         finally:
             await self.transport.close()
+            if id(self.calls) != id(self.transport):
+                await self.calls.close()
 
     async def _work(self) -> None:
         while True:
@@ -213,14 +303,17 @@ class Sender:
                 await self._wake.wait()
                 continue
             try:
-                await self._deliver(message)
+                if isinstance(message, Call):
+                    await self._call(message)
+                else:
+                    await self._deliver(message)
             finally:
                 self._in_flight[message.namespace] -= 1
                 if self._in_flight[message.namespace] <= 0:
                     del self._in_flight[message.namespace]
                 self._wake.set()  # this namespace may have a turn again
 
-    def _take(self) -> Message | None:
+    def _take(self) -> Message | Call | None:
         """The next namespace in turn with a message and room in flight: its oldest."""
         for ns, queue in self._waiting.items():
             if self._in_flight[ns] >= self.settings.namespace_in_flight:
@@ -259,6 +352,25 @@ class Sender:
             log.warning("notification of %s step %s not delivered: answered %d",
                         message.owner, message.step, status)
             await self._report(message, NOT_ACCEPTED)
+
+    async def _call(self, call: Call) -> None:
+        """One call; its answer or the tenant-safe reason there is none to ``call.done``."""
+        result: Answer | str
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                result = await self.calls.call(call.method, call.url, call.headers, call.body)
+        except AnswerTooLarge:
+            result = TOO_LARGE
+        except Exception as exc:  # any failure is the step's to report, never a raise
+            result = egress.tenant_message(exc)
+            # the operator's line: the error's type, never its text (it may quote the URL)
+            log.warning("call of %s step %s failed: %s (%s)", call.owner, call.step, result,
+                        type(exc).__name__)
+        try:
+            call.done(result)
+        except Exception as exc:
+            log.warning("answer of %s step %s not kept: %s", call.owner, call.step,
+                        type(exc).__name__)
 
     async def _report(self, message: Message, why: str) -> None:
         try:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from federation.applications import tracker, workflow
 from federation.contexts.cache import ReadOnly
 from federation.controllers.applications import (
+    calls,
     compilation,
     dependencies,
     deploy,
@@ -68,8 +69,10 @@ class Reconciler:
     """Reconciles Applications (requests in the hub cluster)."""
 
     def __init__(self, view: ApplicationView, writer: plan.Writer, status: StatusWriter,
-                 recorder: Recorder, outbox: notifications.Outbox) -> None:
+                 recorder: Recorder, outbox: notifications.Outbox,
+                 caller: calls.Caller | None = None) -> None:
         self.view = view
+        self.caller = caller or calls.Caller({}, view.now)
         self.writer = writer
         self.status = status
         self.recorder = recorder
@@ -141,6 +144,10 @@ class Reconciler:
         for action in build.actions:
             if isinstance(action, workflow.Notify):
                 await self.notifier.notify(app, build.compiled, build.state, action)
+        for step in calls.waiting(build.state):
+            call = build.compiled.calls.get(step.name)
+            if call is not None:
+                self.caller.ensure(app, calls.key_of(app, build.state, step), call)
         failed = failed_step(build.state)
         if failed is not None and newly_failed(app.get("status") or {}, build.state):
             await self.recorder.emit(app, "Warning", "WorkflowFailed",

@@ -19,6 +19,7 @@ from federation.contexts.cache import ReadOnly
 from federation.contexts.client import Resource
 from federation.contexts.clusters import ClusterSet
 from federation.contexts.multicluster import ListView
+from federation.controllers.applications.calls import Caller, Key
 from federation.controllers.applications.definitions import Evaluations, inline
 from federation.controllers.applications.settings import ApplicationSettings
 from federation.controllers.kit.events import EventType
@@ -47,6 +48,11 @@ class ApplicationView(View, Protocol):
     async def evaluate(self, requests: Mapping[str, JSON]) -> None:
         """Evaluate these requests (key -> request) off the loop, so that
         :meth:`evaluated` knows them. Reads nothing, writes nothing."""
+        ...
+
+    def answered(self, key: Key, step_type: str) -> JSON | None:
+        """An HTTP step's observation of its call ``key``, once answered
+        (:mod:`.calls`)."""
         ...
 
 
@@ -92,12 +98,15 @@ class CacheView:
     """:class:`ApplicationView` over the multi-cluster client's caches (kept private)."""
 
     def __init__(self, mc: Client, clusters: ClusterSet, settings: ApplicationSettings,
-                 clock: Callable[[], float], evaluations: Evaluations | None = None) -> None:
+                 clock: Callable[[], float], evaluations: Evaluations | None = None,
+                 caller: Caller | None = None) -> None:
         self._mc = mc
         self._clusters = clusters
         self._settings = settings
         self._clock = clock
         self._evaluations = evaluations or Evaluations(inline)
+        self.caller = caller or Caller({}, clock)
+        """The HTTP steps' calls: the reconciler makes them, the steps read answers."""
 
     @property
     def hub(self) -> str:
@@ -133,6 +142,9 @@ class CacheView:
 
     async def evaluate(self, requests: Mapping[str, JSON]) -> None:
         await self._evaluations.evaluate(requests)
+
+    def answered(self, key: Key, step_type: str) -> JSON | None:
+        return self.caller.answered(key, step_type)
 
 
 class HubStatus:

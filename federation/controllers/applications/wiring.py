@@ -19,7 +19,12 @@ from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers.applications import definition_reports, definitions, notifications
+from federation.controllers.applications import (
+    calls,
+    definition_reports,
+    definitions,
+    notifications,
+)
 from federation.controllers.applications.notify import notification_failed
 from federation.controllers.applications.reconciler import Reconciler
 from federation.controllers.applications.settings import (
@@ -129,22 +134,30 @@ def on_member_available(clusters: ClusterSet, hub: str, ctl: controller.Controll
 
 def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSettings,
             denied: deny.DenyList | None = None,
-            policy: egress.EgressPolicy | None = None) -> None:
-    """Register the applications controller and its notification sender with ``mgr``;
-    ``policy``: where notifications may be sent (``fedctl run --notification-allow``)."""
+            policy: egress.EgressPolicy | None = None,
+            request_policy: egress.EgressPolicy | None = None) -> None:
+    """Register the applications controller and its senders with ``mgr``; ``policy``:
+    where notifications and webhook steps may be sent (``fedctl run
+    --notification-allow``); ``request_policy``: where request and check-metrics steps
+    may call, whose answers the tenant reads (``--request-allow``)."""
     hub = mgr.clusters.hub.name
-    sender = notifications.Sender(policy or egress.EgressPolicy(),
-                                  functools.partial(notification_failed, recorder),
-                                  settings.sender)
+    failed = functools.partial(notification_failed, recorder)
+    sender = notifications.Sender(policy or egress.EgressPolicy(), failed, settings.sender)
+    requests = notifications.Sender(request_policy or egress.EgressPolicy(), failed,
+                                    settings.sender)
+    caller = calls.Caller({"notification": sender, "request": requests}, time.time)
     workers = sandbox.Sandbox(definitions.WORK, settings.cue_workers, settings.cue_timeout,
                               settings.cue_memory)
     evaluations = definitions.Evaluations(workers.ask)
     reconciler = Reconciler(CacheView(mgr.client, mgr.clusters, settings, time.time,
-                                      evaluations),
+                                      evaluations, caller),
                             executor.Writer(mgr.client, hub, denied),
-                            HubStatus(mgr.client, hub), recorder, sender)
+                            HubStatus(mgr.client, hub), recorder, sender, caller)
     ctl = controller.Controller("applications", reconciler.reconcile, workers=settings.workers)
+    caller.wake = lambda namespace, name: ctl.queue.add(Request(hub, APP_KIND, namespace,
+                                                                name))
     mgr.add_runnable("notification sender", sender.run)
+    mgr.add_runnable("request sender", requests.run)
     mgr.clusters.on_member_availability(
         functools.partial(on_member_available, mgr.clusters, hub, ctl))
     # Our own status writes are not a reason to reconcile again (the workflow requeues

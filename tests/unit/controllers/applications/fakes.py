@@ -21,7 +21,7 @@ from federation.contexts.client import ClusterUnavailable, Resource
 from federation.contexts.clusters import ClusterSet, UnknownCluster
 from federation.contexts.multicluster import ListView, MultiCluster
 from federation.controllers import applications
-from federation.controllers.applications import notifications
+from federation.controllers.applications import calls, notifications
 from federation.controllers.applications.build import Build, marked
 from federation.controllers.applications.definitions import Evaluations, inline
 from federation.controllers.applications.reconciler import STEPS
@@ -69,6 +69,8 @@ class FakeView:
         """Kinds no member serves (discovery fails)."""
         self.evaluations = Evaluations(inline)
         """CUE evaluations, answered in process (a test may give another runner)."""
+        self.caller = calls.Caller({}, self.now)
+        """The HTTP steps' answers (a test may give one with outboxes)."""
 
     hub = "hub"
 
@@ -115,6 +117,9 @@ class FakeView:
 
     async def evaluate(self, requests: Mapping[str, JSON]) -> None:
         await self.evaluations.evaluate(requests)
+
+    def answered(self, key: calls.Key, step_type: str) -> JSON | None:
+        return self.caller.answered(key, step_type)
 
 
 class Recorder:
@@ -250,13 +255,17 @@ class Fleet(MultiCluster, Protocol):
 def reconciler(mc: Fleet, recorder: Recorder | None = None,
                settings: applications.ApplicationSettings | None = None,
                clock: Callable[[], float] = lambda: 1000.0,
-               outbox: notifications.Outbox | None = None) -> applications.Reconciler:
-    """The real reconciler (cache view, kit executor, status writer) over a fake client."""
+               outbox: notifications.Outbox | None = None,
+               caller: calls.Caller | None = None) -> applications.Reconciler:
+    """The real reconciler (cache view, kit executor, status writer) over a fake client;
+    ``caller``: the HTTP steps' calls (the view reads its answers)."""
     settings = settings or applications.ApplicationSettings()
     writer = executor.Writer(mc, "hub")
-    return applications.Reconciler(CacheView(mc, mc.clusters, settings, clock), writer,
+    caller = caller or calls.Caller({}, clock)
+    return applications.Reconciler(CacheView(mc, mc.clusters, settings, clock,
+                                             caller=caller), writer,
                                    HubStatus(mc, "hub"), recorder or Recorder(),
-                                   outbox or Outbox())
+                                   outbox or Outbox(), caller)
 
 
 
