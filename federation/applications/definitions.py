@@ -32,7 +32,14 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.applications import custom_status, jsonpatch, model, render, terraform
+from federation.applications import (
+    custom_status,
+    helmchart,
+    jsonpatch,
+    model,
+    render,
+    terraform,
+)
 from federation.applications.model import AppError, Component, Trait
 from federation.untrusted.text import one_line
 
@@ -444,7 +451,7 @@ class Rendering:
         return self.catalog.types()
 
     def has_component(self, name: str) -> bool:
-        return self.catalog.get("component", name) is not None
+        return self.catalog.get("component", name) is not None or name == helmchart.TYPE
 
     def has_trait(self, name: str) -> bool:
         return self.catalog.get("trait", name) is not None
@@ -466,7 +473,9 @@ class Rendering:
 
     def component(self, component: Component, namespace: str, where: str) -> list[JSON]:
         definition = self.catalog.get("component", component.type)
-        assert definition is not None
+        if definition is None:  # helmchart: rendered by Helm, through the same evaluate
+            found = helmchart.render(component, namespace, where, self.evaluate, self.app.name)
+            return [_placeholder(component.name)] if found is None else found
         if definition.module is not None:
             if component.traits:
                 raise AppError(f"{where}.traits: not supported on a Terraform component "

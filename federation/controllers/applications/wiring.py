@@ -19,7 +19,12 @@ from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event
 from federation.contexts.clusters import Cluster, ClusterSet
-from federation.controllers.applications import definition_reports, definitions, notifications
+from federation.controllers.applications import (
+    charts,
+    definition_reports,
+    definitions,
+    notifications,
+)
 from federation.controllers.applications.notify import notification_failed
 from federation.controllers.applications.reconciler import Reconciler
 from federation.controllers.applications.settings import (
@@ -138,7 +143,10 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
                                   settings.sender)
     workers = sandbox.Sandbox(definitions.WORK, settings.cue_workers, settings.cue_timeout,
                               settings.cue_memory)
-    evaluations = definitions.Evaluations(workers.ask)
+    renders = sandbox.Sandbox(charts.WORK, settings.charts.workers,
+                              settings.charts.render_timeout + 5, settings.charts.memory)
+    evaluations = definitions.Evaluations(charts.route(
+        workers.ask, charts.Renderer(settings.charts, renders.ask)))
     reconciler = Reconciler(CacheView(mgr.client, mgr.clusters, settings, time.time,
                                       evaluations),
                             executor.Writer(mgr.client, hub, denied),
@@ -167,6 +175,7 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
     mgr.cache(api.APPLICATION_REVISIONS, "hub")
     mgr.add(ctl)
     mgr.add_runnable("definition evaluation workers", workers.keep)
+    mgr.add_runnable("helm render workers", renders.keep)
     reports = controller.Controller("definition reports", functools.partial(
         definition_reports.report, reconciler.view, recorder), workers=1)
     for resource in api.DEFINITIONS:
