@@ -43,7 +43,9 @@ MAX_OUTPUT = 8 * 2**20
 """Bytes of Helm's output (the manifest), as the model reads it back
 (:data:`federation.applications.helmchart.MANIFEST_LIMITS`)."""
 MEMORY = 1 << 30
-"""Address space of one ``helm template`` (it needs about 100 MiB for a typical chart)."""
+"""Address space of one ``helm template``: Go's runtime reserves some 700 MiB of it before
+it runs anything (below that Helm does not start), a typical chart then needs tens of
+MiB more."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -101,7 +103,8 @@ def _result(code: int, out: Path, err: Path) -> JSON:
 def _helm_error(stderr: bytes, code: int) -> str:
     """Helm's error line (``Error: ...``; a Go runtime's out-of-memory says so)."""
     text = stderr.decode("utf-8", "replace")
-    if "out of memory" in text or "cannot allocate memory" in text:
+    if any(words in text for words in ("out of memory", "cannot allocate memory",
+                                       "failed to reserve")):
         return "helm template ran out of memory (its limit)"
     lines = [line for line in text.splitlines() if line.startswith("Error:")]
     found = lines[-1].removeprefix("Error:").strip() if lines else f"helm exited with {code}"
@@ -110,11 +113,14 @@ def _helm_error(stderr: bytes, code: int) -> str:
 
 def _environment(work: Path) -> dict[str, str]:
     """Only Helm's own directories, all in ``work``: no credentials, proxy or kubeconfig of
-    the control plane's reach the chart's render."""
+    the control plane's reach the chart's render. One Go thread (a render is sequential;
+    the CPU limit counts every thread) and a garbage collector that works hard before the
+    address-space limit is reached."""
     home = str(work)
     return {"HOME": home, "PATH": "/nonexistent", "HELM_CACHE_HOME": f"{home}/cache",
             "HELM_CONFIG_HOME": f"{home}/config", "HELM_DATA_HOME": f"{home}/data",
-            "KUBECONFIG": f"{home}/no-kubeconfig"}
+            "KUBECONFIG": f"{home}/no-kubeconfig", "GOMAXPROCS": "1",
+            "GOMEMLIMIT": "256MiB"}
 
 
 def _limits(timeout: float, memory: int) -> Callable[[], None]:

@@ -169,10 +169,12 @@ class Charts:
 
 
 async def _body(answer: aiohttp.ClientResponse, cap: int, url: str) -> bytes:
-    data = await answer.content.read(cap + 1)
-    if len(data) > cap:
-        raise ChartError(f"{_shown(url)}: larger than the limit of {cap} bytes")
-    return data
+    data = bytearray()
+    async for chunk in answer.content.iter_chunked(64 * 1024):
+        data += chunk
+        if len(data) > cap:
+            raise ChartError(f"{_shown(url)}: larger than the limit of {cap} bytes")
+    return bytes(data)
 
 
 def _web(url: str) -> None:
