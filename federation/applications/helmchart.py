@@ -216,11 +216,24 @@ def render(component: Component, namespace: str, where: str, evaluate: Evaluate,
     return objects(answer, req[REQUEST_KEY], component, app, namespace, where)
 
 
+class Retry(AppError):
+    """A render that failed for a reason that may pass (the chart could not be fetched):
+    the controller tries again after :attr:`retry_after` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 def objects(answer: Mapping[str, Any], req: Mapping[str, Any], component: Component,
             app: str, namespace: str, where: str) -> list[JSON]:
     """The audit ConfigMap and the rendered objects of one answer."""
     if "error" in answer:
-        raise AppError(f"{where}: chart {_chart_name(req)}: {one_line(str(answer['error']), 400)}")
+        message = f"{where}: chart {_chart_name(req)}: {one_line(str(answer['error']), 400)}"
+        retry = answer.get("retry_after")
+        if isinstance(retry, int | float):
+            raise Retry(message, float(retry))
+        raise AppError(message)
     manifest = answer.get("manifest")
     if not isinstance(manifest, str):
         raise AppError(f"{where}: chart {_chart_name(req)}: the render returned nothing")

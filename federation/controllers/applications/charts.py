@@ -79,6 +79,10 @@ class ChartSettings:
     for less); its worker is killed a few seconds after."""
     workers: int = 2
     memory: int = 1 << 30
+    retry_after: float = 60.0
+    """Seconds until a chart that could not be fetched is tried again (the Application is
+    renderFailed meanwhile, and reconciled again then): a repository down, a chart not
+    published yet."""
 
 
 class Charts:
@@ -239,7 +243,8 @@ class Renderer:
         try:
             archive = await self.charts.archive(req)
         except ChartError as exc:
-            return {"error": f"fetching the chart: {exc}", "reason": REFUSED}
+            return {"error": f"fetching the chart: {exc}", "reason": REFUSED,
+                    "retry_after": self.settings.retry_after}
         return await self.ask({
             "helm": str(self.settings.helm), "archive": base64.b64encode(archive).decode(),
             "release": req["release"], "namespace": req["namespace"],

