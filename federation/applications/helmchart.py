@@ -24,8 +24,10 @@ Application's namespaces, the deny list, cluster-scoped kinds), in the renderer'
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from federation.applications import custom_status
@@ -152,15 +154,126 @@ def _release(value: Any, component: str, namespace: str, where: str) -> JSON:
 
 
 def _refuse_values_from(value: Any, where: str) -> None:
+    """``valuesFrom`` left in a component: read before the compile (:func:`with_values`),
+    so here only when an override policy's patch brought it."""
+    refs_of_values(value, "", "", where)
+    raise AppError(f"{where}: read from the hub before the render; an override policy may "
+                   "not add it (put the values in values)")
+
+
+# -- valuesFrom: ConfigMaps of the Application's namespace on the hub --------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ValuesRef:
+    """One ``valuesFrom`` entry: a key of a ConfigMap in the Application's namespace."""
+
+    name: str
+    key: str
+    optional: bool
+    where: str
+
+
+def values_refs(spec: Mapping[str, Any], namespace: str, where: str = "spec"
+                ) -> dict[int, list[ValuesRef]]:
+    """Per ``helmchart`` component index with ``valuesFrom``, what it reads (refused by
+    path: a Secret, another namespace, another kind)."""
+    components = spec.get("components") if isinstance(spec, Mapping) else None
+    found: dict[int, list[ValuesRef]] = {}
+    for index, component in enumerate(components if isinstance(components, list) else []):
+        props = component.get("properties") if isinstance(component, dict) else None
+        if component.get("type") == TYPE and isinstance(props, dict) and \
+                props.get("valuesFrom") is not None:
+            release = props.get("release")
+            target = release.get("namespace") if isinstance(release, dict) else None
+            found[index] = refs_of_values(
+                props["valuesFrom"], namespace, str(target or namespace),
+                f"{where}.components[{index}].properties.valuesFrom")
+    return found
+
+
+def refs_of_values(value: Any, namespace: str, release_namespace: str, where: str
+                   ) -> list[ValuesRef]:
     if not isinstance(value, list):
         raise AppError(f"{where}: must be a list")
-    for index, entry in enumerate(value):
-        kind = entry.get("kind") if isinstance(entry, dict) else None
-        if kind == "Secret":
-            raise AppError(f"{where}[{index}]: a Secret: the control plane reads no Secret "
-                           "for an Application (put the values in values)")
-        raise AppError(f"{where}[{index}]: not supported here yet (put the values in "
-                       "values)")
+    return [_values_ref(entry, namespace, release_namespace, f"{where}[{index}]")
+            for index, entry in enumerate(value)]
+
+
+def _values_ref(entry: Any, namespace: str, release_namespace: str, where: str) -> ValuesRef:
+    if not isinstance(entry, dict):
+        raise AppError(f"{where}: must be a map (kind, name, key, optional)")
+    _check_known(entry, frozenset({"kind", "name", "namespace", "key", "optional"}), where)
+    if entry.get("kind") == "Secret":
+        raise AppError(f"{where}: a Secret: the control plane reads no Secret for an "
+                       "Application (a ConfigMap of its namespace, or values)")
+    if entry.get("kind") != "ConfigMap":
+        raise AppError(f"{where}.kind: ConfigMap (a Secret is refused here)")
+    name, key = entry.get("name"), entry.get("key", "values.yaml")
+    if not isinstance(name, str) or not name or not isinstance(key, str) or not key:
+        raise AppError(f"{where}: name and key must be strings")
+    given = entry.get("namespace")
+    if given is not None and given != namespace:
+        raise AppError(f"{where}.namespace: only the Application's own namespace "
+                       f"({namespace}) is read on the hub")
+    if given is None and release_namespace != namespace:
+        raise AppError(f"{where}.namespace: KubeVela reads the release namespace "
+                       f"({release_namespace}) by default; here only the Application's own "
+                       f"({namespace}) is read: name it")
+    optional = entry.get("optional", False)
+    if not isinstance(optional, bool):
+        raise AppError(f"{where}.optional: must be true or false")
+    return ValuesRef(name, key, optional, where)
+
+
+def with_values(spec: Mapping[str, Any], read: Mapping[int, Sequence[str | None]],
+                refs: Mapping[int, Sequence[ValuesRef]], namespace: str) -> JSON:
+    """``spec`` with each ``helmchart`` component's ``valuesFrom`` merged into its
+    ``values`` (``read``: the text of each entry's key, None when the ConfigMap or the key
+    is missing): in order, each deep-merged over the ones before (maps merged, lists and
+    scalars replaced, null kept), the inline ``values`` last, as KubeVela merges them."""
+    out = copy.deepcopy(dict(spec))
+    for index, texts in read.items():
+        props = out["components"][index]["properties"]
+        merged: JSON = {}
+        for ref, text in zip(refs[index], texts, strict=True):
+            if text is None:
+                if ref.optional:
+                    continue
+                raise AppError(f"{ref.where}: ConfigMap {namespace}/{ref.name} (key "
+                               f"{ref.key!r}) not found on the hub")
+            merged = _merge(merged, _values_text(text, ref, namespace))
+        inline = props.get("values")
+        if inline is not None and not isinstance(inline, dict):
+            raise AppError(f"spec.components[{index}].properties.values: must be a map")
+        props["values"] = _merge(merged, inline or {})
+        del props["valuesFrom"]
+    return out
+
+
+def _values_text(text: str, ref: ValuesRef, namespace: str) -> JSON:
+    try:
+        docs = documents.yaml_documents(text)
+    except documents.TextError as exc:
+        raise AppError(f"{ref.where}: ConfigMap {namespace}/{ref.name} key {ref.key!r}: "
+                       f"{exc}") from None
+    found = docs[0] if len(docs) == 1 else docs if docs else None
+    if found is None:
+        return {}
+    if not isinstance(found, dict):
+        raise AppError(f"{ref.where}: ConfigMap {namespace}/{ref.name} key {ref.key!r}: "
+                       "must hold one YAML map")
+    return found
+
+
+def _merge(base: JSON, over: Mapping[str, Any]) -> JSON:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def _options(value: Any, where: str) -> JSON:

@@ -105,12 +105,32 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         click.echo(f"# namespaces: {loader.one_line(grant.describe())}, from "
                    f"{loader.one_line(source)}", err=True)
         spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
+        spec = _chart_values(spec, namespace, docs)
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user)
         restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
     except model.AppError as exc:
         _fail(f"{path}: {exc}")
     _print(compiled)
+
+
+def _chart_values(spec: Any, namespace: str, docs: list[Any]) -> Any:
+    """``spec`` with its helmchart components' ``valuesFrom`` read from the file's
+    ConfigMaps in the Application's namespace (they stand for the hub's)."""
+    wanted = helmchart.values_refs(spec, namespace)
+    if not wanted:
+        return spec
+    maps = {str((d.get("metadata") or {}).get("name")): d for d in docs
+            if isinstance(d, dict) and d.get("kind") == "ConfigMap" and
+            str((d.get("metadata") or {}).get("namespace") or namespace) == namespace}
+    read = {index: [_text((maps.get(ref.name) or {}).get("data"), ref.key) for ref in found]
+            for index, found in wanted.items()}
+    return helmchart.with_values(spec, read, wanted, namespace)
+
+
+def _text(data: Any, key: str) -> str | None:
+    value = data.get(key) if isinstance(data, dict) else None
+    return str(value) if value is not None else None
 
 
 def _chart_settings(helm_path: str | None, chart_allow: tuple[str, ...]

@@ -125,7 +125,7 @@ def test_a_direct_archive_url_and_the_release_fields() -> None:
     ({"chart": REPO, "valuesFrom": [{"kind": "Secret", "name": "db"}]},
      r"valuesFrom\[0\]: a Secret: the control plane reads no Secret"),
     ({"chart": REPO, "valuesFrom": [{"kind": "ConfigMap", "name": "v"}]},
-     r"valuesFrom\[0\]: not supported here"),
+     r"valuesFrom: read from the hub before the render; an override policy may not add"),
     ({"chart": REPO, "healthStatus": []}, r"healthStatus: not supported"),
     ({"chart": REPO, "options": {"wait": True}}, r"options\.wait: not supported here: it "
                                                   r"manages a Helm release"),
@@ -219,3 +219,68 @@ def test_a_render_error_is_the_applications_one_line_reason() -> None:
 def test_without_a_renderer_helmchart_is_refused_not_skipped() -> None:
     with pytest.raises(model.AppError, match="'helmchart' needs Helm"):
         compile_.compile_app(spec({"chart": REPO}), "shop", "shop", {}, FLEET)
+
+
+# -- valuesFrom ------------------------------------------------------------------------------
+
+
+def values_spec(values_from: list[JSON], values: JSON | None = None,
+                release: JSON | None = None) -> JSON:
+    props: JSON = {"chart": REPO, "valuesFrom": values_from}
+    if values is not None:
+        props["values"] = values
+    if release is not None:
+        props["release"] = release
+    return spec(props)
+
+
+def test_values_from_configmaps_merge_in_order_under_the_inline_values() -> None:
+    refs_: list[JSON] = [{"kind": "ConfigMap", "name": "base"},
+                         {"kind": "ConfigMap", "name": "env", "key": "prod.yaml"},
+                         {"kind": "ConfigMap", "name": "gone", "optional": True}]
+    doc = values_spec(refs_, {"image": {"tag": "2"}})
+    wanted = helmchart.values_refs(doc, "shop")
+    assert [(r.name, r.key, r.optional) for r in wanted[0]] == [
+        ("base", "values.yaml", False), ("env", "prod.yaml", False), ("gone", "values.yaml",
+                                                                      True)]
+    texts = ["image: {repo: web, tag: '1'}\nports: [80, 443]\nnote: base\n",
+             "ports: [8080]\nnote: null\n", None]
+    merged = helmchart.with_values(doc, {0: texts}, wanted, "shop")
+    props = merged["components"][0]["properties"]
+    assert "valuesFrom" not in props
+    assert props["values"] == {"image": {"repo": "web", "tag": "2"}, "ports": [8080],
+                               "note": None}
+    helm = Helm()
+    user = definitions.Rendering(definitions.Catalog(), definitions.AppInfo("shop"), helm)
+    compile_.compile_app(merged, "shop", "shop", {}, FLEET, None, None, user)
+    assert helm.requests[0]["helm"]["values"]["image"] == {"repo": "web", "tag": "2"}
+
+
+@pytest.mark.parametrize(("entry", "release", "words"), [
+    ({"kind": "Secret", "name": "db"}, None, r"a Secret: the control plane reads no Secret"),
+    ({"kind": "ConfigMap", "name": "v", "namespace": "bank"}, None,
+     r"namespace: only the Application's own namespace \(shop\)"),
+    ({"kind": "ConfigMap", "name": "v"}, {"namespace": "bank"},
+     r"KubeVela reads the release namespace \(bank\) by default"),
+    ({"kind": "OCIRepository", "name": "v"}, None, r"kind: ConfigMap"),
+    ({"kind": "ConfigMap", "name": "v", "optional": "yes"}, None, r"optional: must be"),
+])
+def test_values_from_reads_nothing_but_the_apps_own_configmaps(
+        entry: JSON, release: JSON | None, words: str) -> None:
+    """The attack: a tenant reading another namespace's (or any Secret's) content through
+    the control plane's identity."""
+    with pytest.raises(model.AppError, match=words):
+        helmchart.values_refs(values_spec([entry], release=release), "shop")
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (None, r"ConfigMap shop/v \(key 'values.yaml'\) not found on the hub"),
+    ("- a\n- list\n", "must hold one YAML map"),
+    ("a: [unclosed\n", r"ConfigMap shop/v key 'values.yaml': "),
+])
+def test_a_missing_or_malformed_values_source_is_one_line(text: str | None,
+                                                          words: str) -> None:
+    doc = values_spec([{"kind": "ConfigMap", "name": "v"}])
+    wanted = helmchart.values_refs(doc, "shop")
+    with pytest.raises(model.AppError, match=words):
+        helmchart.with_values(doc, {0: [text]}, wanted, "shop")

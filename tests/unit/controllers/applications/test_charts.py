@@ -20,9 +20,10 @@ from aiohttp import web
 
 from federation.applications import helmchart, model
 from federation.contexts import egress
-from federation.controllers.applications import charts, compilation, definitions
+from federation.controllers.applications import charts, compilation, definitions, references
 from federation.controllers.kit import sandbox
 from federation.local import binaries, helm, helm_worker
+from tests.unit.controllers.applications import fakes
 
 JSON = dict[str, Any]
 LOOPBACK = egress.EgressPolicy(egress.parse_networks(["127.0.0.1/32"]))
@@ -384,3 +385,32 @@ def test_a_fetch_failure_is_a_problem_that_requeues() -> None:
     with pytest.raises(model.AppError) as refused:
         helmchart.objects({"error": "helm: parse error"}, req, component, "shop", "shop", "w")
     assert not isinstance(compilation.invalid(refused.value), compilation.RetryLater)
+
+
+# -- valuesFrom on the hub -------------------------------------------------------------------
+
+
+async def test_values_from_is_read_from_the_apps_namespace_on_the_hub() -> None:
+    """Only the Application's namespace is read: a ConfigMap of the same name in another
+    namespace is never what a tenant gets."""
+    view = fakes.FakeView([
+        ("hub", {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "v", "namespace": "shop"},
+                 "data": {"values.yaml": "greeting: from-shop\n"}}),
+        ("hub", {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "v", "namespace": "bank"},
+                 "data": {"values.yaml": "greeting: from-bank\n"}}),
+        ("hub", {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "bin", "namespace": "shop"},
+                 "binaryData": {"values.yaml": "AAAA"}})])
+    spec: JSON = {"components": [{"name": "web", "type": "helmchart", "properties": {
+        "chart": {"source": "https://x.example/c.tgz"},
+        "valuesFrom": [{"kind": "ConfigMap", "name": "v"}]}}]}
+    found = await references.expanded(view, spec, "shop")
+    assert found["components"][0]["properties"]["values"] == {"greeting": "from-shop"}
+    with pytest.raises(model.AppError, match=r"ConfigMap other/v \(key 'values.yaml'\) not "
+                                             "found on the hub"):
+        await references.expanded(view, spec, "other")
+    spec["components"][0]["properties"]["valuesFrom"] = [{"kind": "ConfigMap", "name": "bin"}]
+    with pytest.raises(model.AppError, match="is in binaryData"):
+        await references.expanded(view, spec, "shop")
