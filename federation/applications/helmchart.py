@@ -122,11 +122,13 @@ def _chart(value: Any, where: str) -> JSON:
         if not _web(source):
             raise AppError(f"{where}.source: an http or https URL, a repository chart name "
                            "(with repoURL) or oci://")
+        _check_url(source, f"{where}.source")
         return {"url": source}
     if repo is None:
         raise AppError(f"{where}.repoURL: required for a repository chart ({source!r})")
     if not _web(repo):
         raise AppError(f"{where}.repoURL: must be an http or https URL")
+    _check_url(repo, f"{where}.repoURL")
     return {"repoURL": repo, "name": source, "version": version}
 
 
@@ -136,6 +138,18 @@ def _is_url(text: str) -> bool:
 
 def _web(text: str) -> bool:
     return text.startswith(("https://", "http://"))
+
+
+def _check_url(text: str, where: str) -> None:
+    """No user name or password (sent as Basic credentials wherever the host points; a
+    private repository's credentials are ``auth``'s, refused), at most 2,048 characters.
+    Never quoted: the URL may hold a token."""
+    if len(text) > 2048:
+        raise AppError(f"{where}: longer than 2048 characters")
+    authority = text.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        raise AppError(f"{where}: a user name or password in the URL is refused (it would "
+                       "be sent wherever the host points)")
 
 
 def _release(value: Any, component: str, namespace: str, where: str) -> JSON:

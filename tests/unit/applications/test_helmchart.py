@@ -127,6 +127,11 @@ def test_a_direct_archive_url_and_the_release_fields() -> None:
     ({"chart": REPO, "valuesFrom": [{"kind": "ConfigMap", "name": "v"}]},
      r"valuesFrom: read from the hub before the render; an override policy may not add"),
     ({"chart": REPO, "healthStatus": []}, r"healthStatus: not supported"),
+    ({"chart": {"source": "https://me:s3cret@charts.example.com/c.tgz"}},
+     r"chart\.source: a user name or password in the URL is refused"),
+    ({"chart": {**REPO, "repoURL": "https://tok@charts.example.com"}},
+     r"chart\.repoURL: a user name or password"),
+    ({"chart": {"source": "https://x.example/" + "a" * 2100}}, r"longer than 2048"),
     ({"chart": REPO, "options": {"wait": True}}, r"options\.wait: not supported here: it "
                                                   r"manages a Helm release"),
     ({"chart": REPO, "options": {"atomic": "yes"}}, r"options\.atomic: not supported"),
@@ -141,9 +146,10 @@ def test_a_direct_archive_url_and_the_release_fields() -> None:
 ])
 def test_what_is_not_done_here_is_refused_by_name(properties: JSON, words: str) -> None:
     helm = Helm()
-    with pytest.raises(model.AppError, match=words):
+    with pytest.raises(model.AppError, match=words) as caught:
         compile_with(properties, helm)
     assert not helm.requests  # refused before anything is fetched or rendered
+    assert "s3cret" not in str(caught.value) and "tok@" not in str(caught.value)
 
 
 def test_the_release_options_at_kubevelas_defaults_are_accepted() -> None:
