@@ -347,9 +347,15 @@ def fleet(apps: Sequence[tuple[JSON, list[JSON]]]) -> list[JSON]:
     return clusters
 
 
+NOT_FETCHED = ("helmchart: the chart could not be fetched (the corpus run has no network; "
+               "the Application passed every check before the fetch)")
+
+
 def reason(line: str) -> str:
     """The error line as a group: no file, no indices, no quoted names but a type's."""
     message = line.removeprefix("error: ")
+    if ": fetching the chart: " in message:  # helmchart: every check before the fetch passed
+        return NOT_FETCHED
     message = re.sub(r"^\S+\.ya?ml: ", "", message)
     message = re.sub(r"\[\d+\]", "[]", message)
     message = re.sub(r"Policy \S+/\S+", "Policy NS/NAME", message)
