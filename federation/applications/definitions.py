@@ -451,7 +451,15 @@ class Rendering:
         return self.catalog.types()
 
     def has_component(self, name: str) -> bool:
-        return self.catalog.get("component", name) is not None or name == helmchart.TYPE
+        return self._defined("component", name) is not None or name == helmchart.TYPE
+
+    def _defined(self, kind: str, name: str) -> Definition | None:
+        """The catalog's definition, but vela-core's own ``helmchart`` (its template imports
+        the ``vela/helm`` provider, which is Helm: rendered by the built-in instead)."""
+        found = self.catalog.get(kind, name)
+        if found is not None and kind == "component" and helmchart.is_vela_core(found.template):
+            return None
+        return found
 
     def has_trait(self, name: str) -> bool:
         return self.catalog.get("trait", name) is not None
@@ -472,7 +480,7 @@ class Rendering:
                 "revision": component.revision()}
 
     def component(self, component: Component, namespace: str, where: str) -> list[JSON]:
-        definition = self.catalog.get("component", component.type)
+        definition = self._defined("component", component.type)
         if definition is None:  # helmchart: rendered by Helm, through the same evaluate
             found = helmchart.render(component, namespace, where, self.evaluate, self.app.name)
             return [_placeholder(component.name)] if found is None else found
@@ -538,7 +546,7 @@ class Rendering:
         base = {k: v for k, v in self.context(component, namespace).items()
                 if k in ("name", "namespace", "appName", "appRevision")}
         found: list[custom_status.Check] = []
-        own = self.catalog.get("component", component.type)
+        own = self._defined("component", component.type)
         if own is not None and (own.health_policy or own.custom_status):
             found.append(custom_status.Check("component", component.type, own.ref,
                                              own.health_policy, own.custom_status,

@@ -72,6 +72,12 @@ other kind without one gets the release namespace."""
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 
 
+def is_vela_core(template: str) -> bool:
+    """Whether a ComponentDefinition's CUE template is vela-core's ``helmchart`` (or one
+    like it): it imports the ``vela/helm`` provider, which is what this module does."""
+    return re.search(r'^\s*(import\s*\(?)?\s*"vela/helm"', template, re.MULTILINE) is not None
+
+
 def request(component: Component, namespace: str, where: str) -> JSON:
     """The evaluation request of one ``helmchart`` component (:class:`AppError` naming the
     field for anything refused)."""

@@ -290,3 +290,20 @@ def test_a_missing_or_malformed_values_source_is_one_line(text: str | None,
     wanted = helmchart.values_refs(doc, "shop")
     with pytest.raises(model.AppError, match=words):
         helmchart.with_values(doc, {0: [text]}, wanted, "shop")
+
+
+def test_vela_cores_own_helmchart_definition_on_the_hub_is_rendered_by_helm() -> None:
+    """KubeVela installs its helmchart ComponentDefinition in vela-system; its template
+    imports the vela/helm provider, which no CUE evaluator has: the built-in renders it."""
+    template = 'import (\n\t"vela/helm"\n)\noutput: _\noutputs: _\nparameter: {...}\n'
+    catalog, _ = definitions.catalog([{
+        "apiVersion": "core.oam.dev/v1beta1", "kind": "ComponentDefinition",
+        "metadata": {"name": "helmchart", "namespace": "vela-system"},
+        "spec": {"schematic": {"cue": {"template": template}}}}])
+    helm = Helm()
+    user = definitions.Rendering(catalog, definitions.AppInfo("shop"), helm)
+    compiled = compile_.compile_app(spec({"chart": REPO}), "shop", "shop", {}, FLEET, None,
+                                    None, user)
+    assert helm.requests and len(delivered(compiled)) == 3
+    assert helmchart.is_vela_core(template)
+    assert not helmchart.is_vela_core('import "vela/kube"\noutput: {}\n')
