@@ -346,10 +346,9 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         _check_serving(settings, work_bind_address)
         own = own_addresses(metrics_bind_address, health_probe_bind_address,
                             work_bind_address)
-        notification_egress = egress.EgressPolicy(
-            egress.parse_networks(notification_allow), own)
-        reloader_egress = egress.EgressPolicy(egress.parse_networks(reloader_allow), own)
-        chart_egress = egress.EgressPolicy(egress.parse_networks(chart_allow), own)
+        notification_egress, reloader_egress, chart_egress = (
+            egress.EgressPolicy(egress.parse_networks(allowed), own)
+            for allowed in (notification_allow, reloader_allow, chart_allow))
         cluster_set = _cluster_set(kubeconfig_path, hub_context, contexts, disabled_contexts,
                                    kube.ClientSettings(
                                        qps=kube_api_qps, burst=kube_api_burst,
@@ -360,7 +359,6 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     work = _work_server(work_bind_address, work_hosts, mgr)
     from federation.controllers import propagation, rollouts
     from federation.controllers import setup as controllers_setup
-
     reloaders = ReloaderCaller()
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
