@@ -63,6 +63,9 @@ from federation.untrusted import documents
 
 JSON = dict[str, Any]
 _FENCE = re.compile(r"^```ya?ml[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_HELM_E2E = "test/e2e-test/testdata/helm/"
+"""vela-core's helmchart e2e Applications: ``placeholder_ns`` is replaced by the test's
+namespace (test/e2e-test/helmchart_test.go) before they are applied."""
 _PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>|\$\{|\{\{")
 
 
@@ -79,9 +82,12 @@ def files(mirror: Path) -> Iterator[tuple[str, str]]:
         blob = subprocess.run(["git", "--git-dir", str(mirror), "show", f"HEAD:{name}"],
                               check=True, capture_output=True).stdout
         try:
-            yield name, documents.decode(blob)
+            text = documents.decode(blob)
         except documents.TextError:
             continue
+        if name.startswith(_HELM_E2E):  # as helmchart_test.go fills them before applying
+            text = text.replace("placeholder_ns", "helm-e2e")
+        yield name, text
 
 
 def yaml_texts(name: str, text: str) -> Iterator[str]:

@@ -166,10 +166,10 @@ def _release(value: Any, component: str, namespace: str, where: str) -> JSON:
     _check_known(value, frozenset({"name", "namespace"}), where)
     name = value.get("name") or component
     target = value.get("namespace") or namespace
-    for key, text in (("name", name), ("namespace", target)):
-        if not isinstance(text, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
-                                                         text) or len(text) > 53:
-            raise AppError(f"{where}.{key}: must be a DNS label of at most 53 characters")
+    for key, text, most in (("name", name, 53), ("namespace", target, 63)):
+        if not isinstance(text, str) or len(text) > most or \
+                not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", text):
+            raise AppError(f"{where}.{key}: must be a DNS label of at most {most} characters")
     return {"release": name, "namespace": target}
 
 

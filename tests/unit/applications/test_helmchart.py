@@ -139,7 +139,7 @@ def test_a_direct_archive_url_and_the_release_fields() -> None:
     ({"chart": REPO, "options": {"timeout": "forever"}}, r"options\.timeout: a duration"),
     ({"chart": REPO, "options": {"skipHooks": "true"}}, r"options\.skipHooks: must be true"),
     ({"chart": REPO, "options": {"postRender": {}}}, r"options\.postRender: not a parameter"),
-    ({"chart": REPO, "release": {"namespace": "Bad_NS"}}, r"release\.namespace: must be a DNS"),
+    ({"chart": REPO, "release": {"namespace": "Bad_NS"}}, r"release\.namespace: must be a DNS label of at most 63"),
     ({"chart": REPO, "values": ["a"]}, r"values: must be a map"),
     ({"chart": REPO, "extra": 1}, r"\.extra: not a parameter of helmchart"),
     ({}, r"chart: required"),
