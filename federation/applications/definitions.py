@@ -32,7 +32,14 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.applications import custom_status, jsonpatch, model, render, terraform
+from federation.applications import (
+    custom_status,
+    helmchart,
+    jsonpatch,
+    model,
+    render,
+    terraform,
+)
 from federation.applications.model import AppError, Component, Trait
 from federation.untrusted.text import one_line
 
@@ -444,7 +451,15 @@ class Rendering:
         return self.catalog.types()
 
     def has_component(self, name: str) -> bool:
-        return self.catalog.get("component", name) is not None
+        return self._defined("component", name) is not None or name == helmchart.TYPE
+
+    def _defined(self, kind: str, name: str) -> Definition | None:
+        """The catalog's definition, but vela-core's own ``helmchart`` (its template imports
+        the ``vela/helm`` provider, which is Helm: rendered by the built-in instead)."""
+        found = self.catalog.get(kind, name)
+        if found is not None and kind == "component" and helmchart.is_vela_core(found.template):
+            return None
+        return found
 
     def has_trait(self, name: str) -> bool:
         return self.catalog.get("trait", name) is not None
@@ -465,8 +480,10 @@ class Rendering:
                 "revision": component.revision()}
 
     def component(self, component: Component, namespace: str, where: str) -> list[JSON]:
-        definition = self.catalog.get("component", component.type)
-        assert definition is not None
+        definition = self._defined("component", component.type)
+        if definition is None:  # helmchart: rendered by Helm, through the same evaluate
+            found = helmchart.render(component, namespace, where, self.evaluate, self.app.name)
+            return [_placeholder(component.name)] if found is None else found
         if definition.module is not None:
             if component.traits:
                 raise AppError(f"{where}.traits: not supported on a Terraform component "
@@ -529,7 +546,7 @@ class Rendering:
         base = {k: v for k, v in self.context(component, namespace).items()
                 if k in ("name", "namespace", "appName", "appRevision")}
         found: list[custom_status.Check] = []
-        own = self.catalog.get("component", component.type)
+        own = self._defined("component", component.type)
         if own is not None and (own.health_policy or own.custom_status):
             found.append(custom_status.Check("component", component.type, own.ref,
                                              own.health_policy, own.custom_status,

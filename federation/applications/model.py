@@ -43,7 +43,7 @@ JSON = dict[str, Any]
 
 API_VERSION = "core.oam.dev/v1beta1"
 COMPONENT_TYPES = ("webservice", "worker", "config", "k8s-objects", "statefulset", "daemon",
-                   "task", "cron-task", "raw", "ref-objects")
+                   "task", "cron-task", "raw", "ref-objects", "helmchart")
 TRAIT_TYPES = ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
                "gateway", "ingress", "ingress-1-20", "init-container", "cpuscaler", "command",
                "container-image", "hostalias", "json-merge-patch", "json-patch", "affinity",

@@ -137,6 +137,8 @@ def _render_type(component: Component, app: str, namespace: str, where: str) -> 
     with_app = _APP_TYPES.get(component.type)
     if with_app is not None:
         return with_app(component, app, namespace, f"{where}.properties")
+    if component.type == "helmchart":  # needs a render by Helm: definitions.Rendering's
+        raise AppError(f"{where}.type: 'helmchart' needs Helm, which this renderer lacks")
     renderer = _TYPES.get(component.type)
     if renderer is None:  # an override's patch may bring any type
         raise AppError(f"{where}.type: {component.type!r} is not a built-in type "

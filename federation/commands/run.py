@@ -307,6 +307,13 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
 @click.option("--reloader-allow", "reloader_allow", multiple=True, metavar="CIDR",
               help="Networks of reloader addresses online configuration steps may dial "
                    "(repeatable; the members' pod CIDRs; default: public addresses only).")
+@click.option("--chart-allow", "chart_allow", multiple=True, metavar="CIDR",
+              help="Networks helmchart components may fetch charts from although private, "
+                   "loopback or link-local (repeatable; default: public addresses only; "
+                   "docs/security.md, Applications: Helm charts).")
+@click.option("--helm", "helm_path", default=None, metavar="PATH",
+              help="The Helm v3 binary helmchart components render with (default: "
+                   "$FEDERATION_HELM, helm on PATH, then `fedctl local install-helm`'s).")
 def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | None,
         disabled_contexts: str, metrics_bind_address: str, health_probe_bind_address: str,
         metrics_secure: bool, metrics_cert_dir: Path | None, leader_elect: bool,
@@ -317,7 +324,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         workers: int, propagation_deny: tuple[str, ...], app_local_cluster: str | None,
         definition_namespaces: str, work_bind_address: str, work_hosts: str,
         notification_allow: tuple[str, ...], request_allow: tuple[str, ...],
-        reloader_allow: tuple[str, ...]) -> None:
+        reloader_allow: tuple[str, ...], chart_allow: tuple[str, ...],
+        helm_path: str | None) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -346,6 +354,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
                             work_bind_address)
         policies = _egress_policies(own, notification=notification_allow,
                                     request=request_allow, reloader=reloader_allow)
+        chart_egress = egress.EgressPolicy(egress.parse_networks(chart_allow), own)
         cluster_set = _cluster_set(kubeconfig_path, hub_context, contexts, disabled_contexts,
                                    kube.ClientSettings(
                                        qps=kube_api_qps, burst=kube_api_burst,
@@ -356,14 +365,13 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
     work = _work_server(work_bind_address, work_hosts, mgr)
     from federation.controllers import propagation, rollouts
     from federation.controllers import setup as controllers_setup
-
     reloaders = ReloaderCaller()
     controllers_setup.setup(mgr, controllers_setup.Settings(
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work, **policies,
         applications=_application_settings(app_local_cluster, cleanup_wait,
-                                           definition_namespaces),
+                                           definition_namespaces, chart_egress, helm_path),
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
 
@@ -377,13 +385,22 @@ def _egress_policies(own: frozenset[egress.Address], **allowed: tuple[str, ...]
 
 
 def _application_settings(local_cluster: str | None, cleanup_wait: float,
-                          definition_namespaces: str) -> ApplicationSettings:
+                          definition_namespaces: str, chart_egress: egress.EgressPolicy,
+                          helm_path: str | None) -> ApplicationSettings:
     from federation.controllers import applications
+    from federation.controllers.applications import charts
+    from federation.local import helm
 
+    found = helm.find(helm_path)
+    if helm_path and found is None:
+        _fail(f"--helm: {helm_path!r} is not an executable file")
+    if found is None:
+        logging.getLogger(__name__).info("no Helm binary: %s", helm.MISSING)
     return applications.ApplicationSettings(
         local_cluster=local_cluster, cleanup_wait=cleanup_wait,
         definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
-                                    if n.strip()))
+                                    if n.strip()),
+        charts=charts.ChartSettings(policy=chart_egress, helm=found))
 
 
 def _work_server(work_bind_address: str, work_hosts: str,

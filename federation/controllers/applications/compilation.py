@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from federation.applications import model, scope, workflow
+from federation.applications import helmchart, model, scope, workflow
 from federation.contexts import client as kube
 from federation.controllers.applications import definitions, references
 from federation.controllers.applications.build import Build
@@ -25,8 +25,19 @@ RENDERED = "Rendered"
 INVALID = "InvalidApplication"
 
 
+class RetryLater(Problem):
+    """An Application that cannot be rendered now for a reason that may pass (a chart that
+    could not be fetched): refused as any, and reconciled again after ``retry_after``."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(RENDERED, INVALID, message)
+        self.retry_after = retry_after
+
+
 def invalid(exc: model.AppError) -> Problem:
     """An Application that cannot be honoured: the Rendered=False condition's problem."""
+    if isinstance(exc, helmchart.Retry):
+        return RetryLater(str(exc), exc.retry_after)
     return Problem(RENDERED, INVALID, str(exc))
 
 

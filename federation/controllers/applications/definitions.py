@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -48,17 +50,25 @@ class Unavailable(RuntimeError):
 
 class Evaluations:
     """Answers to CUE evaluation requests: a memo of at most :attr:`entries` answers over a
-    runner (the sandbox's ``ask``; in unit tests, in process)."""
+    runner (the sandbox's ``ask``; in unit tests, in process). An answer with
+    ``retry_after`` (a chart that could not be fetched: the repository may be back) is
+    kept that many seconds of ``clock`` only."""
 
-    def __init__(self, run: Runner, entries: int = 4096) -> None:
+    def __init__(self, run: Runner, entries: int = 4096,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.run = run
         self.entries = entries
+        self.clock = clock
         self.asked = 0
         """Requests sent to the runner (the memo missed): a test's measure."""
         self._memo: collections.OrderedDict[str, JSON] = collections.OrderedDict()
+        self._expires: dict[str, float] = {}
 
     def get(self, key: str) -> JSON | None:
         found = self._memo.get(key)
+        if found is not None and self._expires.get(key, math.inf) <= self.clock():
+            del self._memo[key], self._expires[key]
+            return None
         if found is not None:
             self._memo.move_to_end(key)
         return found
@@ -72,8 +82,10 @@ class Evaluations:
             if answer.get("reason") == sandbox.UNAVAILABLE:
                 raise Unavailable(str(answer.get("error")))
             self._memo[key] = answer
+            if isinstance(answer.get("retry_after"), int | float):
+                self._expires[key] = self.clock() + float(answer["retry_after"])
             while len(self._memo) > self.entries:
-                self._memo.popitem(last=False)
+                self._expires.pop(self._memo.popitem(last=False)[0], None)
 
 
 async def inline(request: JSON) -> JSON:

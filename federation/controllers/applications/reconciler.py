@@ -101,6 +101,8 @@ class Reconciler:
             outcome = await STEPS.run(self.view, build)
         except Problem as problem:
             await self.refuse(build, str(problem))
+            if isinstance(problem, compilation.RetryLater):
+                return Result(requeue_after=problem.retry_after)
             return None
         report = await self.execute(build.plan, shared_creates(build))
         revision_on_record(build, report)

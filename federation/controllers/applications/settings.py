@@ -11,7 +11,7 @@ from typing import Any
 
 from federation.applications import restarts
 from federation.applications.definitions import SYSTEM_NAMESPACES
-from federation.controllers.applications import notifications
+from federation.controllers.applications import charts, notifications
 from federation.hub import api, manifests
 from federation.runtime.reconcile import group_kind
 
@@ -62,6 +62,9 @@ class ApplicationSettings:
     Application refused (renderFailed): KubeVela's templates evaluate in milliseconds."""
     cue_memory: int = 1 << 30
     """Address space of one worker (RLIMIT_AS), on top of the evaluator's own budget."""
+    charts: charts.ChartSettings = dataclasses.field(default_factory=charts.ChartSettings)
+    """``helmchart`` components: the Helm binary, where charts may be fetched from
+    (``--helm``, ``--chart-allow``), the fetch and render limits."""
     """Notification step executions remembered as submitted (a few hundred bytes each):
     enough for every step a busy hub runs between two cache resyncs."""
 

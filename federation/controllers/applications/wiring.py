@@ -21,6 +21,7 @@ from federation.contexts.cache import Event
 from federation.contexts.clusters import Cluster, ClusterSet
 from federation.controllers.applications import (
     calls,
+    charts,
     definition_reports,
     definitions,
     notifications,
@@ -148,7 +149,10 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
     caller = calls.Caller({"notification": sender, "request": requests}, time.time)
     workers = sandbox.Sandbox(definitions.WORK, settings.cue_workers, settings.cue_timeout,
                               settings.cue_memory)
-    evaluations = definitions.Evaluations(workers.ask)
+    renders = sandbox.Sandbox(charts.WORK, settings.charts.workers,
+                              settings.charts.render_timeout + 5, settings.charts.memory)
+    evaluations = definitions.Evaluations(charts.route(
+        workers.ask, charts.Renderer(settings.charts, renders.ask)))
     reconciler = Reconciler(CacheView(mgr.client, mgr.clusters, settings, time.time,
                                       evaluations, caller),
                             executor.Writer(mgr.client, hub, denied),
@@ -180,6 +184,7 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
     mgr.cache(api.APPLICATION_REVISIONS, "hub")
     mgr.add(ctl)
     mgr.add_runnable("definition evaluation workers", workers.keep)
+    mgr.add_runnable("helm render workers", renders.keep)
     reports = controller.Controller("definition reports", functools.partial(
         definition_reports.report, reconciler.view, recorder), workers=1)
     for resource in api.DEFINITIONS:

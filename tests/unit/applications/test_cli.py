@@ -86,3 +86,33 @@ def test_status_tree_lists_components_a_definitions_status_judged() -> None:
     assert "└─ member1: Deployment shop/api: Ready:1/2" in text  # the step's own entry
     assert "component api in member1 (deploy): unhealthy: Ready:1/2" in text
     assert "trait probe: healthy: probe\\nyes" in text
+
+
+HELM_APP = """\
+apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: shop, namespace: shop}
+spec:
+  components:
+  - name: web
+    type: helmchart
+    properties:
+      chart: {source: demo, repoURL: "http://127.0.0.1:9/charts", version: 1.0.0}
+"""
+
+
+def test_dry_run_fetches_a_chart_under_the_outbound_policy(tmp_path: Path) -> None:
+    """Without --chart-allow a loopback repository is refused (nothing dialled), as in the
+    controller; a --helm that is not a program is named."""
+    app = tmp_path / "app.yaml"
+    app.write_text(HELM_APP)
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app), "--local-cluster",
+                                      "member1", "--helm", "/bin/true"])
+    assert result.exit_code == 1
+    assert ("spec.components[0]: chart 'demo' 1.0.0: fetching the chart: "
+            "http://127.0.0.1:9/charts/index.yaml: destination refused by the control "
+            "plane's outbound policy") in result.output
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app), "--helm",
+                                      str(tmp_path / "nothing")])
+    assert result.exit_code == 1 and "--helm: " in result.output
+    assert "Traceback" not in result.output

@@ -74,7 +74,8 @@ def test_install_registers_the_controller_its_watches_and_the_sender() -> None:
                        *definitions}
     assert {(w.resource.kind, w.clusters) for w in reports.watches} == definitions
     assert [name for name, _ in mgr.runnables] == ["notification sender", "request sender",
-                                                   "definition evaluation workers"]
+                                                   "definition evaluation workers",
+                                                   "helm render workers"]
     assert "ApplicationRevision" in {w.resource.kind for w in mgr.cached}
     status_only = next(w for w in ctl.watches if w.resource.kind == "Application")
     assert status_only.predicate is not None
