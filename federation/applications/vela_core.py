@@ -14,9 +14,6 @@ Kind = Literal["component", "trait", "policy", "workflowstep"]
 
 _SHELL = ("runs commands or builds images on the control plane's own cluster with its "
           "identity (docs/security.md: a tenant never runs code there)")
-_URL = ("sends HTTP requests from the control plane to a URL the tenant names and uses the "
-        "answer (docs/security.md, outbound connections: only notification steps POST "
-        "out, fire-and-forget, through the outbound policy)")
 _SECRET_READ = ("reads a Secret with the control plane's identity and moves its content "
                 "(the connection Secret a Terraform module wrote, passwords included): "
                 "the control plane reads no Secret for an Application but the configs of its "
