@@ -395,7 +395,9 @@ def _application_settings(local_cluster: str | None, cleanup_wait: float,
     if helm_path and found is None:
         _fail(f"--helm: {helm_path!r} is not an executable file")
     if found is None:
-        logging.getLogger(__name__).info("no Helm binary: %s", helm.MISSING)
+        # Debug only: a helmchart component's refusal says how to install Helm where its
+        # user reads it, and an info line here would precede every start-up error.
+        logging.getLogger(__name__).debug("no Helm binary: %s", helm.MISSING)
     return applications.ApplicationSettings(
         local_cluster=local_cluster, cleanup_wait=cleanup_wait,
         definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
