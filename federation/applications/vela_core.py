@@ -14,14 +14,29 @@ Kind = Literal["component", "trait", "policy", "workflowstep"]
 
 _SHELL = ("runs commands or builds images on the control plane's own cluster with its "
           "identity (docs/security.md: a tenant never runs code there)")
-_SECRET_READ = ("reads a Secret with the control plane's identity and moves its content "
-                "(the connection Secret a Terraform module wrote, passwords included): "
-                "the control plane reads no Secret for an Application but the configs of its "
-                "namespace's config store (read-object refuses Secrets: docs/security.md, "
-                "Applications: data steps)")
-_CLOUD_RESOURCE = ("copies the connection Secret a Terraform component wrote to other "
-                   "clusters by an env-binding policy's env: " + _SECRET_READ + "; run "
-                   "the Terraform component in each cluster that needs its Secret")
+_CONNECTION = ("the connection Secret a Terraform module writes (its outputs, a database "
+               "password among them) is written in the member the Configuration was "
+               "delivered to, by that member's terraform controller (this control plane "
+               "runs no Terraform), where the Secret grant (RoleBinding "
+               "federation:control-plane:secrets) does not reach: it opens hub namespaces "
+               "only")
+_CLOUD_RESOURCE = ("copies, once the module ran in the local cluster, its connection Secret "
+                   "to the clusters of an env-binding env (share-cloud-resource: of its "
+                   "placements, other namespaces among them): " + _CONNECTION + "; and a "
+                   "workflow's data passes between steps only through outputs, which the "
+                   "Application's status keeps. Instead deploy the Terraform component "
+                   "where its Secret is needed, or propagate a connection Secret of a "
+                   "granted hub namespace with a PropagationPolicy (docs/security.md, "
+                   "Applications: cloud-resource steps)")
+_JDBC = ("its output is the database password in plain (env url, username, password from "
+         "the connection Secret's DB_HOST, DB_PORT, DB_NAME, DB_USER, DB_PASSWORD) for a "
+         "component's env: kept in the Application's status, readable by whoever may get "
+         "the Application, and in the member's pod template, readable by Kubernetes' view "
+         "role, which is kept from Secrets on purpose; and " + _CONNECTION + ". The same "
+         "env without the control plane reading anything: entries with valueFrom."
+         "secretKeyRef (or the service-binding trait) for the five keys, and url "
+         "jdbc://$(DB_HOST):$(DB_PORT)/$(DB_NAME)?characterEncoding=utf8&useSSL=false, "
+         "which the kubelet expands (docs/security.md, Applications: cloud-resource steps)")
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
@@ -64,8 +79,7 @@ REFUSED: dict[Kind, dict[str, str]] = {
                           "Kubernetes' own edit role has none since CVE-2021-25740: a "
                           "selector-less Service's Endpoints forward traffic to any address, "
                           "another namespace's pods included)",
-        "generate-jdbc-connection": _SECRET_READ + " into the step's outputs, the database "
-                                    "password in the Application's status",
+        "generate-jdbc-connection": _JDBC,
         "share-cloud-resource": _CLOUD_RESOURCE,
         "vela-cli": _SHELL,
     },

@@ -192,8 +192,8 @@ def test_the_catalogue_builds_both_and_says_why_the_secret_readers_stay_refused(
     for name in terraform_steps.STEP_TYPES:
         assert name in vela_core.BUILT_IN["workflowstep"]
     for name in ("deploy-cloud-resource", "share-cloud-resource", "generate-jdbc-connection"):
-        assert "reads no Secret for an Application" in str(vela_core.refusal("workflowstep",
-                                                                              name))
+        assert "the Secret grant (RoleBinding federation:control-plane:secrets) does not " \
+            "reach" in str(vela_core.refusal("workflowstep", name))
 
 
 def test_dry_run_says_what_each_step_does(tmp_path: Path) -> None:
