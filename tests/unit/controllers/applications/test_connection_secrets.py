@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from federation.applications import terraform
+from federation.controllers import applications
 from federation.controllers.applications import deploy
 from federation.controllers.applications.build import Build
 from tests.unit.controllers.applications.fakes import FakeView, app, build_of, run_through
@@ -107,3 +108,15 @@ def test_the_rule_reads_the_reference_as_the_controller_does() -> None:
     assert terraform.connection_secret(obj) is None
     assert terraform.foreign_connection_secret(obj, secret()) is None
     assert terraform.connection_secret({"apiVersion": "v1", "kind": "ConfigMap"}) is None
+
+
+async def test_apply_terraform_config_is_held_the_same_way() -> None:
+    """vela-core's step writes its Configuration to the local cluster: the same rule."""
+    view = FakeView([("member1", secret())],
+                    settings=applications.ApplicationSettings(local_cluster="member1"))
+    body = app(steps=[{"name": "rds", "type": "apply-terraform-config", "properties": {
+        "source": {"path": "alibaba/rds"},
+        "writeConnectionSecretToRef": {"name": "registry-login"}}}])
+    build = await planned(view, body)
+    assert configurations(build) == []
+    assert any("connection Secret shop/registry-login exists" in p for p in build.problems)
