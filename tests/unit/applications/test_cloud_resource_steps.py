@@ -38,7 +38,7 @@ ATTACKS: list[tuple[str, JSON]] = [
     ("generate-jdbc-connection", {"name": "etcd-certs", "namespace": "kube-system"}),
     # a Secret of the tenant's namespace that no Terraform module wrote
     ("generate-jdbc-connection", {"name": "payments-api-key"}),
-    # an env of an env-binding policy whose Terraform component names someone's Secret
+    # an env of an env-binding policy whose Configuration names a Secret no module wrote
     ("deploy-cloud-resource", {"env": "prod"}),
     # shared into other namespaces of a member
     ("share-cloud-resource", {"env": "prod", "placements": [
@@ -54,11 +54,16 @@ def secret(name: str, namespace: str) -> JSON:
 
 
 def spec_with(step_type: str, properties: JSON) -> JSON:
-    """A Terraform component writing its connection Secret where the attack wants it read
-    (``bank-db-conn``), an env-binding policy, and the step."""
+    """A Configuration whose connection Secret is one the attack wants copied (a Secret
+    of the namespace no module wrote), an env-binding policy, and the step."""
+    configuration = {"apiVersion": "terraform.core.oam.dev/v1beta2", "kind": "Configuration",
+                     "metadata": {"name": "db"},
+                     "spec": {"remote": "https://github.com/kubevela-contrib/"
+                                        "terraform-modules.git", "path": "alibaba/rds",
+                              "writeConnectionSecretToRef": {"name": "payments-api-key",
+                                                             "namespace": "shop"}}}
     return {"components": [{"name": "db", "type": "k8s-objects", "properties": {
-                "objects": [{"apiVersion": "v1", "kind": "ConfigMap",
-                             "metadata": {"name": "db"}, "data": {}}]}}],
+                "objects": [configuration]}}],
             "policies": [{"name": "envs", "type": "env-binding", "properties": {"envs": [
                 {"name": "prod", "placement": {"clusterSelector": {"name": "member1"}}}]}}],
             "workflow": {"steps": [{"name": "s", "type": step_type,
