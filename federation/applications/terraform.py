@@ -364,5 +364,6 @@ def foreign_connection_secret(obj: Mapping[str, Any], live: Mapping[str, Any] | 
         return None
     return (f"its connection Secret {found[0]}/{found[1]} exists and was not written for "
             f"this Configuration (labels {OWNED_BY}, {OWNED_NAMESPACE}): the terraform "
-            "controller would overwrite it with the module's outputs and delete it with the "
-            "Configuration; name a Secret that does not exist")
+            "controller writes the module's outputs over such a Secret when it has no owner "
+            "label, and deletes it with the Configuration in any case; name a Secret that "
+            "does not exist")
