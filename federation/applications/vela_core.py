@@ -14,25 +14,12 @@ Kind = Literal["component", "trait", "policy", "workflowstep"]
 
 _SHELL = ("runs commands or builds images on the control plane's own cluster with its "
           "identity (docs/security.md: a tenant never runs code there)")
-_CONNECTION = ("the connection Secret a Terraform module writes (its outputs, a database "
-               "password among them) is written in the member the Configuration was "
-               "delivered to, by that member's terraform controller (this control plane "
-               "runs no Terraform), where the Secret grant (RoleBinding "
-               "federation:control-plane:secrets) does not reach: it opens hub namespaces "
-               "only")
-_CLOUD_RESOURCE = ("copies, once the module ran in the local cluster, its connection Secret "
-                   "to the clusters of an env-binding env (share-cloud-resource: of its "
-                   "placements, other namespaces among them): " + _CONNECTION + "; and a "
-                   "workflow's data passes between steps only through outputs, which the "
-                   "Application's status keeps. Instead deploy the Terraform component "
-                   "where its Secret is needed, or propagate a connection Secret of a "
-                   "granted hub namespace with a PropagationPolicy (docs/security.md, "
-                   "Applications: cloud-resource steps)")
 _JDBC = ("its output is the database password in plain (env url, username, password from "
          "the connection Secret's DB_HOST, DB_PORT, DB_NAME, DB_USER, DB_PASSWORD) for a "
          "component's env: kept in the Application's status, readable by whoever may get "
          "the Application, and in the member's pod template, readable by Kubernetes' view "
-         "role, which is kept from Secrets on purpose; and " + _CONNECTION + ". The same "
+         "role, which is kept from Secrets on purpose; and the Secret is named freely "
+         "(name, namespace), not as this Application's Configuration declares it. The same "
          "env without the control plane reading anything: entries with valueFrom."
          "secretKeyRef (or the service-binding trait) for the five keys, and url "
          "jdbc://$(DB_HOST):$(DB_PORT)/$(DB_NAME)?characterEncoding=utf8&useSSL=false, "
@@ -55,7 +42,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "collect-service-endpoints", "export-data", "depends-on-app",
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
                      "create-config", "read-config", "list-config", "delete-config",
-                     "webhook", "request", "check-metrics"),
+                     "webhook", "request", "check-metrics", "deploy-cloud-resource",
+                     "share-cloud-resource"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -72,7 +60,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     },
     "workflowstep": {
         "build-push-image": _SHELL,
-        "deploy-cloud-resource": _CLOUD_RESOURCE,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "
                           "list; the control plane's member role has no right on them, as "
@@ -80,7 +67,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                           "selector-less Service's Endpoints forward traffic to any address, "
                           "another namespace's pods included)",
         "generate-jdbc-connection": _JDBC,
-        "share-cloud-resource": _CLOUD_RESOURCE,
         "vela-cli": _SHELL,
     },
 }

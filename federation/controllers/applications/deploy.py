@@ -58,6 +58,11 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     except ClientError as exc:
         build.problems.append(f"{entry}: {exc}")
         return
+    filled, waiting = await connection_secrets.filled(view, build, entry, desired)
+    if filled is None:  # a connection Secret's copy whose source cannot be copied now
+        build.problems.append(f"{entry}: {waiting}")
+        return
+    desired = filled
     assert build.compiled is not None
     if build.compiled.read_only.match(manifest):
         if live is None:  # KubeVela's words

@@ -1,10 +1,11 @@
-"""vela-core's ``deploy-cloud-resource``, ``share-cloud-resource`` and
-``generate-jdbc-connection`` stay refused (docs/security.md, *Applications: cloud-resource
-steps*): each is tried here the way a tenant would use it to move a Secret it cannot read
-(another Application's connection Secret, a Secret no Terraform module wrote, an
-administrator's, another namespace's), and refused before anything is read, with a reason
-that names no value; the env the JDBC step would give a container is had without the
-control plane reading anything."""
+"""vela-core's ``generate-jdbc-connection`` stays refused (docs/security.md,
+*Applications: cloud-resource steps*): it is tried here the way a tenant would use it to
+read a Secret it cannot read (another Application's connection Secret, an
+administrator's, one of its namespace no Terraform module wrote), and refused before
+anything is read, with a reason that names no value; the env it would give a container is
+had without the control plane reading anything. (``deploy-cloud-resource`` and
+``share-cloud-resource``: tests/unit/controllers/applications/
+test_cloud_resource_copies.py.)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tests.unit.controllers.applications.fakes import FakeView, app, build_of, r
 JSON = dict[str, Any]
 FLEET = [clusters_.Cluster(name=n) for n in ("member1", "member2")]
 PASSWORD = "hunter2-db-password"
-STEPS = ("deploy-cloud-resource", "share-cloud-resource", "generate-jdbc-connection")
+STEPS = ("generate-jdbc-connection",)
 
 ATTACKS: list[tuple[str, JSON]] = [
     # another Application's connection Secret, in its own namespace
@@ -38,11 +39,6 @@ ATTACKS: list[tuple[str, JSON]] = [
     ("generate-jdbc-connection", {"name": "etcd-certs", "namespace": "kube-system"}),
     # a Secret of the tenant's namespace that no Terraform module wrote
     ("generate-jdbc-connection", {"name": "payments-api-key"}),
-    # an env of an env-binding policy whose Configuration names a Secret no module wrote
-    ("deploy-cloud-resource", {"env": "prod"}),
-    # shared into other namespaces of a member
-    ("share-cloud-resource", {"env": "prod", "placements": [
-        {"cluster": "member2", "namespace": "bank"}, {"cluster": "member2"}]}),
 ]
 
 
@@ -142,18 +138,10 @@ def test_dry_run_refuses_in_one_line_naming_no_secret(tmp_path: Path, step_type:
         assert name not in line
 
 
-def test_each_reason_says_where_the_secret_is_and_what_to_do_instead() -> None:
-    for name in STEPS:
-        reason = str(vela_core.refusal("workflowstep", name))
-        assert "written in the member the Configuration was delivered to" in reason
-        assert "federation:control-plane:secrets" in reason
-        assert "Applications: cloud-resource steps" in reason
-    for name in ("deploy-cloud-resource", "share-cloud-resource"):
-        reason = str(vela_core.refusal("workflowstep", name))
-        assert "outputs, which the Application's status keeps" in reason
-        assert "PropagationPolicy" in reason
+def test_the_reason_says_where_the_password_would_go_and_what_to_do_instead() -> None:
     jdbc = str(vela_core.refusal("workflowstep", "generate-jdbc-connection"))
     assert "status" in jdbc and "view role" in jdbc and "secretKeyRef" in jdbc
+    assert "named freely" in jdbc
 
 
 def test_the_docs_rows_quote_the_catalogue() -> None:
