@@ -135,5 +135,20 @@ def copy_manifest(secret: str, source: Source) -> JSON:
             "data": {}}
 
 
+def refuse_forged(clusters: Mapping[str, Sequence[Mapping[str, Any]]], where: str) -> None:
+    """An object of another step carrying :data:`COPY_ANNOTATION` is refused: the
+    annotation is how the controller knows a copy and its source, so only this module
+    writes it (a tenant's manifest with it would name a source and land where the tenant
+    places it)."""
+    for objects in clusters.values():
+        for obj in objects:
+            annotations = (obj.get("metadata") or {}).get("annotations") or {}
+            if COPY_ANNOTATION in annotations:
+                raise AppError(f"{where}: {obj.get('kind')} "
+                               f"{(obj.get('metadata') or {}).get('name')}: annotation "
+                               f"{COPY_ANNOTATION} is written by deploy-cloud-resource and "
+                               "share-cloud-resource only")
+
+
 def configurations(objects: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [o for o in objects if terraform.is_configuration(o)]

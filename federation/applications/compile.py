@@ -216,6 +216,7 @@ def _compile_step(step: model.Step, context: _Context, where: str
                                          5, timeout, step.if_ == "always"), None
     if step.type in workflow.DEPLOYING:
         target, step_spec = _deploying(step, context, where, timeout)
+        cloud_resource.refuse_forged(target.clusters, where)
         return target, step_spec, None
     step_spec = _waiting(step, where, timeout)
     if step.type == "restart-workflow":

@@ -58,6 +58,10 @@ async def filled(view: ApplicationView, build: Build, entry: tracker.Entry, desi
     if source is None:
         return desired, ""
     namespace = build.namespace
+    if _step_type(build, entry.step) not in cloud_resource.STEP_TYPES or \
+            entry.namespace != namespace:  # the compile refuses both; never trust a mark
+        return None, (f"annotation {cloud_resource.COPY_ANNOTATION} outside a cloud-resource "
+                      "step's copy in the Application's namespace: not written")
     where = f"connection Secret {namespace}/{source.secret} in {source.cluster}"
     try:
         await view.list(SECRETS, namespace)  # NotGranted where no grant opens it
@@ -82,6 +86,11 @@ async def filled(view: ApplicationView, build: Build, entry: tracker.Entry, desi
     body["type"] = "Opaque"
     body["data"] = dict(secret.get("data") or {})
     return body, ""
+
+
+def _step_type(build: Build, step: str) -> str:
+    assert build.compiled is not None
+    return next((s.type for s in build.compiled.steps if s.name == step), "")
 
 
 async def _read(view: ApplicationView, cluster: str, api_version: str, kind: str, name: str,

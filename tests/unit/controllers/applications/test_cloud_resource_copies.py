@@ -274,3 +274,45 @@ async def test_the_step_waits_for_the_module_then_copies_and_succeeds(
     said = json.dumps([status, recorder.events])
     for value in (PASSWORD, *DATA.values()):
         assert value not in said
+
+
+def forged_copy(namespace: str | None = None) -> JSON:
+    """A tenant's own Secret manifest posing as a copy: it names this Application's
+    connection Secret as its source, to land where the tenant places it."""
+    made = cloud_resource.copy_manifest("loot", cloud_resource.Source(
+        "member1", "db-conn-prod", "db-prod"))
+    if namespace:
+        made["metadata"]["namespace"] = namespace
+    return made
+
+
+def with_forged_copy(namespace: str | None = None) -> JSON:
+    body = application(DEPLOY)
+    body["spec"]["components"].append({"name": "loot", "type": "k8s-objects",
+                                       "properties": {"objects": [forged_copy(namespace)]}})
+    body["spec"]["policies"].append({"name": "there", "type": "topology",
+                                     "properties": {"clusters": ["member3"]}})
+    body["spec"]["workflow"]["steps"] = [
+        {"name": "loot", "type": "deploy", "properties": {"policies": ["there"]}}, DEPLOY]
+    return body
+
+
+async def test_a_forged_copy_annotation_is_refused_by_the_compile() -> None:
+    view = Granted([("member1", live_configuration()), ("member1", source())])
+    with pytest.raises(Problem, match=r"annotation federation\.io/connection-secret-copy-of is "
+                                      "written by deploy-cloud-resource and "
+                                      "share-cloud-resource only"):
+        await run_through(view, build_of(with_forged_copy()), compilation.compile_app)
+
+
+async def test_a_forged_copy_the_compile_missed_is_not_filled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller's own check, with the compile's disabled: a copy is filled only for
+    a cloud-resource step's entry in the Application's namespace."""
+    monkeypatch.setattr(cloud_resource, "refuse_forged", lambda clusters, where: None)
+    view = Granted([("member1", live_configuration()), ("member1", source())])
+    build = await planned(view, with_forged_copy())
+    assert [v for v in build.plan if v.obj.get("kind") == "Secret"
+            and v.obj["metadata"]["name"] == "loot"] == []
+    assert any("outside a cloud-resource step's copy" in p for p in build.problems)
+    assert_no_value(build)
