@@ -280,6 +280,10 @@ def _cloud_resource(step: model.Step, context: _Context, where: str) -> policies
     for obj in cloud_resource.configurations(rendered):
         found = cloud_resource.renamed(obj, chosen.env, context.namespace, where)
         if found is not None:
+            if any(m["metadata"]["name"] == found[0]["metadata"]["name"] for m in made):
+                raise model.AppError(f"{where}.properties.env: two Configurations would both "
+                                     f"be {found[0]['metadata']['name']} (<component>-<env>): "
+                                     "a cloud resource is one Configuration per component")
             made.append(found[0])
             secrets.append((found[1], found[2], found[0]["metadata"]["name"]))
     if not made:

@@ -316,3 +316,15 @@ async def test_a_forged_copy_the_compile_missed_is_not_filled(
             and v.obj["metadata"]["name"] == "loot"] == []
     assert any("outside a cloud-resource step's copy" in p for p in build.problems)
     assert_no_value(build)
+
+
+def test_two_configurations_of_one_component_are_refused() -> None:
+    """KubeVela names the applied Configuration after its component: two in one
+    ``k8s-objects`` component would be one object."""
+    spec = application(DEPLOY)["spec"]
+    other = configuration()
+    other["metadata"]["name"] = "db2"
+    spec["components"][0]["properties"]["objects"].append(other)
+    fleet = [clusters_.Cluster(name=n) for n in ("member1", "member2")]
+    with pytest.raises(AppError, match="two Configurations would both be db-prod"):
+        compile_.compile_app(spec, "shop", "shop", {}, fleet, local_cluster="member1")
