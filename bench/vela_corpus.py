@@ -31,8 +31,9 @@ enable`` installs them (``--no-addons``: none).
 How each is run: the real command (``fedctl app dry-run -f FILE --clusters CLUSTERS
 --local-cluster local --target-namespaces '*'``, in process), with a clusters file holding
 every cluster any Application of the corpus names (``topology.clusters``, an env-binding
-env's ``clusterSelector.name``) and one cluster per label selector it uses (labelled so),
-plus ``local``; every namespace is granted. So
+env's ``clusterSelector.name``, a share-cloud-resource placement's ``cluster``) and one
+cluster per label selector it uses (labelled so), plus ``local``; every namespace is
+granted. So
 only the Application model decides. The refusals are grouped by reason: the error line
 without its file, field indices and quoted values (``spec.components[3].type: 'helm' is
 not a built-in type`` is counted under ``spec.components[].type: 'helm' is not a built-in
@@ -332,6 +333,14 @@ def _topologies(spec: JSON, external: Sequence[JSON]) -> Iterator[JSON]:
                 selector = (placement or {}).get("clusterSelector") or {}
                 if isinstance(selector, dict) and isinstance(selector.get("name"), str):
                     yield {"clusters": [selector["name"]]}
+    steps = (spec.get("workflow") or {}).get("steps") if isinstance(spec.get("workflow"),
+                                                                   dict) else None
+    for step in steps if isinstance(steps, list) else []:
+        props = step.get("properties") if isinstance(step, dict) else None
+        if step.get("type") == "share-cloud-resource" and isinstance(props, dict):
+            for placement in props.get("placements") or []:
+                if isinstance(placement, dict) and isinstance(placement.get("cluster"), str):
+                    yield {"clusters": [placement["cluster"]]}
 
 
 def fleet(apps: Sequence[tuple[JSON, list[JSON]]]) -> list[JSON]:

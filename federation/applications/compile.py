@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from federation.applications import (
+    cloud_resource,
     config_store,
     dataflow,
     endpoints,
@@ -209,8 +210,13 @@ def _compile_step(step: model.Step, context: _Context, where: str
                              model.Notification | None]:
     timeout = model.duration_seconds(step.timeout, f"{where}.timeout") \
         if step.timeout else None
+    if step.type in cloud_resource.STEP_TYPES:
+        target = _cloud_resource(step, context, where)
+        return target, workflow.StepSpec(step.name, step.type, tuple(sorted(target.clusters)),
+                                         5, timeout, step.if_ == "always"), None
     if step.type in workflow.DEPLOYING:
         target, step_spec = _deploying(step, context, where, timeout)
+        cloud_resource.refuse_forged(target.clusters, where)
         return target, step_spec, None
     step_spec = _waiting(step, where, timeout)
     if step.type == "restart-workflow":
@@ -258,6 +264,64 @@ class _Context:
     grant: scope.Grant
     budget: model.RenderBudget
     user: render.UserTypes | None = None
+
+
+def _cloud_resource(step: model.Step, context: _Context, where: str) -> policies.Target:
+    """deploy-cloud-resource / share-cloud-resource (:mod:`.cloud_resource`): the env's
+    Configurations, renamed, to the local cluster (deploy only); the copies of their
+    connection Secrets to the env's clusters (share: the placements'), all in the
+    Application's namespace."""
+    chosen = cloud_resource.check(step, context.spec, context.namespace, where)
+    env = _place(context, context.spec, list(chosen.policies),
+                 {**context.known, **chosen.policies}, where)
+    rendered = next(iter(env.clusters.values()), ())
+    made: list[JSON] = []
+    secrets: list[tuple[str, str, str]] = []
+    for obj in cloud_resource.configurations(rendered):
+        found = cloud_resource.renamed(obj, chosen.env, context.namespace, where)
+        if found is not None:
+            if any(m["metadata"]["name"] == found[0]["metadata"]["name"] for m in made):
+                raise model.AppError(f"{where}.properties.env: two Configurations would both "
+                                     f"be {found[0]['metadata']['name']} (<component>-<env>): "
+                                     "a cloud resource is one Configuration per component")
+            made.append(found[0])
+            secrets.append((found[1], found[2], found[0]["metadata"]["name"]))
+    if not made:
+        raise model.AppError(f"{where}.properties.env: env {chosen.env[:64]!r} deploys no "
+                             "Terraform component that writes a connection Secret "
+                             "(writeConnectionSecretToRef)")
+    local = _objects_to(step, context, made, [steps.LOCAL], where, "the Configurations")
+    [local_cluster] = local.clusters
+    if step.type == "share-cloud-resource":  # KubeVela's binds only: the deploy step applies
+        local = policies.Target({})
+    copies = [cloud_resource.copy_manifest(secret, cloud_resource.Source(
+        local_cluster, source, configuration)) for secret, source, configuration in secrets]
+    shared = _objects_to(step, context, copies,
+                         list(chosen.clusters or sorted(env.clusters)),
+                         f"{where}.properties.placements" if chosen.clusters else where,
+                         "the Secret copies")
+    clusters = {c: (*local.clusters.get(c, ()), *shared.clusters.get(c, ()))
+                for c in sorted({*local.clusters, *shared.clusters})}
+    return policies.Target(clusters, (*local.explanation, *shared.explanation),
+                           made_by={**local.made_by, **shared.made_by})
+
+
+def _objects_to(step: model.Step, context: _Context, objects: list[JSON],
+                clusters: list[str], where: str, what: str) -> policies.Target:
+    """``objects`` as one ``k8s-objects`` component named after the step, placed on
+    ``clusters`` (``local``: the local cluster)."""
+    component = steps.step_component(step, objects, where, what)
+    topology = model.PolicySpec(name=f"{where} ({what})", type="topology",
+                                properties={"clusters": clusters})
+    spec = context.spec.model_copy(update={"components": (component,)})
+    return _place(context, spec, [topology.name], {topology.name: topology}, where)
+
+
+def _place(context: _Context, spec: model.AppSpec, names: list[str],
+           known: Mapping[str, model.PolicySpec], where: str) -> policies.Target:
+    return policies.deploy_target(spec, context.app, context.namespace, names, known,
+                                  context.fleet, context.local_cluster, where,
+                                  context.grant, context.budget, context.user)
 
 
 def _deploying(step: model.Step, context: _Context, where: str, timeout: float | None

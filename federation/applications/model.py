@@ -61,7 +61,7 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
               "apply-terraform-config", "apply-terraform-provider", "create-config",
               "read-config", "list-config", "delete-config", "webhook", "request",
-              "check-metrics")
+              "check-metrics", "deploy-cloud-resource", "share-cloud-resource")
 
 TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
                                    "writeConnectionSecretToRef", "providerRef", "region",
@@ -428,7 +428,9 @@ _STEP_PROPERTIES: dict[str, set[str]] = {
     "webhook": {"url", "data"},
     "request": {"url", "method", "body", "header"},
     "check-metrics": {"query", "metricEndpoint", "condition", "duration",
-                      "failDuration"}}
+                      "failDuration"},
+    "deploy-cloud-resource": {"env", "policy"},
+    "share-cloud-resource": {"env", "policy", "placements"}}
 """Each step type's properties (anything else is refused by name)."""
 
 

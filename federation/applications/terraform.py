@@ -324,3 +324,46 @@ def provider_health(what: str, live: Mapping[str, Any]
     if state == "ready":
         return "healthy", ""
     return "progressing", f"{what}: state {str(state or 'not reported')[:64]}"
+
+
+OWNED_BY = "terraform.core.oam.dev/owned-by"
+OWNED_NAMESPACE = "terraform.core.oam.dev/owned-namespace"
+"""The labels the terraform controller puts on a connection Secret it creates: the
+Configuration's name and namespace (controllers/process/process.go, 2025-07)."""
+
+
+def connection_secret(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of the connection Secret a Configuration makes its terraform
+    controller write, as the controller reads it (no namespace: ``default``), or None."""
+    if not is_configuration(obj):
+        return None
+    ref = (obj.get("spec") or {}).get("writeConnectionSecretToRef")
+    if not isinstance(ref, Mapping) or not ref.get("name"):
+        return None
+    return str(ref.get("namespace") or PROVIDER_DEFAULT_NAMESPACE), str(ref["name"])
+
+
+def foreign_connection_secret(obj: Mapping[str, Any], live: Mapping[str, Any] | None
+                              ) -> str | None:
+    """Why a Configuration must not be written where ``live`` is the Secret its
+    ``writeConnectionSecretToRef`` names, or None. The terraform controller overwrites an
+    existing Secret of that name whose labels name no other Configuration (its own check
+    reads only the owner labels, which a Secret it did not create lacks) and deletes the
+    Secret of that name, whoever made it, when the Configuration is deleted: a
+    Configuration naming a Secret it did not write would replace another's Secret with the
+    module's outputs, then delete it. So that Secret must not exist yet, or carry the
+    controller's owner labels naming this Configuration. Names only the Secret, never a
+    value of it."""
+    found = connection_secret(obj)
+    if found is None or live is None:
+        return None
+    meta = obj.get("metadata") or {}
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    if labels.get(OWNED_BY) == meta.get("name") and \
+            labels.get(OWNED_NAMESPACE) == meta.get("namespace"):
+        return None
+    return (f"its connection Secret {found[0]}/{found[1]} exists and was not written for "
+            f"this Configuration (labels {OWNED_BY}, {OWNED_NAMESPACE}): the terraform "
+            "controller writes the module's outputs over such a Secret when it has no owner "
+            "label, and deletes it with the Configuration in any case; name a Secret that "
+            "does not exist")

@@ -14,14 +14,16 @@ Kind = Literal["component", "trait", "policy", "workflowstep"]
 
 _SHELL = ("runs commands or builds images on the control plane's own cluster with its "
           "identity (docs/security.md: a tenant never runs code there)")
-_SECRET_READ = ("reads a Secret with the control plane's identity and moves its content "
-                "(the connection Secret a Terraform module wrote, passwords included): "
-                "the control plane reads no Secret for an Application but the configs of its "
-                "namespace's config store (read-object refuses Secrets: docs/security.md, "
-                "Applications: data steps)")
-_CLOUD_RESOURCE = ("copies the connection Secret a Terraform component wrote to other "
-                   "clusters by an env-binding policy's env: " + _SECRET_READ + "; run "
-                   "the Terraform component in each cluster that needs its Secret")
+_JDBC = ("its output is the database password in plain (env url, username, password from "
+         "the connection Secret's DB_HOST, DB_PORT, DB_NAME, DB_USER, DB_PASSWORD) for a "
+         "component's env: kept in the Application's status, readable by whoever may get "
+         "the Application, and in the member's pod template, readable by Kubernetes' view "
+         "role, which is kept from Secrets on purpose; and the Secret is named freely "
+         "(name, namespace), not as this Application's Configuration declares it. The same "
+         "env without the control plane reading anything: entries with valueFrom."
+         "secretKeyRef (or the service-binding trait) for the five keys, and url "
+         "jdbc://$(DB_HOST):$(DB_PORT)/$(DB_NAME)?characterEncoding=utf8&useSSL=false, "
+         "which the kubelet expands (docs/security.md, Applications: cloud-resource steps)")
 
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
@@ -40,7 +42,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "collect-service-endpoints", "export-data", "depends-on-app",
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
                      "create-config", "read-config", "list-config", "delete-config",
-                     "webhook", "request", "check-metrics"),
+                     "webhook", "request", "check-metrics", "deploy-cloud-resource",
+                     "share-cloud-resource"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -57,16 +60,13 @@ REFUSED: dict[Kind, dict[str, str]] = {
     },
     "workflowstep": {
         "build-push-image": _SHELL,
-        "deploy-cloud-resource": _CLOUD_RESOURCE,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "
                           "list; the control plane's member role has no right on them, as "
                           "Kubernetes' own edit role has none since CVE-2021-25740: a "
                           "selector-less Service's Endpoints forward traffic to any address, "
                           "another namespace's pods included)",
-        "generate-jdbc-connection": _SECRET_READ + " into the step's outputs, the database "
-                                    "password in the Application's status",
-        "share-cloud-resource": _CLOUD_RESOURCE,
+        "generate-jdbc-connection": _JDBC,
         "vela-cli": _SHELL,
     },
 }

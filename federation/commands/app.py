@@ -320,6 +320,13 @@ TERRAFORM_WORDS = {
                               "to run; the step waits until it reports the apply Available",
     "apply-terraform-provider": ": writes a terraform Provider and the Secret of its "
                                 "credentials, both in the Application's namespace",
+    "deploy-cloud-resource": ": writes the env's Configurations as <component>-<env> to the "
+                             "local cluster, then copies each connection Secret (shown "
+                             "empty: its data is read when the step runs, where the hub "
+                             "namespace has the Secret grant)",
+    "share-cloud-resource": ": copies the env's connection Secrets (shown empty: their data "
+                            "is read when the step runs, where the hub namespace has the "
+                            "Secret grant)",
 }
 
 

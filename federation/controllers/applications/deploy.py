@@ -26,6 +26,7 @@ from federation.applications import resource_policies, tracker
 from federation.contexts import client as kube
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
+from federation.controllers.applications import connection_secrets
 from federation.controllers.applications.build import JSON, Build, marked
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit import plan
@@ -57,6 +58,11 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
     except ClientError as exc:
         build.problems.append(f"{entry}: {exc}")
         return
+    filled, waiting = await connection_secrets.filled(view, build, entry, desired)
+    if filled is None:  # a connection Secret's copy whose source cannot be copied now
+        build.problems.append(f"{entry}: {waiting}")
+        return
+    desired = filled
     assert build.compiled is not None
     if build.compiled.read_only.match(manifest):
         if live is None:  # KubeVela's words
@@ -79,6 +85,10 @@ async def plan_write(view: ApplicationView, build: Build, entry: tracker.Entry,
         return
     if kept and live is not None:
         desired = resource_policies.keep_live(desired, live, kept)
+    why = await connection_secrets.held(view, entry, desired)
+    if why is not None:  # the terraform controller would overwrite, then delete, that Secret
+        build.problems.append(f"{entry}: {why}")
+        return
     vertex = copy_vertex(entry.cluster, desired, live, overwrite=adopt,
                          expect=plan.Identity.of(manifest))
     if vertex is None:
