@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,6 +118,24 @@ def running_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFac
         yield plane
     finally:
         plane.stop()
+
+
+def app_namespace(fleet: TestFleet, plane: ControlPlane, prefix: str,
+                  *members: str) -> Iterator[str]:
+    """A fresh hub namespace ``prefix-xxxxxx`` (and the same in ``members``) for one test's
+    Applications; after the test, it fails if the module's `fedctl run` exited, and the
+    namespace's Applications (and the member namespaces) are deleted without waiting."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    fleet.kubectl("hub", "create", "namespace", name)
+    for member in members:
+        fleet.kubectl(member, "create", "namespace", name)
+    yield name
+    if plane.process is not None and plane.process.poll() is not None:
+        pytest.fail(f"fedctl run exited:\n{plane.log_tail()}")
+    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
+                  "--wait=false", check=False)
+    for member in members:
+        fleet.kubectl(member, "delete", "namespace", name, "--wait=false", check=False)
 
 
 class InClusterControlPlane:

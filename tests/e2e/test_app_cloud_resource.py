@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_or_none, grant_secrets, wait_for
 
 PASSWORD = "e2e-rds-password-7"
@@ -40,13 +39,7 @@ def plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture
 def ns(fleet: TestFleet, plane: ControlPlane) -> Iterator[str]:
     plane.install("--propagate-kinds", f"configurations.{GROUP}")
-    name = f"cloud-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    yield name
-    if plane.process is not None and plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
+    yield from app_namespace(fleet, plane, "cloud")
 
 
 def configuration_crd() -> dict[str, Any]:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_or_none, grant_secrets, wait_for
 
 NEIGHBOUR = "not-for-the-store"
@@ -32,14 +31,9 @@ def store_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture
 def ns(fleet: TestFleet, store_plane: ControlPlane) -> Iterator[str]:
-    name = f"store-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    grant_secrets(fleet, name)
-    yield name
-    if store_plane.process is not None and store_plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{store_plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
+    for name in app_namespace(fleet, store_plane, "store"):
+        grant_secrets(fleet, name)
+        yield name
 
 
 def application(ns: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ import http.server
 import io
 import tarfile
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import yaml
 
 from federation.local import helm
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_or_none, wait_for
 
 CHART = Path(__file__).resolve().parents[1] / "fixtures" / "helm" / "shopfront"
@@ -99,13 +98,7 @@ def helm_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture
 def ns(fleet: TestFleet, helm_plane: ControlPlane) -> Iterator[str]:
-    name = f"helm-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    yield name
-    if helm_plane.process is not None and helm_plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{helm_plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
+    yield from app_namespace(fleet, helm_plane, "helm")
 
 
 def application(ns: str, chart: dict[str, Any], values: dict[str, Any],

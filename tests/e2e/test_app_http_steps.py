@@ -18,14 +18,13 @@ import http.server
 import json
 import threading
 import urllib.parse
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
 
 
@@ -85,13 +84,7 @@ class Server:
 
 @pytest.fixture
 def ns(fleet: TestFleet, http_plane: ControlPlane) -> Iterator[str]:
-    name = f"http-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    yield name
-    if http_plane.process is not None and http_plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{http_plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
+    yield from app_namespace(fleet, http_plane, "http")
 
 
 def application(ns: str, port: int) -> dict[str, Any]:

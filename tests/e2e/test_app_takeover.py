@@ -10,14 +10,13 @@ e2e case ("Test application with take-over policy") expects.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_or_none, wait_for
 
 
@@ -29,15 +28,7 @@ def plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture
 def ns(fleet: TestFleet, plane: ControlPlane) -> Iterator[str]:
-    name = f"takeover-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    fleet.kubectl("member1", "create", "namespace", name)
-    yield name
-    if plane.process is not None and plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
-    fleet.kubectl("member1", "delete", "namespace", name, "--wait=false", check=False)
+    yield from app_namespace(fleet, plane, "takeover", "member1")
 
 
 def busybox(image: str, **meta: Any) -> dict[str, Any]:

@@ -9,14 +9,13 @@ the reverse order and run as a DAG, so only ``dependsOn`` and ``inputs`` order t
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_or_none, wait_for
 
 
@@ -28,13 +27,7 @@ def io_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture
 def ns(fleet: TestFleet, io_plane: ControlPlane) -> Iterator[str]:
-    name = f"io-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    yield name
-    if io_plane.process is not None and io_plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{io_plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
+    yield from app_namespace(fleet, io_plane, "io")
 
 
 def application(ns: str) -> dict[str, Any]:
