@@ -110,7 +110,7 @@ def _chart(value: Any, where: str) -> JSON:
     _check_known(value, _CHART, where)
     if value.get("auth") is not None:
         raise AppError(f"{where}.auth: not supported: it names a Secret of credentials, and "
-                       "the control plane reads no Secret for an Application (serve the "
+                       "the control plane reads no Secret an Application names (serve the "
                        "chart from a repository it may read without credentials)")
     source = value.get("source")
     if not isinstance(source, str) or not source:
@@ -225,8 +225,8 @@ def _values_ref(entry: Any, namespace: str, release_namespace: str, where: str) 
         raise AppError(f"{where}: must be a map (kind, name, key, optional)")
     _check_known(entry, frozenset({"kind", "name", "namespace", "key", "optional"}), where)
     if entry.get("kind") == "Secret":
-        raise AppError(f"{where}: a Secret: the control plane reads no Secret for an "
-                       "Application (a ConfigMap of its namespace, or values)")
+        raise AppError(f"{where}: a Secret: the control plane reads no Secret an "
+                       "Application names (a ConfigMap of its namespace, or values)")
     if entry.get("kind") != "ConfigMap":
         raise AppError(f"{where}.kind: ConfigMap (a Secret is refused here)")
     name, key = entry.get("name"), entry.get("key", "values.yaml")

@@ -4,8 +4,8 @@ workflowstep/{webhook,request,check-metrics}.cue, the kubevela/workflow provider
 ``http.#HTTPDo`` and ``metrics.#PromCheck``).
 
 - ``webhook``: a POST of ``data`` as JSON (default: the Application itself) to ``url.value``;
-  ``url.secretRef`` is refused by name (the control plane reads no Secret for an
-  Application). It succeeds on any answer (KubeVela reads none of it).
+  ``url.secretRef`` is refused by name (the control plane reads no Secret an
+  Application names). It succeeds on any answer (KubeVela reads none of it).
 - ``request``: ``method`` (GET, POST, PUT or DELETE) of ``url``, ``body`` (a map, sent as
   JSON) and ``header``; without ``header``, ``Content-Type: application/json`` as
   KubeVela's provider sets. It fails when the answer's status is above 400, and its
@@ -136,7 +136,7 @@ def webhook(props: Mapping[str, Any], where: str) -> HttpCall:
 def _webhook_url(raw: Mapping[str, Any], where: str) -> str:
     if "secretRef" in raw:
         raise model.AppError(f"{where}.secretRef: not supported: the control plane reads no "
-                             "Secret for an Application; give the URL as value")
+                             "Secret an Application names; give the URL as value")
     extra = sorted(k for k in raw if k != "value")
     if extra:
         raise model.AppError(f"{where}.{extra[0]}: not supported (value)")

@@ -545,8 +545,8 @@ def notification(props: Mapping[str, Any], where: str) -> Notification:
 
     ``message`` (text, or a map with one of ``text``/``content``); ``webhook.url`` (ours)
     and KubeVela's ``slack.url`` (a string or ``{value: URL}``) and ``slack.message.text``.
-    KubeVela's ``url.secretRef`` is refused: the control plane reads no Secrets for an
-    Application (its credentials would read them on the author's behalf). Slack's
+    KubeVela's ``url.secretRef`` is refused: the control plane reads no Secret an
+    Application names (its credentials would read them on the author's behalf). Slack's
     ``blocks``, ``attachments``... are refused too: we POST ``{"text": message}`` only."""
     message = _message_text(props["message"], f"{where}.message") if "message" in props \
         else None
@@ -612,7 +612,7 @@ def _url_field(raw: Any, where: str) -> str:
         for key in raw:
             if key == "secretRef":
                 raise AppError(f"{where}.secretRef: not supported: the control plane reads "
-                               "no Secret for an Application; give the URL as value")
+                               "no Secret an Application names; give the URL as value")
             if key != "value":
                 raise AppError(f"{where}.{key}: not supported (value)")
         if "value" not in raw:

@@ -18,7 +18,7 @@ the reads are narrower than KubeVela's (whose default scope is the whole control
   target-namespace grant is about member writes, not reading another team's objects);
 - only the hub (``cluster`` other than ``local`` is refused) and no ``urls`` (a fetch of
   a tenant's URL from the control plane);
-- no Secret (the control plane reads no Secret for an Application), no cluster-scoped
+- no Secret (the control plane reads no Secret an Application names), no cluster-scoped
   kind (an Application places namespaced objects only), at most :data:`MAX_REFERENCED`
   objects per selector.
 
@@ -103,7 +103,7 @@ def _ref(entry: Mapping[str, Any], component: str, where: str) -> Ref:
     api_version, kind = _kind(entry, where)
     if kind == "Secret":
         raise AppError(f"{where}: a Secret is not supported (the control plane reads no "
-                       "Secret for an Application; put it in the member, or use a "
+                       "Secret an Application names; put it in the member, or use a "
                        "k8s-objects component)")
     if kind in resources_.CLUSTER_SCOPED_KINDS:
         raise AppError(f"{where}: {kind} is cluster-scoped; an Application places "
