@@ -535,6 +535,10 @@ def tree(name: str, current: JSON) -> str:
              f"revision={latest.get('name', '-')}  healthy={current.get('healthy')}"]
     if current.get("rollback"):
         lines.append(f"├─ rolled back to revision {current['rollback']['revision']}")
+    if current.get("status") == "renderFailed":  # why, as the Rendered condition says
+        lines += [f"├─ not rendered: {loader.one_line(str(c.get('message')))}"
+                  for c in current.get("conditions") or []
+                  if isinstance(c, dict) and c.get("type") == "Rendered"]
     flow = current.get("workflow") or {}
     lines.append(f"├─ workflow {flow.get('phase', '-')}  started {flow.get('startTime')}"
                  f"  ended {flow.get('endTime') or '-'}")
