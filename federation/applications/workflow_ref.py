@@ -52,7 +52,7 @@ def name_of(spec: Mapping[str, Any]) -> str | None:
     if not isinstance(workflow, Mapping) or workflow.get("ref") in (None, ""):
         return None
     ref = workflow["ref"]
-    if not isinstance(ref, str) or len(ref) > 253 or not _NAME.match(ref):
+    if not isinstance(ref, str) or len(ref) > 253 or not _NAME.fullmatch(ref):
         raise AppError(f"{_WHERE}: must be the name of a Workflow in the Application's "
                        "namespace (lowercase letters, digits, '-' and '.'; no namespace: "
                        "only the Application's own is read)")

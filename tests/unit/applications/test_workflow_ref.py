@@ -133,6 +133,7 @@ def test_a_malformed_workflow_is_refused_naming_its_field(found: dict[str, Any],
 
 
 @pytest.mark.parametrize("ref", ["other/release", "../release", "Release", "a" * 254, 7,
+                                 "release\n", " release",
                                  ["release"], {"namespace": "other", "name": "release"}])
 def test_a_ref_is_a_plain_name_never_a_namespace(ref: Any) -> None:
     """The attack: a tenant of ``shop`` names another namespace's Workflow; only names

@@ -78,9 +78,11 @@ async def test_only_the_applications_own_namespace_is_read() -> None:
         await revisions.load_revision(view, build_of(referring("bank/release")))
 
 
-async def test_a_missing_then_created_workflow(world: tuple[MC, Any, Clock]) -> None:
+async def test_a_missing_then_created_then_deleted_workflow(world: tuple[MC, Any, Clock]
+                                                             ) -> None:
     """Missing: renderFailed with the one-line reason, nothing written to a member; once
-    it exists, the next reconcile (the watch's) renders and deploys its steps."""
+    it exists, the next reconcile (the watch's) renders and deploys its steps; deleted,
+    refused again, and nothing deployed is touched."""
     mc, reconciler, _ = world
     set_app(mc, referring())
     await reconciler.reconcile(REQUEST)
@@ -96,6 +98,13 @@ async def test_a_missing_then_created_workflow(world: tuple[MC, Any, Clock]) -> 
     assert mc.find("member2", "Deployment", "web", "shop") is not None
     steps = must(mc, "hub", "Application", "shop")["status"]["workflow"]["steps"]
     assert [s["name"] for s in steps] == ["to-member1", "to-member2"]
+    # deleted under the running Application: refused again, what it deployed left as is
+    del mc.objects[("hub", "workflows", "shop", "release")]
+    writes = len(mc.writes)
+    await reconciler.reconcile(REQUEST)
+    assert must(mc, "hub", "Application", "shop")["status"]["status"] == "renderFailed"
+    assert [w for w in mc.writes[writes:] if w[1] != "hub"] == []
+    assert mc.find("member2", "Deployment", "web", "shop") is not None
 
 
 async def test_an_edited_workflow_is_a_new_revision_and_rollback_runs_the_old_one(
