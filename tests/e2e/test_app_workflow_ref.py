@@ -1,7 +1,9 @@
 """KubeVela's ``spec.workflow.ref`` on the local fleet, with the control plane's real RBAC:
-an Application applied before its Workflow waits (renderFailed, naming it); the Workflow
-created, its two deploy steps deliver to member1 then member2; the Workflow edited (its
-second step to member3), the change is picked up (the watch) and the new steps run.
+another namespace's Workflow is not reachable (by ``ns/name``, nor by its name from
+another namespace); an Application applied before its Workflow waits (renderFailed,
+naming it); the Workflow created, its two deploy steps deliver to member1 then member2;
+the Workflow edited (its second step to member3), the change is picked up (the watch)
+and the new steps run.
 
 `fedctl run` runs for the module with its defaults.
 """
@@ -30,7 +32,13 @@ def ns(fleet: TestFleet, ref_plane: ControlPlane) -> Iterator[str]:
     yield from app_namespace(fleet, ref_plane, "wfref")
 
 
-def application(ns: str) -> dict[str, Any]:
+@pytest.fixture
+def other(fleet: TestFleet, ref_plane: ControlPlane) -> Iterator[str]:
+    """Another tenant's namespace."""
+    yield from app_namespace(fleet, ref_plane, "wfother")
+
+
+def application(ns: str, ref: str = "two-steps") -> dict[str, Any]:
     return {
         "apiVersion": "core.oam.dev/v1beta1", "kind": "Application",
         "metadata": {"name": "release", "namespace": ns},
@@ -40,7 +48,7 @@ def application(ns: str) -> dict[str, Any]:
             "policies": [{"name": f"to-{m}", "type": "topology",
                           "properties": {"clusters": [m]}}
                          for m in ("member1", "member2", "member3")],
-            "workflow": {"ref": "two-steps"}}}
+            "workflow": {"ref": ref}}}
 
 
 def workflow(ns: str, first: str, second: str) -> dict[str, Any]:
@@ -62,14 +70,27 @@ def ran(fleet: TestFleet, ns: str, steps: list[str]) -> bool:
         [s.get("name") for s in flow.get("steps") or []] == steps
 
 
-def test_a_workflow_object_delivers_and_its_edit_takes_effect(fleet: TestFleet,
-                                                               ns: str) -> None:
+def refusal(fleet: TestFleet, ns: str) -> str:
+    status = status_of(fleet, ns)
+    conditions = status.get("conditions") or [{}]
+    return str(conditions[0].get("message")) if status.get("status") == "renderFailed" \
+        else ""
+
+
+def test_a_workflow_object_delivers_and_its_edit_takes_effect(fleet: TestFleet, ns: str,
+                                                               other: str) -> None:
+    # the attack first: another namespace's Workflow (two member deploys ready to run) is
+    # neither reachable by a namespaced ref nor by its bare name
+    apply(fleet, "hub", workflow(other, "member1", "member2"))
+    apply(fleet, "hub", application(ns, f"{other}/two-steps"))
+    wait_for(lambda: "must be the name of a Workflow" in refusal(fleet, ns), timeout=60,
+             what="a ref naming another namespace refused")
     apply(fleet, "hub", application(ns))
-    wait_for(lambda: status_of(fleet, ns).get("status") == "renderFailed", timeout=60,
-             what="the Application refused while its Workflow is missing")
-    message = status_of(fleet, ns)["conditions"][0]["message"]
-    assert message == (f"spec.workflow.ref: Workflow {ns}/two-steps not found on the hub "
-                       "(the Application is rendered once it exists in its namespace)")
+    missing = (f"spec.workflow.ref: Workflow {ns}/two-steps not found on the hub (the "
+               "Application is rendered once it exists in its namespace)")
+    wait_for(lambda: refusal(fleet, ns) == missing, timeout=60,
+             what="the Application refused while its own namespace has no Workflow")
+    assert get_or_none(fleet, "member1", "deployment", "web", "-n", ns) is None
     apply(fleet, "hub", workflow(ns, "member1", "member2"))
     try:
         wait_for(lambda: ran(fleet, ns, ["to-member1", "to-member2"]), timeout=120,
