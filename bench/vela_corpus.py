@@ -11,9 +11,10 @@ file, and every fenced ``yaml`` block of the ``.md``/``.mdx`` pages (the documen
 site's examples live there; of kubevela.io only ``docs/``, the current version in English,
 so a page and its translations and older versions count once). Each YAML document of kind
 ``Application`` (``core.oam.dev/v1beta1``) is one candidate, deduplicated by its spec;
-``Policy`` documents of the same file go with it as its external policies, as dry-run
-reads them, and so do the definitions (ComponentDefinition, TraitDefinition...) of every
-file of its directory: KubeVela's examples keep them beside the Application
+``Policy`` and ``Workflow`` documents of the same file go with it (its external
+policies, the Workflow its ``workflow.ref`` names), as dry-run reads them, and so do the
+definitions (ComponentDefinition, TraitDefinition...) of every file of its directory:
+KubeVela's examples keep them beside the Application
 (``docs/examples/application/template.yaml`` next to ``app.yaml``), or in a
 ``definitions`` directory beside it; dry-run takes one without a namespace as
 ``vela-system``'s.
@@ -457,7 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if problem:
                 skipped[problem] += 1
                 continue
-            external = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Policy"]
+            external = [d for d in docs if isinstance(d, dict)
+                        and d.get("kind") in ("Policy", "Workflow")]
             apps.append((where, app, external))
     # the definitions beside each (read to the end first: a later file may hold them)
     apps = [(where, app, [*external, *beside.get(directory(where), []),

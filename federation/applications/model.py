@@ -4,9 +4,11 @@
 ``properties``, ``traits[]`` of ``type`` and ``properties``), ``spec.policies[]``
 (``name``, ``type``, ``properties``) and ``spec.workflow.steps[]`` (``name``, ``type``,
 ``properties``, ``timeout``, ``if``, ``dependsOn``, ``inputs``, ``outputs``, ``subSteps``;
-their shape is :mod:`.flow`'s). KubeVela fields we do not implement (``workflow.ref``,
-``scopes``...) are refused by name rather than ignored: an Application that relies on them
-would otherwise deliver something else than its author meant. Errors are :class:`AppError`
+their shape is :mod:`.flow`'s). ``spec.workflow.ref`` is resolved before this model sees
+the spec (:mod:`.workflow_ref` puts the named Workflow's steps in its place); left in, it
+is refused here. KubeVela fields we do not implement (``scopes``...) are refused by name
+rather than ignored: an Application that relies on them would otherwise deliver something
+else than its author meant. Errors are :class:`AppError`
 with a field path (``spec.components[0].traits[1].type``). A notification step's
 properties are checked down to their leaves (:func:`notification`), its URLs included: a
 URL the controller could not POST to is refused here, by path and without quoting it (it

@@ -2,10 +2,11 @@
 
 A revision is an immutable snapshot: the components, the policies (inline and the
 external Policies its deploy steps name, as they were), the user definitions its types
-name (as they were) and the workflow. Its hash is over that content only (not metadata,
+name (as they were) and the workflow (its own, or the Workflow its ``workflow.ref``
+names, as it was). Its hash is over that content only (not metadata,
 not status, not the Application's generation), so re-applying the same Application, or
-touching a label, makes no new revision, and a change to an external Policy or to a
-definition it uses does. Revisions are numbered ``<app>-v<N>`` like KubeVela's.
+touching a label, makes no new revision, and a change to an external Policy, to its
+Workflow or to a definition it uses does. Revisions are numbered ``<app>-v<N>`` like KubeVela's.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ JSON = dict[str, Any]
 
 
 def content(spec: Mapping[str, Any], external: Mapping[str, Mapping[str, Any]],
-            definitions: Mapping[str, Mapping[str, Any]] | None = None) -> JSON:
-    """What a revision snapshots: the spec, the external policies it uses, by name, and
-    the definitions whose types it names (``Kind/name`` -> namespace and spec; only when
-    there are some, so an Application of built-ins keeps its hash)."""
+            definitions: Mapping[str, Mapping[str, Any]] | None = None,
+            workflow: Mapping[str, Any] | None = None) -> JSON:
+    """What a revision snapshots: the spec, the external policies it uses, by name, the
+    definitions whose types it names (``Kind/name`` -> namespace and spec; only when
+    there are some, so an Application of built-ins keeps its hash) and the Workflow its
+    ``workflow.ref`` names (only with one)."""
     found: JSON = {"spec": dict(spec), "externalPolicies": {k: dict(v) for k, v in
                                                             sorted(external.items())}}
     if definitions:
         found["definitions"] = {k: dict(v) for k, v in sorted(definitions.items())}
+    if workflow is not None:
+        found["workflow"] = dict(workflow)
     return found
 
 

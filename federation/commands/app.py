@@ -38,6 +38,7 @@ from federation.applications import (
     restarts,
     scope,
     workflow,
+    workflow_ref,
 )
 from federation.commands.common import clear_errors, cluster_options
 from federation.contexts import client as kube
@@ -60,7 +61,8 @@ def app() -> None:
 
 @app.command("dry-run")
 @click.option("-f", "--filename", "path", required=True, type=click.Path(path_type=Path),
-              help="Application manifest (Policies in the same file are used as external).")
+              help="Application manifest (Policies in the same file are used as external, "
+                   "and the Workflow its spec.workflow.ref names is taken from it).")
 @click.option("--clusters", "clusters_file", type=click.Path(path_type=Path), default=None,
               help="A `fedctl plan --clusters` file (default: member1..member3, bare).")
 @click.option("--local-cluster", default=None, help="What KubeVela's `local` names.")
@@ -100,19 +102,21 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
             _fail(str(exc))
     meta = application.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
+    written = application.get("spec") or {}
     try:
         grant, source = _dry_run_grant(namespace, target_namespaces, docs)
         # What the grant was taken from (a comment line before any error): the offline
         # answer is only as good as that.
         click.echo(f"# namespaces: {loader.one_line(grant.describe())}, from "
                    f"{loader.one_line(source)}", err=True)
-        spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
+        spec = workflow_ref.from_documents(written, namespace, docs)
+        spec = refs.from_documents(spec, namespace, docs)
         spec = _chart_values(spec, namespace, docs)
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user)
         restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
     except model.AppError as exc:
-        _fail(f"{path}: {exc}")
+        _fail(f"{path}: {workflow_ref.located(exc, written, namespace)}")
     _print(compiled)
 
 
@@ -531,6 +535,10 @@ def tree(name: str, current: JSON) -> str:
              f"revision={latest.get('name', '-')}  healthy={current.get('healthy')}"]
     if current.get("rollback"):
         lines.append(f"├─ rolled back to revision {current['rollback']['revision']}")
+    if current.get("status") == "renderFailed":  # why, as the Rendered condition says
+        lines += [f"├─ not rendered: {loader.one_line(str(c.get('message')))}"
+                  for c in current.get("conditions") or []
+                  if isinstance(c, dict) and c.get("type") == "Rendered"]
     flow = current.get("workflow") or {}
     lines.append(f"├─ workflow {flow.get('phase', '-')}  started {flow.get('startTime')}"
                  f"  ended {flow.get('endTime') or '-'}")

@@ -47,6 +47,9 @@ APPLICATION_REVISIONS = Resource(OAM_GROUP, "v1beta1", "applicationrevisions",
                                  "ApplicationRevision")
 RESOURCE_TRACKERS = Resource(OAM_GROUP, "v1beta1", "resourcetrackers", "ResourceTracker")
 OAM_POLICIES = Resource(OAM_GROUP, "v1alpha1", "policies", "Policy")
+OAM_WORKFLOWS = Resource(OAM_GROUP, "v1alpha1", "workflows", "Workflow")
+"""KubeVela's external Workflow: an Application's ``spec.workflow.ref`` names one of its
+namespace (:mod:`federation.applications.workflow_ref`)."""
 COMPONENT_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "componentdefinitions",
                                  "ComponentDefinition")
 TRAIT_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "traitdefinitions", "TraitDefinition")

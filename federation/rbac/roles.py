@@ -67,6 +67,7 @@ CRD_NAMES = (
     "clusteroverridepolicies.policy.karmada.io",
     "applications.core.oam.dev",
     "policies.core.oam.dev",
+    "workflows.core.oam.dev",
     "applicationrevisions.core.oam.dev",
     "resourcetrackers.core.oam.dev",
     "componentdefinitions.core.oam.dev",

@@ -51,6 +51,10 @@ class Build:
     """Events about the Application, posted once its status is written."""
 
     # load revision
+    ref_workflow: JSON | None = None
+    """The Workflow ``spec.workflow.ref`` names, as the revision keeps it (None without)."""
+    resolved: Mapping[str, Any] | None = None
+    """The spec with that Workflow's steps in place (:attr:`steps_spec`)."""
     external: dict[str, JSON] = dataclasses.field(default_factory=dict)
     digest: str = ""
     number: int = 0
@@ -125,6 +129,12 @@ class Build:
     @property
     def spec(self) -> Mapping[str, Any]:
         return self.app.get("spec") or {}
+
+    @property
+    def steps_spec(self) -> Mapping[str, Any]:
+        """The spec to compile: :attr:`spec` with the steps of the Workflow its
+        ``workflow.ref`` names (:mod:`federation.applications.workflow_ref`), once read."""
+        return self.resolved if self.resolved is not None else self.spec
 
     @property
     def annotations(self) -> Mapping[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from federation.applications import helmchart, model, scope, workflow
+from federation.applications import helmchart, model, scope, workflow, workflow_ref
 from federation.contexts import client as kube
 from federation.controllers.applications import definitions, references
 from federation.controllers.applications.build import Build
@@ -45,12 +45,12 @@ async def compile_app(view: ApplicationView, build: Build) -> Verdict | None:
     build.fleet = placement_clusters(await view.list(api.MEMBER_CLUSTERS), view.members())
     build.grant = await grant_of(view, build.namespace)
     try:
-        spec = await references.expanded(view, build.spec, build.namespace)
+        spec = await references.expanded(view, build.steps_spec, build.namespace)
         build.compiled = await definitions.compile_with(
             view.evaluated, view.evaluate, compile_args(view, build, spec, build.external),
             build.catalog, definitions.app_info(build.app, build.spec, build.number))
     except model.AppError as exc:
-        raise invalid(exc) from None
+        raise invalid(workflow_ref.located(exc, build.spec, build.namespace)) from None
     return None
 
 

@@ -1,9 +1,10 @@
 """Step 1, load revision: the content hash, the revisions kept, and the one to create.
 
-The revision covers the spec and the external Policies its deploy steps name
-(:mod:`federation.applications.revision`); a new content is a new ``<app>-vN``, planned here as a
-hub create that every member write of the reconcile waits for (a revision is on record
-before anything of it is deployed). Read-only: the create is a plan vertex.
+The revision covers the spec, the Workflow its ``workflow.ref`` names and the external
+Policies its deploy steps name (:mod:`federation.applications.revision`); a new content
+is a new ``<app>-vN``, planned here as a hub create that every member write of the
+reconcile waits for (a revision is on record before anything of it is deployed).
+Read-only: the create is a plan vertex.
 """
 
 from __future__ import annotations
@@ -12,19 +13,23 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.applications import definitions, revision
+from federation.applications import definitions, revision, workflow_ref
+from federation.applications.model import AppError
 from federation.applications.render import APP_LABEL
 from federation.controllers.applications.build import JSON, Build, revision_number
+from federation.controllers.applications.compilation import INVALID, RENDERED
 from federation.controllers.applications.view import ApplicationView
 from federation.controllers.kit import plan
-from federation.controllers.kit.chain import Verdict
+from federation.controllers.kit.chain import Problem, Verdict
 from federation.hub import api
 
 
 async def load_revision(view: ApplicationView, build: Build) -> Verdict | None:
-    build.external = await external_policies(view, build.namespace, build.spec)
+    await read_workflow(view, build)
+    build.external = await external_policies(view, build.namespace, build.steps_spec)
     build.catalog = await catalog(view)
-    snapshot = revision.content(build.spec, build.external, build.catalog.used(build.spec))
+    snapshot = revision.content(build.spec, build.external,
+                                build.catalog.used(build.steps_spec), build.ref_workflow)
     build.digest = revision.content_hash(snapshot)
     build.revisions = await revisions_of(view, build.namespace, build.name)
     numbers = [(revision_number(r), str((r.get("spec") or {}).get("revisionHash")))
@@ -36,6 +41,20 @@ async def load_revision(view: ApplicationView, build: Build) -> Verdict | None:
                                                            reason="new content"))
         build.revisions.append(body)
     return None
+
+
+async def read_workflow(view: ApplicationView, build: Build) -> None:
+    """The Workflow ``spec.workflow.ref`` names, read from the cache in the Application's
+    namespace (no other is ever read), and the spec with its steps; a refusal when it is
+    missing or malformed (the Application waits: Workflows are watched)."""
+    try:
+        name = workflow_ref.name_of(build.spec)
+        found = await view.get(api.OAM_WORKFLOWS, name, build.namespace, view.hub) \
+            if name is not None else None
+        build.ref_workflow = workflow_ref.covered(found)
+        build.resolved = workflow_ref.resolved(build.spec, build.ref_workflow, build.namespace)
+    except AppError as exc:
+        raise Problem(RENDERED, INVALID, str(exc)) from None
 
 
 async def external_policies(view: ApplicationView, namespace: str,
@@ -88,6 +107,8 @@ def revision_body(build: Build, snapshot: Mapping[str, Any]) -> JSON:
                                                   "namespace": build.namespace},
                                      "spec": copy.deepcopy(snapshot["spec"])},
                      "externalPolicies": copy.deepcopy(snapshot["externalPolicies"]),
+                     **({"workflow": copy.deepcopy(snapshot["workflow"])}
+                        if "workflow" in snapshot else {}),
                      **({"definitions": copy.deepcopy(snapshot["definitions"])}
                         if "definitions" in snapshot else {}),
                      "revision": build.number, "revisionHash": build.digest},

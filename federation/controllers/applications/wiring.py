@@ -2,7 +2,8 @@
 
 Hub Applications (not our own status writes), their trackers (a gone Application's is
 finalised), member Deployments we placed (by our owner annotation), the namespace's
-external Policies, a hub Namespace whose grant changed, and a member becoming available
+external Policies, the Workflows their ``workflow.ref`` names, a hub Namespace whose
+grant changed, and a member becoming available
 (the trackers with objects there, whose clean-up waited for it).
 """
 
@@ -60,6 +61,26 @@ def apps_in_namespace(clusters: ClusterSet, hub: str, event: Event) -> Iterable[
     """An external Policy changed: every Application of its namespace (a deploy step may
     name it; the revision hash says whether it does)."""
     return _apps_in(clusters, hub, (event.obj.get("metadata") or {}).get("namespace") or "")
+
+
+def apps_referring(clusters: ClusterSet, hub: str, event: Event) -> Iterable[Request]:
+    """A Workflow changed (created, edited, deleted): the Applications of its namespace
+    whose ``spec.workflow.ref`` names it (no other namespace's: the ref is read in the
+    Application's own)."""
+    meta = event.obj.get("metadata") or {}
+    name, namespace = meta.get("name"), str(meta.get("namespace") or "")
+    cache = clusters.hub.cache
+    informer = cache.informers.get(api.APPLICATIONS) if cache is not None else None
+    if informer is None or not namespace:
+        return []
+    return [Request(hub, APP_KIND, namespace, str(app["metadata"]["name"]))
+            for app in informer.store.list(namespace, None)
+            if _ref_of(app) == name]
+
+
+def _ref_of(app: Mapping[str, Any]) -> Any:
+    workflow = (app.get("spec") or {}).get("workflow")
+    return workflow.get("ref") if isinstance(workflow, Mapping) else None
 
 
 def _apps_in(clusters: ClusterSet, hub: str, namespace: str) -> list[Request]:
@@ -173,6 +194,8 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
     ctl.watch(kube.DEPLOYMENTS, clusters="members", map=functools.partial(app_of, hub))
     ctl.watch(api.OAM_POLICIES, clusters="hub",
               map=functools.partial(apps_in_namespace, mgr.clusters, hub))
+    ctl.watch(api.OAM_WORKFLOWS, clusters="hub",
+              map=functools.partial(apps_referring, mgr.clusters, hub))
     ctl.watch(kube.NAMESPACES, clusters="hub", predicate=grant_changed,
               map=functools.partial(apps_of_namespace, mgr.clusters, hub))
     for resource in api.DEFINITIONS:

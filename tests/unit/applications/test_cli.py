@@ -70,6 +70,18 @@ def test_status_tree_lists_steps_clusters_and_resources() -> None:
     assert "member1: Deployment d/web (v2)" in text
 
 
+def test_status_tree_says_why_an_application_is_not_rendered() -> None:
+    """renderFailed: the Rendered condition's one-line reason (a missing Workflow's)."""
+    reason = "spec.workflow.ref: Workflow shop/release not found on the hub (the " \
+        "Application is rendered once it exists in its namespace)"
+    text = tree("shop", {"status": "renderFailed", "conditions": [
+        {"type": "Rendered", "status": "False", "reason": "InvalidApplication",
+         "message": reason}]})
+    assert text.splitlines()[1] == f"├─ not rendered: {reason}"
+    assert "not rendered" not in tree("shop", {"status": "running", "conditions": [
+        {"type": "Rendered", "status": "True", "message": "ok"}]})
+
+
 def test_status_tree_lists_components_a_definitions_status_judged() -> None:
     """A component entry (KubeVela's shape, before the step entries) does not hide its
     step's entry; it is listed with its message and its traits'."""

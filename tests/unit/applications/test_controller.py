@@ -18,7 +18,7 @@ from tests.unit.controllers.applications import fakes as app_fakes
 
 SERVICES = Resource("", "v1", "services", "Service")
 for _resource in (SERVICES, api.APPLICATIONS, api.APPLICATION_REVISIONS,
-                  api.RESOURCE_TRACKERS, api.OAM_POLICIES):
+                  api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.OAM_WORKFLOWS):
     fakes.KINDS.setdefault(_resource.kind, _resource)
 NO_STATUS_SUBRESOURCE = {api.APPLICATION_REVISIONS, api.RESOURCE_TRACKERS}
 

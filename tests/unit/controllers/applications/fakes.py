@@ -43,8 +43,8 @@ CONFIGURATIONS = Resource("terraform.core.oam.dev", "v1beta2", "configurations",
 PROVIDERS = Resource("terraform.core.oam.dev", "v1beta1", "providers", "Provider")
 KINDS = {r.kind: r for r in (kube.CONFIGMAPS, SECRETS, kube.NAMESPACES, kube.DEPLOYMENTS, SERVICES,
                              api.APPLICATIONS, api.APPLICATION_REVISIONS,
-                             api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.MEMBER_CLUSTERS,
-                             CONFIGURATIONS, PROVIDERS)}
+                             api.RESOURCE_TRACKERS, api.OAM_POLICIES, api.OAM_WORKFLOWS,
+                             api.MEMBER_CLUSTERS, CONFIGURATIONS, PROVIDERS)}
 
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}

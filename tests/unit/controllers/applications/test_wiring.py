@@ -70,7 +70,8 @@ def test_install_registers_the_controller_its_watches_and_the_sender() -> None:
     definitions = {("ComponentDefinition", "hub"), ("TraitDefinition", "hub"),
                    ("PolicyDefinition", "hub"), ("WorkflowStepDefinition", "hub")}
     assert watched == {("Application", "hub"), ("ResourceTracker", "hub"),
-                       ("Deployment", "members"), ("Policy", "hub"), ("Namespace", "hub"),
+                       ("Deployment", "members"), ("Policy", "hub"), ("Workflow", "hub"),
+                       ("Namespace", "hub"),
                        *definitions}
     assert {(w.resource.kind, w.clusters) for w in reports.watches} == definitions
     assert [name for name, _ in mgr.runnables] == ["notification sender", "request sender",
