@@ -189,3 +189,26 @@ def test_the_member_role_grants_endpoints_only_with_export_service() -> None:
         roles.Settings(export_service=True)) for r in m.rules)
     printed = CliRunner().invoke(cli, ["rbac", "--only", "member", "--export-service"])
     assert printed.exit_code == 0 and "resources: [endpoints]" in printed.output
+
+
+def dry_run(tmp_path: Any, *flags: str) -> Any:
+    app = tmp_path / "app.yaml"
+    app.write_text("apiVersion: core.oam.dev/v1beta1\nkind: Application\n"
+                   "metadata: {name: shop, namespace: shop}\nspec:\n  components: []\n"
+                   "  workflow:\n    steps:\n    - {name: export, type: export-service, "
+                   "properties: {ip: 10.20.3.4, port: 80, targetPort: 8080}}\n")
+    return CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app), "--local-cluster",
+                                    "member1", *flags])
+
+
+def test_dry_run_takes_the_allowlist_as_fedctl_run_does(tmp_path: Any) -> None:
+    refused = dry_run(tmp_path)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip().splitlines()[-1].endswith(
+        "(fedctl run --export-service-allow: none)")
+    shown = dry_run(tmp_path, "--export-service-allow", "10.20.0.0/16")
+    assert shown.exit_code == 0, shown.output
+    assert "kind: Endpoints" in shown.stdout and "kind: Service" in shown.stdout
+    bad = dry_run(tmp_path, "--export-service-allow", "nope")
+    assert bad.exit_code == 1 and bad.stderr.strip().splitlines()[-1] == (
+        "error: --export-service-allow: 'nope' is not an IP network in CIDR form")

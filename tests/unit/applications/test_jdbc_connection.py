@@ -11,8 +11,10 @@ import json
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from federation.applications import jdbc, model, workflow
+from federation.cli import cli
 from tests.unit.applications.test_workflow_data import Driver, healthy
 
 JSON = dict[str, Any]
@@ -88,3 +90,16 @@ def test_attack_refused_by_path(props: JSON, words: str) -> None:
     path characters, a field it does not have: refused by name."""
     with pytest.raises(model.AppError, match=words):
         Driver(application(**props), app="jdbc").step()
+
+
+def test_dry_run_says_what_the_step_references(tmp_path: Any) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text("apiVersion: core.oam.dev/v1beta1\nkind: Application\n"
+                   "metadata: {name: shop, namespace: shop}\nspec:\n  components: []\n"
+                   "  workflow:\n    steps:\n    - {name: jdbc, type: generate-jdbc-connection, "
+                   "properties: {name: db-conn}}\n")
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app)])
+    assert result.exit_code == 0, result.output
+    assert "# step jdbc (generate-jdbc-connection): its output env references the keys of " \
+        "Secret db-conn (secretKeyRef), which the kubelet resolves in the member; nothing " \
+        "is read" in result.stdout
