@@ -130,3 +130,21 @@ def test_jdbc_env_reaches_the_deployment_as_secret_references(fleet: TestFleet,
     assert jdbc_step["phase"] == "succeeded"
     for said in (json.dumps(app), json.dumps(deployment)):
         assert PASSWORD not in said and "oamtest" not in said
+
+
+def test_without_the_member_rule_nothing_is_exported(fleet: TestFleet, plane: ControlPlane,
+                                                    ns: str) -> None:
+    """The flag alone writes nothing: without `fedctl install --export-service` the member
+    role has no Endpoints right, the write is forbidden and the step does not succeed."""
+    plane.install()  # the member role as shipped: no Endpoints
+    try:
+        apply(fleet, "hub", application(ns, "ungranted", [export("10.77.0.11")]))
+        wait_for(lambda: "forbidden" in condition_messages(fleet, ns, "ungranted").lower(),
+                 timeout=60, what="the member's refusal in the status")
+        for member in MEMBERS:
+            assert get_or_none(fleet, member, "endpoints", "db", "-n", ns) is None
+        phase = (app_of(fleet, ns, "ungranted").get("status") or {}).get("workflow", {}) \
+            .get("phase")
+        assert phase != "succeeded"
+    finally:
+        plane.install("--export-service")

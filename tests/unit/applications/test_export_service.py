@@ -20,6 +20,7 @@ from federation.controllers import propagation
 from federation.hub import deny
 from federation.placement import clusters as clusters_
 from federation.rbac import roles
+from tests.unit.applications.test_workflow_data import Driver
 from tests.unit.controllers.test_deny import FakeMC
 
 JSON = dict[str, Any]
@@ -212,3 +213,21 @@ def test_dry_run_takes_the_allowlist_as_fedctl_run_does(tmp_path: Any) -> None:
     bad = dry_run(tmp_path, "--export-service-allow", "nope")
     assert bad.exit_code == 1 and bad.stderr.strip().splitlines()[-1] == (
         "error: --export-service-allow: 'nope' is not an IP network in CIDR form")
+
+
+def test_an_address_from_an_input_is_checked_once_known_and_fails_the_step() -> None:
+    """KubeVela's def-doc example takes ``ip`` from an earlier step's output: the step
+    renders once it is known; the metadata service's address fails the step (the
+    Application stands), naming why."""
+    driver = Driver({"components": [], "policies": [WORKER], "workflow": {"steps": [
+        {"name": "host", "type": "print-message-in-status", "properties": {"message": "x"},
+         "outputs": [{"name": "host", "valueFrom": '"169.254.169.254"'}]},
+        {"name": "export", "type": "export-service",
+         "inputs": [{"from": "host", "parameterKey": "ip"}],
+         "properties": {"port": 80, "targetPort": 8080, "topology": "worker"}}]}}, app="shop")
+    for _ in range(3):
+        state = driver.step()
+    [export] = [s for s in state.steps if s.name == "export"]
+    assert (export.phase, export.reason) == ("failed", "Rendering")
+    assert "properties.ip: 169.254.169.254 is a link-local address" in export.message
+    assert driver.compiled is not None and "export" not in driver.compiled.targets
