@@ -231,3 +231,15 @@ def test_an_address_from_an_input_is_checked_once_known_and_fails_the_step() -> 
     assert (export.phase, export.reason) == ("failed", "Rendering")
     assert "properties.ip: 169.254.169.254 is a link-local address" in export.message
     assert driver.compiled is not None and "export" not in driver.compiled.targets
+
+
+@pytest.mark.parametrize("mode", [[], ["--mode", "pull"]])
+def test_join_takes_the_rule_only_where_it_applies_the_member_role(mode: list[str]) -> None:
+    """`fedctl join --export-service` without --create-service-account or --apply-agent
+    would apply no role: refused rather than ignored, before anything is read."""
+    result = CliRunner().invoke(cli, ["join", "edge", "--kubeconfig", "/nonexistent",
+                                      "--export-service", *mode])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "error: --export-service grants the member role a right: only with "
+        "--create-service-account or --apply-agent, which apply that role"]
