@@ -15,7 +15,8 @@ So the step is honoured only where an administrator allows it, in two places:
   the address ranges tenants may export; an ``ip`` outside them is refused by name, with
   the flag in the message, and loopback, link-local (169.254.0.0/16 and fe80::/10: the
   cloud metadata services), unspecified and multicast addresses are refused whatever the
-  flag says (an IPv6 form of an IPv4 address is judged as that address);
+  flag says (an IPv6 form of an IPv4 address, mapped, 6to4, Teredo or NAT64, is judged as
+  that address too);
 - the member role grants Endpoints only with ``fedctl install|join|rbac --export-service``.
 
 What is written: the Service, and the Endpoints of the same name in the Application's own
@@ -62,8 +63,29 @@ def _address(text: str) -> Address | None:
     return address
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _carried(address: Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (6to4, Teredo, NAT64), which a gateway
+    may route it to."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def never_exported(address: Address) -> str | None:
-    """Why ``address`` is never exported, whatever the administrator allows."""
+    """Why ``address`` (or the IPv4 address it carries) is never exported, whatever the
+    administrator allows."""
+    carried = _carried(address)
+    if carried is not None and never_exported(carried) is not None:
+        return f"a form of {carried}, {never_exported(carried)}"
     if address.is_loopback:
         return "a loopback address"
     if address.is_link_local:

@@ -95,7 +95,8 @@ def test_attack_refused_by_path(props: JSON, words: str) -> None:
 
 
 @pytest.mark.parametrize("ip", ["169.254.169.254", "fe80::1", "::ffff:169.254.169.254",
-                                "127.0.0.1", "::1", "0.0.0.0", "::", "224.0.0.1", "ff02::1"])
+                                "127.0.0.1", "::1", "0.0.0.0", "::", "224.0.0.1", "ff02::1",
+                                "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1"])
 def test_attack_metadata_and_loopback_addresses_are_never_exported(ip: str) -> None:
     """The cloud metadata service, the node's loopback, unspecified and multicast: refused
     even when the administrator allows every address."""
