@@ -12,8 +12,10 @@ from federation.applications import (
     config_store,
     dataflow,
     endpoints,
+    export_service,
     flow,
     http_steps,
+    jdbc,
     model,
     policies,
     render,
@@ -78,12 +80,14 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
                 external: Mapping[str, Mapping[str, Any]],
                 fleet: Sequence[clusters_.Cluster], local_cluster: str | None = None,
                 grant: scope.Grant | None = None, user: render.UserTypes | None = None,
-                values: Mapping[str, Any] | None = None) -> Compiled:
+                values: Mapping[str, Any] | None = None,
+                export_allow: export_service.Allow | None = None) -> Compiled:
     """Validate and render a revision (raises :class:`model.AppError` naming the field).
     ``grant``: the member namespaces it may write (default: ``namespace`` only);
     ``user``: the types administrators defined (:mod:`.definitions`);
     ``values``: the outputs of the steps that ended (the workflow's state): a step with
-    ``inputs`` renders with them once they are all known, and is left unrendered before."""
+    ``inputs`` renders with them once they are all known, and is left unrendered before;
+    ``export_allow``: the addresses export-service steps may export (default none)."""
     grant = grant or scope.Grant(namespace)
     spec = model.parse_spec(spec_doc, types=user.types() if user else model.BUILT_IN)
     outside = {name: model.external_policy(doc) for name, doc in external.items()}
@@ -94,7 +98,7 @@ def compile_app(spec_doc: Mapping[str, Any], app: str, namespace: str,
     notifications: dict[str, model.Notification] = {}
     beside = _Beside()
     context = _Context(spec, app, namespace, known, fleet, local_cluster, grant,
-                       model.RenderBudget(), user)
+                       model.RenderBudget(), user, export_allow or export_service.Allow())
     for item in flow.flatten(spec):
         try:
             filled = dataflow.filled(item, spec, values or {})
@@ -217,6 +221,8 @@ def _compile_step(step: model.Step, context: _Context, where: str
     if step.type in workflow.DEPLOYING:
         target, step_spec = _deploying(step, context, where, timeout)
         cloud_resource.refuse_forged(target.clusters, where)
+        if step.type != export_service.STEP_TYPE:
+            export_service.refuse_forged(target.clusters, where)
         return target, step_spec, None
     step_spec = _waiting(step, where, timeout)
     if step.type == "restart-workflow":
@@ -226,6 +232,9 @@ def _compile_step(step: model.Step, context: _Context, where: str
     if step.type == "print-message-in-status":
         message = model.status_message(step.properties, f"{where}.properties")
         return None, dataclasses.replace(step_spec, message=message), None
+    if step.type == jdbc.STEP_TYPE:
+        env = jdbc.env(step, context.namespace, f"{where}.properties")
+        return None, dataclasses.replace(step_spec, template={"env": env}), None
     if step.type == "check-metrics":
         check = http_steps.compiled(step.type, step.properties, context.namespace,
                                     f"{where}.properties")[1]
@@ -264,6 +273,7 @@ class _Context:
     grant: scope.Grant
     budget: model.RenderBudget
     user: render.UserTypes | None = None
+    export_allow: export_service.Allow = dataclasses.field(default_factory=export_service.Allow)
 
 
 def _cloud_resource(step: model.Step, context: _Context, where: str) -> policies.Target:
@@ -336,6 +346,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     elif step.type == "export-data":
         spec, topology = steps.export_data(step, spec, context.app, context.namespace, known,
                                            where)
+        names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type == export_service.STEP_TYPE:
+        spec, topology = export_service.export_service(
+            step, spec, context.app, context.namespace, known, context.export_allow, where)
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.OBJECT_STEPS:
         spec, topology = steps.object_step(step, spec, context.app, context.namespace, where)

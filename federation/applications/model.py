@@ -63,7 +63,8 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
               "apply-terraform-config", "apply-terraform-provider", "create-config",
               "read-config", "list-config", "delete-config", "webhook", "request",
-              "check-metrics", "deploy-cloud-resource", "share-cloud-resource")
+              "check-metrics", "deploy-cloud-resource", "share-cloud-resource",
+              "export-service", "generate-jdbc-connection")
 
 TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
                                    "writeConnectionSecretToRef", "providerRef", "region",
@@ -432,7 +433,9 @@ _STEP_PROPERTIES: dict[str, set[str]] = {
     "check-metrics": {"query", "metricEndpoint", "condition", "duration",
                       "failDuration"},
     "deploy-cloud-resource": {"env", "policy"},
-    "share-cloud-resource": {"env", "policy", "placements"}}
+    "share-cloud-resource": {"env", "policy", "placements"},
+    "export-service": {"name", "namespace", "ip", "port", "targetPort", "topology"},
+    "generate-jdbc-connection": {"name", "namespace"}}
 """Each step type's properties (anything else is refused by name)."""
 
 

@@ -297,14 +297,23 @@ def export_data(step: Step, spec: AppSpec, app: str, namespace: str,
     manifest: JSON = {"apiVersion": "v1", "kind": props["kind"], "metadata": {"name": name}}
     manifest["data" if props["kind"] == "ConfigMap" else "stringData"] = data
     component = step_component(step, [manifest], where)
-    placement: JSON = {"clusters": [LOCAL]}
-    if "topology" in props:
-        chosen = known.get(props["topology"])
-        if chosen is None or chosen.type != "topology":
-            raise AppError(f"{here}.topology: names no topology policy of the Application")
-        placement = {k: v for k, v in chosen.properties.items() if k != "namespace"}
+    placement = topology_placement(props.get("topology"), known, f"{here}.topology")
     return spec.model_copy(update={"components": (component,)}), PolicySpec(
         name=where, type="topology", properties=placement)
+
+
+def topology_placement(topology: str | None, known: Mapping[str, PolicySpec], where: str
+                       ) -> JSON:
+    """KubeVela's ``op.#GetPlacementsFromTopologyPolicies`` of one topology policy named
+    ``topology`` (None: the local cluster, as it gives without policies), as a topology's
+    properties. Its ``namespace`` is not used: the step's objects stay in the
+    Application's own namespace, as KubeVela applies them in theirs."""
+    if topology is None:
+        return {"clusters": [LOCAL]}
+    chosen = known.get(topology)
+    if chosen is None or chosen.type != "topology":
+        raise AppError(f"{where}: names no topology policy of the Application")
+    return {k: v for k, v in chosen.properties.items() if k != "namespace"}
 
 
 def depends_on_app(step: Step, app: str, namespace: str, where: str) -> str:

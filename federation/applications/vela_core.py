@@ -14,17 +14,6 @@ Kind = Literal["component", "trait", "policy", "workflowstep"]
 
 _SHELL = ("runs commands or builds images on the control plane's own cluster with its "
           "identity (docs/security.md: a tenant never runs code there)")
-_JDBC = ("its output is the database password in plain (env url, username, password from "
-         "the connection Secret's DB_HOST, DB_PORT, DB_NAME, DB_USER, DB_PASSWORD) for a "
-         "component's env: kept in the Application's status, readable by whoever may get "
-         "the Application, and in the member's pod template, readable by Kubernetes' view "
-         "role, which is kept from Secrets on purpose; and the Secret is named freely "
-         "(name, namespace), not as this Application's Configuration declares it. The same "
-         "env without the control plane reading anything: entries with valueFrom."
-         "secretKeyRef (or the service-binding trait) for the five keys, and url "
-         "jdbc://$(DB_HOST):$(DB_PORT)/$(DB_NAME)?characterEncoding=utf8&useSSL=false, "
-         "which the kubelet expands (docs/security.md, Applications: cloud-resource steps)")
-
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
                   "cron-task", "ref-objects", "helmchart"),
@@ -43,7 +32,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
                      "create-config", "read-config", "list-config", "delete-config",
                      "webhook", "request", "check-metrics", "deploy-cloud-resource",
-                     "share-cloud-resource"),
+                     "share-cloud-resource", "export-service", "generate-jdbc-connection"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -60,13 +49,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     },
     "workflowstep": {
         "build-push-image": _SHELL,
-        "export-service": "writes a Service and its Endpoints pointing at an address the "
-                          "tenant names: Endpoints are never written in a member (the deny "
-                          "list; the control plane's member role has no right on them, as "
-                          "Kubernetes' own edit role has none since CVE-2021-25740: a "
-                          "selector-less Service's Endpoints forward traffic to any address, "
-                          "another namespace's pods included)",
-        "generate-jdbc-connection": _JDBC,
         "vela-cli": _SHELL,
     },
 }

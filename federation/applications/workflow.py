@@ -41,7 +41,8 @@ FINISHED = ("succeeded", "failed", "skipped")
 DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
              "apply-application", "apply-remaining", "deploy2runtime", "export2config",
              "export2secret", "deploy2env", "export-data", "apply-terraform-config",
-             "apply-terraform-provider", "deploy-cloud-resource", "share-cloud-resource")
+             "apply-terraform-provider", "deploy-cloud-resource", "share-cloud-resource",
+             "export-service")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
 
@@ -113,6 +114,9 @@ class StepSpec:
     """restart-workflow: the first of :attr:`restart` is ``after`` (from the step's run)."""
     metrics: http_steps.MetricsCheck | None = None
     """check-metrics: its condition and durations (the query is the controller's call)."""
+    template: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Fields of its KubeVela template the compile knows, which its outputs' ``valueFrom``
+    read (generate-jdbc-connection: ``env``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -433,6 +437,7 @@ class _Run:
                           for root in TEMPLATE_ROOTS[spec.type]})
         elif spec.name in self.obs.outputs:
             scope["output"] = dict(self.obs.outputs[spec.name])
+        scope.update(spec.template)
         for output in spec.outputs:
             self.values[output.name] = None
             if step.phase == "skipped":
@@ -636,6 +641,15 @@ def _collecting(step: StepState, spec: StepSpec, obs: Observations, now: float
                                        "Services and Ingresses"), [Wait(obs.probe_interval)]
 
 
+def _generated(step: StepState, spec: StepSpec, obs: Observations, now: float
+               ) -> tuple[StepState, list[Action]]:
+    """generate-jdbc-connection: its ``env`` is known from its properties (references to
+    the connection Secret, resolved by the kubelet): done at once, nothing read."""
+    return dataclasses.replace(step, phase="succeeded", finished=now, reason="Generated",
+                               message="env references the connection Secret's keys "
+                                       "(secretKeyRef)"), []
+
+
 def _depending(step: StepState, spec: StepSpec, obs: Observations, now: float
                ) -> tuple[StepState, list[Action]]:
     """KubeVela's ``depends-on-app``: the step waits until the Application it names is
@@ -766,6 +780,7 @@ _STEPS: dict[str, Callable[[StepState, StepSpec, Observations, float],
                            tuple[StepState, list[Action]]]] = {
     "print-message-in-status": _message, "collect-service-endpoints": _collecting,
     "depends-on-app": _depending, "clean-jobs": _cleaned,
+    "generate-jdbc-connection": _generated,
     **dict.fromkeys(http_steps.STEP_TYPES, _calling)}
 """Steps that advance on what was observed alone (no resume, no deploy)."""
 

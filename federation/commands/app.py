@@ -31,7 +31,9 @@ from federation.applications import (
     definition_files,
     definitions,
     endpoints,
+    export_service,
     helmchart,
+    jdbc,
     model,
     refs,
     resource_policies,
@@ -83,9 +85,13 @@ def app() -> None:
 @click.option("--chart-allow", "chart_allow", multiple=True, metavar="CIDR",
               help="Networks charts may be fetched from although private or loopback, as "
                    "`fedctl run --chart-allow` (repeatable).")
+@click.option("--export-service-allow", "export_allow", multiple=True, metavar="CIDR",
+              help="Address ranges export-service steps may export, as `fedctl run "
+                   "--export-service-allow` (repeatable; default none).")
 def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
             definition_paths: tuple[Path, ...], target_namespaces: str | None,
-            helm_path: str | None, chart_allow: tuple[str, ...]) -> None:
+            helm_path: str | None, chart_allow: tuple[str, ...],
+            export_allow: tuple[str, ...]) -> None:
     """Render the Application and place each deploy step, offline; print the manifests.
     A helmchart component's chart is fetched (the only network use), under the outbound
     policy `fedctl run` applies."""
@@ -113,11 +119,19 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         spec = refs.from_documents(spec, namespace, docs)
         spec = _chart_values(spec, namespace, docs)
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
-                                        local_cluster, grant, user)
+                                        local_cluster, grant, user,
+                                        export_allow=_export_allow(export_allow))
         restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
     except model.AppError as exc:
         _fail(f"{path}: {workflow_ref.located(exc, written, namespace)}")
     _print(compiled)
+
+
+def _export_allow(texts: tuple[str, ...]) -> export_service.Allow:
+    try:
+        return export_service.Allow.parse(texts)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _chart_values(spec: Any, namespace: str, docs: list[Any]) -> Any:
@@ -361,6 +375,10 @@ def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
         return TERRAFORM_WORDS[step.type]
     if step.type == "print-message-in-status" and not step.unrendered:
         return f": its status message will be {json.dumps(step.message)}"
+    if step.type == jdbc.STEP_TYPE and step.template:
+        secret = step.template["env"][0]["valueFrom"]["secretKeyRef"]["name"]
+        return f": its output env references the keys of Secret {secret} (secretKeyRef), " \
+               "which the kubelet resolves in the member; nothing is read"
     return ""
 
 

@@ -51,6 +51,7 @@ from federation.rbac import roles
                    "besides the --clusters entries.")
 @rbac_command.kinds_options
 @rbac_command.secret_namespaces_option
+@rbac_command.export_service_option
 @click.option("--leader-election-namespace", default=roles.Settings.leader_election_namespace,
               show_default=True, help="As given to `fedctl run`.")
 @click.option("--leader-election-id", default=roles.Settings.leader_election_id,
@@ -65,12 +66,13 @@ from federation.rbac import roles
 @errors.clear_errors_for(roles.RBACError)
 def install(kubeconfig_path: Path | None, hub_context: str | None,
             clusters_file: Path | None, with_rbac: bool, member_contexts: str | None,
-            propagate_kinds: tuple[str, ...], no_default_kinds: bool,
+            propagate_kinds: tuple[str, ...], no_default_kinds: bool, export_service: bool,
             secret_namespaces: tuple[str, ...], leader_election_namespace: str,
             leader_election_id: str, control_plane: bool, print_only: bool) -> None:
     """Install the federation CRDs and the control plane's RBAC (idempotent); with
     --control-plane, the control plane too."""
     settings = rbac_command.settings(propagate_kinds, no_default_kinds, secret_namespaces,
+                                     export_service=export_service,
                                      leader_election_namespace=leader_election_namespace,
                                      leader_election_id=leader_election_id)
     options = manifests.Options(rbac=settings)

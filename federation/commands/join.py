@@ -178,6 +178,7 @@ def _hub(hub_kubeconfig: Path | None, hub_context: str | None) -> kubeconfig.Con
               show_default=True, help="With --create-service-account: the token's lifetime "
                                       "(join again to renew it).")
 @rbac_command.kinds_options
+@rbac_command.export_service_option
 @common.clear_errors
 @errors.clear_errors_for(roles.RBACError)
 def join(name: str, mode: str, member_kubeconfig: Path | None, apply_agent: bool,
@@ -185,9 +186,12 @@ def join(name: str, mode: str, member_kubeconfig: Path | None, apply_agent: bool
          region: str | None, zone: str | None, provider: str | None, allowed: tuple[str, ...],
          hub_kubeconfig: Path | None, hub_context: str | None, create_service_account: bool,
          token_expiration_days: int, propagate_kinds: tuple[str, ...],
-         no_default_kinds: bool) -> None:
+         no_default_kinds: bool, export_service: bool) -> None:
     """Register cluster NAME with the hub, with only its own credentials."""
     location = {"region": region or "", "zone": zone or "", "provider": provider or ""}
+    if export_service and not (create_service_account or apply_agent):
+        raise BadInput("--export-service grants the member role a right: only with "
+                       "--create-service-account or --apply-agent, which apply that role")
     if mode == "pull":
         check_pull(apply_agent, member_kubeconfig, context, create_service_account,
                    out_dir, hub_address)
@@ -195,8 +199,8 @@ def join(name: str, mode: str, member_kubeconfig: Path | None, apply_agent: bool
         if apply_agent:
             assert member_kubeconfig is not None and hub_address is not None
             admin = kubeconfig.load(member_kubeconfig).context(context)
-            options = deploy.Options(rbac=rbac_command.settings(propagate_kinds,
-                                                                no_default_kinds))
+            options = deploy.Options(rbac=rbac_command.settings(
+                propagate_kinds, no_default_kinds, export_service=export_service))
             join_pull_with_agent(name, labels, location, hub_address, hub, admin, options)
         else:
             join_pull(name, labels, location, out_dir or Path(f"{name}-agent"), hub_address,
@@ -210,7 +214,8 @@ def join(name: str, mode: str, member_kubeconfig: Path | None, apply_agent: bool
     chosen = member_config.context(context).name
     document = minify.minify(member_config, chosen, name, allowed)  # the exec policy
     if create_service_account:
-        settings = rbac_command.settings(propagate_kinds, no_default_kinds)
+        settings = rbac_command.settings(propagate_kinds, no_default_kinds,
+                                         export_service=export_service)
         token, expires = asyncio.run(_service_account(member_config.context(chosen), settings,
                                                       token_expiration_days * 86400))
         document = with_token(document, token)

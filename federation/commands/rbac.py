@@ -41,6 +41,16 @@ def secret_namespaces_option(func: F) -> F:
              "a kube-* namespace or federation-system. Secrets elsewhere stay unread.")(func)
 
 
+def export_service_option(func: F) -> F:
+    """--export-service, for rbac, install and join."""
+    return click.option(
+        "--export-service", "export_service", is_flag=True,
+        help="Also grant the member role Endpoints (get, list, watch, create, update, patch, "
+             "delete) for Application export-service steps, which `fedctl run "
+             "--export-service-allow` enables (docs/security.md, Applications: "
+             "export-service). Off by default: Endpoints are never propagated.")(func)
+
+
 def settings(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
              secret_namespaces: tuple[str, ...] = (), **overrides: Any) -> roles.Settings:
     """Generator settings from the kinds options (raises :class:`roles.RBACError`)."""
@@ -53,6 +63,7 @@ def settings(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
 @click.command()
 @kinds_options
 @secret_namespaces_option
+@export_service_option
 @click.option("--only", type=click.Choice(["hub", "member"]), default=None,
               help="Print only the hub's or only a member's manifests.")
 @click.option("--format", "output", type=click.Choice(["yaml", "table"]), default="yaml",
@@ -64,10 +75,11 @@ def settings(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
               show_default=True, help="As given to `fedctl run`: the only Lease it may renew.")
 @errors.clear_errors_for(roles.RBACError)
 def rbac(propagate_kinds: tuple[str, ...], no_default_kinds: bool,
-         secret_namespaces: tuple[str, ...], only: str | None, output: str,
-         leader_election_namespace: str, leader_election_id: str) -> None:
+         secret_namespaces: tuple[str, ...], export_service: bool, only: str | None,
+         output: str, leader_election_namespace: str, leader_election_id: str) -> None:
     """Print the control plane's RBAC (ClusterRoles, Roles, bindings) for hub and members."""
     chosen = settings(propagate_kinds, no_default_kinds, secret_namespaces,
+                      export_service=export_service,
                       leader_election_namespace=leader_election_namespace,
                       leader_election_id=leader_election_id)
     sections = {"hub": roles.hub(chosen), "member": roles.member(chosen)}

@@ -311,6 +311,13 @@ def leader_settings(leader_elect: bool, namespace: str, name: str,
               help="Networks helmchart components may fetch charts from although private, "
                    "loopback or link-local (repeatable; default: public addresses only; "
                    "docs/security.md, Applications: Helm charts).")
+@click.option("--export-service-allow", "export_service_allow", multiple=True,
+              metavar="CIDR[,CIDR...]",
+              help="Address ranges Application export-service steps may point a Service's "
+                   "Endpoints at in members (repeatable; default: none, every export-service "
+                   "step is refused; loopback, link-local, unspecified and multicast never; "
+                   "the member role needs `fedctl install --export-service`; "
+                   "docs/security.md, Applications: export-service).")
 @click.option("--helm", "helm_path", default=None, metavar="PATH",
               help="The Helm v3 binary helmchart components render with (default: "
                    "$FEDERATION_HELM, helm on PATH, then `fedctl local install-helm`'s).")
@@ -325,7 +332,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         definition_namespaces: str, work_bind_address: str, work_hosts: str,
         notification_allow: tuple[str, ...], request_allow: tuple[str, ...],
         reloader_allow: tuple[str, ...], chart_allow: tuple[str, ...],
-        helm_path: str | None) -> None:
+        export_service_allow: tuple[str, ...], helm_path: str | None) -> None:
     """Run the federation control plane against the hub and member contexts."""
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
@@ -354,7 +361,8 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
                             work_bind_address)
         policies = _egress_policies(own, notification=notification_allow,
                                     request=request_allow, reloader=reloader_allow)
-        chart_egress = egress.EgressPolicy(egress.parse_networks(chart_allow), own)
+        apps = _application_settings(app_local_cluster, cleanup_wait, definition_namespaces,
+                                     chart_allow, own, helm_path, export_service_allow)
         cluster_set = _cluster_set(kubeconfig_path, hub_context, contexts, disabled_contexts,
                                    kube.ClientSettings(
                                        qps=kube_api_qps, burst=kube_api_burst,
@@ -370,8 +378,7 @@ def run(kubeconfig_path: Path | None, hub_context: str | None, contexts: str | N
         propagation=propagation.PropagationSettings(
             cleanup_wait=cleanup_wait, workers=workers, deny_list=deny_list),
         allowed_exec=allow_exec, work=work, **policies,
-        applications=_application_settings(app_local_cluster, cleanup_wait,
-                                           definition_namespaces, chart_egress, helm_path),
+        applications=apps,
         reconfigure=rollouts.ReconfigureSettings(caller=reloaders)))
     _serve_until_stopped(mgr, work, work_bind_address, reloaders)
 
@@ -385,8 +392,12 @@ def _egress_policies(own: frozenset[egress.Address], **allowed: tuple[str, ...]
 
 
 def _application_settings(local_cluster: str | None, cleanup_wait: float,
-                          definition_namespaces: str, chart_egress: egress.EgressPolicy,
-                          helm_path: str | None) -> ApplicationSettings:
+                          definition_namespaces: str, chart_allow: tuple[str, ...],
+                          own: frozenset[egress.Address], helm_path: str | None,
+                          export_allow: tuple[str, ...] = ()) -> ApplicationSettings:
+    """The applications controller's settings from its flags (ValueError names a bad
+    network)."""
+    from federation.applications.export_service import Allow
     from federation.controllers import applications
     from federation.controllers.applications import charts
     from federation.local import helm
@@ -402,7 +413,9 @@ def _application_settings(local_cluster: str | None, cleanup_wait: float,
         local_cluster=local_cluster, cleanup_wait=cleanup_wait,
         definition_namespaces=tuple(n.strip() for n in definition_namespaces.split(",")
                                     if n.strip()),
-        charts=charts.ChartSettings(policy=chart_egress, helm=found))
+        charts=charts.ChartSettings(policy=egress.EgressPolicy(
+            egress.parse_networks(chart_allow), own), helm=found),
+        export_allow=Allow.parse(export_allow))
 
 
 def _work_server(work_bind_address: str, work_hosts: str,

@@ -200,6 +200,9 @@ class Settings:
     secret_namespaces: tuple[str, ...] = ()
     """Hub namespaces whose Secrets the control plane may read and update (a RoleBinding
     of :data:`SECRETS_ROLE` in each); only with ``secrets`` among the ``kinds``."""
+    export_service: bool = False
+    """Members: Endpoints for vela-core's export-service step (``--export-service``), never
+    by default (Endpoints are never propagated: :data:`federation.rbac.never.NEVER`)."""
 
     def __post_init__(self) -> None:
         if self.secret_namespaces and SECRETS_KIND not in self.kinds:
@@ -426,9 +429,22 @@ def hub(settings: Settings) -> list[Manifest]:
     return manifests
 
 
+def export_service_rules() -> tuple[Rule, ...]:
+    """The member rule ``--export-service`` adds: the one exception to the never list."""
+    return (Rule(why=(
+        "Only with --export-service: the Endpoints of an Application's export-service step "
+        "(a selector-less Service's one address, in the Application's namespace), written "
+        "only for an address `fedctl run --export-service-allow` lets out and never for any "
+        "other object (Endpoints stay on the deny list; CVE-2021-25740). Cached to judge "
+        "the step's health, deleted with the Application."),
+        verbs=("get", "list", "watch", "create", "update", "patch", "delete"),
+        api_groups=("",), resources=("endpoints",)),)
+
+
 def member(settings: Settings) -> list[Manifest]:
     """A member's ClusterRole and its binding."""
-    rules = (*fixed_rules("member", "cluster", settings), *member_kind_rules(settings.kinds))
+    rules = (*fixed_rules("member", "cluster", settings), *member_kind_rules(settings.kinds),
+             *(export_service_rules() if settings.export_service else ()))
     return [_role("ClusterRole", MEMBER_ROLE, rules),
             _binding("ClusterRoleBinding", MEMBER_ROLE, "ClusterRole", settings)]
 

@@ -60,7 +60,7 @@ def compile_args(view: ApplicationView, build: Build, spec: Mapping[str, Any],
     return {"spec_doc": spec, "app": build.name, "namespace": build.namespace,
             "external": external, "fleet": build.fleet,
             "local_cluster": view.settings.local_cluster, "grant": build.grant,
-            "values": output_values(build)}
+            "values": output_values(build), "export_allow": view.settings.export_allow}
 
 
 def output_values(build: Build) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from federation.applications import restarts
 from federation.applications.definitions import SYSTEM_NAMESPACES
+from federation.applications.export_service import Allow
 from federation.controllers.applications import charts, notifications
 from federation.hub import api, manifests
 from federation.runtime.reconcile import group_kind
@@ -65,6 +66,9 @@ class ApplicationSettings:
     charts: charts.ChartSettings = dataclasses.field(default_factory=charts.ChartSettings)
     """``helmchart`` components: the Helm binary, where charts may be fetched from
     (``--helm``, ``--chart-allow``), the fetch and render limits."""
+    export_allow: Allow = dataclasses.field(default_factory=Allow)
+    """The addresses export-service steps may point a Service at (``--export-service-allow``;
+    default none: every export-service step is refused)."""
     """Notification step executions remembered as submitted (a few hundred bytes each):
     enough for every step a busy hub runs between two cache resyncs."""
 

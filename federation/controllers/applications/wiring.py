@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.applications import definitions as user_types
-from federation.applications import scope
+from federation.applications import export_service, scope
 from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event
@@ -176,7 +176,8 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
         workers.ask, charts.Renderer(settings.charts, renders.ask)))
     reconciler = Reconciler(CacheView(mgr.client, mgr.clusters, settings, time.time,
                                       evaluations, caller),
-                            executor.Writer(mgr.client, hub, denied),
+                            executor.Writer(mgr.client, hub, denied, vouched=functools.partial(
+                                export_service.writable, allow=settings.export_allow)),
                             HubStatus(mgr.client, hub), recorder, sender, caller)
     ctl = controller.Controller("applications", reconciler.reconcile, workers=settings.workers)
     caller.wake = lambda namespace, name: ctl.queue.add(Request(hub, APP_KIND, namespace,

@@ -69,15 +69,19 @@ class Writer:
     is one of a namespaced object whose kind the member serves cluster-scoped.
     ``wrote`` hears the server's answer to every member create, update and apply (the
     kind tracker's :class:`~federation.controllers.kit.kinds.OwnWrites`, so that the watch
-    event of our own write is not taken for news)."""
+    event of our own write is not taken for news). ``vouched``: an object a whole-kind
+    rule refuses that the caller's own code made and checked (the applications
+    controller: an export-service step's Endpoints); the list's other rules still apply."""
 
     def __init__(self, mc: MultiCluster, hub: str,
                  denied: deny.DenyList | None = None,
-                 wrote: Callable[[str, JSON], None] | None = None) -> None:
+                 wrote: Callable[[str, JSON], None] | None = None,
+                 vouched: Callable[[JSON], bool] | None = None) -> None:
         self.mc = mc
         self.hub = hub
         self.denied = denied if denied is not None else deny.DenyList()
         self.wrote = wrote
+        self.vouched = vouched
 
     def _written(self, cluster: str, answer: JSON) -> JSON:
         if self.wrote is not None and cluster != self.hub:
@@ -87,7 +91,11 @@ class Writer:
     async def _check(self, cluster: str, obj: JSON) -> None:
         if cluster == self.hub:
             return
-        rule = (await self._rules_for(obj)).object_rule(obj)
+        rules = await self._rules_for(obj)
+        rule = rules.object_rule(obj)
+        if rule is not None and rule.whole_kind and self.vouched is not None and \
+                self.vouched(obj):
+            rule = deny.DenyList(tuple(r for r in rules.rules if r != rule)).object_rule(obj)
         if rule is not None:
             raise deny.Denied(f"{plan.REFUSED} {plan.Identity.of(obj)} in {cluster} is on "
                               f"the propagation deny list ({rule})")
