@@ -29,6 +29,7 @@ from federation.applications import (
     cue_worker,
     custom_status,
     definition_files,
+    definition_revisions,
     definitions,
     endpoints,
     helmchart,
@@ -108,6 +109,7 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
                    f"{loader.one_line(source)}", err=True)
         spec = refs.from_documents(application.get("spec") or {}, namespace, docs)
         spec = _chart_values(spec, namespace, docs)
+        spec = definition_revisions.resolve(user.catalog, spec, meta.get("annotations"))
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user)
         restarts.request(meta.get("annotations"), [s.type for s in compiled.steps])
@@ -175,7 +177,9 @@ def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...],
         meta = doc.get("metadata")
         if isinstance(meta, dict) and not meta.get("namespace"):
             doc["metadata"] = {**meta, "namespace": definitions.SYSTEM_NAMESPACES[0]}
-    catalog, _ = definitions.catalog(found)
+    revisions = [d for d in found if d.get("kind") == definition_revisions.KIND]
+    catalog, _ = definitions.catalog([d for d in found if d.get("kind") in definitions.KINDS])
+    catalog = definition_revisions.with_revisions(catalog, revisions)
     meta = application.get("metadata") or {}
     spec = application.get("spec")
     components = spec.get("components") if isinstance(spec, dict) else None
@@ -198,7 +202,9 @@ def _cue_definition(path: Path) -> JSON:
 
 
 def _is_definition(doc: Any) -> bool:
-    return isinstance(doc, dict) and str(doc.get("kind")) in definitions.KINDS
+    """A definition, or a DefinitionRevision (what ``type: name@vN`` names)."""
+    return isinstance(doc, dict) and \
+        str(doc.get("kind")) in (*definitions.KINDS, definition_revisions.KIND)
 
 
 def _strings(value: Any) -> dict[str, str]:
