@@ -213,8 +213,8 @@ def resolve(catalog: definitions.Catalog, spec: Mapping[str, Any],
     catalog stays as written, a built-in's ``@v1`` becomes its name. Raises
     :class:`~.model.AppError` for a malformed version or a revision that does not exist
     (a refused or a tenant's revision is left for the compile, which says why)."""
-    found = list(_versioned(spec))
-    if not found:
+    found = list(_versioned(spec)) if isinstance(spec, Mapping) else []
+    if not found:  # nothing versioned, or no map: the compile refuses that by field
         return spec
     auto = annotations.get(AUTO_UPDATE) if isinstance(annotations, Mapping) else None
     if str(auto).lower() == "true":
