@@ -59,10 +59,21 @@ async def write_revisions(view: ApplicationView, recorder: Recorder, execute: Ex
     field = definitions.KINDS[str(doc.get("kind"))]
     meta = doc.get("metadata") or {}
     label = definition_revisions.NAME_LABELS[field]
-    existing = [r for r in await view.list(api.DEFINITION_REVISIONS, meta.get("namespace"))
+    there = await view.list(api.DEFINITION_REVISIONS, meta.get("namespace"))
+    existing = [r for r in there
                 if ((r.get("metadata") or {}).get("labels") or {}).get(label) ==
                 meta.get("name") and definition_revisions.type_of(r) is not None]
     created, old = definition_revisions.planned(doc, existing)
+    taken = {str((r.get("metadata") or {}).get("name")) for r in there} - \
+        {str((r.get("metadata") or {}).get("name")) for r in existing}
+    if created is not None and created["metadata"]["name"] in taken:
+        # another definition's revision has that name (a TraitDefinition and a
+        # ComponentDefinition of one name share vela-core's naming): said, never replaced
+        await recorder.emit(doc, "Warning", "DefinitionRevisionConflict",
+                            f"no revision written: DefinitionRevision "
+                            f"{created['metadata']['name']} exists and is not this "
+                            f"{doc.get('kind')}'s")
+        created = None
     dag = plan.Plan()
     if created is not None:
         dag.add(plan.Vertex(view.hub, plan.Action.CREATE, created, reason="new spec"))

@@ -290,6 +290,23 @@ async def test_no_revision_for_a_tenants_definition_or_in_another_namespace() ->
     assert [w["metadata"]["namespace"] for w in written] == ["federation-system"]
 
 
+async def test_a_revision_name_another_definition_holds_is_not_replaced() -> None:
+    """A TraitDefinition ``mydef`` beside the ComponentDefinition ``mydef``: both would be
+    ``mydef-v1``; the second gets a Warning Event and no write (a later Application's
+    ``mydef@v1`` trait is not the component's revision: its copy's kind says so)."""
+    view, recorder = FakeView(), Recorder()
+    await reconcile_definition(view, mydef("old"))
+    trait = {**mydef("t"), "kind": "TraitDefinition"}
+    view.put("hub", trait)
+    journal: list[tuple[str, str, str]] = []
+    await definition_reports.report(view, recorder, executor_of(journal), Request(
+        "hub", group_kind(api.TRAIT_DEFINITIONS), "vela-system", "mydef"))
+    assert journal == []
+    assert recorder.events[-1][1] == "DefinitionRevisionConflict"
+    assert "DefinitionRevision mydef-v1 exists and is not this TraitDefinition's" in \
+        recorder.events[-1][2]
+
+
 def versioned_app(type_: str) -> JSON:
     doc = docs_app()
     doc["spec"]["components"] = [{"name": "web", "type": type_}]
