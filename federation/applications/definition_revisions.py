@@ -109,6 +109,23 @@ def planned(definition: Mapping[str, Any], existing: Sequence[Mapping[str, Any]]
     return body, list(ordered[:max(0, kept - limit)])
 
 
+def latest(definition: Mapping[str, Any], revisions: Sequence[Mapping[str, Any]]
+           ) -> JSON | None:
+    """vela-core's ``status.latestRevision`` of a definition (name, number, hash): the
+    revision of its ``spec.version``, else its highest-numbered one."""
+    spec = definition.get("spec") or {}
+    version = spec.get("version") if isinstance(spec, Mapping) else None
+    name = str((definition.get("metadata") or {}).get("name"))
+    found = sorted(revisions, key=number_of)
+    if version:
+        canonical = definitions.spec_version(spec, name)
+        found = [r for r in found if _name(r) == f"{name}-v{canonical}"]
+    if not found:
+        return None
+    return {"name": _name(found[-1]), "revision": number_of(found[-1]),
+            "revisionHash": str((found[-1].get("spec") or {}).get("revisionHash") or "")}
+
+
 def revision_body(definition: Mapping[str, Any], field: str, name: str, number: int) -> JSON:
     meta = definition.get("metadata") or {}
     spec = copy.deepcopy(definition.get("spec") or {})

@@ -211,6 +211,10 @@ def test_a_type_at_v1_keeps_rendering_the_definitions_first_spec(
                                               f"{name}-v2", "-n", "vela-system"),
                           timeout=60, what="revision 2")
         assert second["spec"]["revision"] == 2
+        wait_for(lambda: ((get_or_none(fleet, "hub", "componentdefinition", name, "-n",
+                                       "vela-system") or {}).get("status") or {}).get(
+            "latestRevision", {}).get("name") == f"{name}-v2", timeout=30,
+            what="status.latestRevision")
         assert second["metadata"]["labels"]["componentdefinition.oam.dev/name"] == name
         evil = copy.deepcopy(second)
         evil["metadata"] = {"name": f"{name}-v9", "namespace": ns}

@@ -15,7 +15,7 @@ namespace. Like every controller it runs on the leader only.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from federation.applications import definition_revisions, definitions
@@ -55,7 +55,8 @@ async def report(view: ApplicationView, recorder: Recorder, execute: Execute,
 async def write_revisions(view: ApplicationView, recorder: Recorder, execute: Execute,
                           doc: Mapping[str, Any]) -> None:
     """Create the definition's revision if its spec is new, delete the oldest past the
-    limit; a failed write fails the reconcile (retried)."""
+    limit, and say which is current in its ``status.latestRevision`` (as vela-core); a
+    failed write fails the reconcile (retried)."""
     field = definitions.KINDS[str(doc.get("kind"))]
     meta = doc.get("metadata") or {}
     label = definition_revisions.NAME_LABELS[field]
@@ -64,23 +65,23 @@ async def write_revisions(view: ApplicationView, recorder: Recorder, execute: Ex
                 if ((r.get("metadata") or {}).get("labels") or {}).get(label) ==
                 meta.get("name") and definition_revisions.type_of(r) is not None]
     created, old = definition_revisions.planned(doc, existing)
-    taken = {str((r.get("metadata") or {}).get("name")) for r in there} - \
-        {str((r.get("metadata") or {}).get("name")) for r in existing}
-    if created is not None and created["metadata"]["name"] in taken:
-        # another definition's revision has that name (a TraitDefinition and a
-        # ComponentDefinition of one name share vela-core's naming): said, never replaced
-        await recorder.emit(doc, "Warning", "DefinitionRevisionConflict",
-                            f"no revision written: DefinitionRevision "
-                            f"{created['metadata']['name']} exists and is not this "
-                            f"{doc.get('kind')}'s")
+    if created is not None and await _conflict(recorder, doc, created, there, existing):
         created = None
     dag = plan.Plan()
-    if created is not None:
-        dag.add(plan.Vertex(view.hub, plan.Action.CREATE, created, reason="new spec"))
+    first = None if created is None else dag.add(
+        plan.Vertex(view.hub, plan.Action.CREATE, created, reason="new spec"))
     for revision in old:
         dag.add(plan.Vertex(view.hub, plan.Action.DELETE, plan.reference(revision),
                             reason=f"past the history limit of "
                                    f"{definition_revisions.HISTORY_LIMIT}"))
+    latest = definition_revisions.latest(doc, [*existing, *([created] if created else [])])
+    if latest is not None and (doc.get("status") or {}).get("latestRevision") != latest:
+        mark = dag.add(plan.Vertex(view.hub, plan.Action.STATUS, {
+            "apiVersion": doc.get("apiVersion"), "kind": doc.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "status": {"latestRevision": latest}}, reason="its current revision"))
+        if first is not None:
+            dag.depend(mark, first)
     if not len(dag):
         return
     (await execute(dag)).raise_for_failure()
@@ -88,3 +89,19 @@ async def write_revisions(view: ApplicationView, recorder: Recorder, execute: Ex
         await recorder.emit(doc, "Normal", "DefinitionRevisionCreated",
                             f"revision {created['spec']['revision']}: DefinitionRevision "
                             f"{created['metadata']['name']}")
+
+
+async def _conflict(recorder: Recorder, doc: Mapping[str, Any], created: Mapping[str, Any],
+                    there: Sequence[Mapping[str, Any]],
+                    existing: Sequence[Mapping[str, Any]]) -> bool:
+    """Another definition's revision has the name (a TraitDefinition and a
+    ComponentDefinition of one name share vela-core's naming): said, never replaced."""
+    taken = {str((r.get("metadata") or {}).get("name")) for r in there} - \
+        {str((r.get("metadata") or {}).get("name")) for r in existing}
+    name = created["metadata"]["name"]
+    if name not in taken:
+        return False
+    await recorder.emit(doc, "Warning", "DefinitionRevisionConflict",
+                        f"no revision written: DefinitionRevision {name} exists and is not "
+                        f"this {doc.get('kind')}'s")
+    return True

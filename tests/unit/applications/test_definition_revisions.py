@@ -256,3 +256,16 @@ def test_versioned_types_in_policies_and_sub_steps_are_resolved_too() -> None:
     assert resolved["policies"][0]["type"] == "topology"
     assert resolved["policies"][1]["properties"]["components"][0]["type"] == "webservice"
     assert resolved["workflow"]["steps"][0]["subSteps"][0]["type"] == "suspend"
+
+
+def test_the_latest_revision_is_the_spec_versions_or_the_highest() -> None:
+    """What the controller writes in the definition's ``status.latestRevision``."""
+    kept = revisions_of(definition(), definition(greeting="b", version="1.2"),
+                        definition(greeting="c"))
+    assert names(kept) == ["mydef-v1", "mydef-v1.2.0", "mydef-v3"]
+    latest = definition_revisions.latest(definition(greeting="c"), kept)
+    assert latest == {"name": "mydef-v3", "revision": 3,
+                      "revisionHash": kept[2]["spec"]["revisionHash"]}
+    pinned = definition_revisions.latest(definition(greeting="b", version="1.2.0"), kept)
+    assert pinned is not None and pinned["name"] == "mydef-v1.2.0"
+    assert definition_revisions.latest(definition(), []) is None

@@ -246,6 +246,8 @@ async def reconcile_definition(view: FakeView, doc: JSON, recorder: Recorder | N
     for (verb, _, _), obj in zip(journal, writer.sent, strict=True):
         if verb == "create":
             view.put("hub", obj)
+        elif verb == "status":
+            doc["status"] = obj["status"]
         else:
             gone = obj["metadata"]
             del view.objects[("hub", obj["kind"], gone["namespace"], gone["name"])]
@@ -258,7 +260,9 @@ def revision_names(view: FakeView) -> list[str]:
 
 async def test_the_definition_controller_writes_a_revision_per_new_spec() -> None:
     view, recorder = FakeView(), Recorder()
-    [first] = await reconcile_definition(view, mydef("old"), recorder)
+    first, status = await reconcile_definition(view, mydef("old"), recorder)
+    assert status["status"] == {"latestRevision": {
+        "name": "mydef-v1", "revision": 1, "revisionHash": first["spec"]["revisionHash"]}}
     assert first["metadata"] == {
         "name": "mydef-v1", "namespace": "vela-system",
         "labels": {"componentdefinition.oam.dev/name": "mydef"},
@@ -266,9 +270,12 @@ async def test_the_definition_controller_writes_a_revision_per_new_spec() -> Non
                              "kind": "ComponentDefinition", "name": "mydef", "uid": "u-mydef"}]}
     assert recorder.events[-1][1:] == ("DefinitionRevisionCreated",
                                        "revision 1: DefinitionRevision mydef-v1")
-    assert await reconcile_definition(view, mydef("old")) == []  # nothing new
-    await reconcile_definition(view, mydef("new"))
+    old = mydef("old")
+    old["status"] = status["status"]
+    assert await reconcile_definition(view, old) == []  # nothing new
+    _, mark = await reconcile_definition(view, mydef("new"))
     assert revision_names(view) == ["mydef-v1", "mydef-v2"]
+    assert mark["status"]["latestRevision"]["name"] == "mydef-v2"
 
 
 async def test_the_definition_controller_keeps_the_history_limit() -> None:
@@ -287,7 +294,9 @@ async def test_no_revision_for_a_tenants_definition_or_in_another_namespace() ->
     view = FakeView()
     assert await reconcile_definition(view, mydef("evil", namespace="shop")) == []
     written = await reconcile_definition(view, mydef("fine", namespace="federation-system"))
-    assert [w["metadata"]["namespace"] for w in written] == ["federation-system"]
+    assert [(w["kind"], w["metadata"]["namespace"]) for w in written] == [
+        ("DefinitionRevision", "federation-system"),
+        ("ComponentDefinition", "federation-system")]  # its status.latestRevision
 
 
 async def test_a_revision_name_another_definition_holds_is_not_replaced() -> None:
