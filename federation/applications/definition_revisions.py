@@ -261,6 +261,8 @@ def _resolved(catalog: definitions.Catalog, field: str, name: str, where: str) -
         return base
     known = sorted((n.partition("@")[2] for f, n in catalog.definitions
                     if f == field and n.startswith(f"{base}@")), key=_version_order)
+    if base in BUILT_INS.get(field, ()) and catalog.get(field, base) is None:
+        known.insert(0, "v1 (the built-in)")
     has = f"its revisions here: {', '.join(known)}" if known else "it has no revision here"
     return _missing(catalog, field, base, version, has, where)
 

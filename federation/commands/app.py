@@ -69,7 +69,8 @@ def app() -> None:
               type=click.Path(path_type=Path),
               help="A file, or a directory of .yaml/.yml/.json/.cue files, of "
                    "ComponentDefinitions and TraitDefinitions, as objects or as KubeVela's "
-                   "CUE definition files, as `vela def apply` and addons take them "
+                   "CUE definition files, as `vela def apply` and addons take them, and of "
+                   "DefinitionRevisions (what `type: name@vN` names) "
                    "(repeatable; definitions in the -f file count too; one without a "
                    "namespace is taken as vela-system's).")
 @click.option("--target-namespaces", default=None, metavar="NS[,NS...]",

@@ -204,8 +204,9 @@ def test_a_built_in_at_v1_is_the_built_in() -> None:
     assert resolved["components"][0]["traits"][0]["type"] == "scaler"
     assert resolved["workflow"]["steps"][0]["type"] == "deploy"
     assert spec["components"][0]["type"] == "webservice@v1"  # the caller's is not changed
-    with pytest.raises(model.AppError, match="'webservice@v2': no revision v2 of "
-                                             "ComponentDefinition webservice"):
+    with pytest.raises(model.AppError, match=r"'webservice@v2': no revision v2 of "
+                                             r"ComponentDefinition webservice .*its "
+                                             r"revisions here: v1 \(the built-in\)\)$"):
         definition_revisions.resolve(catalog_of([]), {"components": [
             {"name": "web", "type": "webservice@v2"}]})
 
