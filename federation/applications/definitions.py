@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -104,16 +105,40 @@ class Definition:
 
 
 _ALLOWED = {
-    "ComponentDefinition": {"schematic", "workload", "status"},
+    "ComponentDefinition": {"schematic", "workload", "status", "version"},
     "TraitDefinition": {"schematic", "appliesToWorkloads", "conflictsWith", "podDisruptive",
-                        "workloadRefPath", "status"},
-    "PolicyDefinition": {"schematic"},
-    "WorkflowStepDefinition": {"schematic"},
+                        "workloadRefPath", "status", "version"},
+    "PolicyDefinition": {"schematic", "version"},
+    "WorkflowStepDefinition": {"schematic", "version"},
 }
 """Spec fields honoured; any other is refused by name (``status.details``,
-``revisionLabel``, ``childResourceKinds``, ``version``...). ``podDisruptive`` only says
+``revisionLabel``, ``childResourceKinds``...). ``podDisruptive`` only says
 whether a change restarts pods (KubeVela reads it for nothing else); ``workloadRefPath``
-is accepted empty only."""
+is accepted empty only; ``version`` names the definition's revision
+(:mod:`.definition_revisions`)."""
+NAMED_REVISION = "definitionrevision.oam.dev/name"
+"""vela-core's annotation naming a definition's revision otherwise: refused by name
+(``spec.version`` does it)."""
+SEMVER_NUMBER = r"(?:0|[1-9][0-9]*)"
+SEMVER_PRERELEASE = r"(?:-[0-9a-z-]+(?:\.[0-9a-z-]+)*)"
+SPEC_VERSION = re.compile(rf"^v?({SEMVER_NUMBER})(?:\.({SEMVER_NUMBER}))?"
+                          rf"(?:\.({SEMVER_NUMBER}))?({SEMVER_PRERELEASE})?$")
+"""A definition's ``spec.version``, as vela-core's semver reads it (``1.2`` is 1.2.0); lower
+case, since it becomes part of an object name."""
+
+
+def spec_version(spec: Mapping[str, Any], where: str) -> str | None:
+    """``spec.version`` in its canonical form (``1.2`` -> ``1.2.0``), None when absent
+    (:class:`DefinitionError` when it is no semantic version)."""
+    value = spec.get("version")
+    if value is None or value == "":
+        return None
+    found = SPEC_VERSION.match(value) if isinstance(value, str) else None
+    if found is None:
+        raise DefinitionError(f"{where}: spec.version: a semantic version such as 1.2.0 "
+                              f"(lower case), not {value!r}")
+    major, minor, patch, pre = found.groups()
+    return f"{major}.{minor or 0}.{patch or 0}{pre or ''}"
 
 
 def load(doc: Mapping[str, Any]) -> Definition:
@@ -133,6 +158,11 @@ def load(doc: Mapping[str, Any]) -> Definition:
         if key not in _ALLOWED[kind]:
             raise DefinitionError(f"{where}: spec.{_field_name(spec, key)}: not supported by "
                                   "this control plane")
+    spec_version(spec, where)
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and NAMED_REVISION in annotations:
+        raise DefinitionError(f"{where}: metadata.annotations.{NAMED_REVISION}: not supported "
+                              "by this control plane (spec.version names a revision)")
     if spec.get("workloadRefPath") not in (None, ""):
         raise DefinitionError(f"{where}: spec.workloadRefPath: not supported")
     if not isinstance(spec.get("podDisruptive", False), bool):

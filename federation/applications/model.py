@@ -319,8 +319,8 @@ class Types:
         if note:
             return AppError(f"{where}: {name!r}: {note}")
         if "@" in name:
-            return AppError(f"{where}: {name!r}: definition revisions (type@version) are "
-                            "not supported; name the type without a version")
+            return AppError(f"{where}: {name!r}: a definition revision (type@version) is "
+                            "not known here (none of the definitions given has it)")
         return AppError(f"{where}: {not_built_in(_KINDS[field], name, builtins)}")
 
 

@@ -29,6 +29,7 @@ from federation.applications import (
     cue_worker,
     custom_status,
     definition_files,
+    definition_revisions,
     definitions,
     endpoints,
     export_service,
@@ -72,7 +73,8 @@ def app() -> None:
               type=click.Path(path_type=Path),
               help="A file, or a directory of .yaml/.yml/.json/.cue files, of "
                    "ComponentDefinitions and TraitDefinitions, as objects or as KubeVela's "
-                   "CUE definition files, as `vela def apply` and addons take them "
+                   "CUE definition files, as `vela def apply` and addons take them, and of "
+                   "DefinitionRevisions (what `type: name@vN` names) "
                    "(repeatable; definitions in the -f file count too; one without a "
                    "namespace is taken as vela-system's).")
 @click.option("--target-namespaces", default=None, metavar="NS[,NS...]",
@@ -118,6 +120,7 @@ def dry_run(path: Path, clusters_file: Path | None, local_cluster: str | None,
         spec = workflow_ref.from_documents(written, namespace, docs)
         spec = refs.from_documents(spec, namespace, docs)
         spec = _chart_values(spec, namespace, docs)
+        spec = definition_revisions.resolve(user.catalog, spec, meta.get("annotations"))
         compiled = compile_.compile_app(spec, str(meta["name"]), namespace, external, fleet,
                                         local_cluster, grant, user,
                                         export_allow=_export_allow(export_allow))
@@ -193,7 +196,9 @@ def _user_types(application: JSON, docs: list[Any], paths: tuple[Path, ...],
         meta = doc.get("metadata")
         if isinstance(meta, dict) and not meta.get("namespace"):
             doc["metadata"] = {**meta, "namespace": definitions.SYSTEM_NAMESPACES[0]}
-    catalog, _ = definitions.catalog(found)
+    revisions = [d for d in found if d.get("kind") == definition_revisions.KIND]
+    catalog, _ = definitions.catalog([d for d in found if d.get("kind") in definitions.KINDS])
+    catalog = definition_revisions.with_revisions(catalog, revisions)
     meta = application.get("metadata") or {}
     spec = application.get("spec")
     components = spec.get("components") if isinstance(spec, dict) else None
@@ -216,7 +221,9 @@ def _cue_definition(path: Path) -> JSON:
 
 
 def _is_definition(doc: Any) -> bool:
-    return isinstance(doc, dict) and str(doc.get("kind")) in definitions.KINDS
+    """A definition, or a DefinitionRevision (what ``type: name@vN`` names)."""
+    return isinstance(doc, dict) and \
+        str(doc.get("kind")) in (*definitions.KINDS, definition_revisions.KIND)
 
 
 def _strings(value: Any) -> dict[str, str]:

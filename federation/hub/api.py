@@ -59,6 +59,9 @@ WORKFLOW_STEP_DEFINITIONS = Resource(OAM_GROUP, "v1beta1", "workflowstepdefiniti
 DEFINITIONS = (COMPONENT_DEFINITIONS, TRAIT_DEFINITIONS, POLICY_DEFINITIONS,
                WORKFLOW_STEP_DEFINITIONS)
 """KubeVela's definition kinds (administrators write them in the system namespaces)."""
+DEFINITION_REVISIONS = Resource(OAM_GROUP, "v1beta1", "definitionrevisions", "DefinitionRevision")
+"""Each distinct spec of a definition, written by the definition controller beside it
+(``type: name@vN`` renders with one)."""
 EVENTS = Resource("", "v1", "events", "Event")
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
                             namespaced=False)

@@ -74,6 +74,7 @@ CRD_NAMES = (
     "traitdefinitions.core.oam.dev",
     "policydefinitions.core.oam.dev",
     "workflowstepdefinitions.core.oam.dev",
+    "definitionrevisions.core.oam.dev",
     "configconstraints.config.federation.io",
     "reconfigurepolicies.config.federation.io",
     "configconstraints.apps.kubeblocks.io",

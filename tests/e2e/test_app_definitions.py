@@ -2,8 +2,9 @@
 TraitDefinitions (tests/fixtures/kubevela/definitions.yaml, Apache-2.0) applied to the
 hub's vela-system; an Application using them delivers to two members through a deploy
 step; changing the ComponentDefinition makes a new revision whose render reaches the
-members. Attacks: a tenant's own definition is not used, and a hostile parameter is
-refused while ``/healthz`` stays responsive.
+members; each spec of a definition is a DefinitionRevision, and ``type: name@v1`` keeps
+rendering the first. Attacks: a tenant's own definition (or definition revision) is not
+used, and a hostile parameter is refused while ``/healthz`` stays responsive.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 import yaml
 
 from tests.conftest import TestFleet
-from tests.e2e.conftest import ControlPlane, running_plane
+from tests.e2e.conftest import ControlPlane, app_namespace, running_plane
 from tests.e2e.helpers import apply, get_or_none, healthz_seconds, wait_for
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kubevela" / "definitions.yaml"
@@ -40,13 +41,7 @@ def defs_plane(fleet_session: TestFleet, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture
 def ns(fleet: TestFleet, defs_plane: ControlPlane) -> Iterator[str]:
-    name = f"defs-{uuid.uuid4().hex[:6]}"
-    fleet.kubectl("hub", "create", "namespace", name)
-    yield name
-    if defs_plane.process is not None and defs_plane.process.poll() is not None:
-        pytest.fail(f"fedctl run exited:\n{defs_plane.log_tail()}")
-    fleet.kubectl("hub", "delete", "applications.core.oam.dev", "--all", "-n", name,
-                  "--wait=false", check=False)
+    yield from app_namespace(fleet, defs_plane, "defs")
 
 
 def application(ns: str, component_type: str = "docs-worker",
@@ -175,3 +170,71 @@ def test_a_hostile_parameter_is_refused_while_healthz_answers(
     assert "ComponentDefinition vela-system/cube" in message
     assert "\n" not in message
     assert slowest and max(slowest) < 2.0
+
+
+def greeter(name: str, greeting: str) -> dict[str, Any]:
+    template = ('parameter: {}\noutput: {apiVersion: "v1", kind: "ConfigMap", '
+                f'data: greeting: "{greeting}"}}')
+    return {"apiVersion": APP_API, "kind": "ComponentDefinition",
+            "metadata": {"name": name, "namespace": "vela-system"},
+            "spec": {"schematic": {"cue": {"template": template}}}}
+
+
+def one_component(ns: str, app: str, component_type: str) -> dict[str, Any]:
+    return {"apiVersion": APP_API, "kind": "Application",
+            "metadata": {"name": app, "namespace": ns},
+            "spec": {"components": [{"name": app, "type": component_type}],
+                     "policies": [{"name": "one", "type": "topology",
+                                   "properties": {"clusters": ["member1"]}}]}}
+
+
+def greeting(fleet: TestFleet, ns: str, name: str) -> str | None:
+    found = get_or_none(fleet, "member1", "configmap", name, "-n", ns) or {}
+    value = (found.get("data") or {}).get("greeting")
+    return str(value) if value is not None else None
+
+
+def test_a_type_at_v1_keeps_rendering_the_definitions_first_spec(
+        fleet: TestFleet, ns: str) -> None:
+    """A CUE ComponentDefinition applied, then changed: DefinitionRevisions ``-v1`` and
+    ``-v2`` beside it in vela-system; an Application of ``name@v1`` delivers the first
+    render, one of ``name`` the second. Attack: a DefinitionRevision the tenant writes in
+    its own namespace is not used (renderFailed saying so, nothing delivered)."""
+    name = f"greeter-{uuid.uuid4().hex[:6]}"
+    try:
+        apply(fleet, "hub", greeter(name, "old"))
+        wait_for(lambda: get_or_none(fleet, "hub", "definitionrevisions.core.oam.dev",
+                                     f"{name}-v1", "-n", "vela-system"),
+                 timeout=60, what="revision 1")
+        apply(fleet, "hub", greeter(name, "new"))
+        second = wait_for(lambda: get_or_none(fleet, "hub", "definitionrevisions.core.oam.dev",
+                                              f"{name}-v2", "-n", "vela-system"),
+                          timeout=60, what="revision 2")
+        assert second["spec"]["revision"] == 2
+        wait_for(lambda: ((get_or_none(fleet, "hub", "componentdefinition", name, "-n",
+                                       "vela-system") or {}).get("status") or {}).get(
+            "latestRevision", {}).get("name") == f"{name}-v2", timeout=30,
+            what="status.latestRevision")
+        assert second["metadata"]["labels"]["componentdefinition.oam.dev/name"] == name
+        evil = copy.deepcopy(second)
+        evil["metadata"] = {"name": f"{name}-v9", "namespace": ns}
+        evil["spec"]["componentDefinition"]["spec"] = greeter(name, "evil")["spec"]
+        apply(fleet, "hub", one_component(ns, "pinned", f"{name}@v1"),
+              one_component(ns, "latest", name), evil, one_component(ns, "evil", f"{name}@v9"))
+        wait_for(lambda: greeting(fleet, ns, "pinned") == "old", timeout=90,
+                 what="the pinned render in member1")
+        wait_for(lambda: greeting(fleet, ns, "latest") == "new", timeout=90,
+                 what="the latest render in member1")
+        status = wait_for(lambda: (found := get_or_none(
+            fleet, "hub", "applications.core.oam.dev", "evil", "-n", ns) or {}).get(
+                "status", {}).get("status") == "renderFailed" and found["status"],
+            timeout=60, what="renderFailed")
+        assert f"(DefinitionRevision {name}-v9) is not used" in \
+            status["conditions"][0]["message"]
+        assert greeting(fleet, ns, "evil") is None
+    finally:
+        fleet.kubectl("hub", "delete", "componentdefinition", name, "-n", "vela-system",
+                      "--wait=false", check=False)
+        fleet.kubectl("hub", "delete", "definitionrevisions.core.oam.dev", "-n",
+                      "vela-system", "-l", f"componentdefinition.oam.dev/name={name}",
+                      "--wait=false", check=False)

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from federation.applications import compile as compile_
-from federation.applications import cue_worker, definitions, model
+from federation.applications import cue_worker, definition_revisions, definitions, model
 from federation.controllers.kit import sandbox
 
 JSON = dict[str, Any]
@@ -100,6 +100,8 @@ async def compile_with(evaluated: Callable[[str], JSON | None],
     """:func:`federation.applications.compile.compile_app` with ``catalog``'s definitions,
     its evaluations answered by ``evaluated`` (the memo) and, when missing, evaluated by
     ``evaluate`` between rounds. Raises :class:`~federation.applications.model.AppError`."""
+    compile_args = {**compile_args, "spec_doc": definition_revisions.resolve(
+        catalog, compile_args["spec_doc"], info.annotations)}
     for _ in range(MAX_ROUNDS):
         answers = definitions.Answers(evaluated)
         rendering = definitions.Rendering(catalog, info, answers)

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.applications import definitions, revision, workflow_ref
+from federation.applications import definition_revisions, definitions, revision, workflow_ref
 from federation.applications.model import AppError
 from federation.applications.render import APP_LABEL
 from federation.controllers.applications.build import JSON, Build, revision_number
@@ -75,9 +75,12 @@ async def external_policies(view: ApplicationView, namespace: str,
 
 
 async def catalog(view: ApplicationView) -> definitions.Catalog:
-    """Every definition on the hub (the cache), as the catalog of the system namespaces'."""
+    """Every definition and definition revision on the hub (the cache), as the catalog of
+    the system namespaces'."""
     docs = [doc for resource in api.DEFINITIONS for doc in await view.list(resource)]
-    return definitions.catalog(docs, view.settings.definition_namespaces)[0]
+    found = definitions.catalog(docs, view.settings.definition_namespaces)[0]
+    return definition_revisions.with_revisions(
+        found, await view.list(api.DEFINITION_REVISIONS))
 
 
 def _steps(steps: Any) -> list[Mapping[str, Any]]:

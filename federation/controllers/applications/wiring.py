@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from federation.applications import definition_revisions, export_service, scope
 from federation.applications import definitions as user_types
-from federation.applications import export_service, scope
 from federation.contexts import client as kube
 from federation.contexts import egress
 from federation.contexts.cache import Event
@@ -100,6 +100,8 @@ def apps_using(clusters: ClusterSet, hub: str, namespaces: tuple[str, ...], even
     meta = event.obj.get("metadata") or {}
     field = user_types.KINDS.get(str(event.obj.get("kind")), "")
     name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+    if event.obj.get("kind") == definition_revisions.KIND:  # what name@vN it stands for
+        field, name = definition_revisions.type_of(event.obj) or ("", "")
     cache = clusters.hub.cache
     informer = cache.informers.get(api.APPLICATIONS) if cache is not None else None
     if informer is None:
@@ -186,6 +188,23 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
     mgr.add_runnable("request sender", requests.run)
     mgr.clusters.on_member_availability(
         functools.partial(on_member_available, mgr.clusters, hub, ctl))
+    _watch(ctl, mgr, hub, settings)
+    mgr.cache(api.APPLICATION_REVISIONS, "hub")
+    mgr.cache(api.DEFINITION_REVISIONS, "hub")
+    mgr.add(ctl)
+    mgr.add_runnable("definition evaluation workers", workers.keep)
+    mgr.add_runnable("helm render workers", renders.keep)
+    reports = controller.Controller("definition reports", functools.partial(
+        definition_reports.report, reconciler.view, recorder, reconciler.execute), workers=1)
+    for resource in api.DEFINITIONS:
+        reports.watch(resource, clusters="hub")
+    mgr.add(reports)
+
+
+def _watch(ctl: controller.Controller, mgr: manager.Manager, hub: str,
+           settings: ApplicationSettings) -> None:
+    """What makes an Application reconcile: itself, its trackers, its Deployments in the
+    members, the Policies, Workflows, namespace grants and definitions it may use."""
     # Our own status writes are not a reason to reconcile again (the workflow requeues
     # itself while it waits); spec, annotation (user requests) and delete events are.
     ctl.watch(api.APPLICATIONS, clusters="hub",
@@ -199,18 +218,9 @@ def install(mgr: manager.Manager, recorder: Recorder, settings: ApplicationSetti
               map=functools.partial(apps_referring, mgr.clusters, hub))
     ctl.watch(kube.NAMESPACES, clusters="hub", predicate=grant_changed,
               map=functools.partial(apps_of_namespace, mgr.clusters, hub))
-    for resource in api.DEFINITIONS:
+    for resource in (*api.DEFINITIONS, api.DEFINITION_REVISIONS):
         ctl.watch(resource, clusters="hub", predicate=lambda e: not (
                       e.type == "MODIFIED" and e.old is not None and
                       kinds.status_only(e.old, e.obj)),
                   map=functools.partial(apps_using, mgr.clusters, hub,
                                         settings.definition_namespaces))
-    mgr.cache(api.APPLICATION_REVISIONS, "hub")
-    mgr.add(ctl)
-    mgr.add_runnable("definition evaluation workers", workers.keep)
-    mgr.add_runnable("helm render workers", renders.keep)
-    reports = controller.Controller("definition reports", functools.partial(
-        definition_reports.report, reconciler.view, recorder), workers=1)
-    for resource in api.DEFINITIONS:
-        reports.watch(resource, clusters="hub")
-    mgr.add(reports)

@@ -128,3 +128,52 @@ def test_dry_run_fetches_a_chart_under_the_outbound_policy(tmp_path: Path) -> No
                                       str(tmp_path / "nothing")])
     assert result.exit_code == 1 and "--helm: " in result.output
     assert "Traceback" not in result.output
+
+
+VERSIONED = """apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: shop, namespace: shop}
+spec:
+  components: [{name: web, type: greeter@v1}]
+  policies: [{name: one, type: topology, properties: {clusters: [member1]}}]
+---
+apiVersion: core.oam.dev/v1beta1
+kind: ComponentDefinition
+metadata: {name: greeter, namespace: vela-system}
+spec:
+  schematic: {cue: {template: 'output: {apiVersion: "v1", kind: "ConfigMap", data: a: "new"}'}}
+"""
+REVISION = """---
+apiVersion: core.oam.dev/v1beta1
+kind: DefinitionRevision
+metadata: {name: greeter-v1}
+spec:
+  revision: 1
+  revisionHash: abc
+  definitionType: Component
+  componentDefinition:
+    apiVersion: core.oam.dev/v1beta1
+    kind: ComponentDefinition
+    metadata: {name: greeter, namespace: vela-system}
+    spec:
+      schematic: {cue: {template: 'output: {apiVersion: "v1", kind: "ConfigMap", data: a: "old"}'}}
+"""
+
+
+def test_dry_run_renders_a_definition_revision_of_its_file(tmp_path: Path) -> None:
+    """``greeter@v1`` renders with the file's DefinitionRevision greeter-v1 (one without a
+    namespace is vela-system's, as a definition); without it, one line naming the type and
+    the version, no traceback."""
+    app = tmp_path / "app.yaml"
+    app.write_text(VERSIONED + REVISION)
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app)])
+    assert result.exit_code == 0, result.output
+    assert "a: old" in result.output and "a: new" not in result.output
+    app.write_text(VERSIONED)
+    result = CliRunner().invoke(cli, ["app", "dry-run", "-f", str(app)])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {app}: spec.components[0].type: 'greeter@v1': no revision v1 of "
+        "ComponentDefinition greeter (no DefinitionRevision greeter-v1 in vela-system, "
+        "federation-system; it has no revision here)")

@@ -159,7 +159,7 @@ def test_a_system_definition_named_like_a_built_in_replaces_it() -> None:
     ({"status": "isHealth: true"}, "spec.status: a map"),
     ({"revisionLabel": "rev"}, "spec.revisionLabel"),
     ({"childResourceKinds": [{"apiVersion": "v1", "kind": "Pod"}]}, "spec.childResourceKinds"),
-    ({"version": "1.0.0"}, "spec.version"),
+    ({"version": "one"}, "spec.version: a semantic version"),
 ])
 def test_fields_not_honoured_are_refused_by_name(spec: JSON, field: str) -> None:
     doc = definition("ComponentDefinition", "c", 'output: {apiVersion: "v1", kind: "Secret"}',
@@ -172,8 +172,10 @@ def test_fields_not_honoured_are_refused_by_name(spec: JSON, field: str) -> None
         compile_with(application([{"name": "x", "type": "c"}]), [doc])
 
 
-def test_definition_revisions_are_refused_by_name() -> None:
-    with pytest.raises(model.AppError, match=r"'docs-worker@v1': definition revisions"):
+def test_a_versioned_type_compiled_without_its_revisions_is_refused() -> None:
+    """The compile alone knows no revision (``definition_revisions.resolve`` does)."""
+    with pytest.raises(model.AppError, match=r"'docs-worker@v1': a definition revision "
+                                             r"\(type@version\) is not known here"):
         compile_with(application([{"name": "x", "type": "docs-worker@v1"}]),
                      docs_definitions())
 

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import yaml
 
+from federation.applications import definition_revisions
 from federation.contexts import client as kube
 from federation.contexts.cache import ClusterCache, Event
 from federation.controllers.applications import (
@@ -19,12 +20,13 @@ from federation.controllers.applications import (
     revisions,
     wiring,
 )
-from federation.controllers.kit import sandbox
+from federation.controllers.kit import executor, plan, sandbox
 from federation.hub import api
 from federation.runtime.reconcile import Request, group_kind
 from tests.unit.controllers import fakes
 from tests.unit.controllers.applications.fakes import (
     FakeView,
+    JournalWriter,
     Recorder,
     World,
     build_of,
@@ -199,10 +201,162 @@ async def test_a_definition_not_used_gets_a_warning_event() -> None:
     view.put("hub", mine)
     view.put("hub", refused)
     kind = group_kind(api.COMPONENT_DEFINITIONS)
-    await definition_reports.report(view, recorder, Request("hub", kind, "shop", "mine"))
-    await definition_reports.report(view, recorder,
+    journal: list[tuple[str, str, str]] = []
+    execute = executor_of(journal)
+    await definition_reports.report(view, recorder, execute,
+                                    Request("hub", kind, "shop", "mine"))
+    await definition_reports.report(view, recorder, execute,
                                     Request("hub", kind, "vela-system", "bad"))
     assert [(r, m.split(":")[0]) for _, r, m in recorder.events] == [
         ("DefinitionNotUsed", "not used"),
         ("DefinitionRefused", "ComponentDefinition vela-system/bad")]
     assert "spec.status.details" in recorder.events[1][2]
+    assert journal == []  # no revision of a tenant's or a refused definition
+
+
+def executor_of(journal: list[tuple[str, str, str]]) -> definition_reports.Execute:
+    writer = JournalWriter(journal)
+
+    async def execute(dag: plan.Plan) -> plan.Report:
+        return await executor.execute(dag, writer)
+    return execute
+
+
+def mydef(greeting: str, namespace: str = "vela-system") -> JSON:
+    template = ('parameter: {}\noutput: {apiVersion: "v1", kind: "ConfigMap", '
+                f'data: greeting: "{greeting}"}}')
+    return {"apiVersion": "core.oam.dev/v1beta1", "kind": "ComponentDefinition",
+            "metadata": {"name": "mydef", "namespace": namespace, "uid": "u-mydef"},
+            "spec": {"schematic": {"cue": {"template": template}}}}
+
+
+async def reconcile_definition(view: FakeView, doc: JSON, recorder: Recorder | None = None
+                               ) -> list[JSON]:
+    """The definition controller on ``doc`` (put on the hub first); what it created is
+    put on the hub, what it deleted taken off. Returns the writes' objects."""
+    view.put("hub", doc)
+    journal: list[tuple[str, str, str]] = []
+    writer = JournalWriter(journal)
+    meta = doc["metadata"]
+
+    async def execute(dag: plan.Plan) -> plan.Report:
+        return await executor.execute(dag, writer)
+    await definition_reports.report(view, recorder or Recorder(), execute, Request(
+        "hub", group_kind(api.COMPONENT_DEFINITIONS), meta["namespace"], meta["name"]))
+    for (verb, _, _), obj in zip(journal, writer.sent, strict=True):
+        if verb == "create":
+            view.put("hub", obj)
+        elif verb == "status":
+            doc["status"] = obj["status"]
+        else:
+            gone = obj["metadata"]
+            del view.objects[("hub", obj["kind"], gone["namespace"], gone["name"])]
+    return list(writer.sent)
+
+
+def revision_names(view: FakeView) -> list[str]:
+    return sorted(name for (_, kind, _, name) in view.objects if kind == "DefinitionRevision")
+
+
+async def test_the_definition_controller_writes_a_revision_per_new_spec() -> None:
+    view, recorder = FakeView(), Recorder()
+    first, status = await reconcile_definition(view, mydef("old"), recorder)
+    assert status["status"] == {"latestRevision": {
+        "name": "mydef-v1", "revision": 1, "revisionHash": first["spec"]["revisionHash"]}}
+    assert first["metadata"] == {
+        "name": "mydef-v1", "namespace": "vela-system",
+        "labels": {"componentdefinition.oam.dev/name": "mydef"},
+        "ownerReferences": [{"apiVersion": "core.oam.dev/v1beta1",
+                             "kind": "ComponentDefinition", "name": "mydef", "uid": "u-mydef"}]}
+    assert recorder.events[-1][1:] == ("DefinitionRevisionCreated",
+                                       "revision 1: DefinitionRevision mydef-v1")
+    old = mydef("old")
+    old["status"] = status["status"]
+    assert await reconcile_definition(view, old) == []  # nothing new
+    _, mark = await reconcile_definition(view, mydef("new"))
+    assert revision_names(view) == ["mydef-v1", "mydef-v2"]
+    assert mark["status"]["latestRevision"]["name"] == "mydef-v2"
+
+
+async def test_the_definition_controller_keeps_the_history_limit() -> None:
+    view = FakeView()
+    for number in range(definition_revisions.HISTORY_LIMIT + 2):
+        await reconcile_definition(view, mydef(str(number)))
+    kept = revision_names(view)
+    assert len(kept) == definition_revisions.HISTORY_LIMIT
+    assert "mydef-v1" not in kept and "mydef-v2" not in kept and "mydef-v22" in kept
+
+
+async def test_no_revision_for_a_tenants_definition_or_in_another_namespace() -> None:
+    """Attack: a tenant's ComponentDefinition in its namespace gets no revision (which
+    would then be in a system namespace's name); a system namespace's definition gets its
+    revision in its own namespace only."""
+    view = FakeView()
+    assert await reconcile_definition(view, mydef("evil", namespace="shop")) == []
+    written = await reconcile_definition(view, mydef("fine", namespace="federation-system"))
+    assert [(w["kind"], w["metadata"]["namespace"]) for w in written] == [
+        ("DefinitionRevision", "federation-system"),
+        ("ComponentDefinition", "federation-system")]  # its status.latestRevision
+
+
+async def test_a_revision_name_another_definition_holds_is_not_replaced() -> None:
+    """A TraitDefinition ``mydef`` beside the ComponentDefinition ``mydef``: both would be
+    ``mydef-v1``; the second gets a Warning Event and no write (a later Application's
+    ``mydef@v1`` trait is not the component's revision: its copy's kind says so)."""
+    view, recorder = FakeView(), Recorder()
+    await reconcile_definition(view, mydef("old"))
+    trait = {**mydef("t"), "kind": "TraitDefinition"}
+    view.put("hub", trait)
+    journal: list[tuple[str, str, str]] = []
+    await definition_reports.report(view, recorder, executor_of(journal), Request(
+        "hub", group_kind(api.TRAIT_DEFINITIONS), "vela-system", "mydef"))
+    assert journal == []
+    assert recorder.events[-1][1] == "DefinitionRevisionConflict"
+    assert "DefinitionRevision mydef-v1 exists and is not this TraitDefinition's" in \
+        recorder.events[-1][2]
+
+
+def versioned_app(type_: str) -> JSON:
+    doc = docs_app()
+    doc["spec"]["components"] = [{"name": "web", "type": type_}]
+    return doc
+
+
+async def test_an_application_at_v1_deploys_the_old_render_from_the_cache() -> None:
+    view = FakeView()
+    await reconcile_definition(view, mydef("old"))
+    await reconcile_definition(view, mydef("new"))
+    world = World(view)
+    view.put("hub", versioned_app("mydef@v1"))
+    await world.reconcile()
+    [created] = [o for o in world.writer.sent if o["kind"] == "ConfigMap"]
+    assert created["data"] == {"greeting": "old"}
+    revision = next(o for o in world.writer.sent if o["kind"] == "ApplicationRevision")
+    assert list(revision["spec"]["definitions"]) == ["ComponentDefinition/mydef@v1"]
+
+
+async def test_a_missing_revision_is_render_failed_in_one_line() -> None:
+    view = FakeView()
+    await reconcile_definition(view, mydef("old"))
+    world = World(view)
+    view.put("hub", versioned_app("mydef@v3"))
+    await world.reconcile()
+    status = world.status.written[-1]
+    assert status["status"] == "renderFailed"
+    assert status["conditions"][0]["message"] == (
+        "spec.components[0].type: 'mydef@v3': no revision v3 of ComponentDefinition mydef "
+        "(no DefinitionRevision mydef-v3 in vela-system, federation-system; its revisions "
+        "here: v1)")
+    assert not [w for w in world.journal if w[1].startswith("member")]
+
+
+def test_a_revision_event_wakes_the_applications_naming_it() -> None:
+    clusters = fakes.cluster_set("member1")
+    clusters.hub.cache = ClusterCache(cast(kube.ClusterClient, object()), cluster="hub")
+    store = clusters.hub.cache.informer(api.APPLICATIONS).store
+    store.put(versioned_app("mydef@v1"))
+    revision, _ = definition_revisions.planned(mydef("old"), [])
+    assert revision is not None
+    found = wiring.apps_using(clusters, "hub", ("vela-system",),
+                              Event("ADDED", "hub", api.DEFINITION_REVISIONS, revision))
+    assert [(r.namespace, r.name) for r in found] == [("shop", "shop")]

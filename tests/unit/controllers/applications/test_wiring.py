@@ -71,13 +71,13 @@ def test_install_registers_the_controller_its_watches_and_the_sender() -> None:
                    ("PolicyDefinition", "hub"), ("WorkflowStepDefinition", "hub")}
     assert watched == {("Application", "hub"), ("ResourceTracker", "hub"),
                        ("Deployment", "members"), ("Policy", "hub"), ("Workflow", "hub"),
-                       ("Namespace", "hub"),
-                       *definitions}
+                       ("Namespace", "hub"), ("DefinitionRevision", "hub"), *definitions}
     assert {(w.resource.kind, w.clusters) for w in reports.watches} == definitions
     assert [name for name, _ in mgr.runnables] == ["notification sender", "request sender",
                                                    "definition evaluation workers",
                                                    "helm render workers"]
-    assert "ApplicationRevision" in {w.resource.kind for w in mgr.cached}
+    assert {"ApplicationRevision", "DefinitionRevision"} <= {w.resource.kind
+                                                             for w in mgr.cached}
     status_only = next(w for w in ctl.watches if w.resource.kind == "Application")
     assert status_only.predicate is not None
     old = {"spec": {"a": 1}, "metadata": {}, "status": {"x": 1}}
