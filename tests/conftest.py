@@ -19,6 +19,7 @@ import pytest
 
 from federation.local import binaries
 from federation.local import fleet as fleet_lib
+from tests.kube_reads import KubeReads
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("FEDERATION_TEST_STATE_DIR", ROOT / ".fleet-test"))
@@ -31,10 +32,17 @@ class TestFleet(fleet_lib.Fleet):
     """The fleet plus conveniences for tests."""
 
     __test__ = False
+    reads: KubeReads | None = None
+    """Set while a test marked ``fast_reads`` runs: ``get -o json`` answered in process."""
 
     def kubectl(self, context: str, *args: str, check: bool = True,
                 timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        return run_kubectl(self.kubeconfig, context, *args, check=check, timeout=timeout)
+        answered = self.reads.get(context, args, timeout) if self.reads is not None else None
+        if answered is None:
+            return run_kubectl(self.kubeconfig, context, *args, check=check, timeout=timeout)
+        if check and answered.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {answered.stderr.strip()}")
+        return answered
 
     @property
     def member_names(self) -> list[str]:
@@ -57,6 +65,14 @@ def run_kubectl(kubeconfig: Path, context: str, *args: str, check: bool = True,
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
     return result
+
+
+_READS: dict[Path, KubeReads] = {}
+
+
+def _kube_reads(target: TestFleet) -> KubeReads:
+    """One reader per kubeconfig for the session (its discovery and connections kept)."""
+    return _READS.setdefault(target.kubeconfig, KubeReads(target.kubeconfig))
 
 
 def _all_ready(target: TestFleet) -> bool:
@@ -89,9 +105,17 @@ def fleet_session(fleet_binaries: binaries.KubeBinaries) -> Iterator[TestFleet]:
 
 
 @pytest.fixture
-def fleet(fleet_session: TestFleet) -> Iterator[TestFleet]:
-    """The shared fleet; every cluster a test stopped or froze is brought back afterwards."""
-    yield fleet_session
+def fleet(fleet_session: TestFleet, request: pytest.FixtureRequest) -> Iterator[TestFleet]:
+    """The shared fleet; every cluster a test stopped or froze is brought back afterwards.
+    In a test marked ``fast_reads`` its ``kubectl get -o json`` is answered in process
+    (tests/kube_reads.py): modules opt in once their waits are known not to lean on
+    kubectl's own slowness."""
+    if request.node.get_closest_marker("fast_reads") is not None:
+        fleet_session.reads = _kube_reads(fleet_session)
+    try:
+        yield fleet_session
+    finally:
+        fleet_session.reads = None
     for status in fleet_session.status():
         if status.frozen:
             fleet_session.thaw(status.name)
