@@ -15,6 +15,7 @@ from federation.applications import (
     flow,
     http_steps,
     model,
+    pod_steps,
     policies,
     render,
     replication,
@@ -343,6 +344,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     elif step.type in terraform_steps.STEP_TYPES:
         spec, topology = terraform_steps.deploy_step(step, spec, context.app,
                                                      context.namespace, where)
+        names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type in pod_steps.STEP_TYPES:
+        spec, topology = pod_steps.deploy_step(step, spec, context.app, context.namespace,
+                                               where)
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.DEPRECATED_STEPS:
         names, known = steps.deprecated_step(step, spec, known, where)

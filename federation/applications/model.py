@@ -61,7 +61,8 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
               "apply-terraform-config", "apply-terraform-provider", "create-config",
               "read-config", "list-config", "delete-config", "webhook", "request",
-              "check-metrics", "deploy-cloud-resource", "share-cloud-resource")
+              "check-metrics", "deploy-cloud-resource", "share-cloud-resource",
+              "vela-cli", "build-push-image")
 
 TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
                                    "writeConnectionSecretToRef", "providerRef", "region",
@@ -430,7 +431,10 @@ _STEP_PROPERTIES: dict[str, set[str]] = {
     "check-metrics": {"query", "metricEndpoint", "condition", "duration",
                       "failDuration"},
     "deploy-cloud-resource": {"env", "policy"},
-    "share-cloud-resource": {"env", "policy", "placements"}}
+    "share-cloud-resource": {"env", "policy", "placements"},
+    "vela-cli": {"command", "image", "serviceAccountName", "storage"},
+    "build-push-image": {"kanikoExecutor", "context", "dockerfile", "image", "platform",
+                         "buildArgs", "credentials", "verbosity"}}
 """Each step type's properties (anything else is refused by name)."""
 
 

@@ -12,8 +12,6 @@ from typing import Literal
 
 Kind = Literal["component", "trait", "policy", "workflowstep"]
 
-_SHELL = ("runs commands or builds images on the control plane's own cluster with its "
-          "identity (docs/security.md: a tenant never runs code there)")
 _JDBC = ("its output is the database password in plain (env url, username, password from "
          "the connection Secret's DB_HOST, DB_PORT, DB_NAME, DB_USER, DB_PASSWORD) for a "
          "component's env: kept in the Application's status, readable by whoever may get "
@@ -43,7 +41,7 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
                      "create-config", "read-config", "list-config", "delete-config",
                      "webhook", "request", "check-metrics", "deploy-cloud-resource",
-                     "share-cloud-resource"),
+                     "share-cloud-resource", "vela-cli", "build-push-image"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -59,7 +57,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     "policy": {
     },
     "workflowstep": {
-        "build-push-image": _SHELL,
         "export-service": "writes a Service and its Endpoints pointing at an address the "
                           "tenant names: Endpoints are never written in a member (the deny "
                           "list; the control plane's member role has no right on them, as "
@@ -67,7 +64,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
                           "selector-less Service's Endpoints forward traffic to any address, "
                           "another namespace's pods included)",
         "generate-jdbc-connection": _JDBC,
-        "vela-cli": _SHELL,
     },
 }
 
