@@ -93,8 +93,9 @@ async def cluster_health(view: ApplicationView, build: Build, step: str, cluster
 
 
 def _step_type(build: Build, step: str) -> str:
-    assert build.compiled is not None
-    return next((s.type for s in build.compiled.steps if s.name == step), "")
+    """The type of the compiled step ``step`` ("" when there is no compiled revision)."""
+    steps = build.compiled.steps if build.compiled is not None else ()
+    return next((s.type for s in steps if s.name == step), "")
 
 
 async def object_health(view: ApplicationView, build: Build, cluster: str, obj: JSON,
