@@ -17,6 +17,7 @@ from federation.applications import (
     http_steps,
     jdbc,
     model,
+    pod_steps,
     policies,
     render,
     replication,
@@ -357,6 +358,10 @@ def _deploying(step: model.Step, context: _Context, where: str, timeout: float |
     elif step.type in terraform_steps.STEP_TYPES:
         spec, topology = terraform_steps.deploy_step(step, spec, context.app,
                                                      context.namespace, where)
+        names, known = [topology.name], {**known, topology.name: topology}
+    elif step.type in pod_steps.STEP_TYPES:
+        spec, topology = pod_steps.deploy_step(step, spec, context.app, context.namespace,
+                                               where)
         names, known = [topology.name], {**known, topology.name: topology}
     elif step.type in steps.DEPRECATED_STEPS:
         names, known = steps.deprecated_step(step, spec, known, where)

@@ -39,7 +39,8 @@ INPUT_TYPES = ("apply-component", "notification", "suspend", "approve", "step-gr
                "collect-service-endpoints", "export-data", "depends-on-app", "clean-jobs",
                "apply-terraform-config", "apply-terraform-provider", "create-config",
                "read-config", "list-config", "delete-config", "webhook", "request",
-               "check-metrics", "export-service", "generate-jdbc-connection")
+               "check-metrics", "export-service", "generate-jdbc-connection", "vela-cli",
+               "build-push-image")
 """Step types whose ``inputs`` we honour: a deploy step's properties are policy names and
 numbers, which no output should change (pass a value to a component through an
 apply-component step, or a component's ``inputs``)."""

@@ -64,7 +64,7 @@ STEP_TYPES = ("deploy", "apply-component", "suspend", "approve", "notification",
               "apply-terraform-config", "apply-terraform-provider", "create-config",
               "read-config", "list-config", "delete-config", "webhook", "request",
               "check-metrics", "deploy-cloud-resource", "share-cloud-resource",
-              "export-service", "generate-jdbc-connection")
+              "export-service", "generate-jdbc-connection", "vela-cli", "build-push-image")
 
 TERRAFORM_CONFIG_KEYS = frozenset({"source", "deleteResource", "variable",
                                    "writeConnectionSecretToRef", "providerRef", "region",
@@ -435,7 +435,10 @@ _STEP_PROPERTIES: dict[str, set[str]] = {
     "deploy-cloud-resource": {"env", "policy"},
     "share-cloud-resource": {"env", "policy", "placements"},
     "export-service": {"name", "namespace", "ip", "port", "targetPort", "topology"},
-    "generate-jdbc-connection": {"name", "namespace"}}
+    "generate-jdbc-connection": {"name", "namespace"},
+    "vela-cli": {"command", "image", "serviceAccountName", "storage"},
+    "build-push-image": {"kanikoExecutor", "context", "dockerfile", "image", "platform",
+                         "buildArgs", "credentials", "verbosity"}}
 """Each step type's properties (anything else is refused by name)."""
 
 

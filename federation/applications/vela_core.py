@@ -12,8 +12,6 @@ from typing import Literal
 
 Kind = Literal["component", "trait", "policy", "workflowstep"]
 
-_SHELL = ("runs commands or builds images on the control plane's own cluster with its "
-          "identity (docs/security.md: a tenant never runs code there)")
 BUILT_IN: dict[Kind, tuple[str, ...]] = {
     "component": ("webservice", "worker", "statefulset", "k8s-objects", "daemon", "task",
                   "cron-task", "ref-objects", "helmchart"),
@@ -32,7 +30,8 @@ BUILT_IN: dict[Kind, tuple[str, ...]] = {
                      "clean-jobs", "apply-terraform-config", "apply-terraform-provider",
                      "create-config", "read-config", "list-config", "delete-config",
                      "webhook", "request", "check-metrics", "deploy-cloud-resource",
-                     "share-cloud-resource", "export-service", "generate-jdbc-connection"),
+                     "share-cloud-resource", "export-service", "generate-jdbc-connection",
+                     "vela-cli", "build-push-image"),
 }
 """The internal definitions built in. Besides: vela-core's deprecated ``raw`` component,
 ``ingress``, ``ingress-1-20``, ``volumes``, ``pvc``, ``configmap`` traits and
@@ -48,8 +47,6 @@ REFUSED: dict[Kind, dict[str, str]] = {
     "policy": {
     },
     "workflowstep": {
-        "build-push-image": _SHELL,
-        "vela-cli": _SHELL,
     },
 }
 

@@ -42,7 +42,7 @@ DEPLOYING = ("deploy", "apply-component", "apply-object", "apply-deployment",
              "apply-application", "apply-remaining", "deploy2runtime", "export2config",
              "export2secret", "deploy2env", "export-data", "apply-terraform-config",
              "apply-terraform-provider", "deploy-cloud-resource", "share-cloud-resource",
-             "export-service")
+             "export-service", "vela-cli", "build-push-image")
 """Step types that put a revision's objects on clusters and wait for them to be healthy
 (``apply-component``: one component to one cluster, the same machine)."""
 

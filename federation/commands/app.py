@@ -36,6 +36,7 @@ from federation.applications import (
     helmchart,
     jdbc,
     model,
+    pod_steps,
     refs,
     resource_policies,
     restarts,
@@ -380,6 +381,8 @@ def _what_it_does(compiled: compile_.Compiled, step: workflow.StepSpec) -> str:
                f"in the clusters its steps deploy to ({_filters(chosen)})"
     if step.type in TERRAFORM_WORDS and not step.unrendered:
         return TERRAFORM_WORDS[step.type]
+    if step.type in pod_steps.WORDS and not step.unrendered:
+        return pod_steps.WORDS[step.type]
     if step.type == "print-message-in-status" and not step.unrendered:
         return f": its status message will be {json.dumps(step.message)}"
     if step.type == jdbc.STEP_TYPE and step.template:

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from federation.applications import custom_status, resource_policies, terraform, workflow
+from federation.applications import (
+    custom_status,
+    pod_steps,
+    resource_policies,
+    terraform,
+    workflow,
+)
 from federation.applications.render import WORKLOAD_KINDS
 from federation.contexts.cache import ReadOnly
 from federation.contexts.client import ClientError
@@ -74,10 +80,11 @@ async def cluster_health(view: ApplicationView, build: Build, step: str, cluster
     (the first message) if any is, else healthy. A workload whose definitions have a
     status is judged by it too (:mod:`.statuses`)."""
     statuses = await judge(view, build, step, cluster, objects)
+    step_type = _step_type(build, step)
     verdict: Verdicts = ("healthy", "")
     for obj in objects:
         one = await object_health(view, build, cluster, obj,
-                                  statuses.get(custom_status.identity(obj)))
+                                  statuses.get(custom_status.identity(obj)), step_type)
         if one[0] == "failed":
             return one
         if one[0] == "progressing" and verdict[0] == "healthy":
@@ -85,8 +92,17 @@ async def cluster_health(view: ApplicationView, build: Build, step: str, cluster
     return verdict
 
 
+def _step_type(build: Build, step: str) -> str:
+    """The type of the compiled step ``step`` ("" when there is no compiled revision)."""
+    steps = build.compiled.steps if build.compiled is not None else ()
+    return next((s.type for s in steps if s.name == step), "")
+
+
 async def object_health(view: ApplicationView, build: Build, cluster: str, obj: JSON,
-                        status: custom_status.Status | None = None) -> Verdicts:
+                        status: custom_status.Status | None = None, step_type: str = ""
+                        ) -> Verdicts:
+    """``step_type``: the type of the step that placed ``obj`` (a vela-cli or
+    build-push-image step waits on its Job or Pod as its definition does)."""
     meta = obj["metadata"]
     try:
         resource = await view.resource(cluster, obj)
@@ -107,6 +123,8 @@ async def object_health(view: ApplicationView, build: Build, cluster: str, obj: 
         # unhealthy trait keeps the component waiting too
         return ("healthy", "") if status.healthy else \
             ("progressing", f"{what}: {status.message or 'not healthy (healthPolicy)'}")
+    if step_type in pod_steps.STEP_TYPES:  # the step's own Job or Pod
+        return pod_steps.health(step_type, what, live)
     if terraform.is_configuration(obj):  # a Terraform component, as KubeVela judges it
         return terraform.health(what, live)
     if terraform.is_provider(obj):  # apply-terraform-provider's wait, for any Provider

@@ -80,14 +80,16 @@ def test_the_catalogue_is_what_the_code_registers() -> None:
 
 
 @pytest.mark.parametrize(("spec", "words"), [
-    ({"components": [], "workflow": {"steps": [{"name": "s", "type": "vela-cli"}]}},
-     r"steps\[0\]\.type: 'vela-cli' is not a built-in step \(vela-core's workflowstep "
-     r"vela-cli: runs commands"),
+    ({"components": [], "workflow": {"steps": [{"name": "s", "type": "stand-in"}]}},
+     r"steps\[0\]\.type: 'stand-in' is not a built-in step \(vela-core's workflowstep "
+     r"stand-in: the reason"),
     ({"components": [{"name": "c", "type": "myworker"}]},
      r"'myworker' is not a built-in type \(webservice, "),
 ])
-def test_a_refused_definition_is_refused_with_its_reason(spec: dict[str, object],
-                                                         words: str) -> None:
+def test_a_refused_definition_is_refused_with_its_reason(
+        spec: dict[str, object], words: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(The refused steps are being built in one by one: a stand-in.)"""
+    monkeypatch.setitem(vela_core.REFUSED["workflowstep"], "stand-in", "the reason")
     with pytest.raises(model.AppError, match=words):
         model.parse_spec(spec)
 
