@@ -17,6 +17,9 @@ from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
 from tests.e2e.helpers import apply, get_json, get_or_none, wait_for
 
+# Waits poll for conditions, never lean on kubectl's own slowness: reads are in process.
+pytestmark = pytest.mark.fast_reads
+
 MEMBERS = ("member1", "member2", "member3")
 POLICY_API = "policy.federation.io/v1alpha1"
 
@@ -116,6 +119,14 @@ def events_for(fleet: TestFleet, namespace: str, name: str) -> list[dict[str, An
     return [e for e in listing["items"] if e["involvedObject"].get("name") == name]
 
 
+def wait_for_event(fleet: TestFleet, namespace: str, name: str, reason: str,
+                   kind: str | None = None) -> None:
+    """An Event is recorded on its own, after the write it tells of: wait for it."""
+    wait_for(lambda: any(e["reason"] == reason and kind in (None, e["type"])
+                         for e in events_for(fleet, namespace, name)),
+             timeout=30, what=f"{reason} event on {name}")
+
+
 def test_weighted_deployment_is_divided_and_reports_ready(fleet: TestFleet, ns: str) -> None:
     """12 replicas at 3:2:1 land as 6/4/2 (checked with kubectl); the hub shows 12 ready;
     scaling to 14 gives 7/5/2; excluding member3 moves its replicas and deletes its copy."""
@@ -138,8 +149,8 @@ def test_weighted_deployment_is_divided_and_reports_ready(fleet: TestFleet, ns: 
              {"member1": 8, "member2": 6, "member3": None}, timeout=60, what="8/6/-")
     wait_for(lambda: get_json(fleet, "hub", "deployment", "web", "-n", ns)
              .get("status", {}).get("readyReplicas") == 14, timeout=60, what="hub 14 ready")
-    reasons = {e["reason"] for e in events_for(fleet, ns, "web")}
-    assert {"Scheduled", "Applied"} <= reasons
+    wait_for_event(fleet, ns, "web", "Scheduled")
+    wait_for_event(fleet, ns, "web", "Applied")
 
 
 def test_image_override_reaches_only_member2(fleet: TestFleet, ns: str) -> None:
@@ -236,7 +247,7 @@ def test_existing_unowned_object_is_a_conflict_and_untouched(fleet: TestFleet, n
     wait_for(lambda: get_or_none(fleet, "member2", "configmap", "mine", "-n", ns),
              timeout=60, what="copy in member2")
     assert get_json(fleet, "member1", "configmap", "mine", "-n", ns)["data"] == {"owner": "ops"}
-    assert any(e["reason"] == "ObjectNotManaged" for e in events_for(fleet, ns, "mine"))
+    wait_for_event(fleet, ns, "mine", "ObjectNotManaged")
 
 
 def test_unknown_cluster_name_is_reported_and_nothing_is_written(fleet: TestFleet,
@@ -247,10 +258,12 @@ def test_unknown_cluster_name_is_reported_and_nothing_is_written(fleet: TestFlee
     scheduled = wait_for(lambda: binding_conditions(fleet, "lost-deployment", ns)
                          .get("Scheduled"), timeout=60, what="Scheduled condition")
     assert scheduled["status"] == "False" and "member9" in scheduled["message"]
-    assert any(e["reason"] == "UnknownCluster" for e in events_for(fleet, ns, "lost"))
-    template = get_json(fleet, "hub", "deployment", "lost", "-n", ns)
-    conditions = {c["type"]: c for c in template["status"]["conditions"]}
-    assert conditions["Scheduled"]["status"] == "False"
+    # The template's status is written after the binding, on its own.
+    wait_for_event(fleet, ns, "lost", "UnknownCluster")
+    template_scheduled = wait_for(lambda: {c["type"]: c for c in (
+        get_json(fleet, "hub", "deployment", "lost", "-n", ns).get("status") or {}
+    ).get("conditions") or []}.get("Scheduled"), timeout=30, what="template's Scheduled")
+    assert template_scheduled["status"] == "False"
     assert all(get_or_none(fleet, m, "deployment", "lost", "-n", ns) is None for m in MEMBERS)
 
 
@@ -272,7 +285,7 @@ def test_invalid_override_path_is_reported_and_nothing_is_written(fleet: TestFle
                        timeout=60, what="Applied condition")
     assert applied["status"] == "False" and applied["reason"] == "OverrideFailed"
     assert "member3" in applied["message"] and "/spec/template/nothing" in applied["message"]
-    assert any(e["reason"] == "OverrideFailed" for e in events_for(fleet, ns, "bad"))
+    wait_for_event(fleet, ns, "bad", "OverrideFailed")
     assert all(get_or_none(fleet, m, "deployment", "bad", "-n", ns) is None for m in MEMBERS)
 
 
@@ -313,8 +326,7 @@ def test_policy_selecting_no_cluster_is_reported(fleet: TestFleet, ns: str) -> N
     scheduled = wait_for(lambda: binding_conditions(fleet, "nowhere-configmap", ns)
                          .get("Scheduled"), timeout=60, what="Scheduled condition")
     assert scheduled["status"] == "False" and scheduled["reason"] == "ScheduleFailed"
-    assert any(e["reason"] == "ScheduleFailed" and e["type"] == "Warning"
-               for e in events_for(fleet, ns, "nowhere"))
+    wait_for_event(fleet, ns, "nowhere", "ScheduleFailed", "Warning")
     assert all(absent(fleet, m, "configmap", "nowhere", ns) for m in MEMBERS)
 
 

@@ -23,6 +23,9 @@ from tests.conftest import TestFleet
 from tests.e2e.conftest import ControlPlane
 from tests.e2e.helpers import apply, get_json, get_or_none, grant_secrets, wait_for
 
+# Waits poll for conditions, never lean on kubectl's own slowness: reads are in process.
+pytestmark = pytest.mark.fast_reads
+
 MEMBERS = ("member1", "member2", "member3")
 POLICY_API = "policy.federation.io/v1alpha1"
 OUR_NAMESPACE = "federation-system"
@@ -139,7 +142,8 @@ def test_override_attacks_are_refused_and_write_nothing(fleet: TestFleet, ns: st
         fleet, "hub", "overridepolicies.policy.federation.io", "evil", "-n", ns)).get("Valid"),
         timeout=30, what="Valid condition on the override policy")
     assert refused["status"] == "False" and message in refused["message"]
-    assert has_event(fleet, ns, "evil", "InvalidPolicy", message)
+    wait_for(lambda: has_event(fleet, ns, "evil", "InvalidPolicy", message), timeout=30,
+             what="InvalidPolicy event")
 
     apply(fleet, "hub", config_map("cfg", ns), duplicated(
         "PropagationPolicy", "cfg", [{"apiVersion": "v1", "kind": "ConfigMap", "name": "cfg"}],
@@ -149,7 +153,9 @@ def test_override_attacks_are_refused_and_write_nothing(fleet: TestFleet, ns: st
         .get("Applied"), timeout=60, what="Applied condition on the binding")
     assert applied["status"] == "False" and applied["reason"] == "OverrideRefused"
     assert f"OverridePolicy {ns}/evil is refused" in applied["message"]
-    assert any(e["reason"] == "OverrideRefused" for e in events(fleet, ns, "cfg"))
+    # An Event is recorded on its own, after the write it tells of: wait for it.
+    wait_for(lambda: any(e["reason"] == "OverrideRefused" for e in events(fleet, ns, "cfg")),
+             timeout=30, what="OverrideRefused event")
 
     assert on_members(fleet, "configmap", "cfg", "-n", ns) == {}
     for namespace in ("kube-system", ns):
@@ -260,7 +266,8 @@ def test_our_own_api_and_events_are_never_followed(fleet: TestFleet, ns: str,
         for rule in ("work.federation.io/*", "policy.federation.io/*", "core/Event",
                      "events.k8s.io/Event", "coordination.k8s.io/Lease", "core/Endpoints"):
             assert f"[{rule}]" in denied["message"]
-        assert any(e["reason"] == "Denied" for e in events(fleet, "default", name))
+        wait_for(lambda: any(e["reason"] == "Denied" for e in events(fleet, "default", name)),
+                 timeout=30, what="Denied event")
         local = get_json(fleet, "hub", "propagationpolicies.policy.federation.io", "local",
                          "-n", ns)
         assert conditions(local)["Denied"]["status"] == "True"
