@@ -321,7 +321,7 @@ class Wiring:
         # A customization changes what its target kind's templates mean: all re-reconcile.
         ctl.watch(api.INTERPRETER_CUSTOMIZATIONS, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
-                  predicate=health.affects_placement)
+                  predicate=health.PlacementSeen())
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_summary,
                   predicate=summary_changed)
         # A policy's schedulePriority names one: its value is the templates' priority.
