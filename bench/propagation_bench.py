@@ -229,6 +229,8 @@ def plane_counts(text: str) -> collections.Counter[str]:
         where = "hub" if labels.get("cluster") == "hub" else "member"
         if name == "federation_reconcile_total":
             key = f"reconciles {labels.get('controller')} {labels.get('result')}"
+        elif name == "federation_propagation_unchanged_total":
+            key = "propagation fast path"
         elif name == "federation_client_request_duration_seconds_count":
             key = f"requests {where} {labels.get('verb')}"
         else:
@@ -237,7 +239,7 @@ def plane_counts(text: str) -> collections.Counter[str]:
     return counts
 
 
-PLANE_COUNTERS = ("federation_reconcile_total",
+PLANE_COUNTERS = ("federation_reconcile_total", "federation_propagation_unchanged_total",
                   "federation_client_request_duration_seconds_count",
                   "federation_watch_events_total", "federation_watch_events")
 
@@ -249,6 +251,8 @@ def counts_per_template(counts: collections.Counter[str], templates: int
     for key, value in counts.items():
         if key.startswith("reconciles propagation "):
             totals["propagation reconciles"] += value
+        elif key == "propagation fast path":
+            totals["propagation reconciles on the fast path"] += value
         elif key.startswith("requests "):
             totals["API requests (" + key.split()[1] + ")"] += value
         elif key.startswith("watch events "):

@@ -157,6 +157,8 @@ class Reconciler:
         """The code and settings every fingerprint covers (:mod:`.fastpath`)."""
         self.unchanged = 0
         """Reconciles that stopped on the fast path: nothing they read had changed."""
+        self.on_unchanged: Callable[[], None] | None = None
+        """Told of each (the metric)."""
 
     async def execute(self, dag: plan.Plan, shared: set[str] | None = None) -> plan.Report:
         report = await executor.execute(dag, self.writer, shared or ())
@@ -233,6 +235,8 @@ class Reconciler:
                                         request.namespace or None, request.name, self.static):
             return False
         self.unchanged += 1
+        if self.on_unchanged is not None:
+            self.on_unchanged()
         return True
 
     def _note_room(self, request: Request, build: Build, arrived: int | None) -> None:
