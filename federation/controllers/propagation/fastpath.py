@@ -381,8 +381,15 @@ def required(record: bindings.BindingRecord, hub: str, resource: Resource,
     return keys
 
 
-def readable(template: Resource) -> dict[str, Resource]:
-    return {encode(r): r for r in (*READABLE, template)}
+_READABLE = {encode(r): r for r in READABLE}
+
+
+def resource_named(name: str, template: Resource) -> Resource | None:
+    """The resource a key names: the template's own or one the chain reads."""
+    found = _READABLE.get(name)
+    if found is None and name == encode(template):
+        return template
+    return found
 
 
 def valid_key(key: Key, template: Resource, namespace: str | None) -> bool:
@@ -392,7 +399,7 @@ def valid_key(key: Key, template: Resource, namespace: str | None) -> bool:
     if key[0] in ("members", "clusters"):
         return True
     res, ns = (key[1], key[2]) if key[0] == "list" else (key[2], key[3])
-    return res in readable(template) and ns in ("", namespace or "")
+    return resource_named(res, template) is not None and ns in ("", namespace or "")
 
 
 async def current(ctx: TransformContext, key: Key, room: bool, template: Resource) -> str:
@@ -401,9 +408,11 @@ async def current(ctx: TransformContext, key: Key, room: bool, template: Resourc
         return members_value(ctx.members())
     if key[0] == "clusters":
         return clusters_value(await ctx.list(api.MEMBER_CLUSTERS), room)
+    resource = resource_named(key[1] if key[0] == "list" else key[2], template)
+    assert resource is not None  # valid_key checked it
     if key[0] == "list":
-        return list_value(await ctx.list(readable(template)[key[1]], key[2] or None))
-    cluster, resource, namespace, name = key[1], readable(template)[key[2]], key[3], key[4]
+        return list_value(await ctx.list(resource, key[2] or None))
+    cluster, namespace, name = key[1], key[3], key[4]
     if key[0] == "get":
         return version(await ctx.get(resource, name, namespace or None, cluster))
     return version(await ctx.copy(resource, cluster, name, namespace or None))
