@@ -141,7 +141,8 @@ def mutating_requests(text: str) -> collections.Counter[str]:
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
-        labels_text, _, value = line.rpartition("} ")
+        labels_text, _, value = line.rpartition("} ") if "{" in line else \
+            line.partition(" ")
         labels = dict(LABEL.findall(labels_text))
         verb = labels.get("verb", "")
         if verb not in MUTATING_VERBS or labels.get("resource") == "endpoints":
@@ -172,7 +173,8 @@ def server_traffic(text: str) -> collections.Counter[str]:
         if name not in ("apiserver_request_total", "apiserver_watch_events_total",
                         "apiserver_watch_events_sizes_sum"):
             continue
-        labels_text, _, value = line.rpartition("} ")
+        labels_text, _, value = line.rpartition("} ") if "{" in line else \
+            line.partition(" ")
         labels = dict(LABEL.findall(labels_text))
         if name == "apiserver_request_total":
             if not labels.get("resource") or labels["resource"] == "endpoints":
@@ -224,7 +226,8 @@ def plane_counts(text: str) -> collections.Counter[str]:
         name = line.split("{", 1)[0].split(" ", 1)[0]
         if name not in PLANE_COUNTERS:
             continue
-        labels_text, _, value = line.rpartition("} ")
+        labels_text, _, value = line.rpartition("} ") if "{" in line else \
+            line.partition(" ")
         labels = dict(LABEL.findall(labels_text))
         where = "hub" if labels.get("cluster") == "hub" else "member"
         if name == "federation_reconcile_total":
