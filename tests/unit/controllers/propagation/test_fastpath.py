@@ -250,8 +250,9 @@ async def test_a_forged_fingerprint_leaving_out_the_policies_is_not_taken() -> N
     mc, r = await settled_fleet()
     template = mc.find("hub", "ConfigMap", "a", "shop")
     assert template is not None
-    key = fastpath.template_key("hub", r.kinds.resource("ConfigMap"),  # type: ignore[arg-type]
-                                "shop", "a")
+    resource = r.kinds.resource("ConfigMap")
+    assert resource is not None
+    key = fastpath.template_key("hub", resource, "shop", "a")
     value = fastpath.digest([r.static, fastpath.record_value(binding(mc)),
                              [[list(key), fastpath.version(template)]]])
     edit(mc, "hub", "ResourceBinding", "a-configmap", "shop",
