@@ -42,7 +42,7 @@ import functools
 import hashlib
 import json
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,7 @@ other resource is refused at both ends."""
 Key = tuple[str, ...]
 
 
+@functools.lru_cache(maxsize=1024)
 def encode(resource: Resource) -> str:
     return "/".join((resource.group, resource.version, resource.plural, resource.kind,
                      "1" if resource.namespaced else "0"))
@@ -152,6 +153,9 @@ class Recording:
             template_key(hub, template, meta.get("namespace"), str(meta.get("name"))):
                 version(obj)}
         """Each read's key and the version it saw; the template's (read before) first."""
+        self.lists: dict[Key, tuple[Callable[[Any], str], Any]] = {}
+        """Lists and the members by key, with what digests them: only a round that writes
+        its binding digests them (:func:`fingerprint`)."""
         self.cluster_docs: list[ReadOnly] | None = None
         self.unsafe: str | None = None
 
@@ -184,7 +188,7 @@ class Recording:
 
     def members(self) -> list[Member]:
         found = list(self._inner.members())
-        self.reads[("members",)] = members_value(found)
+        self.lists[("members",)] = (members_value, found)
         return found
 
     def _allowed(self, resource: Resource) -> bool:
@@ -217,7 +221,7 @@ class Recording:
         if resource == api.MEMBER_CLUSTERS:
             self.cluster_docs = found  # digested at the end: the policy says what counts
         elif allowed:
-            self.reads[("list", encode(resource), namespace or "")] = list_value(found)
+            self.lists[("list", encode(resource), namespace or "")] = (list_value, found)
         return found
 
     async def copy(self, hub_resource: Resource, cluster: str, name: str,
@@ -320,6 +324,7 @@ def fingerprint(recording: Recording, room: bool, static: str, template_key: Key
     if recording.unsafe is not None:
         raise Unsafe(recording.unsafe)
     reads = dict(recording.reads)
+    reads.update((key, value(found)) for key, (value, found) in recording.lists.items())
     if recording.cluster_docs is not None:
         reads[("clusters",)] = clusters_value(recording.cluster_docs, room)
     written = written_versions(reports)

@@ -331,7 +331,8 @@ class Reconciler:
         writes = self._legacy_marks(build.template)
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
-        if settled is not None and build.policy is not None:
+        if settled is not None and build.policy is not None and \
+                not bindings.same_record(build.binding, wanted):  # else nothing to annotate
             done = plan.Report({})
             if writes.vertices:
                 done = await self.execute(writes)
