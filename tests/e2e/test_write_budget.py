@@ -333,6 +333,9 @@ def test_cold_restart_writes_nothing_and_is_ready_within_10s(
             f"{m}: {breakdown(c)}" for m, c in members.items())
         assert not hub, f"other hub writes after a cold restart: {breakdown(hub)}"
         assert app_phases(fleet, namespace) == phases
+        # Every settled Deployment stopped on the fast path (docs/runtime.md): nothing it
+        # reads changed, so no chain ran for it.
+        assert fast_path_stops(plane) >= RESTART_TEMPLATES, plane.log_tail()
         assert ready_after <= 10, f"/readyz took {ready_after:.1f}s"
         assert plane.process.poll() is None, plane.log_tail()
     finally:
@@ -344,6 +347,15 @@ def test_cold_restart_writes_nothing_and_is_ready_within_10s(
                                           namespace), timeout=120, interval=0.5,
                      what="bindings removed")
         plane.stop()
+
+
+def fast_path_stops(plane: ControlPlane) -> float:
+    """``federation_propagation_unchanged_total`` of ``plane`` (its plain metrics port)."""
+    port = plane.argv[plane.argv.index("--metrics-bind-address") + 1].rpartition(":")[2]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    found = re.search(r"^federation_propagation_unchanged_total (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
 
 
 # -- the write budget (the module's shared control plane) ---------------------------------
