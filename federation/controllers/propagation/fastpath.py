@@ -341,8 +341,8 @@ def fingerprint(recording: Recording, room: bool, static: str, template_key: Key
                                                             for k in keys]]))
 
 
-def parse(binding: Mapping[str, Any], resource: Resource, namespace: str | None
-          ) -> Fingerprint | None:
+def parse(binding: Mapping[str, Any], resource: Resource, namespace: str | None,
+          hub: str) -> Fingerprint | None:
     """The binding's fingerprint, None when it has none or one we would not write (too
     long, another format, a key outside the template's namespace or readable kinds)."""
     raw = ((binding.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
@@ -363,7 +363,7 @@ def parse(binding: Mapping[str, Any], resource: Resource, namespace: str | None
     keys = []
     for item in doc["k"]:
         if not isinstance(item, list) or not all(isinstance(p, str) for p in item) or \
-                not valid_key(tuple(item), resource, namespace):
+                not valid_key(tuple(item), resource, namespace, hub):
             return None
         keys.append(tuple(item))
     return Fingerprint(tuple(keys), doc["r"], doc["d"])
@@ -397,14 +397,28 @@ def resource_named(name: str, template: Resource) -> Resource | None:
     return found
 
 
-def valid_key(key: Key, template: Resource, namespace: str | None) -> bool:
+MEMBER_GETS = (encode(NAMESPACES), encode(api.CRDS))
+"""What the chain gets from a member's cache besides copies (dependencies first)."""
+COPY_KINDS = tuple(encode(r) for r in dependencies.KINDS.values())
+"""Copies of other kinds than the template's: the dependencies it carries."""
+
+
+def valid_key(key: Key, template: Resource, namespace: str | None, hub: str) -> bool:
+    """A read the chain makes: of the template's namespace or cluster scope, lists and
+    gets of the hub's kinds on the hub, a member's namespace or CRD, a copy (of the
+    template's kind or a dependency's) on a member. Nothing else is read on a key's word:
+    a read of another kind on a member would start a watch there."""
     shapes = {"members": 1, "clusters": 1, "get": 5, "list": 3, "copy": 5}
     if shapes.get(key[0] if key else "") != len(key):
         return False
     if key[0] in ("members", "clusters"):
         return True
     res, ns = (key[1], key[2]) if key[0] == "list" else (key[2], key[3])
-    return resource_named(res, template) is not None and ns in ("", namespace or "")
+    if resource_named(res, template) is None or ns not in ("", namespace or ""):
+        return False
+    if key[0] == "copy":
+        return key[1] != hub and (res == encode(template) or res in COPY_KINDS)
+    return key[0] == "list" or key[1] == hub or res in MEMBER_GETS
 
 
 async def current(ctx: TransformContext, key: Key, room: bool, template: Resource) -> str:
@@ -428,7 +442,7 @@ async def unchanged(ctx: TransformContext, binding: Mapping[str, Any] | None,
                     static: str) -> bool:
     """Whether every read the binding's fingerprint lists reads what the last settled round
     left (then a full reconcile would write nothing). Any doubt is False."""
-    found = parse(binding, resource, namespace) if binding is not None else None
+    found = parse(binding, resource, namespace, ctx.hub) if binding is not None else None
     if found is None or binding is None:
         return False
     try:

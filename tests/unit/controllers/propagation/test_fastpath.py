@@ -234,6 +234,10 @@ def forged(keys: list[list[str]], value: str = "0" * 32) -> str:
                                                   "shop", "s"]]),
     forged([["list", "policy.federation.io/v1alpha1/propagationpolicies/PropagationPolicy/1",
              "other"]]),
+    forged([["get", "member1", "scheduling.k8s.io/v1/priorityclasses/PriorityClass/0", "",
+             "high"]]),
+    forged([["copy", "hub", "/v1/configmaps/ConfigMap/1", "shop", "a"]]),
+    forged([["get", "nowhere", "/v1/configmaps/ConfigMap/1", "shop", "a"]]),
     "f1." + base64.b64encode(zlib.compress(b"[" * 70000)).decode()[:9000],
 ])
 async def test_a_fingerprint_we_would_not_write_is_not_taken(annotation: str) -> None:
