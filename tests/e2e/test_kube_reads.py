@@ -15,8 +15,9 @@ from tests.kube_reads import KubeReads
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def namespace(fleet: TestFleet) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def namespace(fleet_session: TestFleet) -> Iterator[str]:
+    fleet = fleet_session
     name = f"reads-{uuid.uuid4().hex[:6]}"
     fleet.kubectl("hub", "create", "namespace", name)
     fleet.kubectl("hub", "create", "configmap", "one", "-n", name, "--from-literal=a=1")
