@@ -56,7 +56,12 @@ def find(explicit: str | None = None) -> Path | None:
 
 
 def _runnable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
+    """An executable file at ``path``; a path we may not look at (a home directory another
+    user's, the image run as an arbitrary uid) is no Helm, not an error."""
+    try:
+        return path.is_file() and os.access(path, os.X_OK)
+    except OSError:
+        return False
 
 
 def install(progress: Progress) -> Path:
