@@ -37,6 +37,7 @@ from typing import Any
 
 from federation.applications import shapes, steps
 from federation.applications.model import AppError, AppSpec, PolicySpec, Step
+from federation.untrusted import addresses
 
 JSON = dict[str, Any]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -63,21 +64,11 @@ def _address(text: str) -> Address | None:
     return address
 
 
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-def _carried(address: Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (6to4, Teredo, NAT64), which a gateway
-    may route it to."""
-    if not isinstance(address, ipaddress.IPv6Address):
-        return None
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address.teredo is not None:
-        return address.teredo[1]
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
+def _carried(address: Address) -> Address | None:
+    """The IPv4 address an IPv6 address carries (6to4, Teredo, NAT64; a mapped one is
+    unwrapped when parsed), which a gateway may route it to."""
+    carried = addresses.unwrap(address)
+    return carried if carried != address else None
 
 
 def never_exported(address: Address) -> str | None:

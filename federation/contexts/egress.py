@@ -39,6 +39,8 @@ from typing import Any
 import aiohttp
 from aiohttp import abc as aiohttp_abc
 
+from federation.untrusted.addresses import unwrap
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -49,7 +51,6 @@ _REFUSED_NETWORKS: tuple[Network, ...] = tuple(ipaddress.ip_network(n) for n in 
     "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",
     "240.0.0.0/4", "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8",
 ))
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 REFUSED = "destination refused by the control plane's outbound policy"
 UNREACHABLE = "destination unreachable"
@@ -73,20 +74,6 @@ def parse_networks(values: Iterable[str]) -> tuple[Network, ...]:
         except ValueError:
             raise ValueError(f"not an IP network in CIDR form: {value!r}") from None
     return tuple(networks)
-
-
-def unwrap(address: Address) -> Address:
-    """The IPv4 address an IPv6 address carries (mapped, 6to4, NAT64, Teredo), else itself."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return address.ipv4_mapped
-        if address.sixtofour is not None:
-            return address.sixtofour
-        if address.teredo is not None:
-            return address.teredo[1]
-        if address in _NAT64:
-            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return address
 
 
 @dataclass(frozen=True)
