@@ -290,12 +290,17 @@ def template_key(hub: str, resource: Resource, namespace: str | None, name: str)
 def settled(build: Build, report: plan.Report) -> bool:
     """A round whose outcome a fingerprint may stand for: every write done, a decision that
     placed everything, every cluster judged ready (no toleration or grace period running:
-    the clock is no input), nothing held, suspended, only reported, in conflict or
-    inherited, no dependency of a move on the disruption budget. (The reconciler adds: no
+    the clock is no input), no eviction task before or after, nothing held, suspended, only
+    reported, in conflict or inherited, no dependency of a move on the disruption budget.
+    (The reconciler adds: no
     requeue, nothing pending, no script timed out.)"""
     decision = build.decision
     failover = build.failover
-    return report.ok and decision is not None and decision.ok and \
+    # Tasks the binding held when the round began count too: the render injected their
+    # preserved labels before plan_eviction_tasks ended them, so the round's output still
+    # depends on them and the next round (with none) renders differently.
+    held_tasks = build.own_record is not None and bool(build.own_record.behaviour.eviction_tasks)
+    return report.ok and decision is not None and decision.ok and not held_tasks and \
         not decision.unschedulable and not decision.pending and \
         not build.unreachable and not build.conflicts and not build.suspended and \
         not build.report_only and not build.inherited and not build.eviction_tasks and \
