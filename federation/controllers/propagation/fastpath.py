@@ -103,7 +103,7 @@ def list_value(items: Iterable[Mapping[str, Any]]) -> str:
 
 
 def members_value(members: Sequence[Member]) -> str:
-    return digest(sorted((m.name, m.is_hub, m.reachable) for m in members))
+    return digest(sorted((m.name, m.is_hub, m.reachable, m.joined) for m in members))
 
 
 def cluster_view(doc: Mapping[str, Any], room: bool) -> list[Any]:

@@ -22,6 +22,7 @@ from federation.placement import policy as policy_
 from federation.placement import resources as resources_
 from federation.placement.clusters import Cluster
 from tests.unit.controllers.fakes import (
+    KINDS,
     MEMBERS,
     FakeMC,
     cluster_set,
@@ -263,3 +264,50 @@ async def test_a_forged_fingerprint_leaving_out_the_policies_is_not_taken() -> N
          lambda b: b["metadata"]["annotations"].update(
              {fastpath.ANNOTATION: forged([list(key)], value)}))
     assert not await again(mc, r)
+
+
+def divided_deployment_policy(clusters: list[str]) -> JSON:
+    return {"apiVersion": "policy.federation.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                     "placement": {"clusterAffinity": {"clusterNames": clusters},
+                                   "replicaScheduling": {"replicaSchedulingType": "Divided"}}}}
+
+
+async def test_unjoin_taint_then_delete_keeps_the_replicas_moved() -> None:
+    """``fedctl unjoin``: the joined member is tainted NoExecute (its replica moves to
+    member1, its copy goes), then its MemberCluster is deleted while the ClusterSet still
+    has it (membership has not seen the delete). The round that delete wakes must not
+    divide a replica back to it (found by tests/e2e/test_join.py with the fast path)."""
+    mc = FakeMC(cluster_set("member1", "member2"))
+    mc.clusters.get("member2").joined = True
+    for name in ("member1", "member2"):
+        mc.put("hub", member_cluster(name))
+    mc.put("hub", divided_deployment_policy(["member2", "member1"]))
+    web = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "web", "namespace": "shop"},
+           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "w"}},
+                    "template": {"metadata": {"labels": {"app": "w"}},
+                                 "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    r = reconciler(mc)
+
+    def replicas(member: str) -> int | None:
+        found = mc.find(member, "Deployment", "web", "shop")
+        return None if found is None else int(found["spec"]["replicas"])
+
+    async def reconcile() -> None:
+        template = mc.find("hub", "Deployment", "web", "shop")
+        assert template is not None
+        await r.reconcile(request_for(template))
+
+    mc.put("hub", web)
+    await reconcile()
+    assert (replicas("member1"), replicas("member2")) == (1, 1)
+    edit(mc, "hub", "MemberCluster", "member2", None, lambda d: d["spec"].update(
+        taints=[{"key": "cluster.federation.io/unjoining", "effect": "NoExecute"}]))
+    await reconcile()
+    assert (replicas("member1"), replicas("member2")) == (2, None)
+    del mc.objects[mc._key("hub", KINDS["MemberCluster"], None, "member2")]
+    await reconcile()
+    await reconcile()
+    assert replicas("member1") == 2
