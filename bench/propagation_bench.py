@@ -141,7 +141,8 @@ def mutating_requests(text: str) -> collections.Counter[str]:
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
-        labels_text, _, value = line.rpartition("} ")
+        labels_text, _, value = line.rpartition("} ") if "{" in line else \
+            line.partition(" ")
         labels = dict(LABEL.findall(labels_text))
         verb = labels.get("verb", "")
         if verb not in MUTATING_VERBS or labels.get("resource") == "endpoints":
@@ -172,7 +173,8 @@ def server_traffic(text: str) -> collections.Counter[str]:
         if name not in ("apiserver_request_total", "apiserver_watch_events_total",
                         "apiserver_watch_events_sizes_sum"):
             continue
-        labels_text, _, value = line.rpartition("} ")
+        labels_text, _, value = line.rpartition("} ") if "{" in line else \
+            line.partition(" ")
         labels = dict(LABEL.findall(labels_text))
         if name == "apiserver_request_total":
             if not labels.get("resource") or labels["resource"] == "endpoints":
@@ -224,11 +226,14 @@ def plane_counts(text: str) -> collections.Counter[str]:
         name = line.split("{", 1)[0].split(" ", 1)[0]
         if name not in PLANE_COUNTERS:
             continue
-        labels_text, _, value = line.rpartition("} ")
+        labels_text, _, value = line.rpartition("} ") if "{" in line else \
+            line.partition(" ")
         labels = dict(LABEL.findall(labels_text))
         where = "hub" if labels.get("cluster") == "hub" else "member"
         if name == "federation_reconcile_total":
             key = f"reconciles {labels.get('controller')} {labels.get('result')}"
+        elif name == "federation_propagation_unchanged_total":
+            key = "propagation fast path"
         elif name == "federation_client_request_duration_seconds_count":
             key = f"requests {where} {labels.get('verb')}"
         else:
@@ -237,7 +242,7 @@ def plane_counts(text: str) -> collections.Counter[str]:
     return counts
 
 
-PLANE_COUNTERS = ("federation_reconcile_total",
+PLANE_COUNTERS = ("federation_reconcile_total", "federation_propagation_unchanged_total",
                   "federation_client_request_duration_seconds_count",
                   "federation_watch_events_total", "federation_watch_events")
 
@@ -249,6 +254,8 @@ def counts_per_template(counts: collections.Counter[str], templates: int
     for key, value in counts.items():
         if key.startswith("reconciles propagation "):
             totals["propagation reconciles"] += value
+        elif key == "propagation fast path":
+            totals["propagation reconciles on the fast path"] += value
         elif key.startswith("requests "):
             totals["API requests (" + key.split()[1] + ")"] += value
         elif key.startswith("watch events "):

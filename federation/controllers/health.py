@@ -36,6 +36,7 @@ on the MemberCluster keep their ``timeAdded``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -274,15 +275,42 @@ def install(mgr: manager.Host, recorder: events.EventSink,
     return health
 
 
+def placement_view(doc: Mapping[str, Any]) -> str:
+    """What placement reads of a MemberCluster besides its capacity, as one string: its
+    labels and spec, its conditions' types and statuses (not their messages or times),
+    the replicas it states it has room for, its deletion."""
+    meta = doc.get("metadata") or {}
+    state = doc.get("status") or {}
+    conditions = sorted((str(c.get("type")), str(c.get("status")))
+                        for c in state.get("conditions") or [] if isinstance(c, dict))
+    return json.dumps([meta.get("uid"), meta.get("labels"), doc.get("spec"), conditions,
+                       state.get("availableReplicas"), meta.get("deletionTimestamp")],
+                      sort_keys=True, default=str)
+
+
 def affects_placement(event: Event) -> bool:
     """A MemberCluster event that can change placements (a capacity refresh alone cannot)."""
     if event.old is None:
         return True
+    return placement_view(event.obj) != placement_view(event.old)
 
-    def view(doc: Mapping[str, Any]) -> tuple[Any, ...]:
-        found = frozenset((c.get("type"), c.get("status"))
-                          for c in (doc.get("status") or {}).get("conditions") or [])
-        return ((doc.get("metadata") or {}).get("labels"), doc.get("spec"), found,
-                (doc.get("metadata") or {}).get("deletionTimestamp"))
 
-    return view(event.obj) != view(event.old)
+class PlacementSeen:
+    """:func:`affects_placement` with a memory of each MemberCluster's last view: an ADDED
+    event (a first list, a relist after a watch expired, a handler added late) showing
+    the view last seen of that cluster requeues nothing. Without it, each member's
+    ADDED requeued every template (30,000 queue adds for 10,000 templates on 3 members),
+    and a relist at any time made every template reconcile again."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str] = {}
+
+    def __call__(self, event: Event) -> bool:
+        name = str((event.obj.get("metadata") or {}).get("name"))
+        if event.type == "DELETED":
+            self._seen.pop(name, None)
+            return True
+        view = placement_view(event.obj)
+        before = self._seen.get(name) if event.old is None else placement_view(event.old)
+        self._seen[name] = view
+        return before != view

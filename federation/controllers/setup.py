@@ -151,6 +151,7 @@ class Wiring:
         self.reconciler = propagation.Reconciler(
             mgr.client, mgr.clusters, self.kinds, self.recorder, settings,
             on_drift=self._drift_reverted, interpreting=self.interpreting)
+        self.reconciler.on_unchanged = self._unchanged
         self.rounds = room.Rounds(self.reconciler.waiting_for_room, self.schedule_priority)
         self._tracking: set[asyncio.Task[None]] = set()
         self.dependents = propagate_deps.Dependents()
@@ -202,6 +203,10 @@ class Wiring:
             return []
         following = self.rounds.room_appeared()
         return [following] if following is not None else []
+
+    def _unchanged(self) -> None:
+        if self.controller.metrics is not None:
+            self.controller.metrics.unchanged.inc()
 
     def _drift_reverted(self, cluster: str, kind: str) -> None:
         """Counted on the manager's metrics (set on the controller when it is added)."""
@@ -321,7 +326,7 @@ class Wiring:
         # A customization changes what its target kind's templates mean: all re-reconcile.
         ctl.watch(api.INTERPRETER_CUSTOMIZATIONS, clusters="hub", map=self.on_anything)
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_anything,
-                  predicate=health.affects_placement)
+                  predicate=health.PlacementSeen())
         ctl.watch(api.MEMBER_CLUSTERS, clusters="hub", map=self.on_summary,
                   predicate=summary_changed)
         # A policy's schedulePriority names one: its value is the templates' priority.

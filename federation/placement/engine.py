@@ -55,6 +55,15 @@ WEIGHT = "weight"
 _ROOMLESS = (policy_.Mode.DUPLICATED, policy_.Mode.STATIC)
 
 
+def room_matters(placement: policy_.Placement) -> bool:
+    """Whether the clusters' availableReplicas can change a decision under ``placement``
+    beyond whether a cluster has an estimate at all (the propagation fast path digests
+    room only then): the dynamic modes divide by it, spread constraints and overflow tiers
+    fill by it; Duplicated and static weights do not look at it (as in Karmada)."""
+    return policy_.mode(placement) not in _ROOMLESS or bool(placement.spread_constraints) \
+        or any(term.overflow_affinities for term in placement.cluster_affinities)
+
+
 @dataclass(frozen=True)
 class Planned:
     """One resource's outcome in a batch: the policy used (if any) and its decision."""

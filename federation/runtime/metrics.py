@@ -64,6 +64,10 @@ class Metrics:
             "Member copies rewritten because a field we wrote was changed there, by cluster "
             "and kind: one that keeps growing is a fight with a member's controller (retain "
             "the field: docs/interpreter.md).", ["cluster", "kind"], registry=self.registry)
+        self.unchanged = Counter(
+            "federation_propagation_unchanged",
+            "Propagation reconciles that stopped on the fast path: nothing the template's "
+            "last settled round read had changed (docs/runtime.md).", registry=self.registry)
         self.loop_stalls = Counter(
             "federation_event_loop_stalls",
             "Wakes of the watchdog more than its threshold (1 s) late; each is logged.",

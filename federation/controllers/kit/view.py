@@ -28,11 +28,14 @@ class Member:
     is_hub: bool
     reachable: bool
     """Engaged and answering (its probe has not failed)."""
+    joined: bool = False
+    """Joined at runtime from its MemberCluster (not a static context): it exists only
+    while that MemberCluster does."""
 
 
 def members_of(clusters: ClusterSet) -> list[Member]:
     """The ClusterSet's members as values (engaged and answering: reachable)."""
-    return [Member(c.name, c.is_hub, c.engaged and c.available is not False)
+    return [Member(c.name, c.is_hub, c.engaged and c.available is not False, c.joined)
             for c in clusters.members]
 
 
@@ -44,8 +47,11 @@ def placement_clusters(registered: Sequence[Mapping[str, Any]], members: Sequenc
     members (``fedctl run --contexts``) and those joined from a MemberCluster's Secret
     alike. A MemberCluster adds what placement reads (labels, location, taints,
     conditions, capacity) to the member of its name; one naming no member of the set is
-    no placement target (nothing here can reach it). A member without one is placed on
-    bare. A member is ready when it is engaged, answers, and its MemberCluster (if any)
+    no placement target (nothing here can reach it). A static member without one is placed
+    on bare. A joined member whose MemberCluster is gone or being deleted is no target:
+    it is leaving (membership has not yet seen the delete), and placing it bare would
+    drop the taints it was leaving under (``fedctl unjoin``) and divide replicas back to
+    it. A member is ready when it is engaged, answers, and its MemberCluster (if any)
     does not say Ready=False; a disabled or misconfigured member is known but not ready.
     """
     docs = {str(doc["metadata"]["name"]): doc for doc in registered}
@@ -54,6 +60,9 @@ def placement_clusters(registered: Sequence[Mapping[str, Any]], members: Sequenc
         if member.is_hub and member.name not in docs:
             continue
         doc = docs.get(member.name)
+        if member.joined and (doc is None or
+                              (doc.get("metadata") or {}).get("deletionTimestamp")):
+            continue
         found.append(hub_clusters.member_cluster(doc, member.reachable) if doc is not None
                      else clusters_.Cluster(name=member.name, ready=member.reachable))
     return found

@@ -45,6 +45,7 @@ from federation.controllers.propagation import (
     eviction,
     eviction_tasks,
     failover,
+    fastpath,
     finalise,
     interpret,
     load_clusters,
@@ -152,6 +153,12 @@ class Reconciler:
         self._arrivals = itertools.count()
         self._denials_reported: set[tuple[str, str]] = set()
         """(policy uid, deny rule) pairs already reported by an event on the policy."""
+        self.static = fastpath.static_value(self.settings, self.hub)
+        """The code and settings every fingerprint covers (:mod:`.fastpath`)."""
+        self.unchanged = 0
+        """Reconciles that stopped on the fast path: nothing they read had changed."""
+        self.on_unchanged: Callable[[], None] | None = None
+        """Told of each (the metric)."""
 
     async def execute(self, dag: plan.Plan, shared: set[str] | None = None) -> plan.Report:
         report = await executor.execute(dag, self.writer, shared or ())
@@ -191,14 +198,17 @@ class Reconciler:
             if template is None:
                 return await self.template_gone(resource, request.name, namespace, binding)
             return None  # its delete, seen by the watch, brings it back here
+        if arrived is None and await self._unchanged(request, resource, binding):
+            return None
         build = Build(template=template, resource=resource, hub=self.hub, binding=binding)
         try:
             build.recorded  # noqa: B018  (read once, here: an unreadable record stops all)
         except bindings.BindingError as exc:
             return await self._report_unreadable(build, exc)
         self.waiting_for_room.pop(request, None)  # until this round says otherwise
+        recording = fastpath.Recording(ctx, resource, template, self.hub)
         try:
-            outcome = await CHAIN.run(ctx, build)
+            outcome = await CHAIN.run(recording, build)
         except Problem as problem:
             self._note_room(request, build, arrived)
             return await self._report_problem(build, problem)
@@ -215,7 +225,19 @@ class Reconciler:
         report = await self.execute(build.dag, build.shared)
         reverted = self._count_drift(report)
         self._settle_budget(build, report, reservation)
-        return await self._record(build, report, outcome.requeue_after, reverted)
+        return await self._record(build, report, outcome.requeue_after, reverted, recording)
+
+    async def _unchanged(self, request: Request, resource: Resource,
+                         binding: ReadOnly | None) -> bool:
+        """The fast path: nothing the last settled round read has changed since
+        (:mod:`.fastpath`), so a full reconcile would write nothing."""
+        if not await fastpath.unchanged(self.context, binding, resource,
+                                        request.namespace or None, request.name, self.static):
+            return False
+        self.unchanged += 1
+        if self.on_unchanged is not None:
+            self.on_unchanged()
+        return True
 
     def _note_room(self, request: Request, build: Build, arrived: int | None) -> None:
         """Remember a template short of room (unschedulable, or pending replicas), keeping
@@ -252,8 +274,8 @@ class Reconciler:
     # -- Record -----------------------------------------------------------------------------
 
     async def _record(self, build: Build, report: plan.Report,
-                      requeue_after: float | None, reverted: Mapping[str, int] | None = None
-                      ) -> Result | None:
+                      requeue_after: float | None, reverted: Mapping[str, int] | None = None,
+                      recording: fastpath.Recording | None = None) -> Result | None:
         failed = {o.vertex.cluster: o.error or "failed" for o in report.failed()
                   if o.vertex.cluster != self.hub}
         removed = [c for c in build.removals if c not in failed
@@ -262,7 +284,8 @@ class Reconciler:
                          - set(build.targets) - set(removed))
         copies_now = record.copies_after(build, report)
         unfollowed = await self._follow_new_copies(build, copies_now)
-        observed = await observations.observe(self.context, build.template, copies_now, failed)
+        observed = await observations.observe(recording or self.context, build.template,
+                                              copies_now, failed)
         conds = record.conditions(build, failed, pending, copies_now, observed)
         assert build.decision is not None
         groups = engine.affinity_groups(build.policy, template_resource(build)) \
@@ -279,26 +302,61 @@ class Reconciler:
                                            if build.own_record is not None else ()),
             drift_reverts=(build.own_record or bindings.BindingRecord()).reverted(
                 reverted or {}, build.targets))
-        writes = self._legacy_marks(build.template)
-        record.add_binding(writes, self.hub, bindings.binding_for(build.template, wanted),
-                           build.binding)
-        template_status = record.template_status_write(build.template, copies_now, conds,
-                                                       observed.aggregated)
-        if template_status is not None:
-            record.add_template_status(writes, self.hub, build.template, template_status)
-        raise_for_hub_failure(await self.execute(writes))
+        # A script that timed out (a busy machine) is asked again: no event may come.
+        # So is a copy whose member's watch could not start yet (its discovery lagged).
+        retry = self.settings.retry_pending if pending or observed.timed_out or unfollowed \
+            else None
+        settled = recording if requeue_after is None and retry is None and \
+            fastpath.settled(build, report) else None
+        await self._write_record(build, bindings.binding_for(build.template, wanted),
+                                 record.template_status_write(build.template, copies_now,
+                                                              conds, observed.aggregated),
+                                 report, settled)
         # Only now: an event never claims a transition the record does not hold.
         await record.emit_transitions(self.recorder, build, conds)
         refused = {o.vertex.cluster for o in report.failed() if o.refused}
         if (set(failed) - refused) or build.unreachable:
             # A refused write cannot succeed on a retry; only a change of inputs requeues it.
             raise copies_failed(build, report, self.hub)
-        # A script that timed out (a busy machine) is asked again: no event may come.
-        # So is a copy whose member's watch could not start yet (its discovery lagged).
-        retry = self.settings.retry_pending if pending or observed.timed_out or unfollowed \
-            else None
         after = [t for t in (requeue_after, retry) if t is not None]
         return Result(requeue_after=min(after)) if after else None
+
+    async def _write_record(self, build: Build, wanted: bindings.JSON,
+                            template_status: bindings.JSON | None, report: plan.Report,
+                            settled: fastpath.Recording | None) -> None:
+        """The template's status and the binding. A settled round (``settled``: its reads)
+        writes the template's status first, so that the binding's fingerprint holds the
+        version that write left (:mod:`.fastpath`); any other writes both at once and
+        leaves no fingerprint (a binding it rewrites loses the old one)."""
+        writes = self._legacy_marks(build.template)
+        if template_status is not None:
+            record.add_template_status(writes, self.hub, build.template, template_status)
+        if settled is not None and build.policy is not None and \
+                not bindings.same_record(build.binding, wanted):  # else nothing to annotate
+            done = plan.Report({})
+            if writes.vertices:
+                done = await self.execute(writes)
+                raise_for_hub_failure(done)
+                writes = plan.Plan()
+            room = engine.room_matters(build.policy.spec.placement)
+            self._fingerprint(build, wanted, settled, room, (report, done))
+        record.add_binding(writes, self.hub, wanted, build.binding)
+        raise_for_hub_failure(await self.execute(writes))
+
+    def _fingerprint(self, build: Build, wanted: bindings.JSON, settled: fastpath.Recording,
+                     room: bool, reports: Sequence[plan.Report]) -> None:
+        """Annotate ``wanted`` with the fingerprint of what this round leaves."""
+        try:
+            found = fastpath.fingerprint(
+                settled, room, self.static,
+                fastpath.template_key(self.hub, build.resource, build.namespace, build.name),
+                wanted, reports)
+        except fastpath.Unsafe as exc:
+            log.debug("%s %s: no fingerprint: %s", build.resource.kind, build.name, exc)
+            return
+        meta = wanted["metadata"]
+        meta["annotations"] = {**(meta.get("annotations") or {}),
+                               fastpath.ANNOTATION: found.annotation()}
 
     async def _follow_new_copies(self, build: Build,
                                  copies: Mapping[str, ReadOnly | None]) -> bool:

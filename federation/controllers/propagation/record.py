@@ -158,10 +158,21 @@ def template_status_write(template: ReadOnly, copies: Mapping[str, ReadOnly | No
     if _shape(current) != _shape(wanted):
         return wanted
     ready = _ready(wanted)
-    if ready and {k: v for k, v in wanted.items() if k != "conditions"} != \
-            {k: v for k, v in current.items() if k != "conditions"}:
+    # Nulls apart: a merge patch's null removes the field, so a status the API server
+    # stored without it is the one this write would leave (no write, no echo to process).
+    if ready and without_nulls({k: v for k, v in wanted.items() if k != "conditions"}) != \
+            without_nulls({k: v for k, v in current.items() if k != "conditions"}):
         return wanted
     return None
+
+
+def without_nulls(value: Any) -> Any:
+    """``value`` without the null fields of its objects (at every depth)."""
+    if isinstance(value, Mapping):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def _ready(state: Mapping[str, Any]) -> bool:

@@ -172,6 +172,7 @@ PLANE_METRICS = "\n".join([
     'federation_client_request_duration_seconds_bucket{cluster="hub",le="0.1",verb="POST"} 7',
     'federation_watch_events_total{cluster="member1",resource="apps/v1/deployments"} 400',
     'federation_watch_events_total{cluster="hub",resource="apps/v1/deployments"} 200',
+    'federation_propagation_unchanged_total 250.0',
 ])
 
 
@@ -182,8 +183,8 @@ def test_plane_counts_per_template() -> None:
     assert counts["reconciles cleanup success"] == 50
     assert dict(bench.counts_per_template(counts, 100)) == {
         "API requests (hub)": 3.0, "API requests (member)": 2.0,
-        "propagation reconciles": 10.0, "watch events (hub)": 2.0,
-        "watch events (member)": 4.0}
+        "propagation reconciles": 10.0, "propagation reconciles on the fast path": 2.5,
+        "watch events (hub)": 2.0, "watch events (member)": 4.0}
 
 
 def test_server_traffic_counts_every_verb_and_the_watch_events_sent() -> None:

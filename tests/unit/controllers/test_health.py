@@ -166,3 +166,21 @@ async def test_a_left_member_is_forgotten_through_the_leave_listener() -> None:
     controller._capacity_at["member1"] = 5.0
     await mc.clusters.leave("member1")
     assert "member1" not in controller._capacity_at and "member1" not in mc.clusters.clusters
+
+
+def test_a_relisted_member_cluster_with_the_view_last_seen_requeues_nothing() -> None:
+    """A first ADDED requeues; the same view ADDED again (a relist) does not; a changed one
+    does, and so does an ADDED after the cluster was deleted."""
+    seen = health.PlacementSeen()
+    ready = member({"conditions": [{"type": "Ready", "status": "True", "message": "a"}],
+                    "resourceSummary": {"allocated": {"pods": "1"}}})
+    assert seen(event(ready, None))
+    relisted = member({"conditions": [{"type": "Ready", "status": "True", "message": "b"}],
+                       "resourceSummary": {"allocated": {"pods": "2"}}})
+    assert not seen(event(relisted, None))
+    labelled = {**relisted, "metadata": {"name": "member2", "labels": {"tier": "gold"}}}
+    assert seen(event(labelled, None))
+    stated = member({"conditions": [], "availableReplicas": 4})
+    assert seen(event(stated, labelled))
+    assert seen(Event("DELETED", "hub", api.MEMBER_CLUSTERS, stated, None))
+    assert seen(event(stated, None))

@@ -48,3 +48,14 @@ def test_the_hub_is_a_target_only_when_it_has_a_member_cluster() -> None:
     hub = Member("hub", True, True)
     assert placement_clusters([], [hub]) == []
     assert [c.name for c in placement_clusters([member_cluster("hub")], [hub])] == ["hub"]
+
+
+def test_a_joined_member_whose_member_cluster_is_gone_or_going_is_no_target() -> None:
+    """It is leaving: membership has not processed the delete yet. Placed bare, it would
+    lose the taints it was leaving under and get replicas divided back to it."""
+    going = member_cluster("edge")
+    going["metadata"]["deletionTimestamp"] = "2026-11-27T11:12:09Z"
+    static, joined = Member("member1", False, True), Member("edge", False, True, joined=True)
+    assert [c.name for c in placement_clusters([], [static, joined])] == ["member1"]
+    assert [c.name for c in placement_clusters([going], [static, joined])] == ["member1"]
+    assert [c.name for c in placement_clusters([member_cluster("edge")], [joined])] == ["edge"]

@@ -98,6 +98,22 @@ def test_ready_template_is_rewritten_when_its_counts_change() -> None:
     assert record.template_status_write(template, scaled, conds(True)) is not None
 
 
+def test_a_status_stored_without_its_null_fields_is_not_written_again() -> None:
+    """An AggregateStatus script's answer may hold nulls; the API server keeps no null
+    field of a merge patch, so the status it stored without them is the one the write
+    would leave: none is sent again (and no echo is processed)."""
+    template = {**deployment(), "status": {}}
+    aggregated = {"phase": "Running", "message": None, "nested": {"a": 1, "b": None}}
+    first = record.template_status_write(template, {"m": ready_copy(2)}, conds(True),
+                                         aggregated)
+    assert first is not None and first.get("message", "absent") is None
+    template["status"] = record.without_nulls(first)  # as the server stored it
+    assert record.template_status_write(template, {"m": ready_copy(2)}, conds(True),
+                                        aggregated) is None
+    assert record.template_status_write(template, {"m": ready_copy(2)}, conds(True),
+                                        {**aggregated, "phase": "Failed"}) is not None
+
+
 def test_a_problem_appearing_is_written_even_before_ready() -> None:
     """Applied turning False on a not-yet-ready template is written (a problem appeared),
     although readiness itself has not changed."""
