@@ -311,7 +311,7 @@ async def test_a_reconcile_reads_each_list_once() -> None:
     resource = r.kinds.resource("ConfigMap")
     assert resource is not None
     recording = fastpath.Recording(r.context, resource, template, "hub")
-    recording._inner = type("Inner", (), {"list": staticmethod(counted)})()  # type: ignore[assignment]
+    recording._inner = type("Inner", (), {"list": staticmethod(counted)})()
     first = await recording.list(api.INTERPRETER_CUSTOMIZATIONS)
     first.append({})  # a caller's own list: the next one is not changed by it
     assert await recording.list(api.INTERPRETER_CUSTOMIZATIONS) == first[:-1]
