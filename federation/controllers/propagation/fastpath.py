@@ -99,7 +99,9 @@ def digest(value: Any) -> str:
 
 
 def list_value(items: Iterable[Mapping[str, Any]]) -> str:
-    return digest(sorted(version(item) for item in items))
+    # Versions hold no newline (uids and resourceVersions are tokens): joined, no JSON.
+    text = "\n".join(sorted(version(item) for item in items))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def members_value(members: Sequence[Member]) -> str:
