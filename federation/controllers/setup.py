@@ -53,7 +53,7 @@ import asyncio
 import dataclasses
 import logging
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from federation.contexts import client as kube
@@ -185,6 +185,8 @@ class Wiring:
         template, of a kind we follow."""
         if event.initial or event.old is None:
             return []
+        if _triggered_at(event.obj) == _triggered_at(event.old):
+            return []  # the common case, without parsing the old version (memoised: latest)
         new, old = bindings.read(event.obj), bindings.read(event.old)
         if new is None or old is None or new.behaviour.reschedule_triggered_at == \
                 old.behaviour.reschedule_triggered_at:
@@ -472,3 +474,9 @@ def _cleanup(mgr: manager.Fleet, wiring: Wiring,
     leftovers.watch(api.RESOURCE_BINDINGS, clusters="hub")
     leftovers.watch(api.CLUSTER_RESOURCE_BINDINGS, clusters="hub")
     return leftovers
+
+
+def _triggered_at(binding: Mapping[str, Any]) -> Any:
+    """The raw ``spec.rescheduleTriggeredAt`` (the parsed record says the same or fails)."""
+    spec = binding.get("spec")
+    return spec.get("rescheduleTriggeredAt") if isinstance(spec, Mapping) else None

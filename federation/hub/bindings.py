@@ -606,19 +606,23 @@ def replaced(binding: Mapping[str, Any], record: BindingRecord) -> JSON:
     return {**binding, **record.to_obj()}
 
 
-def same_record(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+def same_record(current: Mapping[str, Any] | None, wanted: Mapping[str, Any],
+                wanted_record: BindingRecord | None = None) -> bool:
     """Whether writing ``wanted`` over ``current`` would change what anyone acts on: the
     spec, the labels, each condition's type, status and reason, and per cluster whether the
     copy is applied and its error, and the drift revert counts (a revert is news: the
     write of the copy happened already). Members' status fields and messages alone never cause a
-    write (they are refreshed with the next write that happens): see the write budget."""
+    write (they are refreshed with the next write that happens): see the write budget.
+    ``wanted_record``: the record ``wanted`` was built from (:func:`binding_for`), when the
+    caller has it; else ``wanted`` is parsed."""
     if current is None:
         return False
     if (current.get("metadata", {}).get("labels") or {}) != wanted["metadata"]["labels"]:
         return False
     try:
         # ``current`` is the cached binding (memoised); ``wanted`` is new, parsed here.
-        have, want = cached(current), BindingRecord.of(wanted)
+        have = cached(current)
+        want = wanted_record if wanted_record is not None else BindingRecord.of(wanted)
     except BindingError:
         return False  # never reached by propagation, which stops on an unreadable record
     return have.spec_obj() == want.spec_obj() and _significant(have) == _significant(want)

@@ -62,17 +62,17 @@ from federation.hub import rollouts as hub_rollouts
 
 ANNOTATION = "federation.io/reconciled-inputs"
 """On the binding: the reads of the last settled round and the digest of their values."""
-FORMAT = "f1"
+FORMAT = "f2"
 MAX_READS = 64
 """Reads a fingerprint may list (a template carrying many dependencies goes the full way)."""
 MAX_ANNOTATION = 8192
 """Bytes of annotation read, and of JSON it may decompress to (8 times as many)."""
 
 BINDING_KINDS = (api.RESOURCE_BINDINGS, api.CLUSTER_RESOURCE_BINDINGS)
-READABLE: tuple[Resource, ...] = (
+READABLE: frozenset[Resource] = frozenset((
     *api.POLICY_RESOURCES, api.MEMBER_CLUSTERS, api.INTERPRETER_CUSTOMIZATIONS,
     api.PRIORITY_CLASSES, api.CRDS, hub_rollouts.RECONFIGURE_POLICIES, NAMESPACES,
-    *dependencies.KINDS.values())
+    *dependencies.KINDS.values()))
 """What the chain reads besides the template's own kind (its copies): a key naming any
 other resource is refused at both ends."""
 
@@ -99,7 +99,9 @@ def digest(value: Any) -> str:
 
 
 def list_value(items: Iterable[Mapping[str, Any]]) -> str:
-    return digest(sorted(version(item) for item in items))
+    # Versions hold no newline (uids and resourceVersions are tokens): joined, no JSON.
+    text = "\n".join(sorted(version(item) for item in items))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def members_value(members: Sequence[Member]) -> str:
@@ -158,6 +160,10 @@ class Recording:
         its binding digests them (:func:`fingerprint`)."""
         self.cluster_docs: list[ReadOnly] | None = None
         self.unsafe: str | None = None
+        self._listed: dict[tuple[Resource, str | None], list[ReadOnly]] = {}
+        """Each list this reconcile made: the chain lists the same hub kinds many times
+        (the customizations once per interpreter question), and one reconcile reads one
+        state of them."""
 
     @property
     def hub(self) -> str:
@@ -212,12 +218,17 @@ class Recording:
         return found
 
     async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
+        listed = self._listed.get((resource, namespace))
+        if listed is not None:
+            return list(listed)
         allowed = self._allowed(resource)
         try:
             found = await self._inner.list(resource, namespace)
         except BaseException:
             self.unsafe = "a read failed"
             raise
+        self._listed[(resource, namespace)] = found
+        found = list(found)
         if resource == api.MEMBER_CLUSTERS:
             self.cluster_docs = found  # digested at the end: the policy says what counts
         elif allowed:
@@ -245,16 +256,27 @@ class Recording:
 
 @dataclasses.dataclass(frozen=True)
 class Fingerprint:
-    """What the annotation holds: the reads (keys), the room flag, the digest."""
+    """What the annotation holds: the reads (keys), the room flag, the digest, and a short
+    check of each read's value (:func:`check`, in the keys' order) so that a reconcile
+    whose inputs changed stops comparing at the first that differs (a burst's status round
+    finds its copies changed) instead of reading and digesting every one."""
 
     keys: tuple[Key, ...]
     room: bool
     value: str
+    checks: tuple[str, ...] = ()
 
     def annotation(self) -> str:
         body = json.dumps({"k": [list(k) for k in self.keys], "r": self.room,
-                           "d": self.value}, separators=(",", ":")).encode()
+                           "d": self.value, "c": list(self.checks)},
+                          separators=(",", ":")).encode()
         return f"{FORMAT}.{base64.b64encode(zlib.compress(body, 9)).decode()}"
+
+
+def check(value: str) -> str:
+    """A read's short check: 32 bits of its value's hash. It only says early that a value
+    changed; equal checks prove nothing, the digest over every value decides."""
+    return hashlib.sha256(value.encode()).hexdigest()[:8]
 
 
 def written_versions(reports: Iterable[plan.Report]) -> dict[tuple[str, ...], str]:
@@ -324,7 +346,8 @@ def record_value(binding: Mapping[str, Any]) -> str:
 
 
 def fingerprint(recording: Recording, room: bool, static: str, template_key: Key,
-                wanted: Mapping[str, Any], reports: Iterable[plan.Report]) -> Fingerprint:
+                wanted: Mapping[str, Any], wanted_record: bindings.BindingRecord,
+                reports: Iterable[plan.Report]) -> Fingerprint:
     """The fingerprint of the state this settled round leaves (raises :class:`Unsafe`)."""
     if recording.unsafe is not None:
         raise Unsafe(recording.unsafe)
@@ -341,9 +364,10 @@ def fingerprint(recording: Recording, room: bool, static: str, template_key: Key
     if len(keys) > MAX_READS or template_key not in reads:
         raise Unsafe("too many reads")
     labels = (wanted.get("metadata") or {}).get("labels") or {}
-    record = digest([labels, bindings.BindingRecord.of(wanted).to_obj()])
+    record = digest([labels, wanted_record.to_obj()])  # what record_value will read
     return Fingerprint(keys, room, digest([static, record, [[list(k), reads[k]]
-                                                            for k in keys]]))
+                                                            for k in keys]]),
+                       tuple(check(reads[k]) for k in keys))
 
 
 def parse(binding: Mapping[str, Any], resource: Resource, namespace: str | None,
@@ -363,7 +387,8 @@ def parse(binding: Mapping[str, Any], resource: Resource, namespace: str | None,
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("r"), bool) or \
             not isinstance(doc.get("d"), str) or not isinstance(doc.get("k"), list) or \
-            len(doc["k"]) > MAX_READS:
+            len(doc["k"]) > MAX_READS or not isinstance(doc.get("c"), list) or \
+            len(doc["c"]) != len(doc["k"]) or not all(isinstance(c, str) for c in doc["c"]):
         return None
     keys = []
     for item in doc["k"]:
@@ -371,7 +396,7 @@ def parse(binding: Mapping[str, Any], resource: Resource, namespace: str | None,
                 not valid_key(tuple(item), resource, namespace, hub):
             return None
         keys.append(tuple(item))
-    return Fingerprint(tuple(keys), doc["r"], doc["d"])
+    return Fingerprint(tuple(keys), doc["r"], doc["d"], tuple(doc["c"]))
 
 
 def required(record: bindings.BindingRecord, hub: str, resource: Resource,
@@ -455,8 +480,19 @@ async def unchanged(ctx: TransformContext, binding: Mapping[str, Any] | None,
         if not required(bindings.cached(binding), ctx.hub, resource, namespace, name) <= \
                 set(found.keys):
             return False
-        values = [[list(key), await current(ctx, key, found.room, resource)]
-                  for key in found.keys]
+        now: dict[Key, str] = {}
+        for index in sorted(range(len(found.keys)), key=lambda i: _likely(found.keys[i])):
+            key = found.keys[index]
+            now[key] = await current(ctx, key, found.room, resource)
+            if check(now[key]) != found.checks[index]:
+                return False  # changed: no need to read the rest
     except (bindings.BindingError, ClientError, NotGranted):
         return False
+    values = [[list(key), now[key]] for key in found.keys]
     return digest([static, record, values]) == found.value
+
+
+def _likely(key: Key) -> int:
+    """The order :func:`unchanged` reads in: what changes most often first (the copies,
+    whose status members move; the template), the lists and the clusters last."""
+    return {"copy": 0, "get": 1, "members": 2, "list": 3}.get(key[0], 4)

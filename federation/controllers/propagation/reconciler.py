@@ -308,7 +308,7 @@ class Reconciler:
             else None
         settled = recording if requeue_after is None and retry is None and \
             fastpath.settled(build, report) else None
-        await self._write_record(build, bindings.binding_for(build.template, wanted),
+        await self._write_record(build, wanted,
                                  record.template_status_write(build.template, copies_now,
                                                               conds, observed.aggregated),
                                  report, settled)
@@ -321,36 +321,39 @@ class Reconciler:
         after = [t for t in (requeue_after, retry) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
-    async def _write_record(self, build: Build, wanted: bindings.JSON,
+    async def _write_record(self, build: Build, wanted_record: bindings.BindingRecord,
                             template_status: bindings.JSON | None, report: plan.Report,
                             settled: fastpath.Recording | None) -> None:
         """The template's status and the binding. A settled round (``settled``: its reads)
         writes the template's status first, so that the binding's fingerprint holds the
         version that write left (:mod:`.fastpath`); any other writes both at once and
         leaves no fingerprint (a binding it rewrites loses the old one)."""
+        wanted = bindings.binding_for(build.template, wanted_record)
+        same = bindings.same_record(build.binding, wanted, wanted_record)
         writes = self._legacy_marks(build.template)
         if template_status is not None:
             record.add_template_status(writes, self.hub, build.template, template_status)
-        if settled is not None and build.policy is not None and \
-                not bindings.same_record(build.binding, wanted):  # else nothing to annotate
+        if settled is not None and build.policy is not None and not same:
+            # (the same record: no binding write, so nothing to annotate)
             done = plan.Report({})
             if writes.vertices:
                 done = await self.execute(writes)
                 raise_for_hub_failure(done)
                 writes = plan.Plan()
             room = engine.room_matters(build.policy.spec.placement)
-            self._fingerprint(build, wanted, settled, room, (report, done))
-        record.add_binding(writes, self.hub, wanted, build.binding)
+            self._fingerprint(build, wanted, wanted_record, settled, room, (report, done))
+        record.add_binding(writes, self.hub, wanted, build.binding, same)
         raise_for_hub_failure(await self.execute(writes))
 
-    def _fingerprint(self, build: Build, wanted: bindings.JSON, settled: fastpath.Recording,
+    def _fingerprint(self, build: Build, wanted: bindings.JSON,
+                     wanted_record: bindings.BindingRecord, settled: fastpath.Recording,
                      room: bool, reports: Sequence[plan.Report]) -> None:
         """Annotate ``wanted`` with the fingerprint of what this round leaves."""
         try:
             found = fastpath.fingerprint(
                 settled, room, self.static,
                 fastpath.template_key(self.hub, build.resource, build.namespace, build.name),
-                wanted, reports)
+                wanted, wanted_record, reports)
         except fastpath.Unsafe as exc:
             log.debug("%s %s: no fingerprint: %s", build.resource.kind, build.name, exc)
             return

@@ -129,12 +129,13 @@ def pending_condition(pending: Sequence[str], previous: Sequence[Mapping[str, An
                             previous)
 
 
-def add_binding(writes: plan.Plan, hub: str, wanted: JSON, current: ReadOnly | None) -> None:
+def add_binding(writes: plan.Plan, hub: str, wanted: JSON, current: ReadOnly | None,
+                same: bool | None = None) -> None:
     """Create the binding, replace it (a PUT with the cached version: a concurrent change is
-    a 409 and a retry), or nothing when it would say the same."""
+    a 409 and a retry), or nothing when it would say the same (``same``: already known)."""
     if current is None:
         writes.add(plan.Vertex(hub, plan.Action.CREATE, wanted, reason="record"))
-    elif not bindings.same_record(current, wanted):
+    elif not (same if same is not None else bindings.same_record(current, wanted)):
         version = current["metadata"].get("resourceVersion")
         replacement = {**wanted, "metadata": {**wanted["metadata"], "resourceVersion": version}}
         writes.add(plan.Vertex(hub, plan.Action.UPDATE, replacement, reason="record"))

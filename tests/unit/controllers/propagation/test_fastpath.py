@@ -17,6 +17,7 @@ import pytest
 from federation.contexts.client import ClientError
 from federation.controllers import propagation
 from federation.controllers.propagation import fastpath
+from federation.hub import api
 from federation.placement import engine
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
@@ -225,8 +226,10 @@ async def test_a_round_that_is_not_settled_leaves_no_fingerprint() -> None:
     assert await again(mc, r)
 
 
-def forged(keys: list[list[str]], value: str = "0" * 32) -> str:
-    body = json.dumps({"k": keys, "r": False, "d": value}).encode()
+def forged(keys: list[list[str]], value: str = "0" * 32, checks: list[str] | None = None
+           ) -> str:
+    body = json.dumps({"k": keys, "r": False, "d": value,
+                       "c": ["0" * 8] * len(keys) if checks is None else checks}).encode()
     return f"{fastpath.FORMAT}.{base64.b64encode(zlib.compress(body)).decode()}"
 
 
@@ -240,6 +243,7 @@ def forged(keys: list[list[str]], value: str = "0" * 32) -> str:
     forged([["copy", "hub", "/v1/configmaps/ConfigMap/1", "shop", "a"]]),
     forged([["get", "nowhere", "/v1/configmaps/ConfigMap/1", "shop", "a"]]),
     "f1." + base64.b64encode(zlib.compress(b"[" * 70000)).decode()[:9000],
+    forged([["members"], ["clusters"]], checks=["0" * 8]),  # a check short
 ])
 async def test_a_fingerprint_we_would_not_write_is_not_taken(annotation: str) -> None:
     mc, r = await settled_fleet()
@@ -262,8 +266,56 @@ async def test_a_forged_fingerprint_leaving_out_the_policies_is_not_taken() -> N
                              [[list(key), fastpath.version(template)]]])
     edit(mc, "hub", "ResourceBinding", "a-configmap", "shop",
          lambda b: b["metadata"]["annotations"].update(
-             {fastpath.ANNOTATION: forged([list(key)], value)}))
+             {fastpath.ANNOTATION: forged([list(key)], value,
+                                          [fastpath.check(fastpath.version(template))])}))
     assert not await again(mc, r)
+
+
+class ListsRefused:
+    """A context whose lists fail the test: :func:`fastpath.unchanged` must not get there."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def list(self, *args: Any) -> Any:
+        raise AssertionError("listed after a changed copy")
+
+
+async def test_a_changed_copy_stops_the_comparison_before_any_list() -> None:
+    """The copies are compared first, each by its short check: a burst's status round
+    (every copy's status moved) reads no policy, override or customization list."""
+    mc, r = await settled_fleet()
+    resource = r.kinds.resource("ConfigMap")
+    assert resource is not None
+    edit(mc, "member2", "ConfigMap", "a", "shop", lambda c: c.update(data={"k": "drift"}))
+    assert not await fastpath.unchanged(ListsRefused(r.context), binding(mc), resource,
+                                        "shop", "a", r.static)
+
+
+async def test_a_reconcile_reads_each_list_once() -> None:
+    """The chain asks for the customizations at every interpreter question; the recording
+    lists each (kind, namespace) once per reconcile and hands out the same state."""
+    mc, r = await settled_fleet()
+    calls: list[Any] = []
+    inner_list = r.context.list
+
+    async def counted(resource: Any, namespace: str | None = None) -> Any:
+        calls.append((resource.kind, namespace))
+        return await inner_list(resource, namespace)
+
+    template = mc.find("hub", "ConfigMap", "a", "shop")
+    assert template is not None
+    resource = r.kinds.resource("ConfigMap")
+    assert resource is not None
+    recording = fastpath.Recording(r.context, resource, template, "hub")
+    recording._inner = type("Inner", (), {"list": staticmethod(counted)})()
+    first = await recording.list(api.INTERPRETER_CUSTOMIZATIONS)
+    first.append({})  # a caller's own list: the next one is not changed by it
+    assert await recording.list(api.INTERPRETER_CUSTOMIZATIONS) == first[:-1]
+    assert calls == [("ResourceInterpreterCustomization", None)]
 
 
 def divided_deployment_policy(clusters: list[str]) -> JSON:
