@@ -160,10 +160,6 @@ class Recording:
         its binding digests them (:func:`fingerprint`)."""
         self.cluster_docs: list[ReadOnly] | None = None
         self.unsafe: str | None = None
-        self._listed: dict[tuple[Resource, str | None], list[ReadOnly]] = {}
-        """Each list this reconcile made: the chain lists the same hub kinds many times
-        (the customizations once per interpreter question), and one reconcile reads one
-        state of them."""
 
     @property
     def hub(self) -> str:
@@ -218,17 +214,12 @@ class Recording:
         return found
 
     async def list(self, resource: Resource, namespace: str | None = None) -> list[ReadOnly]:
-        listed = self._listed.get((resource, namespace))
-        if listed is not None:
-            return list(listed)
         allowed = self._allowed(resource)
         try:
             found = await self._inner.list(resource, namespace)
         except BaseException:
             self.unsafe = "a read failed"
             raise
-        self._listed[(resource, namespace)] = found
-        found = list(found)
         if resource == api.MEMBER_CLUSTERS:
             self.cluster_docs = found  # digested at the end: the policy says what counts
         elif allowed:

@@ -321,14 +321,19 @@ class Reconciler:
         after = [t for t in (requeue_after, retry) if t is not None]
         return Result(requeue_after=min(after)) if after else None
 
-    async def _write_record(self, build: Build, wanted_record: bindings.BindingRecord,
+    async def _write_record(self, build: Build, built: bindings.BindingRecord,
                             template_status: bindings.JSON | None, report: plan.Report,
                             settled: fastpath.Recording | None) -> None:
         """The template's status and the binding. A settled round (``settled``: its reads)
         writes the template's status first, so that the binding's fingerprint holds the
         version that write left (:mod:`.fastpath`); any other writes both at once and
         leaves no fingerprint (a binding it rewrites loses the old one)."""
-        wanted = bindings.binding_for(build.template, wanted_record)
+        wanted = bindings.binding_for(build.template, built)
+        # Parsed back once for both uses (it was up to three times): same_record and the
+        # fingerprint compare what a reader of the written binding parses. Comparing the
+        # record as built, with no parse, was undone together with a list memo after a CI
+        # failure (docs/runtime.md, "More cuts"); which of the two caused it is untested.
+        wanted_record = bindings.BindingRecord.of(wanted)
         same = bindings.same_record(build.binding, wanted, wanted_record)
         writes = self._legacy_marks(build.template)
         if template_status is not None:

@@ -17,7 +17,6 @@ import pytest
 from federation.contexts.client import ClientError
 from federation.controllers import propagation
 from federation.controllers.propagation import fastpath
-from federation.hub import api
 from federation.placement import engine
 from federation.placement import policy as policy_
 from federation.placement import resources as resources_
@@ -293,29 +292,6 @@ async def test_a_changed_copy_stops_the_comparison_before_any_list() -> None:
     edit(mc, "member2", "ConfigMap", "a", "shop", lambda c: c.update(data={"k": "drift"}))
     assert not await fastpath.unchanged(ListsRefused(r.context), binding(mc), resource,
                                         "shop", "a", r.static)
-
-
-async def test_a_reconcile_reads_each_list_once() -> None:
-    """The chain asks for the customizations at every interpreter question; the recording
-    lists each (kind, namespace) once per reconcile and hands out the same state."""
-    mc, r = await settled_fleet()
-    calls: list[Any] = []
-    inner_list = r.context.list
-
-    async def counted(resource: Any, namespace: str | None = None) -> Any:
-        calls.append((resource.kind, namespace))
-        return await inner_list(resource, namespace)
-
-    template = mc.find("hub", "ConfigMap", "a", "shop")
-    assert template is not None
-    resource = r.kinds.resource("ConfigMap")
-    assert resource is not None
-    recording = fastpath.Recording(r.context, resource, template, "hub")
-    recording._inner = type("Inner", (), {"list": staticmethod(counted)})()
-    first = await recording.list(api.INTERPRETER_CUSTOMIZATIONS)
-    first.append({})  # a caller's own list: the next one is not changed by it
-    assert await recording.list(api.INTERPRETER_CUSTOMIZATIONS) == first[:-1]
-    assert calls == [("ResourceInterpreterCustomization", None)]
 
 
 def divided_deployment_policy(clusters: list[str]) -> JSON:
