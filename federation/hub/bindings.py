@@ -613,8 +613,8 @@ def same_record(current: Mapping[str, Any] | None, wanted: Mapping[str, Any],
     copy is applied and its error, and the drift revert counts (a revert is news: the
     write of the copy happened already). Members' status fields and messages alone never cause a
     write (they are refreshed with the next write that happens): see the write budget.
-    ``wanted_record``: the record ``wanted`` was built from (:func:`binding_for`), when the
-    caller has it; else ``wanted`` is parsed."""
+    ``wanted_record``: ``wanted`` already parsed (:meth:`BindingRecord.of`) by a caller
+    that needs the parse too; else it is parsed here."""
     if current is None:
         return False
     if (current.get("metadata", {}).get("labels") or {}) != wanted["metadata"]["labels"]:

@@ -77,6 +77,9 @@ READABLE: frozenset[Resource] = frozenset((
 other resource is refused at both ends."""
 
 Key = tuple[str, ...]
+_READ_ORDER = {"copy": 0, "get": 1, "members": 2, "list": 3}
+"""The order :func:`unchanged` reads in, by key kind: what changes most often first (the
+copies, whose status members move; the template), the lists and the clusters last."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -337,11 +340,14 @@ def record_value(binding: Mapping[str, Any]) -> str:
 
 
 def fingerprint(recording: Recording, room: bool, static: str, template_key: Key,
-                wanted: Mapping[str, Any], wanted_record: bindings.BindingRecord,
+                wanted: Mapping[str, Any], wanted_record: bindings.BindingRecord | None,
                 reports: Iterable[plan.Report]) -> Fingerprint:
-    """The fingerprint of the state this settled round leaves (raises :class:`Unsafe`)."""
+    """The fingerprint of the state this settled round leaves (raises :class:`Unsafe`);
+    ``wanted_record`` is ``wanted`` parsed (None: it does not parse)."""
     if recording.unsafe is not None:
         raise Unsafe(recording.unsafe)
+    if wanted_record is None:
+        raise Unsafe("the binding to write does not parse")
     reads = dict(recording.reads)
     reads.update((key, value(found)) for key, (value, found) in recording.lists.items())
     if recording.cluster_docs is not None:
@@ -472,7 +478,8 @@ async def unchanged(ctx: TransformContext, binding: Mapping[str, Any] | None,
                 set(found.keys):
             return False
         now: dict[Key, str] = {}
-        for index in sorted(range(len(found.keys)), key=lambda i: _likely(found.keys[i])):
+        for index in sorted(range(len(found.keys)),
+                            key=lambda i: _READ_ORDER.get(found.keys[i][0], 4)):
             key = found.keys[index]
             now[key] = await current(ctx, key, found.room, resource)
             if check(now[key]) != found.checks[index]:
@@ -482,8 +489,3 @@ async def unchanged(ctx: TransformContext, binding: Mapping[str, Any] | None,
     values = [[list(key), now[key]] for key in found.keys]
     return digest([static, record, values]) == found.value
 
-
-def _likely(key: Key) -> int:
-    """The order :func:`unchanged` reads in: what changes most often first (the copies,
-    whose status members move; the template), the lists and the clusters last."""
-    return {"copy": 0, "get": 1, "members": 2, "list": 3}.get(key[0], 4)

@@ -333,7 +333,10 @@ class Reconciler:
         # fingerprint compare what a reader of the written binding parses. Comparing the
         # record as built, with no parse, was undone together with a list memo after a CI
         # failure (docs/runtime.md, "More cuts"); which of the two caused it is untested.
-        wanted_record = bindings.BindingRecord.of(wanted)
+        try:
+            wanted_record: bindings.BindingRecord | None = bindings.BindingRecord.of(wanted)
+        except bindings.BindingError:
+            wanted_record = None  # as before: not the same record, and no fingerprint
         same = bindings.same_record(build.binding, wanted, wanted_record)
         writes = self._legacy_marks(build.template)
         if template_status is not None:
@@ -351,7 +354,8 @@ class Reconciler:
         raise_for_hub_failure(await self.execute(writes))
 
     def _fingerprint(self, build: Build, wanted: bindings.JSON,
-                     wanted_record: bindings.BindingRecord, settled: fastpath.Recording,
+                     wanted_record: bindings.BindingRecord | None,
+                     settled: fastpath.Recording,
                      room: bool, reports: Sequence[plan.Report]) -> None:
         """Annotate ``wanted`` with the fingerprint of what this round leaves."""
         try:
