@@ -234,6 +234,9 @@ def plane_counts(text: str) -> collections.Counter[str]:
             key = f"reconciles {labels.get('controller')} {labels.get('result')}"
         elif name == "federation_propagation_unchanged_total":
             key = "propagation fast path"
+        elif name == "federation_gc_cpu_seconds_total":
+            counts["collector CPU us"] += int(float(value) * 1e6)
+            continue
         elif name == "federation_client_request_duration_seconds_count":
             key = f"requests {where} {labels.get('verb')}"
         else:
@@ -243,6 +246,7 @@ def plane_counts(text: str) -> collections.Counter[str]:
 
 
 PLANE_COUNTERS = ("federation_reconcile_total", "federation_propagation_unchanged_total",
+                  "federation_gc_cpu_seconds_total",
                   "federation_client_request_duration_seconds_count",
                   "federation_watch_events_total", "federation_watch_events")
 
@@ -260,6 +264,8 @@ def counts_per_template(counts: collections.Counter[str], templates: int
             totals["API requests (" + key.split()[1] + ")"] += value
         elif key.startswith("watch events "):
             totals["watch events (" + key.split()[2] + ")"] += value
+        elif key == "collector CPU us":
+            totals["garbage collector CPU (us)"] += value
     return [(key, value / templates) for key, value in sorted(totals.items())]
 
 

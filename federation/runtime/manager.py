@@ -226,6 +226,7 @@ class Manager:
         self.metrics = metrics.Metrics()
         self.watchdog = watchdog.LoopWatchdog(self.metrics, self.settings.watchdog)
         self.heap = heap.Heap(self.settings.heap)
+        self.collection_timer = heap.CollectionTimer(self.metrics.observe_collection)
         self.controllers: list[controllers.Controller] = []
         self.runnables: list[tuple[str, Runnable]] = []
         self.cached: list[controllers.Watch] = []
@@ -491,6 +492,7 @@ class Manager:
             await self._serve("health", self.settings.health_probe_bind_address,
                               [("/healthz", self._healthz), ("/readyz", self._readyz)])
             await self._serve_metrics()
+            self.collection_timer.install()
             self.heap.hold()  # the first lists are the heap: no pass over them meanwhile
             for cluster in self.clusters.engaged:
                 self._engage(cluster)
@@ -506,6 +508,7 @@ class Manager:
         finally:
             if self.heap.held:  # stopped before the caches synced
                 self.heap.settle()
+            self.collection_timer.remove()
             await self._shutdown(lost)
         if lost:
             raise LeadershipLost("leadership lost; exiting")

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 
 import pytest
 
 from federation.runtime import heap
+from federation.runtime.metrics import Metrics
 from tests.unit.runtime import virtual
 
 pytestmark = pytest.mark.timeout(30)
@@ -23,6 +25,11 @@ class FakeCollector:
         self.frozen = 0
         self.scanned: list[int] = []
         """Objects each collect() looked at."""
+
+        self.thresholds: tuple[int, ...] = (700, 10, 10)
+
+    def set_threshold(self, *thresholds: int) -> None:
+        self.thresholds = thresholds
 
     def disable(self) -> None:
         self.enabled = False
@@ -85,3 +92,56 @@ def test_settle_without_hold_leaves_the_collector_as_it_was() -> None:
     collector.enabled = False  # someone else's choice (a profiler, a test)
     heap.Heap(collector=collector).settle()
     assert not collector.enabled and collector.frozen == 0
+
+
+def test_settled_collector_is_paced_by_the_settings() -> None:
+    collector = FakeCollector()
+    keeper = heap.Heap(heap.HeapSettings(thresholds=(5000, 7, 3)), collector=collector)
+    keeper.hold()
+    assert collector.thresholds == (700, 10, 10)  # untouched while the caches fill
+    keeper.settle()
+    assert collector.thresholds == (5000, 7, 3)
+    fresh = FakeCollector()
+    heap.Heap(collector=fresh).settle()
+    assert fresh.thresholds == heap.HeapSettings().thresholds == (20_000, 20, 10)
+
+
+def test_collection_timer_reports_each_pass_in_cpu_by_generation() -> None:
+    seen: list[tuple[int, float]] = []
+    now = [10.0]
+    timer = heap.CollectionTimer(lambda g, s: seen.append((g, s)), clock=lambda: now[0])
+    timer("start", {"generation": 0})
+    now[0] += 0.25
+    timer("stop", {"generation": 0, "collected": 3})
+    timer("stop", {"generation": 1})  # a stop without its start is not a pass of ours
+    timer("start", {"generation": 2})
+    now[0] += 1.5
+    timer("stop", {"generation": 2})
+    assert seen == [(0, 0.25), (2, 1.5)]
+
+
+def test_collection_timer_times_real_passes_while_installed() -> None:
+    seen: list[tuple[int, float]] = []
+    timer = heap.CollectionTimer(lambda g, s: seen.append((g, s)))
+    timer.install()
+    timer.install()  # once only
+    try:
+        gc.collect(1)
+    finally:
+        timer.remove()
+    assert timer not in gc.callbacks
+    assert [g for g, _ in seen] == [1] and seen[0][1] >= 0
+    gc.collect(0)
+    assert len(seen) == 1  # removed: not told any more
+
+
+def test_collections_are_counted_on_the_managers_metrics() -> None:
+
+    metrics = Metrics()
+    metrics.observe_collection(0, 0.5)
+    metrics.observe_collection(2, 0.25)
+    metrics.observe_collection(7, 1.0)  # none such: counted with the oldest
+    value = {s.labels["generation"]: s.value for m in metrics.registry.collect()
+             if m.name == "federation_gc_cpu_seconds" for s in m.samples
+             if s.name.endswith("_total")}
+    assert value == {"0": 0.5, "1": 0.0, "2": 1.25}
