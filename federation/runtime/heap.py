@@ -75,7 +75,7 @@ class HeapSettings:
     containers that live on in a cache, so at 700 most of them were promoted by passes that
     could free nothing and scanned again in the older generations: a burst of 500 templates
     spent 1.10 ms of the control plane's CPU per template in the collector, 0.30 at
-    (10,000, 10, 10), 0.15 at these (docs/runtime.md, "The garbage collector")."""
+    (10,000, 10, 10), 0.15-0.23 at these (docs/runtime.md, "The garbage collector")."""
     unfreeze_every: int = 6
     """Every so many passes (an hour at the default interval), the frozen objects are
     scanned too: a reference cycle alive at a freeze and dropped later is freed then."""
@@ -129,7 +129,8 @@ class Heap:
         self.held = True
 
     def settle(self) -> None:
-        """Freeze everything (no pass); automatic collection on again."""
+        """Freeze everything (no pass); automatic collection on again (if :meth:`hold`
+        turned it off), paced by :attr:`HeapSettings.thresholds`."""
         self._pass(full=False, collect=False)
         self.collector.set_threshold(*self.settings.thresholds)
         if self.held:

@@ -150,13 +150,16 @@ def seen_unhealthy(copy: list[tuple[float, dict[str, Any]]], polled_at: float) -
     machine). Then the poll's moment stands in: it is no earlier than the real one, so a
     move measured from it is no longer than the real move and the toleration check stays
     sound (it can only fail, never pass, wrongly)."""
+    def first_seen() -> float | None:
+        return next((at for at, obj in copy
+                     if not (obj.get("status") or {}).get("readyReplicas")), None)
+
     try:
-        wait_for(lambda: any(not (obj.get("status") or {}).get("readyReplicas")
-                             for _, obj in copy), timeout=10, what="the unhealthy copy watched")
+        found: float = wait_for(first_seen, timeout=10, what="the unhealthy copy watched")
     except AssertionError:
         print("\nthe copy's watch missed the unhealthy version: measured from the poll")
         return polled_at
-    return next(at for at, obj in copy if not (obj.get("status") or {}).get("readyReplicas"))
+    return found
 
 
 def member_ready(fleet: TestFleet, name: str) -> bool:

@@ -25,7 +25,6 @@ class FakeCollector:
         self.frozen = 0
         self.scanned: list[int] = []
         """Objects each collect() looked at."""
-
         self.thresholds: tuple[int, ...] = (700, 10, 10)
 
     def set_threshold(self, *thresholds: int) -> None:
