@@ -451,7 +451,7 @@ def _work_server(work_bind_address: str, work_hosts: str,
 
     def renews(cluster: str) -> str | None:
         peers = mgr.peers
-        return "no shard yet" if peers is None else peers.holds(renewal_key(cluster))
+        return "no shard yet" if peers is None else peers.permit(renewal_key(cluster))
 
     work.leading = holding
     work.serving = serving

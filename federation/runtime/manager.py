@@ -240,6 +240,7 @@ class Manager:
         (the leader's fence; with shards, a :class:`~federation.contexts.client.ShardedPermit`
         over it)."""
         self.peers: peers.Peers | None = None
+        self._shard_task: asyncio.Task[None] | None = None
         """This replica's shard, when sharding (set as the manager starts)."""
         self.reviewer: auth.Reviewer | None = None
         self.caches_started = False
@@ -496,6 +497,10 @@ class Manager:
             self.heap.hold()  # the first lists are the heap: no pass over them meanwhile
             for cluster in self.clusters.engaged:
                 self._engage(cluster)
+            if self.peers is not None:
+                # The claim wait runs while the caches list (a lapse before any write only
+                # costs a new claim wait: peers.Peers.permit).
+                self._shard_task = self._spawn(self.peers.run(), "shard membership")
             sync = self._spawn(self._sync(), "cache sync")
             await _first(sync, self._stop)
             self.heap.settle()
@@ -552,10 +557,11 @@ class Manager:
         shard or the leadership was lost."""
         assert self.peers is not None
         self.elector = self._make_elector()
-        self.fence = kube.ShardedPermit(self.peers.holds, self.elector.fence)
+        self.fence = kube.ShardedPermit(self.peers.permit, self.elector.fence)
         for cluster in self.clusters.clusters.values():
             self._adopt(cluster)
-        shard = self._spawn(self.peers.run(), "shard membership")
+        shard = self._shard_task
+        assert shard is not None, "shard membership starts with the cache sync"
         election = self._spawn(self.elector.run(), "leader election")
         for ctl in filter(self._runs_everywhere, self.controllers):
             self._spawn(ctl.run(), f"controller {ctl.name}")

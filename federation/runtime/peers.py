@@ -19,6 +19,15 @@ secret seed kept in one more Lease (``<id>-shard-seed``, an annotation).
 - the key is its shard's by the live set of that round;
 - ``lease_duration`` has passed since it took its shard (**the claim wait**).
 
+Writes ask :meth:`Peers.permit` (the queues ask :meth:`Peers.owns`, which grants
+nothing). A replica whose shard lapses or is taken *before any write was permitted*
+(it is still in its claim wait, or its controllers have not started) has nothing to
+fence: it drops the shard and takes one again (its own Lease first) with a new claim
+wait, instead of exiting. That lets a replica take its shard while its caches first
+list: three replicas listing 10,000 templates each on two cores starve their shard
+rounds for seconds, and a round that misses its renew deadline then costs a new claim
+wait, not the replica.
+
 The claim wait is the handover. Keys move to a shard only when the live set changes: a
 shard taken (its keys come from shards whose holders computed ownership without it) or a
 shard gone (expired: its holder stopped writing ``lease_duration - renew_deadline``
@@ -26,8 +35,8 @@ before anyone judged it gone; released: its holder revoked its permit first). A 
 view without the new shard was read before the new shard's Lease was written, so its
 permit for the moving keys ends within ``renew_deadline`` of that write, earlier than the
 new holder's claim wait. Keys that move are unwritten meanwhile (at most the lease
-duration), never written twice. A replica whose shard lapses or is taken exits, as a
-deposed leader does, and comes back as a new candidate.
+duration), never written twice. A replica whose shard lapses or is taken after a write
+was permitted exits, as a deposed leader does, and comes back as a new candidate.
 
 It must not decide anything else: which controllers are sharded and what a key is are
 the controllers' business (:attr:`federation.runtime.controller.Controller.shard_key`).
@@ -104,6 +113,10 @@ class Peers:
         self._leases: dict[str, JSON] = {}
         self._owners: dict[str, str | None] = {}
         self._claiming = False
+        self.permitted = False
+        """A write was permitted under the shard held now: losing it must end the replica."""
+        self._dropped: str | None = None
+        """The shard given up unclaimed (its Lease still names us): taken again first."""
 
     # -- the permit ------------------------------------------------------------------------
 
@@ -122,7 +135,16 @@ class Peers:
             return f"the key is shard {self._owner(key)}'s, not {self.shard}'s"
         return None
 
+    def permit(self, key: str) -> str | None:
+        """:meth:`holds` for a write about to be sent: a yes is remembered (from then on a
+        lapse ends the replica, since that write may be in flight)."""
+        why = self.holds(key)
+        if why is None:
+            self.permitted = True
+        return why
+
     def owns(self, key: str) -> bool:
+        """Whether ``key`` is this replica's now (a queue's question: permits no write)."""
         return self.holds(key) is None
 
     def _owner(self, key: str) -> str | None:
@@ -143,9 +165,9 @@ class Peers:
         last = -math.inf
         while True:
             started = self.clock()
-            if self.shard is not None and started >= last + self.settings.renew_deadline:
-                self._lose(f"could not renew {self.shard} for "
-                           f"{self.settings.renew_deadline:.0f}s")
+            lapsed = self.shard is not None and started >= last + self.settings.renew_deadline
+            if lapsed and self._lose_or_drop(f"could not renew {self.shard} for "
+                                             f"{self.settings.renew_deadline:.0f}s"):
                 return
             if await self._round(started):
                 last = started
@@ -154,6 +176,8 @@ class Peers:
             wait = self.settings.retry_period
             if self.shard is not None:
                 wait = min(wait, last + self.settings.renew_deadline - self.clock())
+                if not self._claiming:  # the round that claims comes as the wait ends
+                    wait = min(wait, self.claim_from - self.clock())
             await self.sleep(max(wait, 0.0))
 
     async def _round(self, started: float) -> bool:
@@ -166,7 +190,8 @@ class Peers:
                 if self.shard is None:
                     await self._take()
         except (ClientError, TimeoutError) as exc:
-            log.warning("%s: shard round failed: %s", self.identity, exc)
+            log.warning("%s: shard round failed: %s", self.identity,
+                        exc or f"no answer within {self.settings.renew_deadline:.0f}s")
             return False
         if self.shard is None:
             self._publish(started, ())
@@ -232,19 +257,26 @@ class Peers:
         duration = float(spec.get("leaseDurationSeconds") or self.settings.lease_duration)
         return self.clock() - self._observed[name][1] > duration
 
+    def _holder(self, name: str) -> str:
+        return str((self._leases.get(name, {}).get("spec") or {}).get("holderIdentity") or "")
+
     def holders(self) -> set[str]:
         """The identities holding the live shards by the last round (the work server tells
         a pull member's agent how many replicas to stream to)."""
-        return {str((self._leases.get(name, {}).get("spec") or {}).get("holderIdentity") or "")
-                for name in self.view.live} - {""}
+        return {self._holder(name) for name in self.view.live} - {""}
 
     def _live(self) -> tuple[str, ...]:
         return tuple(name for name in self.names if name == self.shard or not self._free(name))
 
     async def _take(self) -> None:
-        for name in self.names:
-            if self._free(name) and await self._write(name, self._leases.get(name)):
-                self.shard = name
+        dropped = self._dropped
+        # A shard dropped unclaimed still names us: take it again first, or its keys would
+        # wait for its expiry while no one holds it.
+        order = sorted(self.names, key=lambda name: name != dropped)
+        for name in order:
+            ours = name == dropped and self._holder(name) == self.identity
+            if (ours or self._free(name)) and await self._write(name, self._leases.get(name)):
+                self.shard, self._dropped, self.permitted = name, None, False
                 # Holders that computed ownership without this shard read its Lease before
                 # our write landed; their permits for the keys moving here end within their
                 # renew deadline of that. Claiming a lease duration after the write's answer
@@ -258,7 +290,7 @@ class Peers:
         lease = await self.client.get(leader.LEASES, name, self.settings.namespace)
         holder = (lease.get("spec") or {}).get("holderIdentity")
         if holder != self.identity:
-            self._lose(f"shard {name} is held by {holder or 'nobody'} now")
+            self._lose_or_drop(f"shard {name} is held by {holder or 'nobody'} now")
             return False
         return await self._write(name, lease)
 
@@ -286,6 +318,24 @@ class Peers:
             return False  # another replica wrote it first
         self._observe(name, written)
         return True
+
+    def _lose_or_drop(self, why: str) -> bool:
+        """The shard is not ours for sure any more: exit if a write was permitted under it
+        (True), else drop it and take one again at the next round (False)."""
+        if self.permitted:
+            self._lose(why)
+            return True
+        log.warning("%s: %s before any write was permitted; taking a shard again",
+                    self.identity, why)
+        self._dropped, self.shard = self.shard, None
+        self.claim_from = math.inf
+        self.view = View()
+        self.lease_writes.until = math.inf
+        if self._claiming:  # queues that unparked keys park them again as workers reach them
+            self._claiming = False
+            for listener in self.listeners:
+                listener()
+        return False
 
     def _lose(self, why: str) -> None:
         self.revoked = why

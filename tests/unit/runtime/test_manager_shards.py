@@ -18,6 +18,7 @@ from tests.unit.runtime.test_peers import Hub, LeaseClient, clock
 pytestmark = pytest.mark.timeout(30)
 
 KEYS = [f"t{i}" for i in range(40)]
+SETTINGS_CLAIM = leader.LeaderSettings().lease_duration
 
 
 def object_key(request: reconcile.Request) -> str:
@@ -127,10 +128,11 @@ def test_a_deposed_leader_exits_and_gives_its_shard_up_at_once(
 
 
 
-def test_the_collector_is_held_while_the_caches_sync(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_collector_is_held_and_the_claim_wait_runs_while_the_caches_sync(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A cold start with slow caches (12 s here): no collector pass over the caches while
-    they list, everything frozen once synced; the shard is taken after the sync (a shard
-    round competing with the lists of a 10,000-template fleet missed its renew deadline)."""
+    they list, everything frozen once synced; the shard is taken as the sync starts, so
+    its claim wait (15 s) ends 3 s after the sync, not 15 s after it."""
 
     async def scenario() -> None:
         hub = Hub()
@@ -142,11 +144,68 @@ def test_the_collector_is_held_while_the_caches_sync(monkeypatch: pytest.MonkeyP
         monkeypatch.setattr(mgr, "_sync", slow_sync)
         running = asyncio.create_task(mgr.run())
         await asyncio.sleep(11)
-        assert mgr.heap.held and mgr.peers is not None and mgr.peers.shard is None
+        assert mgr.heap.held and mgr.peers is not None and mgr.peers.shard is not None
+        assert not done["sharded"]
         await asyncio.sleep(2)
         assert not mgr.heap.held and mgr.heap.passes == 1  # synced: frozen once
-        await asyncio.sleep(17)  # the shard taken at 12 s, claimed 15 s later
+        assert not done["sharded"]  # synced, still in the claim wait
+        await asyncio.sleep(3)  # claimed at 15 s (plus a round)
         assert sorted(done["sharded"]) == sorted(KEYS)
+        assert not mgr.peers.lost.is_set() and not mgr.peers.permitted
+        # A write through the manager's fence is what makes a later lapse fatal.
+        token = kube.WRITING_FOR.set(object_key(reconcile.Request("hub", "ConfigMap", "ns",
+                                                                   KEYS[0])))
+        try:
+            mgr.fence.check("hub", "POST", "/api/v1/namespaces/ns/configmaps")
+        finally:
+            kube.WRITING_FOR.reset(token)
+        assert mgr.peers.permitted
+        mgr.stop()
+        await asyncio.wait_for(running, 40)
+
+    virtual.run(scenario())
+
+
+def test_a_sync_that_starves_the_shard_rounds_costs_a_claim_wait_not_the_replica(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The loop held for 12 s inside the sync (a 10,000-template list on two busy cores):
+    the shard's renew deadline passes with nothing written, so the replica takes its
+    own shard again with a new claim wait instead of exiting, then reconciles its keys."""
+
+    async def scenario() -> None:
+        hub = Hub()
+        mgr, done = sharded_manager(hub, monkeypatch, "r1", rival_leads=True)
+
+        async def starving_sync() -> None:
+            await asyncio.sleep(1)  # the shard is taken meanwhile
+            loop = asyncio.get_running_loop()
+            # Every round is late: the lease client answers only once the sync is over.
+            assert mgr.peers is not None
+            client = mgr.peers.client
+            get = client.get
+
+            async def late_get(*args: Any, **kwargs: Any) -> Any:
+                await asyncio.sleep(max(13 - loop.time(), 0))
+                return await get(*args, **kwargs)
+
+            monkeypatch.setattr(client, "get", late_get)
+            await asyncio.sleep(12)
+            monkeypatch.setattr(client, "get", get)
+
+        monkeypatch.setattr(mgr, "_sync", starving_sync)
+        running = asyncio.create_task(mgr.run())
+        await asyncio.sleep(12)
+        assert mgr.peers is not None
+        taken = mgr.peers.shard
+        await asyncio.sleep(3)
+        assert not mgr.peers.lost.is_set() and not done["sharded"]
+        assert mgr.peers.shard == taken  # its own Lease, taken again
+        assert "before any write was permitted; taking a shard again" in caplog.text
+        await asyncio.sleep(SETTINGS_CLAIM + 3)
+        assert sorted(done["sharded"]) == sorted(KEYS)
+        assert not mgr.peers.lost.is_set()
+        lease = hub.leases[str(taken)]
+        assert lease["spec"]["holderIdentity"] == "r1"
         mgr.stop()
         await asyncio.wait_for(running, 40)
 

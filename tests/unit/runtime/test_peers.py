@@ -42,9 +42,11 @@ class LeaseClient(Unserved):
         self.hub = hub
         self.name = "hub"
         self.fence: kube.WritePermit | None = None
+        self.down = False
+        """This replica alone cannot reach the hub."""
 
     def _reach(self) -> None:
-        if self.hub.down:
+        if self.hub.down or self.down:
             raise kube.ClusterUnavailable("hub", "connection refused")
 
     async def get(self, resource: kube.Resource, name: str, namespace: str | None = None
@@ -176,14 +178,16 @@ def test_a_joining_replica_waits_and_takes_at_most_45_percent() -> None:
 
 
 def test_a_replica_that_cannot_reach_the_hub_stops_writing_and_exits() -> None:
-    """Renewals failing: refused from the renew deadline on (before anyone may take the
-    shard over at the lease duration), and :attr:`lost` is set."""
+    """Renewals failing after a write was permitted: refused from the renew deadline on
+    (before anyone may take the shard over at the lease duration), and :attr:`lost` is
+    set."""
 
     async def scenario() -> None:
         hub = Hub()
         member, task = replica(hub, "r0", shards=1)
         await asyncio.sleep(SETTINGS.lease_duration + 3)
         assert all(member.owns(k) for k in KEYS)
+        assert member.permit(KEYS[0]) is None  # a write sent: a lapse must end the replica
         renewed = member.view.valid_until - SETTINGS.renew_deadline
         hub.down = True
         await asyncio.sleep(renewed + SETTINGS.renew_deadline - clock() - 0.05)
@@ -292,5 +296,39 @@ def test_a_round_that_ends_after_the_permit_lapsed_queues_what_waited() -> None:
         assert member.owns(KEYS[0])
         assert len(calls) > before, "renewed after a lapse without telling the listeners"
         task.cancel()
+
+    virtual.run(scenario())
+
+
+def test_a_replica_that_lapses_before_any_write_takes_its_own_shard_again() -> None:
+    """Cut off from the hub during its claim wait for longer than a lease (its caches'
+    first lists starving its rounds): it had written nothing, so it neither exits nor
+    leaves its shard's keys unowned; it takes its own Lease again with a new claim wait,
+    and no key has two owners at any quarter second on the way."""
+
+    async def scenario() -> None:
+        hub = Hub()
+        started = [replica(hub, f"r{i}") for i in range(3)]
+        members = [m for m, _ in started]
+        await watch(members, 2)
+        cut = members[1]
+        taken = cut.shard
+        assert taken is not None and not cut.permitted
+        assert isinstance(cut.client, LeaseClient)
+        cut.client.down = True
+        during = await watch(members, SETTINGS.lease_duration + 6)
+        assert not cut.lost.is_set() and cut.shard is None
+        assert all(v != [cut.identity] for v in during.values())  # it claimed nothing
+        cut.client.down = False
+        await watch(members, SETTINGS.retry_period + 1)
+        assert cut.shard == taken and not cut.lost.is_set()
+        assert not any(cut.owns(k) for k in KEYS)  # a new claim wait
+        after = await watch(members, SETTINGS.lease_duration + 1)
+        assert set(after) == set(KEYS) and all(len(v) == 1 for v in after.values())
+        assert hub.leases[taken]["spec"]["holderIdentity"] == cut.identity
+        mine = next(k for k, v in after.items() if v == [cut.identity])
+        assert cut.permit(mine) is None and cut.permitted
+        for _, task in started:
+            task.cancel()
 
     virtual.run(scenario())
