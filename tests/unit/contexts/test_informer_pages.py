@@ -47,7 +47,7 @@ class SlowPages(Unserved):
         yield {}
 
 
-async def synced(client: SlowPages, timeout: float = 60) -> cache.Informer:
+async def synced(client: Unserved, timeout: float = 60) -> cache.Informer:
     informer = cache.Informer(client, kube.CONFIGMAPS)
     task = asyncio.create_task(informer.run())
     try:
@@ -88,5 +88,79 @@ def test_a_first_page_that_fails_is_the_informers_backoff_as_before() -> None:
         informer = await synced(client)
         assert client.asked[:2] == ["p0", "p0"] and informer.restarts == 1
         assert len(informer.store) == 6
+
+    virtual.run(scenario())
+
+
+class Versions(Unserved):
+    """Records each list's query; the first watch says the version is gone (410) once, so
+    the informer relists; ``paged``: the server pages even a watch-cache read."""
+
+    name = "hub"
+
+    def __init__(self, paged: bool = False) -> None:
+        self.paged = paged
+        self.lists: list[dict[str, Any]] = []
+        self.watches = 0
+
+    async def list(self, resource: kube.Resource, namespace: str | None = None,
+                   **params: Any) -> dict[str, Any]:
+        self.lists.append(dict(params))
+        last = not self.paged or params.get("continue") == "p1"
+        items = [{"metadata": {"name": f"c{len(self.lists)}", "namespace": "ns",
+                               "resourceVersion": "1"}}]
+        return {"items": items,
+                "metadata": {"resourceVersion": "9"} if last else {"continue": "p1"}}
+
+    async def watch(self, resource: kube.Resource, **_: Any) -> AsyncIterator[dict[str, Any]]:
+        self.watches += 1
+        if self.watches == 1:
+            raise kube.ApiError("hub", 410, "Expired", "too old resource version")
+        await asyncio.sleep(3600)
+        yield {}
+
+
+def test_the_first_list_reads_the_watch_cache_and_a_relist_reads_etcd() -> None:
+    """``resourceVersion=0`` on the first list only (any recent state is a fine start: the
+    watch resumes from it); the relist after a 410 is a consistent paged read."""
+
+    async def scenario() -> None:
+        client = Versions()
+        informer = cache.Informer(client, kube.CONFIGMAPS)
+        task = asyncio.create_task(informer.run())
+        await asyncio.sleep(5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert [q.get("resourceVersion") for q in client.lists] == ["0", None]
+        assert all(q["limit"] == informer.settings.page_size for q in client.lists)
+        assert informer.lists == 2 and informer.relists == 1
+
+    virtual.run(scenario())
+
+
+def test_a_server_that_pages_the_cache_read_gets_no_version_with_its_token() -> None:
+    """The API server refuses a resourceVersion beside a continue token."""
+
+    async def scenario() -> None:
+        client = Versions(paged=True)
+        informer = await synced(client)
+        assert client.lists[0].get("resourceVersion") == "0"
+        assert client.lists[1].get("continue") == "p1"
+        assert "resourceVersion" not in client.lists[1]
+        assert len(informer.store) == 2
+
+    virtual.run(scenario())
+
+
+def test_the_cache_read_can_be_turned_off() -> None:
+    async def scenario() -> None:
+        client = Versions()
+        informer = cache.Informer(client, kube.CONFIGMAPS,
+                                  settings=cache.CacheSettings(first_list_from_cache=False))
+        task = asyncio.create_task(informer.run())
+        await asyncio.wait_for(informer.synced.wait(), 5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert "resourceVersion" not in client.lists[0]
 
     virtual.run(scenario())
