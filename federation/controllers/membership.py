@@ -62,6 +62,7 @@ from federation.contexts.clusters import Cluster
 from federation.controllers.kit import events
 from federation.controllers.kit.kinds import KindTracker
 from federation.hub import api
+from federation.hub import clusters as hub_clusters
 from federation.hub.rollouts import RELOADER_CA_SECRET
 from federation.rbac import roles
 from federation.runtime import controller, manager
@@ -141,8 +142,7 @@ class Reconciler:
         spec = (doc or {}).get("spec") or {}
         ref = spec.get("kubeconfigSecretRef")
         mode = spec.get("mode") or "Push"
-        gone = doc is None or doc["metadata"].get("deletionTimestamp")
-        if gone or (mode == "Push" and not ref):
+        if hub_clusters.leaving(doc) or (mode == "Push" and not ref):
             await self._leave(name)
             self.refusals.pop(name, None)
             return None
@@ -250,8 +250,7 @@ class Reconciler:
             return None
         doc = informer.store.get(None, name)
         spec = (doc or {}).get("spec") or {}
-        return doc is not None and spec.get("mode") == "Pull" and \
-            not doc["metadata"].get("deletionTimestamp")
+        return spec.get("mode") == "Pull" and not hub_clusters.leaving(doc)
 
     def _serving(self) -> bool:
         """Whether this replica serves agents: it leads, or with shards holds a shard (the

@@ -9,6 +9,11 @@ from federation.placement import clusters as clusters_
 from federation.placement import counts
 
 
+def leaving(doc: Mapping[str, Any] | None) -> bool:
+    """A MemberCluster gone or being deleted: its member is leaving the fleet."""
+    return doc is None or bool((doc.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def member_cluster(doc: Mapping[str, Any], reachable: bool) -> clusters_.Cluster:
     """A MemberCluster as the engine sees it: ready when reachable and not Ready=False."""
     spec = doc.get("spec") or {}

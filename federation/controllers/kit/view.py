@@ -60,8 +60,7 @@ def placement_clusters(registered: Sequence[Mapping[str, Any]], members: Sequenc
         if member.is_hub and member.name not in docs:
             continue
         doc = docs.get(member.name)
-        if member.joined and (doc is None or
-                              (doc.get("metadata") or {}).get("deletionTimestamp")):
+        if member.joined and hub_clusters.leaving(doc):
             continue
         found.append(hub_clusters.member_cluster(doc, member.reachable) if doc is not None
                      else clusters_.Cluster(name=member.name, ready=member.reachable))

@@ -59,3 +59,12 @@ def test_a_joined_member_whose_member_cluster_is_gone_or_going_is_no_target() ->
     assert [c.name for c in placement_clusters([], [static, joined])] == ["member1"]
     assert [c.name for c in placement_clusters([going], [static, joined])] == ["member1"]
     assert [c.name for c in placement_clusters([member_cluster("edge")], [joined])] == ["edge"]
+
+
+def test_leaving_is_gone_or_being_deleted_and_nothing_else() -> None:
+    from federation.hub.clusters import leaving
+    assert leaving(None)
+    assert leaving({"metadata": {"name": "m", "deletionTimestamp": "2026-11-27T00:00:00Z"}})
+    assert not leaving({"metadata": {"name": "m"}})
+    assert not leaving({"metadata": {"name": "m", "deletionTimestamp": None}})
+    assert not leaving({})
