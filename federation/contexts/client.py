@@ -523,8 +523,11 @@ class ObjectReader(Protocol):
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         ...
 
-    async def list(self, resource: Resource, namespace: str | None = None,
-                   **params: Any) -> JSON: ...
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   request_timeout: float | None = None, **params: Any) -> JSON:
+        """``params`` are the query; ``request_timeout`` (seconds, the client's own when
+        None) bounds this one answer, for a list that comes whole."""
+        ...
 
     def watch(self, resource: Resource, *, namespace: str | None = None,
               resource_version: str | None = None, timeout_seconds: int = 290,
@@ -784,9 +787,10 @@ class ClusterClient:
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
         return await self.request("GET", resource.path(namespace, name))
 
-    async def list(self, resource: Resource, namespace: str | None = None,
-                   **params: Any) -> JSON:
-        return await self.request("GET", resource.path(namespace), params=params)
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   request_timeout: float | None = None, **params: Any) -> JSON:
+        return await self.request("GET", resource.path(namespace), params=params,
+                                  timeout=request_timeout)
 
     async def create(self, resource: Resource, body: JSON,
                      namespace: str | None = None) -> JSON:

@@ -132,6 +132,9 @@ def test_the_first_list_reads_the_watch_cache_and_a_relist_reads_etcd() -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert [q.get("resourceVersion") for q in client.lists] == ["0", None]
+        # The whole answer gets the longer bound; the relist's pages the client's own.
+        assert [q.get("request_timeout") for q in client.lists] == \
+            [informer.settings.first_list_timeout, None]
         assert all(q["limit"] == informer.settings.page_size for q in client.lists)
         assert informer.lists == 2 and informer.relists == 1
 
