@@ -115,6 +115,8 @@ class Peers:
         self._claiming = False
         self.permitted = False
         """A write was permitted under the shard held now: losing it must end the replica."""
+        self.first_round = asyncio.Event()
+        """Set once the first round has ended (a shard taken, a standby, or a failure)."""
         self._dropped: str | None = None
         """The shard given up unclaimed (its Lease still names us): taken again first."""
 
@@ -161,6 +163,7 @@ class Peers:
         while self.seed is None:
             self.seed = await self._load_seed()
             if self.seed is None:
+                self.first_round.set()  # unreadable: nobody should wait on it
                 await self.sleep(self.settings.retry_period)
         last = -math.inf
         while True:
@@ -169,7 +172,9 @@ class Peers:
             if lapsed and self._lose_or_drop(f"could not renew {self.shard} for "
                                              f"{self.settings.renew_deadline:.0f}s"):
                 return
-            if await self._round(started):
+            succeeded = await self._round(started)
+            self.first_round.set()
+            if succeeded:
                 last = started
             elif self.revoked is not None:
                 return

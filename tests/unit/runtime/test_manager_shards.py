@@ -210,3 +210,49 @@ def test_a_sync_that_starves_the_shard_rounds_costs_a_claim_wait_not_the_replica
         await asyncio.wait_for(running, 40)
 
     virtual.run(scenario())
+
+
+def test_the_shard_is_taken_before_the_caches_start_listing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first shard round runs before any informer starts, so the claim wait does not
+    queue behind the first lists' decoding; a hub that hangs holds the lists up for one
+    retry period at most."""
+    answer = LeaseClient.get
+
+    async def scenario(hub_answers: bool) -> float:
+        hub = Hub()
+        mgr, _ = sharded_manager(hub, monkeypatch, "r1", rival_leads=True)
+        engaged_at: list[tuple[float, str | None]] = []
+        assert mgr.peers is None
+
+        def engage(cluster: Any) -> None:
+            assert mgr.peers is not None
+            engaged_at.append((clock(), mgr.peers.shard))
+
+        async def no_sync() -> None:
+            await asyncio.sleep(1)
+
+        monkeypatch.setattr(mgr, "_engage", engage)
+        monkeypatch.setattr(mgr, "_sync", no_sync)
+        if not hub_answers:
+            async def hanging(*args: Any, **kwargs: Any) -> Any:
+                await asyncio.sleep(60)
+                return await answer(*args, **kwargs)
+
+            monkeypatch.setattr(LeaseClient, "get", hanging)
+        started = clock()
+        running = asyncio.create_task(mgr.run())
+        await asyncio.sleep(3)
+        assert engaged_at
+        if hub_answers:
+            assert all(shard is not None for _, shard in engaged_at)
+        else:
+            assert all(shard is None for _, shard in engaged_at)
+        mgr.stop()
+        await asyncio.wait_for(running, 40)
+        return engaged_at[0][0] - started
+
+    assert virtual.run(scenario(True)) < 0.5
+    waited = virtual.run(scenario(False))
+    retry = leader.LeaderSettings().retry_period
+    assert retry <= waited < retry + 0.5
