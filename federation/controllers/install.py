@@ -76,17 +76,22 @@ async def install_crds(client: ObjectClient, *, only_changed: bool = False) -> l
     """Apply every CRD (with ``only_changed``, those whose live digest differs from the
     shipped document's, or that are not established) and wait until all are established;
     their names."""
-    names = []
-    for doc in crd_documents():
-        name = doc["metadata"]["name"]
-        names.append(name)
-        if only_changed and await _current(client, name, crd_digest(doc)):
+    docs = crd_documents()
+    names = [doc["metadata"]["name"] for doc in docs]
+    # One round trip for all (a replica starting beside two others that list the fleet
+    # read 27 CRDs one by one, twice, for 11 s); a CRD found current is established.
+    current = await asyncio.gather(*(_current(client, doc["metadata"]["name"], crd_digest(doc))
+                                     for doc in docs)) if only_changed else [False] * len(docs)
+    waiting = []
+    for doc, name, done in zip(docs, names, current, strict=True):
+        if done:
             continue
+        waiting.append(name)
         if await _foreign(client, doc):
             continue
         await client.apply(api.CRDS, with_digest(doc), FIELD_MANAGER, force=True)
     deadline = time.monotonic() + ESTABLISH_TIMEOUT
-    for name in names:
+    for name in waiting:
         while not _established(await client.get(api.CRDS, name)):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"CRD {name} not established after {ESTABLISH_TIMEOUT:.0f}s")

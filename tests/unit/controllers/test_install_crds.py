@@ -114,3 +114,34 @@ def test_kubeblocks_own_crds_are_never_applied_over(only_changed: bool) -> None:
     assert "configconstraints.apps.kubeblocks.io" not in hub.applied
     assert hub.crds["configconstraints.apps.kubeblocks.io"] is theirs
     assert "parametersdefinitions.parameters.kubeblocks.io" in hub.applied  # absent: ours
+
+
+class CountingHub(FakeHub):
+    """Counts reads and how many were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> JSON:
+        self.reads += 1
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0)
+            return await super().get(resource, name, namespace)
+        finally:
+            self.in_flight -= 1
+
+
+def test_a_restart_with_every_crd_current_reads_each_once_and_all_at_once() -> None:
+    """A replica starting beside others that list the fleet: one round trip, not 54."""
+    hub = CountingHub()
+    run(hub, only_changed=False)
+    hub.reads = hub.most_in_flight = 0
+    hub.applied.clear()
+    assert run(hub, only_changed=True) == names()
+    assert hub.applied == [] and hub.reads == len(names())
+    assert hub.most_in_flight == len(names())
