@@ -47,8 +47,9 @@ class SlowPages(Unserved):
         yield {}
 
 
-async def synced(client: Unserved, timeout: float = 60) -> cache.Informer:
-    informer = cache.Informer(client, kube.CONFIGMAPS)
+async def synced(client: Unserved, timeout: float = 60, *,
+                 informer: cache.Informer | None = None) -> cache.Informer:
+    informer = informer or cache.Informer(client, kube.CONFIGMAPS)
     task = asyncio.create_task(informer.run())
     try:
         await asyncio.wait_for(informer.synced.wait(), timeout)
@@ -165,5 +166,51 @@ def test_the_cache_read_can_be_turned_off() -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert "resourceVersion" not in client.lists[0]
+
+    virtual.run(scenario())
+
+
+class ManyInOnePage(Unserved):
+    """1,200 ConfigMaps in one answer (a watch-cache list)."""
+
+    name = "hub"
+
+    async def list(self, resource: kube.Resource, namespace: str | None = None,
+                   **params: Any) -> dict[str, Any]:
+        items = [{"metadata": {"name": f"c{i:04d}", "namespace": "ns", "resourceVersion": "1"}}
+                 for i in range(1200)]
+        return {"items": items, "metadata": {"resourceVersion": "9"}}
+
+    async def watch(self, resource: kube.Resource, **_: Any) -> AsyncIterator[dict[str, Any]]:
+        await asyncio.sleep(3600)
+        yield {}
+
+
+def test_a_long_list_is_stored_in_batches_with_the_loop_turning_between() -> None:
+    """Other tasks (a shard round) run between batches of cache.REPLACE_BATCH; every object
+    is stored and handed out, and the informer is synced only after the last batch."""
+
+    async def scenario() -> None:
+        turns = 0
+
+        async def ticker() -> None:
+            nonlocal turns
+            while True:
+                turns += 1
+                await asyncio.sleep(0)
+
+        client = ManyInOnePage()
+        informer = cache.Informer(client, kube.CONFIGMAPS)
+        seen: list[tuple[str, int, bool]] = []
+        informer.add_handler(lambda e: seen.append((e.obj["metadata"]["name"], turns,
+                                                    informer.synced.is_set())))
+        ticking = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        await synced(client, informer=informer)
+        ticking.cancel()
+        assert [name for name, _, _ in seen] == [f"c{i:04d}" for i in range(1200)]
+        assert not any(was_synced for _, _, was_synced in seen)
+        batch = cache.REPLACE_BATCH
+        assert seen[0][1] == seen[batch - 1][1] < seen[batch][1] < seen[2 * batch][1]
 
     virtual.run(scenario())

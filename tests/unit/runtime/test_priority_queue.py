@@ -142,7 +142,7 @@ def test_controller_reconciles_a_watch_event_before_the_initial_list() -> None:
         informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,
                                   cluster="member1")
         informer.add_handler(ctl.handler(watch))
-        informer._replace([_config_map(k) for k in keys(1000)])  # the first list
+        await informer._replace([_config_map(k) for k in keys(1000)])  # the first list
         informer.lists += 1
         informer._apply({"type": "ADDED", "object": _config_map("new")})
         assert ctl.queue.depth_by_priority() == {LOW_PRIORITY: 1000, DEFAULT_PRIORITY: 1}
@@ -179,9 +179,9 @@ def test_a_relist_is_not_initial() -> None:
     informer = cache.Informer(_NoClient(), kube.CONFIGMAPS,
                               cluster="member1")
     informer.add_handler(events.append)
-    informer._replace([_config_map("a")])
+    asyncio.run(informer._replace([_config_map("a")]))
     informer.lists += 1
-    informer._replace([_config_map("a"), _config_map("b")])
+    asyncio.run(informer._replace([_config_map("a"), _config_map("b")]))
     assert [(e.obj["metadata"]["name"], e.initial) for e in events] == [("a", True),
                                                                           ("b", False)]
 
