@@ -189,8 +189,15 @@ def test_hostile_scripts_cost_a_condition_never_the_control_plane(
         started = time.monotonic()
         apply(fleet, "hub", *customizations())
         for kind, (_, _, operation, says) in ATTACKS.items():
-            condition = wait_for(partial(failed, fleet, ns, kind), timeout=60,
-                                 what=f"{kind}: InterpreterFailed")
+            try:
+                condition = wait_for(partial(failed, fleet, ns, kind), timeout=60,
+                                     what=f"{kind}: InterpreterFailed")
+            except AssertionError as exc:  # once in CI (Rep, the last): say what there was
+                binding = get_or_none(fleet, "hub", "resourcebindings.work.federation.io",
+                                      f"w-{kind.lower()}", "-n", ns) or {}
+                raise AssertionError(
+                    f"{exc}\nbinding status: {binding.get('status')}\n"
+                    f"{control_plane.log_tail(120)}") from None
             message = condition["message"]
             # The budget's message, or the deadline's when a loaded machine gave the call
             # less than its CPU budget in 2 s of wall clock (it then still stops itself:
