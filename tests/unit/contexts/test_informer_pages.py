@@ -93,6 +93,9 @@ def test_a_first_page_that_fails_is_the_informers_backoff_as_before() -> None:
     virtual.run(scenario())
 
 
+FROM_CACHE = cache.CacheSettings(first_list_from_cache=True)
+
+
 class Versions(Unserved):
     """Records each list's query; the first watch says the version is gone (410) once, so
     the informer relists; ``paged``: the server pages even a watch-cache read."""
@@ -127,7 +130,7 @@ def test_the_first_list_reads_the_watch_cache_and_a_relist_reads_etcd() -> None:
 
     async def scenario() -> None:
         client = Versions()
-        informer = cache.Informer(client, kube.CONFIGMAPS)
+        informer = cache.Informer(client, kube.CONFIGMAPS, settings=FROM_CACHE)
         task = asyncio.create_task(informer.run())
         await asyncio.sleep(5)
         task.cancel()
@@ -147,7 +150,8 @@ def test_a_server_that_pages_the_cache_read_gets_no_version_with_its_token() -> 
 
     async def scenario() -> None:
         client = Versions(paged=True)
-        informer = await synced(client)
+        informer = await synced(client, informer=cache.Informer(client, kube.CONFIGMAPS,
+                                                                settings=FROM_CACHE))
         assert client.lists[0].get("resourceVersion") == "0"
         assert client.lists[1].get("continue") == "p1"
         assert "resourceVersion" not in client.lists[1]
@@ -156,11 +160,10 @@ def test_a_server_that_pages_the_cache_read_gets_no_version_with_its_token() -> 
     virtual.run(scenario())
 
 
-def test_the_cache_read_can_be_turned_off() -> None:
+def test_the_cache_read_is_off_by_default() -> None:
     async def scenario() -> None:
         client = Versions()
-        informer = cache.Informer(client, kube.CONFIGMAPS,
-                                  settings=cache.CacheSettings(first_list_from_cache=False))
+        informer = cache.Informer(client, kube.CONFIGMAPS)
         task = asyncio.create_task(informer.run())
         await asyncio.wait_for(informer.synced.wait(), 5)
         task.cancel()
