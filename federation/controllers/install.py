@@ -80,8 +80,9 @@ async def install_crds(client: ObjectClient, *, only_changed: bool = False) -> l
     names = [doc["metadata"]["name"] for doc in docs]
     # One round trip for all (a replica starting beside two others that list the fleet
     # read 27 CRDs one by one, twice, for 11 s); a CRD found current is established.
-    current = await asyncio.gather(*(_current(client, doc["metadata"]["name"], crd_digest(doc))
-                                     for doc in docs)) if only_changed else [False] * len(docs)
+    current = await asyncio.gather(*(_current(client, name, crd_digest(doc))
+                                     for doc, name in zip(docs, names, strict=True))
+                                   ) if only_changed else [False] * len(docs)
     waiting = []
     for doc, name, done in zip(docs, names, current, strict=True):
         if done:

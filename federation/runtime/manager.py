@@ -240,8 +240,9 @@ class Manager:
         (the leader's fence; with shards, a :class:`~federation.contexts.client.ShardedPermit`
         over it)."""
         self.peers: peers.Peers | None = None
-        self._shard_task: asyncio.Task[None] | None = None
         """This replica's shard, when sharding (set as the manager starts)."""
+        self._shard_task: asyncio.Task[None] | None = None
+        """Shard membership's rounds (started before the caches list)."""
         self.reviewer: auth.Reviewer | None = None
         self.caches_started = False
         self.started = asyncio.Event()
@@ -575,7 +576,7 @@ class Manager:
         for cluster in self.clusters.clusters.values():
             self._adopt(cluster)
         shard = self._shard_task
-        assert shard is not None, "shard membership starts with the cache sync"
+        assert shard is not None, "shard membership starts before the caches list"
         election = self._spawn(self.elector.run(), "leader election")
         for ctl in filter(self._runs_everywhere, self.controllers):
             self._spawn(ctl.run(), f"controller {ctl.name}")
