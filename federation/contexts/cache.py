@@ -86,23 +86,24 @@ class CacheSettings:
     backoff_jitter: float = 0.2
     """Each delay is scaled by a random factor in [1 - j, 1 + j] so informers of
     many kinds on one cluster do not hammer it together when it returns."""
-    first_list_from_cache: bool = False
-    """Off by default (below). On, an informer's first list asks ``resourceVersion=0``:
-    the API server answers from its watch cache (any recent state, ``limit`` ignored: one
-    response) instead of paging a consistent read out of etcd; the watch then resumes
-    from that list's version, so nothing after it is missed. client-go's reflector lists
-    the same way. Measured at 10,000 templates, three replicas starting together: the
-    hub's caches synced in 15.4-17.6 s against 18.5-23.1 s paged. A relist (the version
-    expired: 410) stays a consistent paged read, so a lagging server cannot take an
-    informer back in time. Off by default since `tests/e2e/test_failover.py`'s frozen
-    member once failed to fail over in time with it on: a first list against a frozen
-    server hangs for ``first_list_timeout`` (60 s) where a page gives up after 10 s. Not
-    proven the cause, so not kept on untested."""
+    first_list_from_cache: bool = True
+    """An informer's first list asks ``resourceVersion=0``: the API server answers from its
+    watch cache (any recent state, ``limit`` ignored: one response) instead of paging a
+    consistent read out of etcd; the watch then resumes from that list's version, so
+    nothing after it is missed. client-go's reflector lists the same way. Measured at
+    10,000 templates, three replicas starting together: the hub's caches synced in
+    15.4-17.6 s against 18.5-23.1 s paged. A relist (the version expired: 410) stays a
+    consistent paged read, so a lagging server cannot take an informer back in time."""
     first_list_timeout: float = 60.0
-    """Seconds the first list's one answer may take (pages get the client's own 10 s). A
-    cold start of three replicas at 10,000 templates asks the hub for 10,000 bindings
-    three times at once; 10 s was too short for the whole answer and every retry started
-    the server's work over. 60 s is what kube-apiserver allows a list itself."""
+    """Seconds the first list's one answer may take in all (pages get the client's own
+    10 s). A cold start of three replicas at 10,000 templates asks the hub for 10,000
+    bindings three times at once; 10 s was too short for the whole answer and every retry
+    started the server's work over. 60 s is what kube-apiserver allows a list itself.
+    The answer must keep coming, though: a server silent for the client's own bound
+    (before the first byte or between two) fails the list then, as a page would
+    (``ClusterClient._call_timeout``). Without that, a first list against a frozen member
+    hung for the whole 60 s; `tests/e2e/test_failover.py`'s frozen member once failed to
+    fail over in time while it did (suspected, not proven, to be the cause)."""
     page_retries: int = 3
     """Times a page after the first is asked again (after ``backoff_initial``) when it
     fails, before the list starts over. A cold start at 10,000 templates lists 20 pages

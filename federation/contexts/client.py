@@ -744,10 +744,7 @@ class ClusterClient:
         data = None
         if body is not None:
             data = body if isinstance(body, (str, bytes)) else json.dumps(body)
-        client_timeout = aiohttp.ClientTimeout(
-            total=timeout or self.settings.request_timeout,
-            sock_connect=self.settings.connect_timeout,
-        )
+        client_timeout = self._call_timeout(timeout)
         async with self._send(method, path, params=params, data=data,
                               content_type=content_type if body is not None else None,
                               timeout=client_timeout) as response:
@@ -758,11 +755,22 @@ class ClusterClient:
                                          ) from None
             return self._decode(response.status, raw)
 
+    def _call_timeout(self, timeout: float | None) -> aiohttp.ClientTimeout:
+        """The client's own bound on a whole call, or ``timeout`` for one answer allowed to
+        take longer (a list that comes whole). Such an answer must still keep coming: a
+        peer silent for the client's own bound, before its first byte or between two,
+        fails the call then, so a longer bound never makes a frozen server cost more
+        than a short call does."""
+        own = self.settings.request_timeout
+        longer = timeout is not None and timeout > own
+        return aiohttp.ClientTimeout(total=timeout or own,
+                                     sock_connect=self.settings.connect_timeout,
+                                     sock_read=own if longer else None)
+
     async def request_raw(self, path: str, *, params: Mapping[str, Any] | None = None,
                           timeout: float | None = None) -> bytes:
         """GET the undecoded body of a successful answer (benchmarks, probes)."""
-        client_timeout = aiohttp.ClientTimeout(total=timeout or self.settings.request_timeout,
-                                               sock_connect=self.settings.connect_timeout)
+        client_timeout = self._call_timeout(timeout)
         async with self._send("GET", path, params=params, data=None, content_type=None,
                               timeout=client_timeout) as response:
             raw = await response.read()

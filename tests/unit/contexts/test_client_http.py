@@ -152,3 +152,45 @@ async def test_watches_never_take_the_connections_other_calls_need() -> None:
             await asyncio.gather(*watches)
     finally:
         await runner.cleanup()
+
+
+async def test_a_list_given_longer_still_fails_when_the_server_goes_silent() -> None:
+    """A list allowed a longer bound than the client's own (the watch-cache first list)
+    completes while its answer keeps coming, however long it takes in all, and fails
+    after the client's own bound when the server sends nothing: a frozen member costs a
+    long list no more than a short call."""
+    import asyncio
+    import contextlib
+    import time
+
+    release = asyncio.Event()
+
+    async def trickle(request: web.Request) -> web.StreamResponse:
+        if request.query.get("frozen"):
+            await release.wait()  # sends nothing: the client gives up long before
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        for part in (b'{"kind": "NamespaceList", ', b'"metadata": {"resourceVersion": "7"}, ',
+                     b'"items": []}'):
+            await asyncio.sleep(0.25)  # each part within the 0.4 s bound, all after it
+            with contextlib.suppress(ConnectionError):  # a client that gave up
+                await response.write(part)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces", trickle)
+    runner, url = await serve(app)
+    try:
+        settings = kube.ClientSettings(request_timeout=0.4)
+        async with kube.connect(kubeconfig.Context(name="t", server=url), settings) as c:
+            answer = await c.list(kube.NAMESPACES, request_timeout=20)
+            assert answer["metadata"]["resourceVersion"] == "7"
+            with pytest.raises(kube.ClusterUnavailable):
+                await c.list(kube.NAMESPACES, limit=500)  # the client's own bound
+            started = time.monotonic()
+            with pytest.raises(kube.ClusterUnavailable):
+                await c.list(kube.NAMESPACES, request_timeout=20, frozen="1")
+            assert time.monotonic() - started < 5
+    finally:
+        release.set()
+        await runner.cleanup()

@@ -160,15 +160,20 @@ def test_a_server_that_pages_the_cache_read_gets_no_version_with_its_token() -> 
     virtual.run(scenario())
 
 
-def test_the_cache_read_is_off_by_default() -> None:
-    async def scenario() -> None:
+def test_the_cache_read_is_the_default_and_can_be_turned_off() -> None:
+    async def first_query(settings: cache.CacheSettings) -> dict[str, Any]:
         client = Versions()
-        informer = cache.Informer(client, kube.CONFIGMAPS)
+        informer = cache.Informer(client, kube.CONFIGMAPS, settings=settings)
         task = asyncio.create_task(informer.run())
         await asyncio.wait_for(informer.synced.wait(), 5)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        assert "resourceVersion" not in client.lists[0]
+        return client.lists[0]
+
+    async def scenario() -> None:
+        assert (await first_query(cache.CacheSettings())).get("resourceVersion") == "0"
+        paged = await first_query(cache.CacheSettings(first_list_from_cache=False))
+        assert "resourceVersion" not in paged and paged.get("request_timeout") is None
 
     virtual.run(scenario())
 
