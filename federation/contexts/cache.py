@@ -48,7 +48,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 from federation.contexts import selectors
-from federation.contexts.client import JSON, ApiError, ClientError, ObjectReader, Resource
+from federation.contexts.client import (
+    JSON,
+    ApiError,
+    ClientError,
+    ClusterUnavailable,
+    ObjectReader,
+    Resource,
+)
 
 log = logging.getLogger("federation.cache")
 
@@ -101,9 +108,21 @@ class CacheSettings:
     started the server's work over. 60 s is what kube-apiserver allows a list itself.
     The answer must keep coming, though: a server silent for the client's own bound
     (before the first byte or between two) fails the list then, as a page would
-    (``ClusterClient._call_timeout``). Without that, a first list against a frozen member
-    hung for the whole 60 s; `tests/e2e/test_failover.py`'s frozen member once failed to
-    fail over in time while it did (suspected, not proven, to be the cause)."""
+    (``ClusterClient._call_timeout``), unless ``first_list_silence`` says otherwise. Without
+    that, a first list against a frozen member hung for the whole 60 s;
+    `tests/e2e/test_failover.py`'s frozen member once failed to fail over in time while it
+    did (suspected, not proven, to be the cause). A whole answer that fails makes that
+    informer's later first lists paged (each page small, each bounded by the client's own
+    10 s): a member too big to answer whole within the silence bound still syncs."""
+    first_list_silence: float | None = None
+    """Seconds the first list's whole answer may go without a byte, or None for the client's
+    own request bound (10 s). The hub's caches wait for the whole ``first_list_timeout``
+    (:meth:`for_hub`): kube-apiserver before 1.33 builds a list's whole answer before it
+    sends a byte, and three replicas starting together at 10,000 templates made the hub
+    take more than 10 s over its 10,000 bindings (measured: each replica's list failed
+    after 10 s of silence and started the server's work over). A hub that stops answering
+    costs nothing more by the wait: no reconcile can write without it. A member is the
+    opposite: one of many, and one frozen must not hold anything up."""
     page_retries: int = 3
     """Times a page after the first is asked again (after ``backoff_initial``) when it
     fails, before the list starts over. A cold start at 10,000 templates lists 20 pages
@@ -111,6 +130,12 @@ class CacheSettings:
     the request timeout made the whole list start over, and every restart was slower
     (caches not synced after 30 s). The continue token stays valid until the server's
     compaction (then 410, and the list starts over as before)."""
+
+    def for_hub(self) -> CacheSettings:
+        """These settings for the hub's caches: a whole first list waits out its silence."""
+        if self.first_list_silence is not None:
+            return self
+        return dataclasses.replace(self, first_list_silence=self.first_list_timeout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,6 +288,8 @@ class Informer:
         self.events = 0
         self._progress = False
         self._woken = asyncio.Event()
+        self._whole_failed = False
+        """A whole first list failed (silence or timeout): list in pages from now on."""
 
     @property
     def name(self) -> str:
@@ -343,7 +370,8 @@ class Informer:
         items: list[JSON] = []
         token: str | None = None
         retries = 0
-        from_cache = self.lists == 0 and self.settings.first_list_from_cache
+        from_cache = self.lists == 0 and self.settings.first_list_from_cache and \
+            not self._whole_failed
         while True:
             # The watch cache answers whole; a server that pages it anyway returns a
             # continue token, and the pages after the first carry no version.
@@ -353,8 +381,13 @@ class Informer:
                 page = await self.client.list(
                     self.resource, self.namespace, limit=self.settings.page_size,
                     request_timeout=self.settings.first_list_timeout if whole else None,
+                    silence_timeout=self.settings.first_list_silence if whole else None,
                     **{"continue": token}, **version, **self._query())
             except ClientError as exc:
+                if whole and isinstance(exc, ClusterUnavailable):
+                    self._whole_failed = True
+                    log.info("%s: the whole list failed (%s); listing in pages from now on",
+                             self.name, exc)
                 if isinstance(exc, ApiError) and exc.status == 410:
                     items, token = [], None  # the continue token expired: start over
                     continue

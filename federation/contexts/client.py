@@ -524,9 +524,12 @@ class ObjectReader(Protocol):
         ...
 
     async def list(self, resource: Resource, namespace: str | None = None, *,
-                   request_timeout: float | None = None, **params: Any) -> JSON:
+                   request_timeout: float | None = None, silence_timeout: float | None = None,
+                   **params: Any) -> JSON:
         """``params`` are the query; ``request_timeout`` (seconds, the client's own when
-        None) bounds this one answer, for a list that comes whole."""
+        None) bounds this one answer, for a list that comes whole; such an answer fails
+        sooner if the server sends nothing for ``silence_timeout`` (the client's own
+        bound when None), before its first byte or between two."""
         ...
 
     def watch(self, resource: Resource, *, namespace: str | None = None,
@@ -679,6 +682,8 @@ class ClusterClient:
                     self._retired.append(session)  # in-flight watches keep it until close
             self._session = self._watch_session = None
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        if self.context.disable_compression:
+            headers["Accept-Encoding"] = "identity"  # else aiohttp's own: gzip, deflate
         if credential.token:
             headers["Authorization"] = f"Bearer {credential.token}"
         return headers
@@ -739,12 +744,13 @@ class ClusterClient:
 
     async def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                       body: Any = None, content_type: str = "application/json",
-                      timeout: float | None = None) -> JSON:
-        """One call; the decoded JSON answer, or :class:`ApiError`/:class:`ClusterUnavailable`."""
+                      timeout: float | None = None, silence: float | None = None) -> JSON:
+        """One call; the decoded JSON answer, or :class:`ApiError`/:class:`ClusterUnavailable`.
+        ``timeout`` and ``silence``: :meth:`_call_timeout`."""
         data = None
         if body is not None:
             data = body if isinstance(body, (str, bytes)) else json.dumps(body)
-        client_timeout = self._call_timeout(timeout)
+        client_timeout = self._call_timeout(timeout, silence)
         async with self._send(method, path, params=params, data=data,
                               content_type=content_type if body is not None else None,
                               timeout=client_timeout) as response:
@@ -755,17 +761,17 @@ class ClusterClient:
                                          ) from None
             return self._decode(response.status, raw)
 
-    def _call_timeout(self, timeout: float | None) -> aiohttp.ClientTimeout:
+    def _call_timeout(self, timeout: float | None, silence: float | None = None
+                      ) -> aiohttp.ClientTimeout:
         """The client's own bound on a whole call, or ``timeout`` for one answer allowed to
         take longer (a list that comes whole). Such an answer must still keep coming: a
-        peer silent for the client's own bound, before its first byte or between two,
-        fails the call then, so a longer bound never makes a frozen server cost more
-        than a short call does."""
+        peer silent for ``silence`` seconds (the client's own bound when None), before its
+        first byte or between two, fails the call then, so by default a longer bound never
+        makes a frozen server cost more than a short call does."""
         own = self.settings.request_timeout
-        longer = timeout is not None and timeout > own
-        return aiohttp.ClientTimeout(total=timeout or own,
-                                     sock_connect=self.settings.connect_timeout,
-                                     sock_read=own if longer else None)
+        total = timeout or own
+        return aiohttp.ClientTimeout(total=total, sock_connect=self.settings.connect_timeout,
+                                     sock_read=(silence or own) if total > own else None)
 
     async def request_raw(self, path: str, *, params: Mapping[str, Any] | None = None,
                           timeout: float | None = None) -> bytes:
@@ -796,9 +802,10 @@ class ClusterClient:
         return await self.request("GET", resource.path(namespace, name))
 
     async def list(self, resource: Resource, namespace: str | None = None, *,
-                   request_timeout: float | None = None, **params: Any) -> JSON:
+                   request_timeout: float | None = None, silence_timeout: float | None = None,
+                   **params: Any) -> JSON:
         return await self.request("GET", resource.path(namespace), params=params,
-                                  timeout=request_timeout)
+                                  timeout=request_timeout, silence=silence_timeout)
 
     async def create(self, resource: Resource, body: JSON,
                      namespace: str | None = None) -> JSON:

@@ -98,7 +98,8 @@ class Cluster:
         self.error = error
         self.settings = settings or ClusterSettings()
         self.shares_client_of = shares_client_of
-        self.cache = cache.ClusterCache(client, self.settings.cache, cluster=name) if client \
+        cache_settings = self.settings.cache.for_hub() if is_hub else self.settings.cache
+        self.cache = cache.ClusterCache(client, cache_settings, cluster=name) if client \
             else None
         self.discovery = discovery.Discovery(client) if client else None
         self.health = health.Health(name, self.settings.health)

@@ -70,6 +70,8 @@ def minify(config: kubeconfig.KubeConfig, context: str | None, name: str,
         cluster["insecure-skip-tls-verify"] = True
     if resolved.tls_server_name:
         cluster["tls-server-name"] = resolved.tls_server_name
+    if resolved.disable_compression:
+        cluster["disable-compression"] = True
     out_user: JSON = {}
     if resolved.client_cert_data:
         out_user["client-certificate-data"] = _b64(resolved.client_cert_data)

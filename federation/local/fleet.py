@@ -579,6 +579,9 @@ class Fleet:
             clusters.append({"name": cluster.name, "cluster": {
                 "server": cluster.server,
                 "certificate-authority-data": _b64(keys.ca_cert),
+                # loopback: gzipped answers only cost CPU on both ends (kubectl >= 1.26
+                # reads the field too)
+                "disable-compression": True,
             }})
             users.append({"name": f"{cluster.name}-{identity}", "user": {
                 "client-certificate-data": _b64(cert), "client-key-data": _b64(key),

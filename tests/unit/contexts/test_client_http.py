@@ -194,3 +194,25 @@ async def test_a_list_given_longer_still_fails_when_the_server_goes_silent() -> 
     finally:
         release.set()
         await runner.cleanup()
+
+
+async def test_disable_compression_asks_for_plain_answers() -> None:
+    """A context with kubectl's ``disable-compression`` asks for ``identity``; others take
+    what aiohttp offers (gzip), as client-go does."""
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Accept-Encoding", ""))
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "x"}})
+
+    app = web.Application()
+    app.router.add_get("/api/v1/namespaces/x", handler)
+    runner, url = await serve(app)
+    try:
+        for plain in (True, False):
+            context = kubeconfig.Context(name="t", server=url, disable_compression=plain)
+            async with kube.connect(context) as c:
+                await c.get(kube.NAMESPACES, "x")
+        assert seen[0] == "identity" and "gzip" in seen[1]
+    finally:
+        await runner.cleanup()

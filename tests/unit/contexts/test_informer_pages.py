@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from federation.contexts import cache
+from federation.contexts import cache, clusters
 from federation.contexts import client as kube
 from tests.unit.clients import Unserved
 from tests.unit.runtime import virtual
@@ -222,3 +222,47 @@ def test_a_long_list_is_stored_in_batches_with_the_loop_turning_between() -> Non
         assert seen[0][1] == seen[batch - 1][1] < seen[batch][1] < seen[2 * batch][1]
 
     virtual.run(scenario())
+
+
+class SilentWhole(Versions):
+    """A server whose whole (watch-cache) answer never comes in time: the client gives up
+    on its silence; pages answer."""
+
+    async def list(self, resource: kube.Resource, namespace: str | None = None,
+                   **params: Any) -> dict[str, Any]:
+        if params.get("resourceVersion") == "0":
+            self.lists.append(dict(params))
+            raise kube.ClusterUnavailable("member1", "GET deployments: timed out")
+        return await super().list(resource, namespace, **params)
+
+
+def test_a_whole_list_that_fails_makes_the_informer_list_in_pages() -> None:
+    """A member too big (or too busy) to answer whole within the silence bound still syncs:
+    after one failed whole answer, the informer's next first list is paged."""
+
+    async def scenario() -> None:
+        client = SilentWhole()
+        informer = cache.Informer(client, kube.CONFIGMAPS, settings=FROM_CACHE)
+        task = asyncio.create_task(informer.run())
+        await asyncio.wait_for(informer.synced.wait(), 10)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        whole, paged = client.lists[0], client.lists[1]
+        assert whole.get("resourceVersion") == "0"
+        assert whole.get("silence_timeout") is None  # a member's: the client's own bound
+        assert "resourceVersion" not in paged and paged.get("request_timeout") is None
+        assert informer.restarts == 1 and len(informer.store) == 1
+
+    virtual.run(scenario())
+
+
+def test_the_hubs_whole_list_waits_out_its_silence_and_a_members_does_not() -> None:
+    """The hub's caches wait the whole ``first_list_timeout`` for a first byte; a member's
+    give up after the client's own bound (None here: ``ClusterClient`` fills it in)."""
+    hub = clusters.Cluster("hub", is_hub=True, client=Versions())
+    member = clusters.Cluster("member1", client=Versions())
+    assert hub.cache is not None and member.cache is not None
+    assert hub.cache.settings.first_list_silence == hub.cache.settings.first_list_timeout == 60
+    assert member.cache.settings.first_list_silence is None
+    chosen = cache.CacheSettings(first_list_silence=5.0)
+    assert chosen.for_hub() is chosen  # a silence set on purpose is kept for the hub too

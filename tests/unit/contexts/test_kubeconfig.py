@@ -208,3 +208,26 @@ def test_context_repr_hides_secrets() -> None:
                                  password="pw-secret", client_key_data=b"key-secret")
     text = repr(context)
     assert "s3cret" not in text and "pw-secret" not in text and "key-secret" not in text
+
+
+def test_disable_compression_is_read_as_kubectl_reads_it(tmp_path: Path) -> None:
+    """kubectl's ``disable-compression`` cluster field is honoured, and a value that is not
+    true or false is refused naming the field, never ignored."""
+    path = write(tmp_path / "k.yaml", config(
+        clusters={"plain": {"server": "https://p", "disable-compression": True},
+                  "gzip": {"server": "https://g"},
+                  "typo": {"server": "https://t", "disable-compression": "yes"}},
+        contexts={"p": {"cluster": "plain"}, "g": {"cluster": "gzip"}, "t": {"cluster": "typo"}}))
+    loaded = kubeconfig.load(path)
+    assert loaded.context("p").disable_compression
+    assert not loaded.context("g").disable_compression
+    with pytest.raises((kubeconfig.KubeconfigError, ValueError),
+                       match="disable-compression is not true or false"):
+        loaded.context("t")
+    if KUBECTL is not None:  # the field is kubectl's own (which refuses "yes" as well)
+        good = write(tmp_path / "good.yaml", config(
+            clusters={"plain": {"server": "https://p", "disable-compression": True}},
+            contexts={"p": {"cluster": "plain"}}))
+        view = kubectl_view({"KUBECONFIG": str(good)}, cwd=tmp_path)
+        plain = next(c for c in view["clusters"] if c["name"] == "plain")
+        assert plain["cluster"]["disable-compression"] is True
