@@ -131,6 +131,8 @@ def _context(name: str, entry: Mapping[str, Any], cluster_name: str,
     skip = cluster.get("insecure-skip-tls-verify", False)
     if not isinstance(skip, bool):
         raise ValueError(f"{in_cluster}: insecure-skip-tls-verify is not true or false")
+    _refuse_unsupported(cluster, UNSUPPORTED_CLUSTER_FIELDS, in_cluster)
+    _refuse_unsupported(user, UNSUPPORTED_USER_FIELDS, in_user)
     plain = cluster.get("disable-compression", False)
     if not isinstance(plain, bool):
         raise ValueError(f"{in_cluster}: disable-compression is not true or false")
@@ -152,6 +154,28 @@ def _context(name: str, entry: Mapping[str, Any], cluster_name: str,
         password=_text(user, "password", in_user),
         exec_config=exec_config,
     )
+
+
+UNSUPPORTED_CLUSTER_FIELDS = {
+    "proxy-url": "connections go straight to the server",
+}
+"""kubectl's cluster fields this client does not honour, each with what would happen."""
+UNSUPPORTED_USER_FIELDS = {
+    "as": "impersonation is not sent: requests would run as the identity itself",
+    "as-uid": "impersonation is not sent: requests would run as the identity itself",
+    "as-groups": "impersonation is not sent: requests would run as the identity itself",
+    "as-user-extra": "impersonation is not sent: requests would run as the identity itself",
+    "auth-provider": "legacy auth providers are not run; use an exec plugin or a token",
+}
+"""kubectl's user fields this client does not honour. Refused rather than ignored: an
+ignored ``as`` would make every request run as the (often broader) identity behind it."""
+
+
+def _refuse_unsupported(section: Mapping[str, Any], unsupported: Mapping[str, str],
+                        where: str) -> None:
+    for key, consequence in unsupported.items():
+        if section.get(key) not in (None, "", [], {}):
+            raise ValueError(f"{where}: {key} is not supported ({consequence})")
 
 
 def _text(section: Mapping[str, Any], key: str, where: str) -> str | None:

@@ -231,3 +231,24 @@ def test_disable_compression_is_read_as_kubectl_reads_it(tmp_path: Path) -> None
         view = kubectl_view({"KUBECONFIG": str(good)}, cwd=tmp_path)
         plain = next(c for c in view["clusters"] if c["name"] == "plain")
         assert plain["cluster"]["disable-compression"] is True
+
+
+@pytest.mark.parametrize(("section", "field", "value"), [
+    ("user", "as", "system:admin"), ("user", "as-groups", ["system:masters"]),
+    ("user", "as-uid", "1"), ("user", "as-user-extra", {"scope": ["x"]}),
+    ("user", "auth-provider", {"name": "gcp"}), ("cluster", "proxy-url", "http://proxy:3128"),
+])
+def test_kubectl_fields_this_client_does_not_honour_are_refused_by_name(
+        tmp_path: Path, section: str, field: str, value: Any) -> None:
+    """Impersonation, legacy auth providers and proxies are kubectl's, not ours: a context
+    that uses one is refused naming the field, never loaded without it (an ignored ``as``
+    would run every request as the broader identity behind it)."""
+    cluster: dict[str, Any] = {"server": "https://c"}
+    user: dict[str, Any] = {"token": "t"}
+    (cluster if section == "cluster" else user)[field] = value
+    path = write(tmp_path / "k.yaml", config(clusters={"c": cluster}, users={"u": user},
+                                             contexts={"x": {"cluster": "c", "user": "u"}}))
+    with pytest.raises((kubeconfig.KubeconfigError, ValueError),
+                       match=rf"{section} '[cu]': {field} is not supported") as refused:
+        kubeconfig.load(path).context("x")
+    assert str(value) not in str(refused.value)  # named, never quoted
