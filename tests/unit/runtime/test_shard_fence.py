@@ -113,6 +113,31 @@ def test_a_reconcile_whose_key_moves_mid_way_cannot_write_from_any_task() -> Non
     virtual.run(scenario())
 
 
+def test_each_requests_shard_key_is_worked_out_once_however_many_handovers() -> None:
+    """Every handover asks the queue to admit each parked request again; the key of each
+    is worked out once (it was a fifth of a replica's CPU at 10,000 templates)."""
+    ownership = Ownership("shop/a")
+    asked: list[str] = []
+
+    def counted(req: reconcile.Request) -> str:
+        asked.append(req.name)
+        return key(req)
+
+    async def nothing(req: reconcile.Request) -> None:
+        return None
+
+    ctl = controller.Controller("propagation", nothing, workers=1)
+    ctl.shard_key = counted
+    ctl.shard(ownership.owns)
+    for name in ("a", "b", "c"):
+        ctl.queue.add(request(name))
+    for _ in range(5):
+        ctl.queue.unpark()
+    ownership.keys.update({"shop/b"})
+    assert ctl.queue.unpark() == 1 and request("b") not in ctl.queue.parked
+    assert sorted(asked) == ["a", "b", "c"]
+
+
 def test_a_sharded_queue_parks_what_it_does_not_own_and_takes_it_on_handover() -> None:
     async def scenario() -> None:
         ownership = Ownership("shop/a")
