@@ -117,7 +117,7 @@ class CacheSettings:
     first_list_silence: float | None = None
     """Seconds the first list's whole answer may go without a byte, or None for the client's
     own request bound (10 s). The hub's caches wait for the whole ``first_list_timeout``
-    (:meth:`for_hub`): kube-apiserver before 1.33 builds a list's whole answer before it
+    (:meth:`for_hub`): kube-apiserver 1.20 builds a list's whole answer before it
     sends a byte, and three replicas starting together at 10,000 templates made the hub
     take more than 10 s over its 10,000 bindings (measured: each replica's list failed
     after 10 s of silence and started the server's work over). A hub that stops answering

@@ -237,7 +237,8 @@ def test_a_deleted_members_agent_stops_reasserting(fleet: TestFleet, pull: Pull)
                     "placement": {"clusterAffinity": {"clusterNames": ["member3"]}}}})
     wait_for(lambda: get_or_none(fleet, "member3", "secret", "creds", "-n", ns) and
              get_or_none(fleet, "member3", "configmap", "conf", "-n", ns), timeout=60,
-             what="copies on member3 through the agent")
+             what=f"copies on member3 through the agent\ncontrol plane:\n"
+                  f"{pull.plane.log_tail(80)}\nagent:\n{pull.agent.log_tail()}")
     state = pull.directory / "applied.json"
     assert token not in state.read_text()  # a digest, not the data
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
