@@ -163,11 +163,8 @@ def test_a_server_that_pages_the_cache_read_gets_no_version_with_its_token() -> 
 def test_the_cache_read_is_the_default_and_can_be_turned_off() -> None:
     async def first_query(settings: cache.CacheSettings) -> dict[str, Any]:
         client = Versions()
-        informer = cache.Informer(client, kube.CONFIGMAPS, settings=settings)
-        task = asyncio.create_task(informer.run())
-        await asyncio.wait_for(informer.synced.wait(), 5)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await synced(client, 5, informer=cache.Informer(client, kube.CONFIGMAPS,
+                                                        settings=settings))
         return client.lists[0]
 
     async def scenario() -> None:
@@ -242,11 +239,8 @@ def test_a_whole_list_that_fails_makes_the_informer_list_in_pages() -> None:
 
     async def scenario() -> None:
         client = SilentWhole()
-        informer = cache.Informer(client, kube.CONFIGMAPS, settings=FROM_CACHE)
-        task = asyncio.create_task(informer.run())
-        await asyncio.wait_for(informer.synced.wait(), 10)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        informer = await synced(client, 10, informer=cache.Informer(
+            client, kube.CONFIGMAPS, settings=FROM_CACHE))
         whole, paged = client.lists[0], client.lists[1]
         assert whole.get("resourceVersion") == "0"
         assert whole.get("silence_timeout") is None  # a member's: the client's own bound
